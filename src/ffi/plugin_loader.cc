@@ -1,0 +1,199 @@
+// Loading plugin DSOs: dlopen with RTLD_LOCAL, the ABI handshake, registration with rollback,
+// and discovery of compiler plugins in <libdir>/kiln/plugins and KILN_PLUGIN_PATH.
+#include <dlfcn.h>
+
+#include <kiln/ffi/plugin.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <sstream>
+#include <unordered_map>
+
+#include "c_api_guard_internal.h"
+#include "registry_internal.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// Everything attempted so far; a file already loaded is not loaded again.
+class PluginTable {
+ public:
+  static PluginTable& Global() {
+    static PluginTable* table = new PluginTable();
+    return *table;
+  }
+
+  PluginInfo Load(const std::string& requested_path) {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    std::error_code error;
+    const fs::path path = fs::canonical(requested_path, error);
+    KILN_CHECK(!error, ValueError) << "cannot load plugin '" << requested_path
+                                   << "': " << error.message();
+    auto it = by_path_.find(path.string());
+    if (it != by_path_.end() && records_[it->second].at("status").cast<String>() == "loaded") {
+      return records_[it->second];
+    }
+    try {
+      PluginInfo info = LoadNew(path.string());
+      Remember(path.string(), info);
+      return info;
+    } catch (const Error& failure) {
+      PluginInfo info{{"path", String(path.string())}, {"status", String("failed")},
+                      {"reason", String(failure.message())}};
+      Remember(path.string(), info);
+      throw;
+    }
+  }
+
+  Array<PluginInfo> List() {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    return Array<PluginInfo>(records_.begin(), records_.end());
+  }
+
+ private:
+  void Remember(const std::string& path, const PluginInfo& info) {
+    auto it = by_path_.find(path);
+    if (it != by_path_.end()) {
+      records_[it->second] = info;
+    } else {
+      by_path_.emplace(path, records_.size());
+      records_.push_back(info);
+    }
+  }
+
+  static PluginInfo LoadNew(const std::string& path) {
+    // RTLD_LOCAL: two plugins may define the same internal symbols without clashing.
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    KILN_CHECK(handle != nullptr, RuntimeError)
+        << "cannot load plugin '" << path << "': " << dlerror();
+    auto init = reinterpret_cast<KilnPluginInitFn>(dlsym(handle, KILN_PLUGIN_ENTRY_SYMBOL));
+    KILN_CHECK(init != nullptr, RuntimeError)
+        << "'" << path << "' is not a Kiln plugin: it does not export " KILN_PLUGIN_ENTRY_SYMBOL;
+
+    KilnHostApi host{sizeof(KilnHostApi), KILN_ABI_VERSION_MAJOR, KILN_ABI_VERSION_MINOR,
+                     path.c_str()};
+    KilnPluginInfo plugin{};
+    plugin.struct_size = sizeof(KilnPluginInfo);
+    if (init(&host, &plugin) != 0) {
+      throw detail::TakeRaised().WithContext("while initializing plugin '" + path + "'");
+    }
+    CheckAbi(path, plugin);
+
+    detail::RegistrationScope scope(path);
+    if (plugin.register_all() != 0) {
+      Error cause = detail::TakeRaised();
+      scope.RollBack();
+      throw cause.WithContext("while registering plugin '" + path +
+                              "' (its registrations were rolled back)");
+    }
+    std::vector<std::string> names = scope.RegisteredNames();
+    return PluginInfo{{"path", String(path)},
+                      {"name", String(plugin.name ? plugin.name : "")},
+                      {"version", String(plugin.version ? plugin.version : "")},
+                      {"abi_major", plugin.abi_major},
+                      {"abi_minor", plugin.abi_minor},
+                      {"status", String("loaded")},
+                      {"reason", String("")},
+                      {"functions", Array<String>(names.begin(), names.end())}};
+  }
+
+  static void CheckAbi(const std::string& path, const KilnPluginInfo& plugin) {
+    KILN_CHECK(plugin.abi_major == KILN_ABI_VERSION_MAJOR, RuntimeError)
+        << "plugin '" << path << "' was built for Kiln ABI " << plugin.abi_major << "."
+        << plugin.abi_minor << ", but this Kiln has ABI " << KILN_ABI_VERSION_MAJOR << "."
+        << KILN_ABI_VERSION_MINOR << "; rebuild the plugin against this Kiln";
+    KILN_CHECK(plugin.abi_minor <= KILN_ABI_VERSION_MINOR, RuntimeError)
+        << "plugin '" << path << "' needs Kiln ABI " << plugin.abi_major << "."
+        << plugin.abi_minor << ", but this Kiln only has ABI " << KILN_ABI_VERSION_MAJOR << "."
+        << KILN_ABI_VERSION_MINOR << "; upgrade Kiln";
+  }
+
+  std::recursive_mutex mutex_;
+  std::vector<PluginInfo> records_;
+  std::unordered_map<std::string, size_t> by_path_;
+};
+
+/// The folder holding libkiln_ffi.so: the prefix's lib folder once installed.
+fs::path LibraryDirectory() {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<const void*>(&kiln_abi_version), &info) == 0) return {};
+  return fs::path(info.dli_fname).parent_path();
+}
+
+bool IsCompilerPluginFile(const fs::path& file) {
+  const std::string name = file.filename().string();
+  return name.rfind("libkiln_", 0) == 0 && name.rfind("libkiln_runtime", 0) != 0 &&
+         file.extension() == ".so";
+}
+
+/// Plugin files in discovery order: <libdir>/kiln/plugins first, then KILN_PLUGIN_PATH.
+std::vector<fs::path> FindPluginFiles() {
+  std::vector<fs::path> places = {LibraryDirectory() / "kiln" / "plugins"};
+  if (const char* env = std::getenv("KILN_PLUGIN_PATH")) {
+    std::stringstream entries(env);
+    for (std::string entry; std::getline(entries, entry, ':');) {
+      if (!entry.empty()) places.emplace_back(entry);
+    }
+  }
+  std::vector<fs::path> files;
+  for (const fs::path& place : places) {
+    std::error_code error;
+    if (fs::is_regular_file(place, error)) {
+      files.push_back(place);
+      continue;
+    }
+    std::vector<fs::path> found;
+    for (const auto& entry : fs::directory_iterator(place, error)) {
+      if (entry.is_regular_file() && IsCompilerPluginFile(entry.path())) {
+        found.push_back(entry.path());
+      }
+    }
+    std::sort(found.begin(), found.end());
+    files.insert(files.end(), found.begin(), found.end());
+  }
+  return files;
+}
+
+KILN_REGISTER_GLOBAL("ffi.ListPlugins").set_body_typed([]() {
+  return PluginTable::Global().List();
+});
+
+KILN_REGISTER_GLOBAL("ffi.DiscoverPlugins").set_body_typed([]() {
+  Array<PluginInfo> found;
+  for (const fs::path& file : FindPluginFiles()) {
+    try {
+      found.push_back(PluginTable::Global().Load(file.string()));
+    } catch (const Error& error) {
+      // Discovery never fails: a broken plugin is recorded with its reason and skipped.
+      found.push_back(PluginInfo{{"path", String(file.string())},
+                                 {"status", String("failed")},
+                                 {"reason", String(error.message())}});
+    }
+  }
+  return found;
+});
+
+}  // namespace
+}  // namespace kiln
+
+extern "C" {
+
+void kiln_abi_version(int32_t* out_major, int32_t* out_minor) {
+  *out_major = KILN_ABI_VERSION_MAJOR;
+  *out_minor = KILN_ABI_VERSION_MINOR;
+}
+
+int kiln_plugin_load(const char* path, KilnObjectHandle* out_info) {
+  KILN_C_API_BEGIN();
+  KILN_CHECK(path != nullptr && *path != '\0', ValueError) << "kiln_plugin_load needs a path";
+  kiln::PluginInfo info = kiln::PluginTable::Global().Load(path);
+  if (out_info != nullptr) {
+    *out_info = kiln::detail::ObjectUnsafe::Header(std::move(info).ReleaseData().release());
+  }
+  KILN_C_API_END();
+}
+
+}  // extern "C"
