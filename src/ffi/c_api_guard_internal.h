@@ -6,12 +6,12 @@
 #include <kiln/ffi/error.h>
 
 #define KILN_C_API_BEGIN() try {
-#define KILN_C_API_END()                           \
-  }                                                \
-  catch (...) {                                    \
+#define KILN_C_API_END()                             \
+  }                                                  \
+  catch (...) {                                      \
     ::kiln::detail::SetRaisedFromCurrentException(); \
-    return -1;                                     \
-  }                                                \
+    return -1;                                       \
+  }                                                  \
   return 0;
 
 #endif  // KILN_SRC_FFI_C_API_GUARD_INTERNAL_H_

@@ -15,7 +15,7 @@ KilnObjectHandle ReleaseHandle(RefT ref) {
 }
 
 KILN_REGISTER_GLOBAL("ffi.Map").set_body_packed([](const AnyView* args, int32_t num_args,
-                                                    Any* result) {
+                                                   Any* result) {
   KILN_CHECK(num_args % 2 == 0, ValueError)
       << "ffi.Map expects key, value pairs, but got " << num_args << " arguments";
   Map<Any, Any> map;

@@ -38,8 +38,8 @@ void kiln_error_set_raised(KilnObjectHandle error) {
 
 int kiln_error_set_raised_from_cstr(const char* kind, const char* message) {
   try {
-    kiln::RaisedSlot() = kiln::make_object<kiln::ErrorObj>(kind ? kind : "RuntimeError",
-                                                           message ? message : "", "");
+    kiln::RaisedSlot() =
+        kiln::make_object<kiln::ErrorObj>(kind ? kind : "RuntimeError", message ? message : "", "");
   } catch (...) {  // NOLINT(bugprone-empty-catch): out of memory while reporting an error
   }
   return -1;

@@ -37,11 +37,10 @@ class TypeTable {
     auto it = by_key_.find(key);
     if (it != by_key_.end()) {
       const TypeEntry* existing = Get(it->second);
-      const int32_t existing_parent =
-          existing->info.depth == 0 ? -1 : existing->ancestors.back();
+      const int32_t existing_parent = existing->info.depth == 0 ? -1 : existing->ancestors.back();
       KILN_CHECK(existing_parent == parent, TypeError)
-          << "type '" << key << "' is already registered with parent type index "
-          << existing_parent << ", not " << parent;
+          << "type '" << key << "' is already registered with parent type index " << existing_parent
+          << ", not " << parent;
       return it->second;
     }
     const int32_t index = static_index >= 0 ? static_index : next_dynamic_index_++;
@@ -79,10 +78,10 @@ class TypeTable {
   TypeTable() {
     Register("kiln.Object", -1, kKilnTypeObject);
     const std::pair<const char*, int32_t> static_types[] = {
-        {"kiln.String", kKilnTypeString},     {"kiln.Bytes", kKilnTypeBytes},
-        {"kiln.Error", kKilnTypeError},       {"kiln.Function", kKilnTypeFunction},
-        {"kiln.Array", kKilnTypeArray},       {"kiln.Map", kKilnTypeMap},
-        {"kiln.Shape", kKilnTypeShape},       {"kiln.Tensor", kKilnTypeTensor},
+        {"kiln.String", kKilnTypeString}, {"kiln.Bytes", kKilnTypeBytes},
+        {"kiln.Error", kKilnTypeError},   {"kiln.Function", kKilnTypeFunction},
+        {"kiln.Array", kKilnTypeArray},   {"kiln.Map", kKilnTypeMap},
+        {"kiln.Shape", kKilnTypeShape},   {"kiln.Tensor", kKilnTypeTensor},
         {"kiln.Module", kKilnTypeModule},
     };
     for (const auto& [key, index] : static_types) Register(key, kKilnTypeObject, index);
@@ -107,8 +106,7 @@ void kiln_object_dec_ref(KilnObjectHandle obj) {
   if (obj != nullptr) kiln::detail::DecRef(obj);
 }
 
-int kiln_type_register(const char* type_key, int32_t parent_type_index,
-                       int32_t* out_type_index) {
+int kiln_type_register(const char* type_key, int32_t parent_type_index, int32_t* out_type_index) {
   KILN_C_API_BEGIN();
   KILN_CHECK(type_key != nullptr && *type_key != '\0', ValueError) << "empty type key";
   *out_type_index = kiln::TypeTable::Global().Register(type_key, parent_type_index, -1);

@@ -30,8 +30,8 @@ class PluginTable {
     std::lock_guard<std::recursive_mutex> lock(mutex_);
     std::error_code error;
     const fs::path path = fs::canonical(requested_path, error);
-    KILN_CHECK(!error, ValueError) << "cannot load plugin '" << requested_path
-                                   << "': " << error.message();
+    KILN_CHECK(!error, ValueError)
+        << "cannot load plugin '" << requested_path << "': " << error.message();
     auto it = by_path_.find(path.string());
     if (it != by_path_.end() && records_[it->second].at("status").cast<String>() == "loaded") {
       return records_[it->second];
@@ -41,7 +41,8 @@ class PluginTable {
       Remember(path.string(), info);
       return info;
     } catch (const Error& failure) {
-      PluginInfo info{{"path", String(path.string())}, {"status", String("failed")},
+      PluginInfo info{{"path", String(path.string())},
+                      {"status", String("failed")},
                       {"reason", String(failure.message())}};
       Remember(path.string(), info);
       throw;
@@ -106,8 +107,8 @@ class PluginTable {
         << plugin.abi_minor << ", but this Kiln has ABI " << KILN_ABI_VERSION_MAJOR << "."
         << KILN_ABI_VERSION_MINOR << "; rebuild the plugin against this Kiln";
     KILN_CHECK(plugin.abi_minor <= KILN_ABI_VERSION_MINOR, RuntimeError)
-        << "plugin '" << path << "' needs Kiln ABI " << plugin.abi_major << "."
-        << plugin.abi_minor << ", but this Kiln only has ABI " << KILN_ABI_VERSION_MAJOR << "."
+        << "plugin '" << path << "' needs Kiln ABI " << plugin.abi_major << "." << plugin.abi_minor
+        << ", but this Kiln only has ABI " << KILN_ABI_VERSION_MAJOR << "."
         << KILN_ABI_VERSION_MINOR << "; upgrade Kiln";
   }
 

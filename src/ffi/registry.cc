@@ -34,8 +34,8 @@ class GlobalRegistry {
       return std::nullopt;
     }
     KILN_CHECK(allow_override, KeyError)
-        << "global function '" << name << "' is already registered by " << it->second.owner
-        << "; " << owner << " tried to register it again (pass the override flag to replace it)";
+        << "global function '" << name << "' is already registered by " << it->second.owner << "; "
+        << owner << " tried to register it again (pass the override flag to replace it)";
     RegistryEntry previous = std::move(it->second);
     it->second = RegistryEntry{std::move(func), owner};
     return previous;
@@ -154,7 +154,7 @@ int kiln_func_set_global(const char* name, KilnObjectHandle func, int32_t flags,
   KILN_CHECK(func != nullptr && func->type_index == kKilnTypeFunction, TypeError)
       << "global '" << name << "' must be registered with a Function object";
   RegistrationScope* scope = RegistrationScope::Current();
-  std::string owner_name = owner != nullptr ? owner
+  std::string owner_name = owner != nullptr   ? owner
                            : scope != nullptr ? scope->owner()
                                               : kiln::detail::DsoContaining(caller);
   auto previous = kiln::detail::GlobalRegistry::Global().Set(

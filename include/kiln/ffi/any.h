@@ -377,9 +377,7 @@ struct TypeTraits<std::string> {
   static void CopyToAnyView(const std::string& src, KilnAny* out) {
     TypeTraits<const char*>::CopyToAnyView(src.c_str(), out);
   }
-  static void MoveToAny(const std::string& src, KilnAny* out) {
-    detail::MoveStringToAny(src, out);
-  }
+  static void MoveToAny(const std::string& src, KilnAny* out) { detail::MoveStringToAny(src, out); }
   static std::optional<std::string> TryCastFromAnyView(const KilnAny* src) {
     std::optional<std::string_view> text = detail::StringViewOf(src);
     if (!text.has_value()) return std::nullopt;

@@ -15,9 +15,9 @@
 #ifndef KILN_FFI_C_API_H_
 #define KILN_FFI_C_API_H_
 
-#include <dlpack/dlpack.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <dlpack/dlpack.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -155,9 +155,9 @@ class ErrorBuilder {
     KILN_THROW(ErrorKind)
 
 /// Check one of Kiln's own invariants; a failure is a bug in Kiln.
-#define KILN_ICHECK(condition)                                   \
-  if (condition) {                                               \
-  } else                                                         \
+#define KILN_ICHECK(condition) \
+  if (condition) {             \
+  } else                       \
     KILN_THROW(InternalError) << "Check failed: (" #condition ") "
 
 #endif  // KILN_FFI_ERROR_H_

@@ -42,8 +42,8 @@ class PackedFunctionObj : public FunctionObj {
   // The C ABI boundary: nothing thrown escapes; errors go to the thread-local slot.
   static int SafeCall(void* self, const KilnAny* args, int32_t num_args, KilnAny* result) {
     try {
-      auto* func = static_cast<PackedFunctionObj*>(
-          ObjectUnsafe::FromHeader(static_cast<KilnObject*>(self)));
+      auto* func =
+          static_cast<PackedFunctionObj*>(ObjectUnsafe::FromHeader(static_cast<KilnObject*>(self)));
       func->callable_(reinterpret_cast<const AnyView*>(args), num_args,
                       reinterpret_cast<Any*>(result));
       return 0;
@@ -85,11 +85,10 @@ template <typename ArgTuple>
 template <typename ArgTuple, typename T>
 [[noreturn]] void ThrowArgumentTypeError(const std::string& name, int32_t index,
                                          const AnyView& arg) {
-  throw Error("TypeError", "mismatched type on argument #" + std::to_string(index) +
-                               " when calling `" +
-                               SignatureStr(name, static_cast<ArgTuple*>(nullptr)) +
-                               "`: expected " + TypeTraits<T>::TypeStr() + ", got " +
-                               arg.type_str());
+  throw Error("TypeError",
+              "mismatched type on argument #" + std::to_string(index) + " when calling `" +
+                  SignatureStr(name, static_cast<ArgTuple*>(nullptr)) + "`: expected " +
+                  TypeTraits<T>::TypeStr() + ", got " + arg.type_str());
 }
 
 template <typename ArgTuple, size_t kIndex>
@@ -207,8 +206,8 @@ class TypedFunction<R(Args...)> {
   explicit TypedFunction(Function func) : func_(std::move(func)) {}
   template <typename Callable>
   TypedFunction(Callable callable, std::string name)
-      : func_(Function::FromTyped(std::function<R(Args...)>(std::move(callable)),
-                                  std::move(name))) {}
+      : func_(
+            Function::FromTyped(std::function<R(Args...)>(std::move(callable)), std::move(name))) {}
 
   R operator()(Args... args) const {
     if constexpr (std::is_void_v<R>) {

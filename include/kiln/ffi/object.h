@@ -48,17 +48,17 @@ struct ObjectUnsafe;
 }  // namespace detail
 
 /// Declares the run-time type of an object class with a fixed index from KilnTypeIndex.
-#define KILN_DECLARE_STATIC_OBJECT_INFO(TypeName, ParentType, Index)                   \
-  static constexpr int32_t RuntimeTypeIndex() { return Index; }                      \
+#define KILN_DECLARE_STATIC_OBJECT_INFO(TypeName, ParentType, Index) \
+  static constexpr int32_t RuntimeTypeIndex() { return Index; }      \
   static int32_t TypeDepth() { return ParentType::TypeDepth() + 1; }
 
 /// Declares the run-time type of an object class whose index is allocated by its `_type_key`.
-#define KILN_DECLARE_OBJECT_INFO(TypeName, ParentType)                                        \
-  static int32_t RuntimeTypeIndex() {                                                       \
-    static const int32_t index =                                                            \
+#define KILN_DECLARE_OBJECT_INFO(TypeName, ParentType)                                           \
+  static int32_t RuntimeTypeIndex() {                                                            \
+    static const int32_t index =                                                                 \
         ::kiln::detail::RegisterObjectType(TypeName::_type_key, ParentType::RuntimeTypeIndex()); \
-    return index;                                                                           \
-  }                                                                                         \
+    return index;                                                                                \
+  }                                                                                              \
   static int32_t TypeDepth() { return ParentType::TypeDepth() + 1; }
 
 /// Base of every object. Not copyable in a way that copies the header: a copy is a new object.
@@ -233,24 +233,24 @@ class ObjectRef {
 };
 
 /// Defines the constructors and typed accessors of an ObjectRef subclass.
-#define KILN_DEFINE_OBJECT_REF_METHODS(TypeName, ParentType, ObjectName)                \
-  using ContainerType = ObjectName;                                                      \
-  TypeName() = default;                                                                  \
-  explicit TypeName(::kiln::ObjectPtr<ObjectName> data) : ParentType(std::move(data)) {} \
-  /* The caller guarantees the object is an ObjectName (checked by the Any casts). */    \
-  static TypeName FromUnchecked(::kiln::ObjectPtr<::kiln::Object> data) {                \
-    TypeName result;                                                                     \
-    result.data_ = std::move(data);                                                      \
-    return result;                                                                       \
-  }                                                                                      \
+#define KILN_DEFINE_OBJECT_REF_METHODS(TypeName, ParentType, ObjectName)                       \
+  using ContainerType = ObjectName;                                                            \
+  TypeName() = default;                                                                        \
+  explicit TypeName(::kiln::ObjectPtr<ObjectName> data) : ParentType(std::move(data)) {}       \
+  /* The caller guarantees the object is an ObjectName (checked by the Any casts). */          \
+  static TypeName FromUnchecked(::kiln::ObjectPtr<::kiln::Object> data) {                      \
+    TypeName result;                                                                           \
+    result.data_ = std::move(data);                                                            \
+    return result;                                                                             \
+  }                                                                                            \
   const ObjectName* operator->() const { return static_cast<const ObjectName*>(data_.get()); } \
   const ObjectName* get() const { return static_cast<const ObjectName*>(data_.get()); }
 
 /// Mutable access for builders that own the only reference (copy-on-write containers).
-#define KILN_DEFINE_OBJECT_REF_COW_METHOD(ObjectName)                  \
-  ObjectName* CopyOnWrite() {                                         \
+#define KILN_DEFINE_OBJECT_REF_COW_METHOD(ObjectName)                             \
+  ObjectName* CopyOnWrite() {                                                     \
     if (data_->use_count() != 1) data_ = ::kiln::make_object<ObjectName>(*get()); \
-    return static_cast<ObjectName*>(data_.get());                     \
+    return static_cast<ObjectName*>(data_.get());                                 \
   }
 
 }  // namespace kiln

@@ -74,10 +74,9 @@ inline Array<PluginInfo> ListPlugins() {
 }  // namespace kiln
 
 /// Defines a plugin's one exported entry point. kiln_add_plugin() generates it for you.
-#define KILN_PLUGIN(Name, Version)                                                        \
-  extern "C" KILN_API_EXPORT int kiln_plugin_init(const KilnHostApi* host,                \
-                                                  KilnPluginInfo* info) {                 \
-    return ::kiln::detail::FillPluginInfo(host, info, Name, Version);                     \
+#define KILN_PLUGIN(Name, Version)                                                                 \
+  extern "C" KILN_API_EXPORT int kiln_plugin_init(const KilnHostApi* host, KilnPluginInfo* info) { \
+    return ::kiln::detail::FillPluginInfo(host, info, Name, Version);                              \
   }
 
 #endif  // KILN_FFI_PLUGIN_H_

@@ -45,9 +45,10 @@ class GlobalFunctionRegisterer {
     return *this;
   }
   GlobalFunctionRegisterer& set_body(Function func) {
-    detail::RegisterOrDefer([name = name_, func = std::move(func), allow_override = allow_override_] {
-      Function::SetGlobal(name.c_str(), func, allow_override);
-    });
+    detail::RegisterOrDefer(
+        [name = name_, func = std::move(func), allow_override = allow_override_] {
+          Function::SetGlobal(name.c_str(), func, allow_override);
+        });
     return *this;
   }
   /// A typed body: arguments are converted and checked, errors name this function.
@@ -70,12 +71,13 @@ class GlobalFunctionRegisterer {
 
 /// Runs `fn()` once the library or plugin is accepted: at load time for Kiln's own libraries,
 /// after the ABI check for a plugin. A throw fails the plugin's load (and rolls it back).
-#define KILN_REGISTER_INITIALIZER(fn)                                          \
+#define KILN_REGISTER_INITIALIZER(fn)                                      \
   [[maybe_unused]] static const bool KILN_UNIQUE_NAME(kiln_initializer_) = \
       (::kiln::detail::RegisterOrDefer(fn), true)
 
-/// `KILN_REGISTER_GLOBAL("testing.add").set_body_typed([](int64_t a, int64_t b) { return a + b; });`
-#define KILN_REGISTER_GLOBAL(Name)                                             \
+/// `KILN_REGISTER_GLOBAL("testing.add").set_body_typed([](int64_t a, int64_t b) { return a + b;
+/// });`
+#define KILN_REGISTER_GLOBAL(Name)                                                 \
   [[maybe_unused]] static const ::kiln::GlobalFunctionRegisterer KILN_UNIQUE_NAME( \
       kiln_global_registerer_) = ::kiln::GlobalFunctionRegisterer(Name)
 

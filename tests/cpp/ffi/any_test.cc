@@ -23,9 +23,9 @@ TEST(AnyTest, PlainValuesRoundTrip) {
 }
 
 TEST(AnyTest, NumericConversionsFollowPython) {
-  EXPECT_DOUBLE_EQ(Any(3).cast<double>(), 3.0);     // int -> float is fine
-  EXPECT_EQ(Any(true).cast<int>(), 1);              // bool -> int is fine
-  EXPECT_FALSE(Any(1.5).as<int64_t>().has_value());  // float -> int is not
+  EXPECT_DOUBLE_EQ(Any(3).cast<double>(), 3.0);                   // int -> float is fine
+  EXPECT_EQ(Any(true).cast<int>(), 1);                            // bool -> int is fine
+  EXPECT_FALSE(Any(1.5).as<int64_t>().has_value());               // float -> int is not
   EXPECT_FALSE(Any(int64_t{1} << 40).as<int32_t>().has_value());  // out of range
   EXPECT_FALSE(Any(-1).as<uint32_t>().has_value());
 }

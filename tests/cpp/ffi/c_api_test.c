@@ -1,15 +1,15 @@
 /* Uses the C ABI from plain C: the header must compile as C99/C11 and be enough on its own. */
-#include <kiln/ffi/c_api.h>
 #include <stdio.h>
 #include <string.h>
+#include <kiln/ffi/c_api.h>
 
 static int failures = 0;
-#define EXPECT(cond)                                               \
-  do {                                                             \
-    if (!(cond)) {                                                 \
+#define EXPECT(cond)                                                      \
+  do {                                                                    \
+    if (!(cond)) {                                                        \
       fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond); \
-      ++failures;                                                  \
-    }                                                              \
+      ++failures;                                                         \
+    }                                                                     \
   } while (0)
 
 /* A C callback: returns the sum of its int arguments. */

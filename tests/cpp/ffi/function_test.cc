@@ -38,7 +38,8 @@ TEST(FunctionTest, WrongArgumentCountIsATypeError) {
 }
 
 TEST(FunctionTest, ErrorsCrossTheCAbiWithKindAndContext) {
-  Function inner = Function::FromTyped([](int value) { KILN_THROW(ValueError) << "bad value " << value; });
+  Function inner =
+      Function::FromTyped([](int value) { KILN_THROW(ValueError) << "bad value " << value; });
   Function outer = Function::FromTyped([inner]() -> Any {
     try {
       return inner(7);

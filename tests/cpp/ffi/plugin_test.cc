@@ -70,8 +70,7 @@ TEST(PluginTest, DuplicateNameAcrossPluginsNamesBothFiles) {
 }
 
 TEST(PluginTest, MissingFileAndNonPluginLibraryAreClearErrors) {
-  EXPECT_NE(LoadErrorOf("/no/such/libkiln_x.so").find("/no/such/libkiln_x.so"),
-            std::string::npos);
+  EXPECT_NE(LoadErrorOf("/no/such/libkiln_x.so").find("/no/such/libkiln_x.so"), std::string::npos);
   const std::string message = LoadErrorOf(KILN_RUNTIME_LIBRARY);
   EXPECT_NE(message.find("is not a Kiln plugin"), std::string::npos) << message;
 }

@@ -31,11 +31,11 @@ TEST(RegistryTest, SetGetListRemove) {
 TEST(RegistryTest, DuplicateNameNamesBothOwnersAndKeepsTheFirst) {
   Function first = Function::FromTyped([]() { return 1; });
   Function second = Function::FromTyped([]() { return 2; });
-  ASSERT_EQ(kiln_func_set_global("registry_test.dup", detail::ObjectUnsafe::Header(first.get()),
-                                 0, "owner-one.so"),
+  ASSERT_EQ(kiln_func_set_global("registry_test.dup", detail::ObjectUnsafe::Header(first.get()), 0,
+                                 "owner-one.so"),
             0);
-  EXPECT_EQ(kiln_func_set_global("registry_test.dup", detail::ObjectUnsafe::Header(second.get()),
-                                 0, "owner-two.so"),
+  EXPECT_EQ(kiln_func_set_global("registry_test.dup", detail::ObjectUnsafe::Header(second.get()), 0,
+                                 "owner-two.so"),
             -1);
   Error error = detail::TakeRaised();
   EXPECT_EQ(error.kind(), "KeyError");
@@ -66,8 +66,8 @@ TEST(RegistryTest, ConcurrentRegistrationAndLookupAreSafe) {
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([t, &found] {
       for (int i = 0; i < kNamesPerThread; ++i) {
-        const std::string name = "registry_test.thread" + std::to_string(t) + "." +
-                                 std::to_string(i);
+        const std::string name =
+            "registry_test.thread" + std::to_string(t) + "." + std::to_string(i);
         Function::SetGlobal(name.c_str(), Function::FromTyped([i]() { return i; }));
         if (Function::GetGlobalRequired(name.c_str())().cast<int>() == i) ++found;
         Function::GetGlobal("registry_test.static");  // readers alongside writers
@@ -78,8 +78,7 @@ TEST(RegistryTest, ConcurrentRegistrationAndLookupAreSafe) {
   EXPECT_EQ(found.load(), kThreads * kNamesPerThread);
   for (int t = 0; t < kThreads; ++t) {
     for (int i = 0; i < kNamesPerThread; ++i) {
-      const std::string name = "registry_test.thread" + std::to_string(t) + "." +
-                               std::to_string(i);
+      const std::string name = "registry_test.thread" + std::to_string(t) + "." + std::to_string(i);
       Function::RemoveGlobal(name.c_str());
     }
   }

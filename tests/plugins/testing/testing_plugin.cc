@@ -39,11 +39,11 @@ KILN_REGISTER_GLOBAL("testing.raise_error")
     });
 
 // testing.call(f, args...): calls f with the remaining arguments.
-KILN_REGISTER_GLOBAL("testing.call").set_body_packed([](const AnyView* args, int32_t num_args,
-                                                         Any* result) {
-  KILN_CHECK(num_args >= 1, TypeError) << "testing.call needs a function to call";
-  *result = args[0].cast<Function>().CallPacked(args + 1, num_args - 1);
-});
+KILN_REGISTER_GLOBAL("testing.call")
+    .set_body_packed([](const AnyView* args, int32_t num_args, Any* result) {
+      KILN_CHECK(num_args >= 1, TypeError) << "testing.call needs a function to call";
+      *result = args[0].cast<Function>().CallPacked(args + 1, num_args - 1);
+    });
 
 KILN_REGISTER_GLOBAL("testing.call_with_context").set_body_typed([](const Function& f) {
   try {
@@ -75,12 +75,12 @@ KILN_REGISTER_GLOBAL("testing.make_array").set_body_typed([](int64_t n) {
 KILN_REGISTER_GLOBAL("testing.make_map").set_body_typed([]() {
   return Map<String, Any>{{"a", 1}, {"b", String("two")}};
 });
-KILN_REGISTER_GLOBAL("testing.make_shape").set_body_packed([](const AnyView* args,
-                                                               int32_t num_args, Any* result) {
-  std::vector<int64_t> dims;
-  for (int32_t i = 0; i < num_args; ++i) dims.push_back(args[i].cast<int64_t>());
-  *result = Shape(dims);
-});
+KILN_REGISTER_GLOBAL("testing.make_shape")
+    .set_body_packed([](const AnyView* args, int32_t num_args, Any* result) {
+      std::vector<int64_t> dims;
+      for (int32_t i = 0; i < num_args; ++i) dims.push_back(args[i].cast<int64_t>());
+      *result = Shape(dims);
+    });
 
 }  // namespace
 }  // namespace testing
