@@ -314,6 +314,9 @@ template <>
 struct TypeTraits<DLTensor*> : InlineValueTraitsBase<DLTensor*, kKilnTypeDLTensorPtr> {
   static std::optional<DLTensor*> TryCastFromAnyView(const KilnAny* src) {
     if (src->type_index == kKilnTypeDLTensorPtr) return static_cast<DLTensor*>(src->v_ptr);
+    if (src->type_index == kKilnTypeTensor) {
+      return &reinterpret_cast<KilnTensorObject*>(src->v_obj)->dl_tensor;
+    }
     return std::nullopt;
   }
   static std::string TypeStr() { return "DLTensor*"; }

@@ -270,6 +270,31 @@ KILN_FFI_API int kiln_shape_create(const int64_t* data, int64_t ndim, KilnObject
 KILN_FFI_API int kiln_array_create(const KilnAny* items, int64_t size, KilnObjectHandle* out);
 
 /* ------------------------------------------------------------------------------------------ */
+/* Tensors (DLPack)                                                                             */
+/* ------------------------------------------------------------------------------------------ */
+
+/*!
+ * \brief Tensor object: the header followed by a DLTensor, so any DLPack consumer can read it.
+ * `shape` and `strides` point into the object; `strides` is NULL for a compact row-major tensor.
+ */
+typedef struct {
+  KilnObject header;
+  DLTensor dl_tensor;
+} KilnTensorObject;
+
+/*!
+ * \brief New Tensor (new reference) over the memory of `managed`, without copying. The Tensor
+ * takes ownership of `managed` and calls its deleter when it is freed. On failure the caller
+ * keeps ownership.
+ */
+KILN_FFI_API int kiln_tensor_from_dlpack(DLManagedTensor* managed, KilnObjectHandle* out);
+/*!
+ * \brief New DLManagedTensor over the tensor's memory, without copying; it holds a reference to
+ * the tensor until the consumer calls its deleter.
+ */
+KILN_FFI_API int kiln_tensor_to_dlpack(KilnObjectHandle tensor, DLManagedTensor** out);
+
+/* ------------------------------------------------------------------------------------------ */
 /* Versions and plugins                                                                         */
 /* ------------------------------------------------------------------------------------------ */
 
