@@ -1,0 +1,105 @@
+"""Kiln: a deep-learning compiler and runtime; this package is its Python layer over the C ABI.
+
+Calling Kiln functions
+    ``kiln.get_global_func("testing.add")(1, 2)`` or, resolved the same way at access time,
+    ``kiln.testing.add(1, 2)``. ``kiln.register_func("my.f", f)`` makes a Python callable a
+    global function that C++ and plugins can call.
+
+Values passed to Kiln
+    None, bool, int (int64; OverflowError beyond), float, str, bytes/bytearray, kiln.Object,
+    list/tuple (-> Array), dict (-> Map), objects with __index__ (-> int), other callables
+    (-> Function calling back into Python). Anything else raises TypeError naming the type.
+
+Values coming back
+    None, int, bool, float, str, bytes; kiln.Array, kiln.Map, kiln.Shape (views of the Kiln
+    objects), kiln.Function, kiln.Error (an error as a value), the class registered with
+    ``@kiln.register_object("type.key")`` for other objects (nearest registered ancestor, else
+    kiln.Object). DataType values come back as str ("float32"), Device values as
+    (device_type, device_id), opaque pointers as int.
+
+Errors
+    A failing Kiln call raises kiln.<Kind> (kiln.ValueError is both a kiln.KilnError and a
+    ValueError); see kiln.error for the mapping in both directions.
+
+Plugins
+    ``kiln.load_plugin(path_or_name)``, ``kiln.plugins()``; plugins in KILN_PLUGIN_PATH and
+    <libdir>/kiln/plugins are discovered on import, failures recorded rather than raised.
+"""
+
+import warnings as _warnings
+
+from ._lib import _ffi
+from . import namespace
+from .error import (
+    KilnError,
+    TypeError,
+    ValueError,
+    IndexError,
+    KeyError,
+    AttributeError,
+    RuntimeError,
+    NotImplementedError,
+    OverflowError,
+    MemoryError,
+    InternalError,
+    UnknownFunctionError,
+    Error,
+    register_error,
+)
+from .object import Object, register_object
+from .containers import Array, Map, Shape
+from .function import (
+    Function,
+    get_global_func,
+    get_global_func_owner,
+    list_global_funcs,
+    register_func,
+    remove_global_func,
+)
+from .namespace import Namespace
+from .plugin import discover_plugins, load_plugin, plugin_search_dirs, plugins
+
+__all__ = [
+    "KilnError",
+    "InternalError",
+    "UnknownFunctionError",
+    "Error",
+    "register_error",
+    "Object",
+    "register_object",
+    "Array",
+    "Map",
+    "Shape",
+    "Function",
+    "get_global_func",
+    "get_global_func_owner",
+    "list_global_funcs",
+    "register_func",
+    "remove_global_func",
+    "Namespace",
+    "load_plugin",
+    "plugins",
+    "discover_plugins",
+    "plugin_search_dirs",
+    "abi_version",
+    "convert",
+]  # kiln.TypeError & co. stay out of `import *` so they never shadow the builtins
+
+
+def abi_version():
+    """(major, minor) of the C ABI that the loaded libkiln_ffi.so implements."""
+    return _ffi.abi_version()
+
+
+def convert(value):
+    """The value ``value`` becomes when passed to Kiln, as Kiln would return it."""
+    return _ffi.convert(value)
+
+
+__getattr__ = namespace.module_getattr(__name__)
+__dir__ = namespace.module_dir(globals())
+
+try:
+    discover_plugins()
+except KilnError as _exc:  # discovery records failures itself; never let it break the import
+    _warnings.warn(f"kiln: plugin discovery failed: {_exc}", RuntimeWarning, stacklevel=2)
