@@ -3,6 +3,7 @@
 
 #include <kiln/ffi/array.h>
 #include <kiln/ffi/function.h>
+#include <kiln/ffi/registry.h>
 
 #include <algorithm>
 #include <map>
@@ -61,6 +62,13 @@ class GlobalRegistry {
     return true;
   }
 
+  /// True when some registered name starts with `prefix` (a std::map keeps this O(log n)).
+  bool HasPrefix(const std::string& prefix) const {
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    auto it = entries_.lower_bound(prefix);
+    return it != entries_.end() && it->first.compare(0, prefix.size(), prefix) == 0;
+  }
+
   std::vector<std::string> Names() const {
     std::shared_lock<std::shared_mutex> lock(mutex_);
     std::vector<std::string> names;
@@ -113,6 +121,12 @@ std::string DsoContaining(const void* address) {
 }
 
 thread_local RegistrationScope* current_scope = nullptr;
+
+// Lets bindings tell a namespace ("testing" below "testing.add") from a typo without listing
+// the whole registry on every attribute access.
+KILN_REGISTER_GLOBAL("ffi.HasGlobalPrefix").set_body_typed([](const std::string& prefix) {
+  return GlobalRegistry::Global().HasPrefix(prefix);
+});
 
 }  // namespace
 
