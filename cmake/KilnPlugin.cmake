@@ -5,6 +5,8 @@
 # generated, registrations made with KILN_REGISTER_GLOBAL wait for the host's ABI check
 # (KILN_PLUGIN_BUILD), and a version script keeps every other symbol private.
 # In-tree plugins use this same function, so they build exactly as out-of-tree ones do.
+include(GNUInstallDirs)  # CMAKE_INSTALL_LIBDIR, also in projects that did not include it
+
 function(kiln_add_plugin)
   cmake_parse_arguments(PLUGIN "NO_INSTALL" "NAME;VERSION;INSTALL_DIR" "SOURCES;DEPS" ${ARGN})
   if(NOT PLUGIN_NAME)
@@ -30,8 +32,12 @@ function(kiln_add_plugin)
   add_library(${target} MODULE ${PLUGIN_SOURCES} "${entry}")
   target_link_libraries(${target} PRIVATE Kiln::ffi ${PLUGIN_DEPS})
   target_compile_definitions(${target} PRIVATE KILN_PLUGIN_BUILD)
-  target_link_options(${target} PRIVATE "LINKER:--version-script=${version_script}"
-                      "LINKER:--no-undefined")
+  target_link_options(${target} PRIVATE "LINKER:--version-script=${version_script}")
+  # clang links no sanitizer runtime into a shared object, so a sanitized plugin has undefined
+  # __asan_*/__ubsan_* symbols until the executable provides them.
+  if(NOT KILN_SANITIZE)
+    target_link_options(${target} PRIVATE "LINKER:--no-undefined")
+  endif()
   set_target_properties(${target} PROPERTIES
     OUTPUT_NAME kiln_${PLUGIN_NAME}
     CXX_VISIBILITY_PRESET hidden

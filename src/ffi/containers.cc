@@ -27,7 +27,7 @@ KILN_REGISTER_GLOBAL("ffi.MapSize").set_body_typed([](const Map<Any, Any>& map) 
   return map.size();
 });
 
-KILN_REGISTER_GLOBAL("ffi.MapGetItem").set_body_typed([](const Map<Any, Any>& map, Any key) {
+KILN_REGISTER_GLOBAL("ffi.MapGetItem").set_body_typed([](const Map<Any, Any>& map, const Any& key) {
   return map.at(key);
 });
 

@@ -27,6 +27,15 @@ struct TypeTraits {
 };
 
 namespace detail {
+/// True when T converts to Any/AnyView; for Self itself it never looks at TypeTraits<Self>, so
+/// the converting constructors below do not instantiate TypeTraits<AnyView/Any> before their
+/// specializations are declared (clang rejects that; GCC lets it pass).
+template <typename T>
+struct TypeTraitsEnabled : std::bool_constant<TypeTraits<T>::enabled> {};
+template <typename T, typename Self>
+inline constexpr bool kConvertsTo =
+    std::conjunction_v<std::negation<std::is_same<std::decay_t<T>, Self>>,
+                       TypeTraitsEnabled<std::decay_t<T>>>;
 
 KILN_ALWAYS_INLINE void InitNone(KilnAny* value) {
   value->type_index = kKilnTypeNone;
@@ -89,7 +98,7 @@ class Any;
 class AnyView {
  public:
   AnyView() { detail::InitNone(&data_); }
-  template <typename T, typename = std::enable_if_t<TypeTraits<std::decay_t<T>>::enabled>>
+  template <typename T, typename = std::enable_if_t<detail::kConvertsTo<T, AnyView>>>
   AnyView(const T& value) {  // NOLINT(google-explicit-constructor)
     TypeTraits<std::decay_t<T>>::CopyToAnyView(value, &data_);
   }
@@ -128,8 +137,7 @@ class Any {
     if (detail::HoldsObject(&data_)) detail::IncRef(data_.v_obj);
   }
   Any(Any&& other) noexcept : data_(other.data_) { detail::InitNone(&other.data_); }
-  template <typename T, typename = std::enable_if_t<!std::is_same_v<std::decay_t<T>, Any> &&
-                                                    TypeTraits<std::decay_t<T>>::enabled>>
+  template <typename T, typename = std::enable_if_t<detail::kConvertsTo<T, Any>>>
   Any(T&& value) {  // NOLINT(google-explicit-constructor)
     TypeTraits<std::decay_t<T>>::MoveToAny(std::forward<T>(value), &data_);
   }

@@ -1,8 +1,8 @@
 /*
  * Kiln's stable C ABI: the only interface a plugin, a backend or a language binding must agree on.
  *
- * Rules of this header (see docs/plugin-abi.md):
- *  - plain C99, no C++ types; it is compiled as C in tests/cpp/ffi/c_api_compiles_as_c.c;
+ * Rules of this header (see docs/design.md, "The C ABI"):
+ *  - plain C99, no C++ types; it is compiled as C in tests/cpp/ffi/c_api_test.c;
  *  - append-only within a major version: new functions and new enum values may be added, nothing
  *    is removed, reordered or changes meaning;
  *  - every struct that a plugin fills or the host passes starts with `struct_size`, so either side

@@ -125,7 +125,8 @@ class ErrorBuilder {
   ErrorBuilder(const ErrorBuilder&) = delete;
   ErrorBuilder& operator=(const ErrorBuilder&) = delete;
   std::ostringstream& stream() { return message_; }
-  [[noreturn]] ~ErrorBuilder() noexcept(false) {
+  // Throwing from the destructor is the point: the statement that built the message ends here.
+  [[noreturn]] ~ErrorBuilder() noexcept(false) {  // NOLINT(bugprone-exception-escape)
     throw Error(kind_, message_.str(), location_.str());
   }
 

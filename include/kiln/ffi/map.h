@@ -128,7 +128,7 @@ class Map : public ObjectRef {
     }
   }
   static std::string DescribeKey(const K& key) {
-    Any any(key);
+    const AnyView any(key);
     if (std::optional<std::string_view> text = detail::StringViewOf(any.raw())) {
       return "'" + std::string(*text) + "'";
     }

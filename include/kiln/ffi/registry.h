@@ -24,13 +24,13 @@ KILN_DSO_LOCAL inline std::vector<std::function<void()>>& PendingRegistrations()
 }
 
 /// Runs `action` now, or, inside a plugin, once the host has accepted the plugin.
-inline void RegisterOrDefer(std::function<void()> action) {
 #ifdef KILN_PLUGIN_BUILD
+inline void RegisterOrDefer(std::function<void()> action) {
   PendingRegistrations().push_back(std::move(action));
-#else
-  action();
-#endif
 }
+#else
+inline void RegisterOrDefer(const std::function<void()>& action) { action(); }
+#endif
 
 }  // namespace detail
 
@@ -75,8 +75,8 @@ class GlobalFunctionRegisterer {
   [[maybe_unused]] static const bool KILN_UNIQUE_NAME(kiln_initializer_) = \
       (::kiln::detail::RegisterOrDefer(fn), true)
 
-/// `KILN_REGISTER_GLOBAL("testing.add").set_body_typed([](int64_t a, int64_t b) { return a + b;
-/// });`
+/// Registers a global function at load time:
+///   KILN_REGISTER_GLOBAL("my.add").set_body_typed([](int64_t a, int64_t b) { return a + b; });
 #define KILN_REGISTER_GLOBAL(Name)                                                 \
   [[maybe_unused]] static const ::kiln::GlobalFunctionRegisterer KILN_UNIQUE_NAME( \
       kiln_global_registerer_) = ::kiln::GlobalFunctionRegisterer(Name)

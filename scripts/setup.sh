@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# README command 1: installs what Kiln needs (Debian packages, only those missing), builds it
+# (build/, RelWithDebInfo, ccache when present), installs it into install/, then runs the demo:
+# examples/extension built against install/ as an out-of-tree project, its plugin loaded and
+# called from C++ and from Python.
+#
+#   bash scripts/setup.sh
+#
+# Environment: KILN_BUILD_DIR, KILN_PREFIX, KILN_JOBS (see scripts/common.sh).
+set -euo pipefail
+# shellcheck source=scripts/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+step() {
+  local name=$1
+  shift
+  kiln_log ""
+  kiln_log "==== setup: $name"
+  local start=$SECONDS
+  "$@"
+  kiln_log "==== setup: $name done in $(kiln_fmt_duration $((SECONDS - start)))"
+}
+
+demo() {
+  kiln_quiet kiln_build_extension
+  local plugin="$KILN_EXTENSION_BUILD_DIR/libkiln_my_ext.so"
+  "$KILN_EXTENSION_BUILD_DIR/my_ext_hello" "$plugin"
+  PYTHONPATH="$KILN_PREFIX/lib/python3/dist-packages" "$KILN_PYTHON" - "$plugin" <<'PY'
+import sys
+
+import kiln
+
+info = kiln.load_plugin(sys.argv[1])
+print(f"Python: loaded {info['path']} ({info['name']} {info['version']})")
+print(f"Python: my_ext.add_one(41) = {kiln.get_global_func('my_ext.add_one')(41)}")
+print(f"Python: kiln.my_ext.greet('Kiln') = {kiln.my_ext.greet('Kiln')!r}")
+PY
+}
+
+total_start=$SECONDS
+step "Debian packages" kiln_install_packages
+step "build and install" kiln_build_and_install
+step "demo: examples/extension against $KILN_PREFIX" demo
+kiln_log ""
+kiln_log "setup done in $(kiln_fmt_duration $((SECONDS - total_start)))." \
+  "Kiln is installed in $KILN_PREFIX; run the tests with: bash scripts/test.sh"

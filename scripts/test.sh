@@ -1,0 +1,229 @@
+#!/usr/bin/env bash
+# README command 2: runs every test and check, stage by stage, and ends with `N passed, M failed`.
+#
+#   bash scripts/test.sh              # all stages
+#   bash scripts/test.sh format tidy  # only these stages
+#
+# Stages:
+#   build      configure (once) + build build/ and install it into install/
+#   ctest      every test of build/: GoogleTest (label unit) and pytest (python.ffi)
+#   asan       build-asan/: clang-14 with address+undefined sanitizers, `ctest -L unit`
+#   fuzz       libFuzzer (build-asan/) on the artifact reader, bounded time, seeds + tests/fuzz/corpus
+#   format     clang-format-14 --dry-run --Werror over the repository's C/C++ files
+#   tidy       clang-tidy (.clang-tidy) over src/, with build/compile_commands.json
+#   extension  examples/extension built against install/ only, then its tests
+#
+# A failing stage does not stop the others; stages that need the build are skipped (and count
+# as failed) when it fails. Exit status is non-zero when any stage failed.
+# Environment: KILN_BUILD_DIR, KILN_PREFIX, KILN_JOBS (scripts/common.sh), KILN_ASAN_COMPILER
+# (clang, the default, or gcc).
+set -euo pipefail
+# shellcheck source=scripts/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+KILN_ASAN_BUILD_DIR="$KILN_REPO/build-asan"
+KILN_ASAN_COMPILER="${KILN_ASAN_COMPILER:-clang}"
+ALL_STAGES=(build ctest asan fuzz format tidy extension)
+
+# ---- stages ---------------------------------------------------------------------------------
+
+stage_build() {
+  kiln_build_and_install
+}
+
+stage_ctest() {
+  ctest --test-dir "$KILN_BUILD_DIR" --output-on-failure -j "$KILN_JOBS"
+}
+
+stage_asan() {
+  local cc cxx
+  case "$KILN_ASAN_COMPILER" in
+    clang) cc=clang-14 cxx=clang++-14 ;;
+    gcc) cc=gcc cxx=g++ ;;
+    *) kiln_log "KILN_ASAN_COMPILER must be clang or gcc, not '$KILN_ASAN_COMPILER'"; return 2 ;;
+  esac
+  cmake -S "$KILN_REPO" -B "$KILN_ASAN_BUILD_DIR" -G Ninja \
+    -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
+    -DCMAKE_BUILD_TYPE=Debug \
+    -DKILN_SANITIZE=address,undefined \
+    -DKILN_BUILD_FUZZERS="$([ "$KILN_ASAN_COMPILER" = clang ] && echo ON || echo OFF)" \
+    -DKILN_BUILD_PYTHON=OFF -DKILN_BUILD_BENCH=OFF >/dev/null
+  cmake --build "$KILN_ASAN_BUILD_DIR" -j "$KILN_JOBS"
+  ASAN_OPTIONS="detect_leaks=1:strict_string_checks=1:check_initialization_order=1" \
+    UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+    ctest --test-dir "$KILN_ASAN_BUILD_DIR" -L unit --output-on-failure -j "$KILN_JOBS"
+}
+
+# Fuzzes the artifact reader for KILN_FUZZ_SECONDS (default 60) from fresh seeds plus the
+# corpus kept in the repository; a crash leaves its input in build-asan/fuzz-artifacts/.
+stage_fuzz() {
+  local fuzzer="$KILN_ASAN_BUILD_DIR/tests/fuzz/kiln_artifact_fuzzer"
+  [ -x "$fuzzer" ] || {
+    kiln_log "no $fuzzer: the asan stage builds it (with clang)"
+    return 1
+  }
+  local corpus="$KILN_ASAN_BUILD_DIR/fuzz-corpus" crashes="$KILN_ASAN_BUILD_DIR/fuzz-artifacts"
+  rm -rf "$corpus" && mkdir -p "$corpus" "$crashes"
+  "$KILN_ASAN_BUILD_DIR/tests/fuzz/kiln_artifact_fuzz_seeds" "$corpus"
+  ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+    "$fuzzer" -max_total_time="${KILN_FUZZ_SECONDS:-60}" -timeout=10 -print_final_stats=1 \
+    -artifact_prefix="$crashes/" "$corpus" "$KILN_REPO/tests/fuzz/corpus/artifact"
+}
+
+# Tracked C/C++ files, plus new files git does not ignore (so a check before `git add` sees them).
+list_c_cxx_files() {
+  if git -C "$KILN_REPO" rev-parse --git-dir >/dev/null 2>&1; then
+    git -C "$KILN_REPO" ls-files --cached --others --exclude-standard -- \
+      '*.c' '*.cc' '*.cpp' '*.h' '*.hpp' | sort -u
+  else
+    (cd "$KILN_REPO" && find include src tests python bench examples tools plugins backends \
+      -name '*.[ch]' -o -name '*.cc' -o -name '*.[ch]pp' 2>/dev/null | sort)
+  fi
+}
+
+stage_format() {
+  local files=() file
+  while IFS= read -r file; do
+    [ -f "$KILN_REPO/$file" ] && files+=("$file")
+  done < <(list_c_cxx_files)
+  kiln_log "checking ${#files[@]} files with $(clang-format-14 --version)"
+  local bad=()
+  for file in "${files[@]}"; do
+    if ! (cd "$KILN_REPO" && clang-format-14 --dry-run --Werror "$file" >/dev/null 2>&1); then
+      bad+=("$file")
+    fi
+  done
+  if [ ${#bad[@]} -ne 0 ]; then
+    (cd "$KILN_REPO" && clang-format-14 --dry-run --Werror "${bad[@]}" 2>&1 | head -n 80) || true
+    kiln_log "${#bad[@]} file(s) need formatting:"
+    printf '  %s\n' "${bad[@]}"
+    kiln_log "fix with: clang-format-14 -i ${bad[*]}"
+    return 1
+  fi
+}
+
+stage_tidy() {
+  [ -f "$KILN_BUILD_DIR/compile_commands.json" ] || {
+    kiln_log "no $KILN_BUILD_DIR/compile_commands.json: run the build stage first"
+    return 1
+  }
+  local log clean rc=0
+  log="$(mktemp)"
+  clean="$(mktemp)"
+  run-clang-tidy-14 -p "$KILN_BUILD_DIR" -j "$KILN_JOBS" -quiet "^$KILN_REPO/src/" >"$log" 2>&1 ||
+    rc=$?
+  # run-clang-tidy-14 colours its output even into a file; strip the escapes and the chatter.
+  local chatter='^clang-tidy-14 .* -quiet |^[0-9]+ warnings? (and [0-9]+ errors? )?generated\.$'
+  chatter+='|^Suppressed [0-9]+ warnings|^Use -header-filter|^Running clang-tidy|^$'
+  sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -vE "$chatter" >"$clean" || true
+  cat "$clean"
+  if [ "$rc" -ne 0 ]; then
+    kiln_log ""
+    kiln_log "clang-tidy findings (file:line: message [check]):"
+    grep -E '^/[^ :]+:[0-9]+:[0-9]+: (warning|error): ' "$clean" | sed "s#^$KILN_REPO/##" | sort -u ||
+      kiln_log "  (none parsed; see the output above)"
+  fi
+  rm -f "$log" "$clean"
+  return "$rc"
+}
+
+# The paths under the repository that the extension's build may mention: its own sources, its
+# own build tree and the install prefix. Anything else (include/, src/, build/) means it did not
+# build against the installed package alone.
+check_extension_references() {
+  local ext_build=$KILN_EXTENSION_BUILD_DIR
+  local -a files=("$ext_build/compile_commands.json" "$ext_build/build.ninja")
+  local allowed=("$KILN_PREFIX" "$KILN_REPO/examples/extension" "$ext_build")
+  local refs bad=() ref ok a
+  refs="$(grep -ohE "$KILN_REPO(/[^[:space:]\"';:\\]*)?" "${files[@]}" | sort -u)"
+  # Binaries: where the plugin, the test and the demo look for libraries at run time.
+  for bin in "$ext_build/libkiln_my_ext.so" "$ext_build/my_ext_test" "$ext_build/my_ext_hello"; do
+    refs+=$'\n'"$(readelf -d "$bin" | sed -n 's/.*R\(UN\)\?PATH.*\[\(.*\)\]/\2/p' | tr ':' '\n')"
+  done
+  while IFS= read -r ref; do
+    [ -n "$ref" ] || continue
+    case "$ref" in "$KILN_REPO"*) ;; *) continue ;; esac
+    ok=0
+    for a in "${allowed[@]}"; do
+      if [ "$ref" = "$a" ] || [ "${ref#"$a"/}" != "$ref" ]; then ok=1; fi
+    done
+    [ "$ok" = 1 ] || bad+=("$ref")
+  done <<<"$refs"
+  if ! grep -q -- "$KILN_PREFIX/include" "$ext_build/compile_commands.json"; then
+    kiln_log "the extension's compile lines do not use $KILN_PREFIX/include"
+    return 1
+  fi
+  if [ ${#bad[@]} -ne 0 ]; then
+    kiln_log "the extension's build refers to Kiln's source or build tree, not only $KILN_PREFIX:"
+    printf '  %s\n' "${bad[@]}" | sort -u
+    return 1
+  fi
+  kiln_log "compile lines, link lines and run paths refer only to $KILN_PREFIX"
+}
+
+stage_extension() {
+  [ -f "$KILN_PREFIX/lib/cmake/Kiln/KilnConfig.cmake" ] || {
+    kiln_log "no Kiln installed in $KILN_PREFIX: run the build stage (or scripts/setup.sh) first"
+    return 1
+  }
+  kiln_build_extension
+  check_extension_references
+  ctest --test-dir "$KILN_EXTENSION_BUILD_DIR" --output-on-failure -j "$KILN_JOBS"
+}
+
+# ---- driver ---------------------------------------------------------------------------------
+
+needs_build() {
+  case "$1" in ctest | tidy | extension) return 0 ;; *) return 1 ;; esac
+}
+
+stages=("$@")
+[ ${#stages[@]} -ne 0 ] || stages=("${ALL_STAGES[@]}")
+for s in "${stages[@]}"; do
+  if ! declare -F "stage_$s" >/dev/null; then
+    kiln_log "unknown stage '$s'; stages: ${ALL_STAGES[*]}"
+    exit 2
+  fi
+done
+
+passed=0
+failed=0
+results=()
+build_failed=0
+total_start=$SECONDS
+for s in "${stages[@]}"; do
+  kiln_log ""
+  kiln_log "==== test: $s"
+  start=$SECONDS
+  if [ "$build_failed" = 1 ] && needs_build "$s"; then
+    rc=1
+    kiln_log "skipped: the build stage failed"
+  else
+    # A subshell with errexit of its own: a stage stops at its first failing command, and the
+    # driver goes on to the next stage.
+    set +e
+    (
+      set -euo pipefail
+      "stage_$s"
+    )
+    rc=$?
+    set -e
+  fi
+  took="$(kiln_fmt_duration $((SECONDS - start)))"
+  if [ "$rc" -eq 0 ]; then
+    passed=$((passed + 1))
+    results+=("  PASS  $s ($took)")
+    kiln_log "==== test: $s passed in $took"
+  else
+    failed=$((failed + 1))
+    results+=("  FAIL  $s ($took)")
+    kiln_log "==== test: $s FAILED in $took (exit status $rc)"
+    [ "$s" != build ] || build_failed=1
+  fi
+done
+
+kiln_log ""
+kiln_log "==== summary ($(kiln_fmt_duration $((SECONDS - total_start))))"
+printf '%s\n' "${results[@]}"
+kiln_log "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
