@@ -1,0 +1,67 @@
+/// The deployable artifact: one shared library holding the compiled host code, the serialized
+/// module tree and a manifest. See docs/design.md ("The artifact format") for the byte layout
+/// and how it evolves.
+#ifndef KILN_RUNTIME_ARTIFACT_H_
+#define KILN_RUNTIME_ARTIFACT_H_
+
+#include <kiln/runtime/module.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln {
+namespace runtime {
+
+/// Current version of the byte layout; a reader refuses versions it does not know.
+constexpr uint32_t kArtifactFormatVersion = 1;
+
+/// One module of the serialized tree. Module 0 is the root.
+struct ArtifactModule {
+  std::string kind;
+  std::string compatibility;
+  std::string runtime_library;    ///< the library that implements `kind`
+  std::vector<uint32_t> imports;  ///< indices of the imported modules
+  std::vector<std::string> functions;
+  std::string blob;  ///< SaveToBytes() of the module (empty for host_library)
+};
+
+/// The decoded contents of an artifact's embedded data.
+struct ArtifactContents {
+  uint32_t format_version = kArtifactFormatVersion;
+  std::string kiln_version;
+  int32_t abi_major = 0;
+  int32_t abi_minor = 0;
+  std::vector<ArtifactModule> modules;
+};
+
+/// Encodes `contents` (magic, version, size, checksum, payload).
+KILN_API std::string SerializeArtifact(const ArtifactContents& contents);
+/// Decodes and validates bytes made by SerializeArtifact; a ValueError says what is wrong
+/// (bad magic, unknown version, truncation, checksum, out-of-range index, import cycle).
+/// Never reads outside [data, data + size).
+KILN_API ArtifactContents ParseArtifact(const uint8_t* data, size_t size);
+
+/// Flattens a module tree into ArtifactContents (each module's SaveToBytes). Modules of kind
+/// "c_source" become "host_library" entries; their code is returned in `host_sources`.
+KILN_API ArtifactContents CollectModuleTree(const Module& root,
+                                            std::vector<std::string>* host_sources);
+
+/// A module of C source whose functions follow the Kiln calling convention; export_library
+/// compiles it into the artifact, which reloads as a "host_library" module.
+KILN_API Module CSourceModuleCreate(std::string code, std::vector<std::string> function_names);
+
+/// Writes `root` and its imports as one shared library at `path`: compiles host code with the
+/// system C compiler ($CC, else cc), embeds the serialized tree, and renames into place only on
+/// success (nothing half-written).
+KILN_API void ExportLibrary(const Module& root, const std::string& path);
+
+/// Loads an artifact written by ExportLibrary: checks the manifest, rebuilds the tree through
+/// the loaders "runtime.module.load_bytes.<kind>", and names the runtime library to install
+/// when a loader is missing.
+KILN_API Module LoadModule(const std::string& path);
+
+}  // namespace runtime
+}  // namespace kiln
+
+#endif  // KILN_RUNTIME_ARTIFACT_H_

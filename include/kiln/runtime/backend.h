@@ -1,0 +1,29 @@
+/// Runtime backends: the libkiln_runtime_<name>.so files found next to libkiln_runtime.so and on
+/// KILN_RUNTIME_PATH, loaded once per process.
+#ifndef KILN_RUNTIME_BACKEND_H_
+#define KILN_RUNTIME_BACKEND_H_
+
+#include <kiln/ffi/map.h>
+
+#include <optional>
+#include <string>
+
+namespace kiln {
+namespace runtime {
+
+/// One backend: keys "name", "path", "version", "status" ("loaded", "failed", "shadowed" or
+/// "builtin" for the CPU), "reason" (why it is not loaded, else empty).
+using BackendInfo = Map<String, Any>;
+
+/// Finds and loads the backends on first call; later calls return the same table. Never throws
+/// for a broken backend: it is skipped and its reason kept. Absent backends are not listed.
+KILN_API Array<BackendInfo> DiscoverBackends();
+
+/// Why the backend library `file_name` ("libkiln_runtime_opencl.so") is not loaded: its
+/// failure reason, or a note that it was not found and where discovery looked.
+KILN_API std::string DescribeMissingBackend(const std::string& file_name);
+
+}  // namespace runtime
+}  // namespace kiln
+
+#endif  // KILN_RUNTIME_BACKEND_H_

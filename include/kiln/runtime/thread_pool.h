@@ -1,0 +1,26 @@
+/// The runtime's one thread pool, shared by Kiln's CPU kernels.
+#ifndef KILN_RUNTIME_THREAD_POOL_H_
+#define KILN_RUNTIME_THREAD_POOL_H_
+
+#include <kiln/ffi/base.h>
+
+#include <cstdint>
+#include <functional>
+
+namespace kiln {
+namespace runtime {
+
+/// Threads the pool runs work on (the caller included): KILN_NUM_THREADS when set, else the
+/// cores available to this process (affinity mask and cgroup CPU quota).
+KILN_API int NumThreads();
+
+/// Splits [begin, end) into chunks of at least `grain` iterations and runs
+/// `body(chunk_begin, chunk_end)` on the pool; returns when all are done. The first exception
+/// thrown by a chunk is rethrown here. Nested calls run serially on the calling thread.
+KILN_API void ParallelFor(int64_t begin, int64_t end, int64_t grain,
+                          const std::function<void(int64_t, int64_t)>& body);
+
+}  // namespace runtime
+}  // namespace kiln
+
+#endif  // KILN_RUNTIME_THREAD_POOL_H_

@@ -1,0 +1,202 @@
+// The artifact's byte layout: a fixed header (magic, format version, payload size and checksum)
+// followed by a little-endian payload (manifest and module blobs). The reader is fuzzed
+// (tests/fuzz/artifact_fuzzer.cc): every count and length is checked against what remains.
+#include <kiln/ffi/error.h>
+#include <kiln/runtime/artifact.h>
+
+#include <cstring>
+#include <string_view>
+
+namespace kiln {
+namespace runtime {
+namespace {
+
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'A', 'R', 'T', '\0'};
+constexpr size_t kHeaderSize = 8 + 4 + 4 + 8 + 8;
+
+/// FNV-1a, 64 bit: catches flipped or truncated bytes (not an integrity signature).
+uint64_t Checksum(std::string_view bytes) {
+  uint64_t hash = 14695981039346656037ull;
+  for (unsigned char c : bytes) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
+
+class Writer {
+ public:
+  void U32(uint32_t value) { Raw(&value, sizeof(value)); }
+  void U64(uint64_t value) { Raw(&value, sizeof(value)); }
+  void Str(std::string_view text) {
+    U64(text.size());
+    out_.append(text);
+  }
+  void Raw(const void* data, size_t size) { out_.append(static_cast<const char*>(data), size); }
+  std::string& bytes() { return out_; }
+
+ private:
+  std::string out_;
+};
+
+class Reader {
+ public:
+  Reader(const uint8_t* data, size_t size) : data_(data), size_(size) {}
+
+  uint32_t U32(const char* what) { return Fixed<uint32_t>(what); }
+  uint64_t U64(const char* what) { return Fixed<uint64_t>(what); }
+  std::string Str(const char* what) {
+    const uint64_t length = U64(what);
+    Need(length, what);
+    std::string text(reinterpret_cast<const char*>(data_ + offset_), length);
+    offset_ += length;
+    return text;
+  }
+  /// A count of items each taking at least `min_item_size` bytes: bounded by what remains, so a
+  /// corrupt count cannot make us allocate gigabytes.
+  uint32_t Count(size_t min_item_size, const char* what) {
+    const uint32_t count = U32(what);
+    KILN_CHECK(count <= remaining() / min_item_size, ValueError)
+        << "corrupt artifact: " << what << " is " << count << " but only " << remaining()
+        << " bytes remain";
+    return count;
+  }
+  size_t remaining() const { return size_ - offset_; }
+
+ private:
+  template <typename T>
+  T Fixed(const char* what) {
+    Need(sizeof(T), what);
+    T value;
+    std::memcpy(&value, data_ + offset_, sizeof(T));
+    offset_ += sizeof(T);
+    return value;
+  }
+  void Need(uint64_t bytes, const char* what) {
+    KILN_CHECK(bytes <= remaining(), ValueError)
+        << "corrupt artifact: truncated while reading " << what << " (needs " << bytes
+        << " bytes at offset " << offset_ << ", " << remaining() << " remain)";
+  }
+  const uint8_t* data_;
+  size_t size_;
+  size_t offset_ = 0;
+};
+
+void WriteModule(const ArtifactModule& module, Writer& out) {
+  out.Str(module.kind);
+  out.Str(module.compatibility);
+  out.Str(module.runtime_library);
+  out.U32(static_cast<uint32_t>(module.imports.size()));
+  for (uint32_t index : module.imports) out.U32(index);
+  out.U32(static_cast<uint32_t>(module.functions.size()));
+  for (const std::string& name : module.functions) out.Str(name);
+  out.Str(module.blob);
+}
+
+ArtifactModule ReadModule(Reader& in) {
+  ArtifactModule module;
+  module.kind = in.Str("module kind");
+  module.compatibility = in.Str("module compatibility");
+  module.runtime_library = in.Str("module runtime library");
+  const uint32_t num_imports = in.Count(sizeof(uint32_t), "import count");
+  for (uint32_t i = 0; i < num_imports; ++i) module.imports.push_back(in.U32("import index"));
+  const uint32_t num_functions = in.Count(sizeof(uint64_t), "function count");
+  for (uint32_t i = 0; i < num_functions; ++i) module.functions.push_back(in.Str("function"));
+  module.blob = in.Str("module data");
+  return module;
+}
+
+/// Imports must name existing modules and form no cycle (a tree or a DAG).
+void CheckImports(const std::vector<ArtifactModule>& modules) {
+  const size_t n = modules.size();
+  for (size_t i = 0; i < n; ++i) {
+    for (uint32_t child : modules[i].imports) {
+      KILN_CHECK(child < n, ValueError)
+          << "corrupt artifact: module " << i << " imports module " << child << " of " << n;
+    }
+  }
+  // Iterative three-colour DFS: no recursion, so a long chain cannot overflow the stack.
+  std::vector<int> colour(n, 0);
+  for (size_t start = 0; start < n; ++start) {
+    if (colour[start] != 0) continue;
+    std::vector<std::pair<size_t, size_t>> stack = {{start, 0}};
+    colour[start] = 1;
+    while (!stack.empty()) {
+      auto& [node, next] = stack.back();
+      if (next == modules[node].imports.size()) {
+        colour[node] = 2;
+        stack.pop_back();
+        continue;
+      }
+      const size_t child = modules[node].imports[next++];
+      KILN_CHECK(colour[child] != 1, ValueError)
+          << "corrupt artifact: module " << child << " imports itself through its imports";
+      if (colour[child] == 0) {
+        colour[child] = 1;
+        stack.emplace_back(child, 0);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::string SerializeArtifact(const ArtifactContents& contents) {
+  Writer payload;
+  payload.Str(contents.kiln_version);
+  payload.U32(static_cast<uint32_t>(contents.abi_major));
+  payload.U32(static_cast<uint32_t>(contents.abi_minor));
+  payload.U32(static_cast<uint32_t>(contents.modules.size()));
+  for (const ArtifactModule& module : contents.modules) WriteModule(module, payload);
+
+  Writer out;
+  out.Raw(kMagic, sizeof(kMagic));
+  out.U32(kArtifactFormatVersion);
+  out.U32(0);  // flags, reserved
+  out.U64(payload.bytes().size());
+  out.U64(Checksum(payload.bytes()));
+  out.bytes() += payload.bytes();
+  return std::move(out.bytes());
+}
+
+ArtifactContents ParseArtifact(const uint8_t* data, size_t size) {
+  KILN_CHECK(data != nullptr && size >= kHeaderSize, ValueError)
+      << "not a Kiln artifact: " << size << " bytes is shorter than the " << kHeaderSize
+      << "-byte header";
+  KILN_CHECK(std::memcmp(data, kMagic, sizeof(kMagic)) == 0, ValueError)
+      << "not a Kiln artifact: bad magic bytes";
+  Reader header(data + sizeof(kMagic), kHeaderSize - sizeof(kMagic));
+  ArtifactContents contents;
+  contents.format_version = header.U32("format version");
+  KILN_CHECK(contents.format_version == kArtifactFormatVersion, ValueError)
+      << "artifact format version " << contents.format_version
+      << " is not supported by this Kiln (it reads version " << kArtifactFormatVersion
+      << "); rebuild the artifact or upgrade Kiln";
+  const uint32_t flags = header.U32("flags");
+  KILN_CHECK(flags == 0, ValueError)
+      << "artifact sets flags 0x" << std::hex << flags
+      << " that this Kiln does not know (a newer writer, or a damaged file)";
+  const uint64_t payload_size = header.U64("payload size");
+  const uint64_t checksum = header.U64("checksum");
+  KILN_CHECK(payload_size == size - kHeaderSize, ValueError)
+      << "corrupt artifact: the header promises " << payload_size << " bytes of data but "
+      << size - kHeaderSize << " are present (truncated file?)";
+  const std::string_view payload(reinterpret_cast<const char*>(data + kHeaderSize), payload_size);
+  KILN_CHECK(Checksum(payload) == checksum, ValueError)
+      << "corrupt artifact: checksum mismatch (the file was modified or damaged)";
+
+  Reader in(data + kHeaderSize, payload_size);
+  contents.kiln_version = in.Str("Kiln version");
+  contents.abi_major = static_cast<int32_t>(in.U32("ABI major"));
+  contents.abi_minor = static_cast<int32_t>(in.U32("ABI minor"));
+  const uint32_t num_modules = in.Count(5 * sizeof(uint64_t), "module count");
+  KILN_CHECK(num_modules > 0, ValueError) << "corrupt artifact: it holds no module";
+  for (uint32_t i = 0; i < num_modules; ++i) contents.modules.push_back(ReadModule(in));
+  KILN_CHECK(in.remaining() == 0, ValueError)
+      << "corrupt artifact: " << in.remaining() << " unexpected bytes after the last module";
+  CheckImports(contents.modules);
+  return contents;
+}
+
+}  // namespace runtime
+}  // namespace kiln

@@ -1,0 +1,139 @@
+// Discovery of runtime backends (libkiln_runtime_<name>.so): first the folder of
+// libkiln_runtime.so, then each entry of KILN_RUNTIME_PATH. A backend found twice is loaded from
+// the first place only. Loading uses the plugin loader (RTLD_LOCAL, ABI check, rollback).
+#include <dlfcn.h>
+
+#include <kiln/ffi/plugin.h>
+#include <kiln/runtime/backend.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <sstream>
+#include <vector>
+
+namespace kiln {
+namespace runtime {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kBackendPrefix = "libkiln_runtime_";
+
+fs::path RuntimeLibraryDirectory() {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<const void*>(&DiscoverBackends), &info) == 0) return {};
+  return fs::path(info.dli_fname).parent_path();
+}
+
+std::vector<fs::path> SearchDirectories() {
+  std::vector<fs::path> dirs = {RuntimeLibraryDirectory()};
+  if (const char* env = std::getenv("KILN_RUNTIME_PATH")) {
+    std::stringstream entries(env);
+    for (std::string entry; std::getline(entries, entry, ':');) {
+      if (!entry.empty()) dirs.emplace_back(entry);
+    }
+  }
+  return dirs;
+}
+
+/// "libkiln_runtime_opencl.so" -> "opencl"; empty for other files.
+std::string BackendName(const fs::path& file) {
+  const std::string name = file.filename().string();
+  if (name.rfind(kBackendPrefix, 0) != 0 || file.extension() != ".so") return "";
+  return name.substr(std::string(kBackendPrefix).size(),
+                     name.size() - std::string(kBackendPrefix).size() - 3);
+}
+
+BackendInfo Describe(const std::string& name, const fs::path& path, const std::string& status,
+                     const std::string& reason, const std::string& version = "") {
+  return BackendInfo{{"name", String(name)},
+                     {"path", String(path.string())},
+                     {"version", String(version)},
+                     {"status", String(status)},
+                     {"reason", String(reason)}};
+}
+
+BackendInfo Load(const std::string& name, const fs::path& path) {
+  try {
+    PluginInfo plugin = LoadPlugin(path.string());
+    return Describe(name, path, "loaded", "", plugin.at("version").cast<String>().str());
+  } catch (const Error& error) {
+    return Describe(name, path, "failed", error.message());
+  }
+}
+
+class BackendTable {
+ public:
+  static BackendTable& Global() {
+    static BackendTable* table = new BackendTable();
+    return *table;
+  }
+
+  Array<BackendInfo> Discover() {
+    std::call_once(discovered_, [this] { Scan(); });
+    std::lock_guard<std::mutex> lock(mutex_);
+    return backends_;
+  }
+
+ private:
+  void Scan() {
+    Array<BackendInfo> found;
+    found.push_back(
+        Describe("cpu", RuntimeLibraryDirectory() / "libkiln_runtime.so", "builtin", ""));
+    std::vector<std::string> seen;
+    for (const fs::path& dir : SearchDirectories()) {
+      std::error_code error;
+      std::vector<fs::path> files;
+      for (const auto& entry : fs::directory_iterator(dir, error)) {
+        if (!BackendName(entry.path()).empty()) files.push_back(entry.path());
+      }
+      std::sort(files.begin(), files.end());
+      for (const fs::path& file : files) {
+        const std::string name = BackendName(file);
+        auto first = std::find(seen.begin(), seen.end(), name);
+        if (first != seen.end()) {
+          found.push_back(
+              Describe(name, file, "shadowed", "a backend of the same name was found first"));
+          continue;
+        }
+        seen.push_back(name);
+        found.push_back(Load(name, file));
+      }
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    backends_ = found;
+  }
+
+  std::once_flag discovered_;
+  std::mutex mutex_;
+  Array<BackendInfo> backends_;
+};
+
+KILN_REGISTER_GLOBAL("runtime.DiscoverBackends").set_body_typed([]() {
+  return DiscoverBackends();
+});
+
+}  // namespace
+
+Array<BackendInfo> DiscoverBackends() { return BackendTable::Global().Discover(); }
+
+std::string DescribeMissingBackend(const std::string& file_name) {
+  for (const BackendInfo& info : DiscoverBackends()) {
+    const fs::path path = info.at("path").cast<String>().str();
+    if (path.filename() == file_name && info.at("status").cast<String>() == "failed") {
+      return file_name + " was found at " + path.string() +
+             " but failed to load: " + info.at("reason").cast<String>().str();
+    }
+  }
+  std::string places;
+  for (const fs::path& dir : SearchDirectories()) {
+    places += (places.empty() ? "" : ", ") + dir.string();
+  }
+  return file_name + " was not found (searched " + places +
+         "); install it next to libkiln_runtime.so or add its folder to KILN_RUNTIME_PATH";
+}
+
+}  // namespace runtime
+}  // namespace kiln

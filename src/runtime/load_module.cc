@@ -1,0 +1,134 @@
+// LoadModule: opens an artifact, validates its embedded manifest and rebuilds the module tree
+// through the loaders registered by the runtime libraries.
+#include <dlfcn.h>
+#include <elf.h>
+
+#include <kiln/ffi/registry.h>
+#include <kiln/runtime/artifact.h>
+#include <kiln/runtime/backend.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "host_library_module_internal.h"
+
+namespace kiln {
+namespace runtime {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// Refuses a file the dynamic loader would map past its end: a truncated library passes
+/// dlopen and then dies with SIGBUS on first access to the missing pages.
+void CheckElfIsComplete(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  const auto file_size = static_cast<uint64_t>(fs::file_size(path));
+  Elf64_Ehdr header{};
+  in.read(reinterpret_cast<char*>(&header), sizeof(header));
+  KILN_CHECK(in.gcount() == sizeof(header) && std::memcmp(header.e_ident, ELFMAG, SELFMAG) == 0 &&
+                 header.e_ident[EI_CLASS] == ELFCLASS64,
+             ValueError)
+      << "cannot load artifact '" << path << "': not a 64-bit ELF shared library";
+  KILN_CHECK(header.e_phentsize == sizeof(Elf64_Phdr) &&
+                 header.e_phoff + uint64_t{header.e_phnum} * sizeof(Elf64_Phdr) <= file_size,
+             ValueError)
+      << "cannot load artifact '" << path << "': truncated or corrupt program headers";
+  std::vector<Elf64_Phdr> segments(header.e_phnum);
+  in.seekg(static_cast<std::streamoff>(header.e_phoff));
+  in.read(reinterpret_cast<char*>(segments.data()),
+          static_cast<std::streamsize>(segments.size() * sizeof(Elf64_Phdr)));
+  for (const Elf64_Phdr& segment : segments) {
+    KILN_CHECK(segment.p_type != PT_LOAD || segment.p_offset + segment.p_filesz <= file_size,
+               ValueError)
+        << "cannot load artifact '" << path << "': the file is truncated (" << file_size
+        << " bytes, a segment ends at byte " << segment.p_offset + segment.p_filesz << ")";
+  }
+}
+
+/// The loader of `kind`, discovering backends if it is not registered yet.
+std::optional<Function> FindLoader(const std::string& kind) {
+  const std::string name = "runtime.module.load_bytes." + kind;
+  if (std::optional<Function> loader = Function::GetGlobal(name.c_str())) return loader;
+  DiscoverBackends();
+  return Function::GetGlobal(name.c_str());
+}
+
+Module LoadOne(const ArtifactModule& entry, void* handle, const std::string& path) {
+  if (entry.kind == kHostLibraryKind) {
+    return HostLibraryModuleCreate(handle, path, entry.functions);
+  }
+  std::optional<Function> loader = FindLoader(entry.kind);
+  KILN_CHECK(loader.has_value(), RuntimeError)
+      << "artifact '" << path << "' contains a module of kind '" << entry.kind << "', which needs "
+      << entry.runtime_library << ": " << DescribeMissingBackend(entry.runtime_library);
+  Module module = (*loader)(Bytes(entry.blob)).cast<Module>();
+  KILN_CHECK(module->compatibility() == entry.compatibility, RuntimeError)
+      << "artifact '" << path << "' has a '" << entry.kind << "' module made for '"
+      << entry.compatibility << "', but the installed " << entry.runtime_library << " reads '"
+      << module->compatibility() << "'; rebuild the artifact with this Kiln";
+  return module;
+}
+
+KILN_REGISTER_GLOBAL("runtime.LoadModule").set_body_typed([](const String& path) {
+  return LoadModule(path.str());
+});
+
+KILN_REGISTER_GLOBAL("runtime.ModuleGetFunction")
+    .set_body_typed([](const Module& module, const String& name, bool query_imports) {
+      return module.GetFunction(name.str(), query_imports);
+    });
+
+KILN_REGISTER_GLOBAL("runtime.ModuleKind").set_body_typed([](const Module& module) {
+  return String(module->kind());
+});
+
+KILN_REGISTER_GLOBAL("runtime.ModuleImports").set_body_typed([](const Module& module) {
+  std::vector<Module> imports = module.imports();
+  return Array<Module>(imports.begin(), imports.end());
+});
+
+KILN_REGISTER_GLOBAL("runtime.ModuleImport")
+    .set_body_typed([](const Module& module, const Module& child) { module.Import(child); });
+
+}  // namespace
+
+Module LoadModule(const std::string& path) {
+  std::error_code error;
+  KILN_CHECK(fs::is_regular_file(path, error), ValueError)
+      << "cannot load module: '" << path << "' does not exist or is not a file";
+  const std::string absolute = fs::absolute(path).string();
+  CheckElfIsComplete(absolute);
+  // Artifacts are never unloaded: functions and objects they made may outlive any handle.
+  void* handle = dlopen(absolute.c_str(), RTLD_NOW | RTLD_LOCAL);
+  KILN_CHECK(handle != nullptr, ValueError)
+      << "cannot load artifact '" << path << "' (a truncated or corrupt file?): " << dlerror();
+  const auto* data = static_cast<const uint8_t*>(dlsym(handle, "kiln_artifact_data"));
+  const auto* size = static_cast<const uint64_t*>(dlsym(handle, "kiln_artifact_size"));
+  KILN_CHECK(data != nullptr && size != nullptr, ValueError)
+      << "'" << path << "' is a shared library but not a Kiln artifact (no kiln_artifact_data)";
+
+  ArtifactContents contents;
+  try {
+    contents = ParseArtifact(data, *size);
+  } catch (const Error& failure) {
+    throw failure.WithContext("while loading artifact '" + path + "'");
+  }
+  KILN_CHECK(contents.abi_major == KILN_ABI_VERSION_MAJOR, RuntimeError)
+      << "artifact '" << path << "' was built by Kiln " << contents.kiln_version << " for ABI "
+      << contents.abi_major << ", but this runtime has ABI " << KILN_ABI_VERSION_MAJOR
+      << "; rebuild the artifact";
+
+  std::vector<Module> modules;
+  for (const ArtifactModule& entry : contents.modules) {
+    modules.push_back(LoadOne(entry, handle, path));
+  }
+  for (size_t i = 0; i < modules.size(); ++i) {
+    for (uint32_t child : contents.modules[i].imports) modules[i].Import(modules[child]);
+  }
+  return modules[0];
+}
+
+}  // namespace runtime
+}  // namespace kiln
