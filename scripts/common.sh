@@ -15,7 +15,8 @@ KILN_PYTHON=/usr/bin/python3
 # Debian packages the build, the tests and the checks need.
 KILN_DEBIAN_PACKAGES=(
   cmake ninja-build g++ ccache git
-  libdlpack-dev libgtest-dev libbenchmark-dev
+  libdlpack-dev libgtest-dev libbenchmark-dev nlohmann-json3-dev
+  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   python3-dev python3-pytest python3-numpy
   clang-14 clang-format clang-tidy libclang-rt-14-dev
 )

@@ -92,10 +92,36 @@ template <typename T>
 
 }  // namespace detail
 
+namespace detail {
+/// Read access shared by AnyView and Any, which hold one KilnAny each and expose it as raw().
+template <typename Derived>
+class AnyReader {
+ public:
+  int32_t type_index() const { return Raw()->type_index; }
+  bool is_none() const { return Raw()->type_index == kKilnTypeNone; }
+  std::string type_str() const { return AnyTypeStr(Raw()); }
+
+  template <typename T>
+  std::optional<T> as() const {
+    return TypeTraits<T>::TryCastFromAnyView(Raw());
+  }
+  /// Converts or throws TypeError naming both types.
+  template <typename T>
+  T cast() const {
+    std::optional<T> result = TypeTraits<T>::TryCastFromAnyView(Raw());
+    if (!result.has_value()) ThrowCastError<T>(Raw());
+    return *std::move(result);
+  }
+
+ private:
+  const KilnAny* Raw() const { return static_cast<const Derived*>(this)->raw(); }
+};
+}  // namespace detail
+
 class Any;
 
 /// A borrowed value: never owns what it points to. Arguments of a call arrive as AnyView.
-class AnyView {
+class AnyView : public detail::AnyReader<AnyView> {
  public:
   AnyView() { detail::InitNone(&data_); }
   template <typename T, typename = std::enable_if_t<detail::kConvertsTo<T, AnyView>>>
@@ -108,29 +134,14 @@ class AnyView {
     return view;
   }
 
-  int32_t type_index() const { return data_.type_index; }
-  bool is_none() const { return data_.type_index == kKilnTypeNone; }
   const KilnAny* raw() const { return &data_; }
-  std::string type_str() const { return detail::AnyTypeStr(&data_); }
-
-  template <typename T>
-  std::optional<T> as() const {
-    return TypeTraits<T>::TryCastFromAnyView(&data_);
-  }
-  /// Converts or throws TypeError naming both types.
-  template <typename T>
-  T cast() const {
-    std::optional<T> result = TypeTraits<T>::TryCastFromAnyView(&data_);
-    if (!result.has_value()) detail::ThrowCastError<T>(&data_);
-    return *std::move(result);
-  }
 
  private:
   KilnAny data_;
 };
 
 /// An owning value: holds one reference when it holds an object.
-class Any {
+class Any : public detail::AnyReader<Any> {
  public:
   Any() { detail::InitNone(&data_); }
   Any(const Any& other) : data_(other.data_) {
@@ -166,21 +177,7 @@ class Any {
     return &data_;
   }
 
-  int32_t type_index() const { return data_.type_index; }
-  bool is_none() const { return data_.type_index == kKilnTypeNone; }
   const KilnAny* raw() const { return &data_; }
-  std::string type_str() const { return detail::AnyTypeStr(&data_); }
-
-  template <typename T>
-  std::optional<T> as() const {
-    return TypeTraits<T>::TryCastFromAnyView(&data_);
-  }
-  template <typename T>
-  T cast() const {
-    std::optional<T> result = TypeTraits<T>::TryCastFromAnyView(&data_);
-    if (!result.has_value()) detail::ThrowCastError<T>(&data_);
-    return *std::move(result);
-  }
 
  private:
   void Reset() {
