@@ -148,14 +148,17 @@ std::string SerializeArtifact(const ArtifactContents& contents) {
   payload.U32(static_cast<uint32_t>(contents.abi_minor));
   payload.U32(static_cast<uint32_t>(contents.modules.size()));
   for (const ArtifactModule& module : contents.modules) WriteModule(module, payload);
+  return FrameArtifactPayload(payload.bytes());
+}
 
+std::string FrameArtifactPayload(std::string_view payload) {
   Writer out;
   out.Raw(kMagic, sizeof(kMagic));
   out.U32(kArtifactFormatVersion);
   out.U32(0);  // flags, reserved
-  out.U64(payload.bytes().size());
-  out.U64(Checksum(payload.bytes()));
-  out.bytes() += payload.bytes();
+  out.U64(payload.size());
+  out.U64(Checksum(payload));
+  out.bytes() += payload;
   return std::move(out.bytes());
 }
 

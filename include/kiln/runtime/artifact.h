@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kiln {
@@ -37,6 +38,10 @@ struct ArtifactContents {
 
 /// Encodes `contents` (magic, version, size, checksum, payload).
 KILN_API std::string SerializeArtifact(const ArtifactContents& contents);
+/// Puts the fixed header (magic, version, size, checksum) in front of an encoded payload. Used by
+/// SerializeArtifact, and by the fuzzer to reach the payload parser past the checksum.
+KILN_API std::string FrameArtifactPayload(std::string_view payload);
+
 /// Decodes and validates bytes made by SerializeArtifact; a ValueError says what is wrong
 /// (bad magic, unknown version, truncation, checksum, out-of-range index, import cycle).
 /// Never reads outside [data, data + size).
