@@ -207,7 +207,10 @@ struct InlineValueTraitsBase {
   static void MoveToAny(T src, KilnAny* out) { CopyToAnyView(src, out); }
 
  private:
-  static void Store(const T& src, KilnAny* out) { std::memcpy(&out->v_int64, &src, sizeof(T)); }
+  // T is the stored value itself (a pointer for DLTensor*), so sizeof(T) is what is meant.
+  static void Store(const T& src, KilnAny* out) {
+    std::memcpy(&out->v_int64, &src, sizeof(T));  // NOLINT(bugprone-sizeof-expression)
+  }
 };
 
 template <typename Int>
