@@ -20,22 +20,6 @@ namespace {
 
 KilnObjectHandle g_map_constructor = nullptr;  // global "ffi.Map", looked up on first use
 
-PyObject* DataTypeToPy(DLDataType dtype) {
-  const char* code = nullptr;
-  switch (dtype.code) {
-    case kDLInt: code = "int"; break;
-    case kDLUInt: code = "uint"; break;
-    case kDLFloat: code = "float"; break;
-    case kDLOpaqueHandle: code = "handle"; break;
-    case kDLBfloat: code = "bfloat"; break;
-    case kDLComplex: code = "complex"; break;
-    default: code = "custom"; break;
-  }
-  if (dtype.lanes == 1) return PyUnicode_FromFormat("%s%d", code, static_cast<int>(dtype.bits));
-  return PyUnicode_FromFormat("%s%dx%d", code, static_cast<int>(dtype.bits),
-                              static_cast<int>(dtype.lanes));
-}
-
 /* Argument storage for one call: on the stack up to kInline arguments. */
 class ArgBuffer {
  public:
@@ -155,14 +139,6 @@ int DictToMap(PyObject* dict, KilnAny* out, Temporaries* temps) {
   return 0;
 }
 
-bool PythonIsFinalizing() {
-#if PY_VERSION_HEX >= 0x030D0000
-  return !Py_IsInitialized() || Py_IsFinalizing();
-#else
-  return !Py_IsInitialized() || _Py_IsFinalizing();
-#endif
-}
-
 int CallPython(PyObject* callable, const KilnAny* args, int32_t num_args, KilnAny* result) {
   constexpr int32_t kInline = 6;
   PyObject* inline_args[kInline];
@@ -229,6 +205,60 @@ KilnObjectHandle CallableToFunction(PyObject* obj) {
   return func;
 }
 
+bool IsDLPackProducer(PyObject* obj) {
+  static PyObject* name = PyUnicode_InternFromString("__dlpack__");
+  if (name == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  // Looked up on the type, like the protocol's special methods; never raises.
+  return PyObject_HasAttr(reinterpret_cast<PyObject*>(Py_TYPE(obj)), name) == 1;
+}
+
+int DataTypeArgument(PyObject* obj, KilnAny* out) {
+  const char* text = PyUnicode_AsUTF8(obj);
+  if (text == nullptr) return -1;
+  if (!ParseDataType(text, &out->v_dtype)) {
+    PyErr_Format(PyExc_ValueError, "%R is not a data type Kiln knows", obj);
+    return -1;
+  }
+  out->type_index = kKilnTypeDataType;
+  return 0;
+}
+
+/*
+ * Values no rule above takes (numpy arrays, numpy dtypes, ...) go through the Python hook
+ * (_to_kiln_value in kiln/tensors.py), which returns a kiln.Object, Device or DataType to pass
+ * instead, or None.
+ */
+int ConvertReplacement(PyObject* obj, KilnAny* out, Temporaries* temps) {
+  PyObject* replacement = PyObject_CallOneArg(g_value_converter, obj);
+  if (replacement == nullptr) return -1;
+  int rc = -1;
+  if (replacement == Py_None) {
+    PyErr_Format(PyExc_TypeError, "cannot convert a Python '%s' to a Kiln value",
+                 Py_TYPE(obj)->tp_name);
+  } else if (PyObject_TypeCheck(replacement, g_object_type) ||
+             PyObject_TypeCheck(replacement, g_device_type) ||
+             (g_dtype_class != nullptr &&
+              PyObject_TypeCheck(replacement, reinterpret_cast<PyTypeObject*>(g_dtype_class)))) {
+    KilnByteArray unused;
+    rc = PyToAny(replacement, out, &unused, temps);
+    // The replacement dies here: the call keeps its own reference to the object.
+    if (rc == 0 && out->type_index >= kKilnTypeStaticObjectBegin) {
+      kiln_object_inc_ref(out->v_obj);
+      temps->Add(out->v_obj);
+    }
+  } else {
+    PyErr_Format(PyExc_TypeError,
+                 "kiln: the value converter turned a Python '%s' into a '%s'; expected a "
+                 "kiln.Object, kiln.Device or kiln.DataType",
+                 Py_TYPE(obj)->tp_name, Py_TYPE(replacement)->tp_name);
+  }
+  Py_DECREF(replacement);
+  return rc;
+}
+
 PyObject* FunctionDisplayName(PyObject* self) {
   PyObject* name = reinterpret_cast<PyKilnFunction*>(self)->name;
   if (name) return PyUnicode_FromFormat("%U()", name);
@@ -252,9 +282,7 @@ PyObject* AnyToPy(const KilnAny& value, bool owned) {
       if (value.v_ptr == nullptr) Py_RETURN_NONE;
       return PyLong_FromVoidPtr(value.v_ptr);
     case kKilnTypeDataType: return DataTypeToPy(value.v_dtype);
-    case kKilnTypeDevice:
-      return Py_BuildValue("(ii)", static_cast<int>(value.v_device.device_type),
-                           static_cast<int>(value.v_device.device_id));
+    case kKilnTypeDevice: return DeviceToPy(value.v_device);
     case kKilnTypeRawStr:
       if (value.v_c_str == nullptr) Py_RETURN_NONE;
       return PyUnicode_DecodeUTF8(value.v_c_str, static_cast<Py_ssize_t>(strlen(value.v_c_str)),
@@ -316,6 +344,10 @@ int PyToAny(PyObject* obj, KilnAny* out, KilnByteArray* bytes, Temporaries* temp
     return 0;
   }
   if (PyUnicode_Check(obj)) {
+    if (!PyUnicode_CheckExact(obj) && g_dtype_class != nullptr &&
+        PyObject_TypeCheck(obj, reinterpret_cast<PyTypeObject*>(g_dtype_class))) {
+      return DataTypeArgument(obj, out);
+    }
     Py_ssize_t size = 0;
     const char* data = PyUnicode_AsUTF8AndSize(obj, &size);
     if (data != nullptr && memchr(data, 0, static_cast<size_t>(size)) == nullptr) {
@@ -355,6 +387,11 @@ int PyToAny(PyObject* obj, KilnAny* out, KilnByteArray* bytes, Temporaries* temp
     SetObject(out, handle);
     return 0;
   }
+  if (PyObject_TypeCheck(obj, g_device_type)) {
+    out->type_index = kKilnTypeDevice;
+    out->v_device = reinterpret_cast<PyKilnDevice*>(obj)->device;
+    return 0;
+  }
   if (PyBytes_Check(obj) || PyByteArray_Check(obj)) {
     bool is_bytes = PyBytes_Check(obj);
     bytes->data = is_bytes ? PyBytes_AS_STRING(obj) : PyByteArray_AS_STRING(obj);
@@ -369,7 +406,9 @@ int PyToAny(PyObject* obj, KilnAny* out, KilnByteArray* bytes, Temporaries* temp
     Py_LeaveRecursiveCall();
     return rc;
   }
-  if (PyIndex_Check(obj)) {  // numpy integers and other int-like objects
+  // numpy arrays have __index__ (for their 0-d int form): DLPack producers go to the hook first.
+  if (PyIndex_Check(obj) && !(g_value_converter != nullptr && IsDLPackProducer(obj))) {
+    // numpy integers and other int-like objects
     PyObject* index = PyNumber_Index(obj);
     if (index == nullptr) return -1;
     int rc = PyToAny(index, out, bytes, temps);
@@ -383,6 +422,7 @@ int PyToAny(PyObject* obj, KilnAny* out, KilnByteArray* bytes, Temporaries* temp
     SetObject(out, func);
     return 0;
   }
+  if (g_value_converter != nullptr) return ConvertReplacement(obj, out, temps);
   PyErr_Format(PyExc_TypeError, "cannot convert a Python '%s' to a Kiln value",
                Py_TYPE(obj)->tp_name);
   return -1;

@@ -5,6 +5,8 @@
  *   class_registry.cc  type index -> Python class, and wrapping handles in Python objects
  *   convert.cc         Python <-> KilnAny, calls in both directions (the hot path, one file)
  *   object_types.cc    the kiln.Object and kiln.Function types
+ *   value_types.cc     Device (a C type) and DataType (a str subclass defined in Python)
+ *   tensor.cc          Tensor fields and DLPack capsules in both directions
  *   ffi_module.cc      the module: registry, plugins, container helpers, PyInit__ffi
  *
  * One interpreter; everything here is used with the GIL held.
@@ -49,6 +51,32 @@ inline KilnObjectHandle HandleOf(PyObject* self) {
 /// `type_index` (`what` names it in the error); nullptr with a Python error otherwise.
 KilnObjectHandle CheckedHandle(PyObject* obj, int32_t type_index, const char* what);
 
+/* ---- value_types.cc ---- */
+
+/// kiln.Device's C base: a DLDevice held inline. Python subclasses add no C state.
+struct PyKilnDevice {
+  PyObject_HEAD DLDevice device;
+};
+
+extern PyTypeObject* g_device_type;  // the C base, kiln._ffi.Device
+extern PyObject* g_device_class;     // class of Device results (kiln.Device once registered)
+extern PyObject* g_dtype_class;      // class of DataType results (kiln.DataType, a str subclass)
+extern PyObject* g_value_converter;  // obj -> replacement or None, for values nothing else takes
+
+/// Creates the Device type and adds it and the value-type functions to `module`; 0 or -1.
+int AddValueTypes(PyObject* module);
+/// Parses "float32", "int8", "bool", "float16x4", ...; false (no Python error) when invalid.
+bool ParseDataType(const char* text, DLDataType* out);
+/// New str of the canonical name of `dtype`, of class g_dtype_class when registered.
+PyObject* DataTypeToPy(DLDataType dtype);
+/// New Python Device of class g_device_class.
+PyObject* DeviceToPy(DLDevice device);
+
+/* ---- tensor.cc ---- */
+
+/// Adds the Tensor and DLPack functions to `module`; 0 or -1.
+int AddTensorFunctions(PyObject* module);
+
 /* ---- errors.cc ---- */
 
 extern PyObject* g_error_factory;        // (kind, message, context) -> exception instance
@@ -64,6 +92,15 @@ PyObject* RaiseFromKiln();
 void SetKilnErrorFromPython();
 /// Re-raises the current Python exception (same class) with `prefix` (may be nullptr) first.
 void PrefixPythonError(PyObject* prefix);
+
+/// Whether the interpreter is gone or going: Python objects must not be touched then.
+inline bool PythonIsFinalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return !Py_IsInitialized() || Py_IsFinalizing();
+#else
+  return !Py_IsInitialized() || _Py_IsFinalizing();
+#endif
+}
 
 /* ---- class_registry.cc ---- */
 

@@ -128,6 +128,24 @@ PyObject* LibraryPath(PyObject*, PyObject*) {
   return PyUnicode_DecodeFSDefault(info.dli_fname);
 }
 
+/*
+ * load_library(path): dlopen one of Kiln's own libraries (libkiln_runtime.so) so that its global
+ * functions register. RTLD_LOCAL, like plugins: everything goes through the registry. Never
+ * closed; loading a file twice is a no-op (the dynamic loader counts it).
+ */
+PyObject* LoadLibrary(PyObject*, PyObject* path) {
+  PyObject* encoded = nullptr;
+  if (!PyUnicode_FSConverter(path, &encoded)) return nullptr;
+  void* handle = dlopen(PyBytes_AS_STRING(encoded), RTLD_NOW | RTLD_LOCAL);
+  Py_DECREF(encoded);
+  if (handle == nullptr) {
+    const char* reason = dlerror();
+    PyErr_Format(PyExc_OSError, "cannot load %R: %s", path, reason ? reason : "unknown error");
+    return nullptr;
+  }
+  Py_RETURN_NONE;
+}
+
 PyObject* ArraySize(PyObject*, PyObject* array) {
   KilnObjectHandle handle = CheckedHandle(array, kKilnTypeArray, "Array");
   if (handle == nullptr) return nullptr;
@@ -311,6 +329,8 @@ PyMethodDef g_module_methods[] = {
     {"plugin_load", PluginLoad, METH_O, "plugin_load(path) -> Map describing the plugin."},
     {"abi_version", AbiVersion, METH_NOARGS, "abi_version() -> (major, minor) of libkiln_ffi."},
     {"library_path", LibraryPath, METH_NOARGS, "Path libkiln_ffi.so was loaded from."},
+    {"load_library", LoadLibrary, METH_O,
+     "load_library(path): dlopen a Kiln library so its global functions register."},
     {"register_object_class", FastCall(RegisterObjectClass), METH_FASTCALL,
      "register_object_class(type_key_or_index, cls)."},
     {"array_size", ArraySize, METH_O, "Number of items of a kiln Array."},
@@ -363,7 +383,10 @@ const IntConstant kIntConstants[] = {
 };
 
 int AddMembers(PyObject* module) {
-  if (InitObjectTypes() != 0 || InitClassRegistry() != 0) return -1;
+  if (InitObjectTypes() != 0 || InitClassRegistry() != 0 || AddValueTypes(module) != 0 ||
+      AddTensorFunctions(module) != 0) {
+    return -1;
+  }
   auto* object_type = reinterpret_cast<PyObject*>(g_object_type);
   auto* function_type = reinterpret_cast<PyObject*>(g_function_type);
   if (PyModule_AddObjectRef(module, "Object", object_type) != 0 ||

@@ -8,14 +8,24 @@ Calling Kiln functions
 Values passed to Kiln
     None, bool, int (int64; OverflowError beyond), float, str, bytes/bytearray, kiln.Object,
     list/tuple (-> Array), dict (-> Map), objects with __index__ (-> int), other callables
-    (-> Function calling back into Python). Anything else raises TypeError naming the type.
+    (-> Function calling back into Python), kiln.Device (-> Device), kiln.DataType (-> DataType;
+    a plain str stays a string); objects with ``__dlpack__`` (numpy arrays, torch tensors) become
+    a kiln.Tensor sharing their memory, numpy and torch dtypes a DataType. Anything else raises
+    TypeError naming the type.
 
 Values coming back
     None, int, bool, float, str, bytes; kiln.Array, kiln.Map, kiln.Shape (views of the Kiln
-    objects), kiln.Function, kiln.Error (an error as a value), the class registered with
-    ``@kiln.register_object("type.key")`` for other objects (nearest registered ancestor, else
-    kiln.Object). DataType values come back as str ("float32"), Device values as
-    (device_type, device_id), opaque pointers as int.
+    objects), kiln.Function, kiln.Error (an error as a value), kiln.Tensor, kiln.runtime.Module,
+    the class registered with ``@kiln.register_object("type.key")`` for other objects (nearest
+    registered ancestor, else kiln.Object). DataType values come back as kiln.DataType (a str:
+    "float32"), Device values as kiln.Device, opaque pointers as int.
+
+Tensors and devices
+    ``kiln.tensor(numpy_array)`` (zero copy), ``kiln.empty((2, 3), "float32", kiln.cpu())``,
+    ``t.numpy()``, ``t.copyto(kiln.cuda(0))``; ``kiln.device("cuda", 0).exist``.
+
+Runtime
+    ``kiln.load_module("model.so")``, ``kiln.runtime.backends()``; see kiln.runtime.
 
 Errors
     A failing Kiln call raises kiln.<Kind> (kiln.ValueError is both a kiln.KilnError and a
@@ -28,7 +38,7 @@ Plugins
 
 import warnings as _warnings
 
-from ._lib import _ffi
+from ._lib import _ffi, load_kiln_library as _load_kiln_library
 from . import namespace
 from .error import (
     KilnError,
@@ -58,6 +68,11 @@ from .function import (
 )
 from .namespace import Namespace
 from .plugin import discover_plugins, load_plugin, plugin_search_dirs, plugins
+from .dtype import DataType
+from .devices import Device, device, cpu, cuda, opencl
+from .tensors import Tensor, tensor, empty
+from . import runtime
+from .runtime import load_module
 
 __all__ = [
     "KilnError",
@@ -83,6 +98,17 @@ __all__ = [
     "plugin_search_dirs",
     "abi_version",
     "convert",
+    "DataType",
+    "Device",
+    "device",
+    "cpu",
+    "cuda",
+    "opencl",
+    "Tensor",
+    "tensor",
+    "empty",
+    "runtime",
+    "load_module",
 ]  # kiln.TypeError & co. stay out of `import *` so they never shadow the builtins
 
 
@@ -98,6 +124,13 @@ def convert(value):
 
 __getattr__ = namespace.module_getattr(__name__)
 __dir__ = namespace.module_dir(globals())
+
+# The runtime's global functions (runtime.*) register when libkiln_runtime.so loads; a missing
+# runtime must not break `import kiln` (kiln.runtime calls then say why it is missing).
+_runtime_error = _load_kiln_library("kiln_runtime")
+if _runtime_error:
+    _warnings.warn(f"kiln: {_runtime_error}", RuntimeWarning, stacklevel=2)
+del _runtime_error
 
 try:
     discover_plugins()

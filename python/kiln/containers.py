@@ -3,21 +3,8 @@
 import collections.abc
 import operator
 
-from ._lib import _ffi
+from ._lib import _ffi, core_func as _core_func
 from .object import Object, register_object
-
-_CORE_FUNCS = {}
-
-
-def _core_func(name):
-    # Functions of libkiln_ffi itself (not of plugins), so caching them snapshots nothing.
-    func = _CORE_FUNCS.get(name)
-    if func is None:
-        func = _ffi.get_global_func(name)
-        if func is None:
-            raise RuntimeError(f"libkiln_ffi does not register the global function {name!r}")
-        _CORE_FUNCS[name] = func
-    return func
 
 
 @register_object(_ffi.TYPE_ARRAY)

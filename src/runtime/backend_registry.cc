@@ -27,6 +27,7 @@ fs::path RuntimeLibraryDirectory() {
   return fs::path(info.dli_fname).parent_path();
 }
 
+/// The folders to scan, in order, each once (KILN_RUNTIME_PATH may repeat the library's).
 std::vector<fs::path> SearchDirectories() {
   std::vector<fs::path> dirs = {RuntimeLibraryDirectory()};
   if (const char* env = std::getenv("KILN_RUNTIME_PATH")) {
@@ -35,7 +36,15 @@ std::vector<fs::path> SearchDirectories() {
       if (!entry.empty()) dirs.emplace_back(entry);
     }
   }
-  return dirs;
+  std::vector<fs::path> unique;
+  for (const fs::path& dir : dirs) {
+    std::error_code error;
+    const fs::path canonical = fs::weakly_canonical(dir, error);
+    if (std::find(unique.begin(), unique.end(), canonical) == unique.end()) {
+      unique.push_back(canonical);
+    }
+  }
+  return unique;
 }
 
 /// "libkiln_runtime_opencl.so" -> "opencl"; empty for other files.

@@ -58,6 +58,7 @@ std::string ReadTail(const fs::path& path, size_t max_bytes) {
 /// Runs `argv` without a shell (no quoting issues), output to `log`; throws on failure.
 void Run(const std::vector<std::string>& argv, const fs::path& log) {
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
   const pid_t pid = fork();
@@ -94,7 +95,7 @@ fs::path LibraryDirectory() {
 /// Kiln's headers for compiling host code: the installed prefix's include/, or the source
 /// tree's when running from a build folder.
 fs::path IncludeDirectory() {
-  const fs::path installed = LibraryDirectory().parent_path() / "include";
+  fs::path installed = LibraryDirectory().parent_path() / "include";
   if (fs::exists(installed / "kiln" / "ffi" / "c_api.h")) return installed;
   return KILN_SOURCE_INCLUDE_DIR;
 }

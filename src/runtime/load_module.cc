@@ -84,6 +84,11 @@ KILN_REGISTER_GLOBAL("runtime.ModuleKind").set_body_typed([](const Module& modul
   return String(module->kind());
 });
 
+KILN_REGISTER_GLOBAL("runtime.ModuleListFunctions").set_body_typed([](const Module& module) {
+  std::vector<std::string> names = module->ListFunctions();
+  return Array<String>(names.begin(), names.end());
+});
+
 KILN_REGISTER_GLOBAL("runtime.ModuleImports").set_body_typed([](const Module& module) {
   std::vector<Module> imports = module.imports();
   return Array<Module>(imports.begin(), imports.end());

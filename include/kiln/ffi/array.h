@@ -58,11 +58,7 @@ class Array : public ObjectRef {
   explicit Array(const std::vector<T>& items) : Array(items.begin(), items.end()) {}
   template <typename Iter>
   Array(Iter first, Iter last) : ObjectRef(Make(first, last)) {}
-  static Array FromUnchecked(ObjectPtr<Object> data) {
-    Array result(nullptr);
-    result.data_ = std::move(data);
-    return result;
-  }
+  static Array FromUnchecked(ObjectPtr<Object> data) { return Array(nullptr, std::move(data)); }
 
   const ArrayObj* get() const { return static_cast<const ArrayObj*>(data_.get()); }
   int64_t size() const { return get()->size(); }
@@ -106,7 +102,8 @@ class Array : public ObjectRef {
   Iterator end() const { return Iterator(this, size()); }
 
  private:
-  explicit Array(std::nullptr_t) {}
+  /// Wraps `data` without checking its type (FromUnchecked).
+  Array(std::nullptr_t /*unchecked*/, ObjectPtr<Object> data) : ObjectRef(std::move(data)) {}
   template <typename Iter>
   static ObjectPtr<ArrayObj> Make(Iter first, Iter last) {
     std::vector<Any> items;

@@ -69,11 +69,7 @@ class Map : public ObjectRef {
   Map(std::initializer_list<std::pair<K, V>> items) : Map() {
     for (const auto& [key, value] : items) Set(key, value);
   }
-  static Map FromUnchecked(ObjectPtr<Object> data) {
-    Map result(nullptr);
-    result.data_ = std::move(data);
-    return result;
-  }
+  static Map FromUnchecked(ObjectPtr<Object> data) { return Map(nullptr, std::move(data)); }
 
   const MapObj* get() const { return static_cast<const MapObj*>(data_.get()); }
   int64_t size() const { return get()->size(); }
@@ -118,7 +114,8 @@ class Map : public ObjectRef {
   Iterator end() const { return Iterator(get(), get()->entries().size()); }
 
  private:
-  explicit Map(std::nullptr_t) {}
+  /// Wraps `data` without checking its type (FromUnchecked).
+  Map(std::nullptr_t /*unchecked*/, ObjectPtr<Object> data) : ObjectRef(std::move(data)) {}
   template <typename T>
   static T Cast(const Any& value) {
     if constexpr (std::is_same_v<T, Any>) {

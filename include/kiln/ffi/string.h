@@ -73,6 +73,7 @@ class String : public ObjectRef {
   bool operator==(std::string_view other) const { return view() == other; }
   bool operator!=(std::string_view other) const { return view() != other; }
   bool operator==(const char* other) const { return view() == other; }
+  bool operator!=(const char* other) const { return view() != other; }
 };
 
 inline std::ostream& operator<<(std::ostream& os, const String& s) { return os << s.view(); }

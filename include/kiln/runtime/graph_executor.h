@@ -1,0 +1,98 @@
+/// The graph executor: a module that runs a static list of calls to functions of another module
+/// (its "lib") over buffers planned ahead of time.
+///
+/// The graph is JSON (format version 1):
+///
+///   {
+///     "version": 1,
+///     "device": "cpu:0",
+///     "storages": [{"bytes": 96}, {"bytes": 96}],
+///     "entries": [
+///       {"storage": 0, "offset": 0, "shape": [2, 3], "dtype": "float32"},
+///       {"storage": 1, "offset": 0, "shape": [2, 3], "dtype": "float32"}, ...
+///     ],
+///     "inputs": [{"name": "x", "entry": 0}, {"name": "y", "entry": 1}],
+///     "nodes": [{"name": "add0", "func": "add", "inputs": [0, 1], "outputs": [2]}, ...],
+///     "outputs": [4]
+///   }
+///
+/// Every field is required except "device"; unknown fields are errors (a misspelling is not
+/// silently ignored), ids are 0-based indices into the lists above them.
+/// - "version": a runtime refuses versions it does not know.
+/// - "device": optional, "<kind>:<id>" ("cpu:0", "cuda:1"); where the storages live. The device
+///   given to GraphExecutorCreate replaces it; SaveToBytes writes it; a loaded graph without
+///   one runs on cpu:0.
+/// - "storages": the planned buffers, each allocated once (runtime::Empty) when the executor is
+///   made. Their sum is the executor's memory.
+/// - "entries": the tensors of the graph, each a compact row-major view of `shape` and `dtype`
+///   ("float32", "int64", "bool", "float16x4", ...) at byte `offset` of a storage; the offset is
+///   a multiple of the element size. Entries may share bytes of a storage only when their
+///   lifetimes do not overlap (checked on create, see below).
+/// - "inputs": named entries the caller fills with set_input; an input's shape and dtype are its
+///   entry's. No node writes an input, and an input's bytes are never reused, so `run` can be
+///   repeated without setting the inputs again.
+/// - "nodes": run in order; node i calls `func(inputs..., outputs...)` with one DLTensor* per
+///   entry (borrowed, valid during the call; the data is at `data + byte_offset`, as DLPack
+///   says). `func` is looked up in the lib and its imports. Each entry is written by at most
+///   one node, before any node reads it.
+/// - "outputs": the entries get_output returns, by index.
+///
+/// Lifetimes: an input lives for the whole run, a node's output from the node that writes it
+/// to the last node that reads it (to the end of the run when it is a graph output). Two
+/// entries whose bytes overlap must not be live at the same node, so a node never writes its
+/// outputs over its own inputs.
+///
+/// The module's functions (GetFunction), all names and errors as below:
+///   set_input(name_or_index, Tensor)            copies into the input's planned buffer; shape
+///                                               and dtype must match, the device may differ
+///   set_input_zero_copy(name_or_index, Tensor)  the nodes read the caller's tensor itself
+///                                               (same shape, dtype and device, compact); the
+///                                               executor holds a reference to it until the
+///                                               next set_input* of that input
+///   run()                                       runs every node once
+///   get_output(index) -> Tensor                 a view of the planned buffer (no copy): its
+///                                               contents are valid until the next run; it
+///                                               keeps the buffer's memory alive
+///   get_num_inputs() / get_num_outputs() -> int
+///   get_input_index(name) -> int                -1 when there is no such input
+///   get_input_info() -> Map                     {"names": [str], "shapes": [Shape],
+///                                                "dtypes": [DataType]}
+///   get_output_info() -> Map                    {"shapes": [Shape], "dtypes": [DataType]}
+///   memory_plan() -> Map                        {"total_bytes": int, "storage_bytes": [int],
+///                                                "bytes_without_sharing": int}
+///
+/// An executor is not thread-safe: its buffers serve one run at a time. Make one executor per
+/// concurrent caller (each has its own buffers).
+///
+/// Serialization: SaveToBytes is the graph JSON with "device" set; the lib is the executor's
+/// import, so export_library stores it alongside. The loader
+/// "runtime.module.load_bytes.graph_executor" allocates the storages; node functions are
+/// looked up in the executor's imports when "run" is first requested (imports are attached
+/// after every module of an artifact has loaded).
+#ifndef KILN_RUNTIME_GRAPH_EXECUTOR_H_
+#define KILN_RUNTIME_GRAPH_EXECUTOR_H_
+
+#include <kiln/runtime/module.h>
+
+#include <string>
+
+namespace kiln {
+namespace runtime {
+
+/// The module kind, and the suffix of its loader's name.
+constexpr const char* kGraphExecutorKind = "graph_executor";
+/// The graph JSON format version this runtime reads and writes.
+constexpr int64_t kGraphFormatVersion = 1;
+
+/// A graph executor over `graph_json` whose nodes call functions of `lib` (which becomes the
+/// executor's import), with its storages allocated on `device`. Validates the whole graph: a
+/// ValueError names the field, entry or node at fault; a node calling a function that `lib`
+/// neither has nor lists is an error naming the function and listing those `lib` has. Also
+/// registered as the global "runtime.GraphExecutorCreate(json, lib, device)".
+KILN_API Module GraphExecutorCreate(const std::string& graph_json, const Module& lib,
+                                    DLDevice device);
+
+}  // namespace runtime
+}  // namespace kiln
+
+#endif  // KILN_RUNTIME_GRAPH_EXECUTOR_H_

@@ -1,0 +1,110 @@
+"""kiln.runtime.GraphExecutor: runs a "graph_executor" module (a static graph of calls into a
+lib module over buffers planned ahead of time; see include/kiln/runtime/graph_executor.h for
+the graph JSON).
+
+    lib = kiln.load_module("kernels.so")
+    executor = kiln.runtime.GraphExecutor.create(graph_json, lib, kiln.cpu())
+    executor.set_input("x", numpy_array)   # or executor.run(x=numpy_array, y=...)
+    executor.run()
+    result = executor.get_output(0).numpy()
+"""
+
+from ._lib import core_func
+from .containers import to_builtin
+from .devices import as_device, cpu
+from .runtime import Module
+from .tensors import Tensor, tensor
+
+__all__ = ["GraphExecutor"]
+
+KIND = "graph_executor"
+
+
+class GraphExecutor:
+    """Sets inputs by name or index, runs, and reads outputs by index.
+
+    ``GraphExecutor.create(graph_json, lib, device)`` builds one; ``GraphExecutor(module)``
+    wraps a graph_executor module, e.g. one that ``kiln.load_module`` loaded from an artifact.
+    An executor runs one graph at a time (its buffers serve one run): make one per thread.
+    """
+
+    def __init__(self, module):
+        if not isinstance(module, Module) or module.kind != KIND:
+            raise TypeError(f"GraphExecutor wraps a module of kind {KIND!r}, got {module!r}")
+        self.module = module
+        # Looked up once: a module's functions do not change.
+        self._set_input = module.get_function("set_input")
+        self._set_input_zero_copy = module.get_function("set_input_zero_copy")
+        self._run = module.get_function("run")
+        self._get_output = module.get_function("get_output")
+
+    @classmethod
+    def create(cls, graph_json, lib, device=None):
+        """An executor of ``graph_json`` whose nodes call functions of ``lib`` (a Module, which
+        the executor imports), with its buffers on ``device`` (default: the CPU)."""
+        dev = cpu() if device is None else as_device(device)
+        return cls(core_func("runtime.GraphExecutorCreate")(graph_json, lib, dev))
+
+    def set_input(self, key=None, value=None, **inputs):
+        """Copies ``value`` (a Tensor, numpy array, list, ... on any device) into the input
+        ``key`` (a name or an index); keyword arguments set inputs by name."""
+        if key is not None:
+            self._set_input(key, _as_tensor(value))
+        for name, item in inputs.items():
+            self._set_input(name, _as_tensor(item))
+
+    def set_input_zero_copy(self, key, value):
+        """Makes the input ``key`` read ``value`` itself (same shape, dtype and device, compact)
+        instead of a copy; the executor keeps it until the input is set again."""
+        self._set_input_zero_copy(key, _as_tensor(value))
+
+    def run(self, **inputs):
+        """Sets the inputs given by name (as set_input does), then runs every node once."""
+        if inputs:
+            self.set_input(**inputs)
+        self._run()
+
+    def get_output(self, index, out=None):
+        """Output ``index`` as a Tensor viewing the executor's buffer (valid until the next
+        run: copy it to keep it), or copied into ``out`` (a Tensor), which is returned."""
+        result = self._get_output(index)
+        return result if out is None else result.copyto(out)
+
+    def get_input_index(self, name):
+        """Index of the input ``name``, or -1 when the graph has no such input."""
+        return self.module["get_input_index"](name)
+
+    @property
+    def num_inputs(self):
+        """Number of graph inputs."""
+        return self.module["get_num_inputs"]()
+
+    @property
+    def num_outputs(self):
+        """Number of graph outputs."""
+        return self.module["get_num_outputs"]()
+
+    @property
+    def input_info(self):
+        """{"names": [str], "shapes": [tuple], "dtypes": [DataType]} of the inputs."""
+        return to_builtin(self.module["get_input_info"]())
+
+    @property
+    def output_info(self):
+        """{"shapes": [tuple], "dtypes": [DataType]} of the outputs."""
+        return to_builtin(self.module["get_output_info"]())
+
+    @property
+    def memory_plan(self):
+        """{"total_bytes", "storage_bytes", "bytes_without_sharing"}: the planned memory."""
+        return to_builtin(self.module["memory_plan"]())
+
+    def __repr__(self):
+        return f"kiln.runtime.GraphExecutor({self.num_inputs} inputs, {self.num_outputs} outputs)"
+
+
+def _as_tensor(value):
+    return value if isinstance(value, Tensor) else tensor(value)
+
+
+GraphExecutor.__module__ = "kiln.runtime"

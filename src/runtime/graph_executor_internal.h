@@ -1,0 +1,70 @@
+// Private to libkiln_runtime: the graph executor's graph, as parsed and validated from its JSON
+// (the schema is documented in kiln/runtime/graph_executor.h).
+#ifndef KILN_SRC_RUNTIME_GRAPH_EXECUTOR_INTERNAL_H_
+#define KILN_SRC_RUNTIME_GRAPH_EXECUTOR_INTERNAL_H_
+
+#include <kiln/ffi/tensor.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiln {
+namespace runtime {
+namespace internal {
+
+/// A tensor of the graph: a compact view into a storage.
+struct GraphEntry {
+  int64_t storage = 0;
+  int64_t offset = 0;  ///< bytes from the start of the storage
+  std::vector<int64_t> shape;
+  DLDataType dtype{};
+  int64_t bytes = 0;  ///< compact size of `shape` x `dtype`
+};
+
+struct GraphInput {
+  std::string name;
+  int64_t entry = 0;
+};
+
+/// One call: `func(inputs..., outputs...)`, each argument an entry.
+struct GraphNode {
+  std::string name;
+  std::string func;
+  std::vector<int64_t> inputs;
+  std::vector<int64_t> outputs;
+};
+
+/// A validated graph: every id is in range, every entry fits its storage, every entry a node
+/// reads was written before, and entries sharing bytes never live at the same time.
+struct Graph {
+  std::optional<DLDevice> device;  ///< absent when the JSON names none
+  std::vector<int64_t> storage_bytes;
+  std::vector<GraphEntry> entries;
+  std::vector<GraphInput> inputs;
+  std::vector<GraphNode> nodes;
+  std::vector<int64_t> outputs;  ///< entry ids
+};
+
+/// Parses and validates graph JSON; a ValueError names the field, entry or node at fault.
+Graph ParseGraphJson(std::string_view json);
+
+/// The JSON of `graph` with "device" set to `device`; ParseGraphJson reads it back.
+std::string GraphToJson(const Graph& graph, DLDevice device);
+
+/// "node 2 ('relu0')": how errors name a node.
+std::string DescribeNode(const Graph& graph, size_t index);
+
+/// "float32", "int64", "bool", "float16x4" (DataTypeToString's spellings), or nullopt.
+std::optional<DLDataType> ParseDataType(std::string_view text);
+
+/// "cpu:0", "cuda:1", or "cpu" for device 0; nullopt for anything else.
+std::optional<DLDevice> ParseDevice(std::string_view text);
+
+}  // namespace internal
+}  // namespace runtime
+}  // namespace kiln
+
+#endif  // KILN_SRC_RUNTIME_GRAPH_EXECUTOR_INTERNAL_H_

@@ -1,0 +1,447 @@
+// The graph executor's JSON (schema in kiln/runtime/graph_executor.h): parsing with errors that
+// name the field at fault, the dataflow and memory-plan checks, and writing it back.
+#include <kiln/runtime/device_api.h>
+#include <kiln/runtime/graph_executor.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <initializer_list>
+#include <limits>
+#include <map>
+#include <sstream>
+#include <unordered_map>
+#include <utility>
+
+#include "graph_executor_internal.h"
+#include "tensor_util_internal.h"
+
+namespace kiln {
+namespace runtime {
+namespace internal {
+namespace {
+
+using Json = nlohmann::json;
+
+// ---------------------------------------------------------------------------------------------
+// Reading JSON values; `path` is where the value sits ("nodes[2].inputs[0]"), for the errors
+// ---------------------------------------------------------------------------------------------
+
+std::string At(const std::string& path, const char* key) {
+  return path.empty() ? key : path + "." + key;
+}
+std::string At(const std::string& path, size_t index) {
+  return path + "[" + std::to_string(index) + "]";
+}
+
+/// A JSON value as an error message shows it. Arrays and objects are only named: printing one
+/// recurses, and an artifact could hold one nested deep enough to overflow the stack.
+std::string Show(const Json& value) {
+  if (value.is_structured()) return value.is_array() ? "an array" : "an object";
+  std::string text = value.dump();
+  return text.size() > 40 ? text.substr(0, 37) + "..." : text;
+}
+
+/// An object with only `keys` (not all need be present). Unknown keys are errors, so a
+/// misspelt field ("output") is reported rather than silently ignored.
+void CheckObject(const Json& value, const std::string& path,
+                 std::initializer_list<const char*> keys) {
+  const std::string where = path.empty() ? "the top level" : path;
+  KILN_CHECK(value.is_object(), ValueError)
+      << "graph JSON: " << where << " must be an object, got " << Show(value);
+  for (const auto& item : value.items()) {
+    const bool known =
+        std::any_of(keys.begin(), keys.end(), [&](const char* key) { return item.key() == key; });
+    if (known) continue;
+    std::string names;
+    for (const char* key : keys) names += (names.empty() ? "" : ", ") + std::string(key);
+    KILN_THROW(ValueError) << "graph JSON: " << where << " has an unknown field '" << item.key()
+                           << "' (known fields: " << names << ")";
+  }
+}
+
+const Json& Required(const Json& object, const std::string& path, const char* key) {
+  auto it = object.find(key);
+  KILN_CHECK(it != object.end(), ValueError) << "graph JSON: " << At(path, key) << " is missing";
+  return *it;
+}
+
+int64_t ReadInt(const Json& value, const std::string& path, int64_t min) {
+  const bool fits = value.is_number_integer() &&
+                    !(value.is_number_unsigned() &&
+                      value.get<uint64_t>() > uint64_t{std::numeric_limits<int64_t>::max()});
+  KILN_CHECK(fits, ValueError) << "graph JSON: " << path << " must be an integer, got "
+                               << Show(value);
+  const auto result = value.get<int64_t>();
+  KILN_CHECK(result >= min, ValueError)
+      << "graph JSON: " << path << " must be at least " << min << ", got " << result;
+  return result;
+}
+
+/// "1 entry", "3 entries", "2 storages".
+std::string Count(size_t count, std::string_view noun) {
+  std::string text = std::to_string(count) + " " + std::string(noun);
+  if (count == 1) return text;
+  return noun.back() == 'y' ? text.substr(0, text.size() - 1) + "ies" : text + "s";
+}
+
+/// An index into the graph's list of `what` ("entry", "storage").
+int64_t ReadId(const Json& value, const std::string& path, size_t count, const char* what) {
+  const int64_t id = ReadInt(value, path, 0);
+  KILN_CHECK(static_cast<uint64_t>(id) < count, ValueError)
+      << "graph JSON: " << path << " is " << what << " " << id << ", but the graph has "
+      << Count(count, what);
+  return id;
+}
+
+std::string ReadString(const Json& value, const std::string& path) {
+  KILN_CHECK(value.is_string() && !value.get_ref<const std::string&>().empty(), ValueError)
+      << "graph JSON: " << path << " must be a non-empty string, got " << Show(value);
+  return value.get<std::string>();
+}
+
+const Json& ReadArray(const Json& value, const std::string& path) {
+  KILN_CHECK(value.is_array(), ValueError)
+      << "graph JSON: " << path << " must be an array, got " << Show(value);
+  return value;
+}
+
+std::vector<int64_t> ReadIds(const Json& value, const std::string& path, size_t count,
+                             const char* what) {
+  const Json& array = ReadArray(value, path);
+  std::vector<int64_t> ids;
+  for (size_t i = 0; i < array.size(); ++i)
+    ids.push_back(ReadId(array[i], At(path, i), count, what));
+  return ids;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The parts of a graph
+// ---------------------------------------------------------------------------------------------
+
+std::string DescribeEntry(const GraphEntry& entry) {
+  std::ostringstream os;
+  os << DataTypeToString(entry.dtype) << " " << Shape(entry.shape) << ", " << entry.bytes
+     << " bytes at offset " << entry.offset;
+  return os.str();
+}
+
+/// Sets `entry.bytes`; a ValueError when the size does not fit in an int64.
+void ComputeBytes(GraphEntry& entry, const std::string& path) {
+  int64_t bytes = ElementBytes(entry.dtype);
+  for (int64_t extent : entry.shape) {
+    KILN_CHECK(!__builtin_mul_overflow(bytes, extent, &bytes), ValueError)
+        << "graph JSON: " << path << " of shape " << Shape(entry.shape) << " "
+        << DataTypeToString(entry.dtype) << " needs more than 2^63 bytes";
+  }
+  entry.bytes = bytes;
+}
+
+GraphEntry ParseEntry(const Json& value, const std::string& path,
+                      const std::vector<int64_t>& storage_bytes) {
+  CheckObject(value, path, {"storage", "offset", "shape", "dtype"});
+  GraphEntry entry;
+  entry.storage = ReadId(Required(value, path, "storage"), At(path, "storage"),
+                         storage_bytes.size(), "storage");
+  entry.offset = ReadInt(Required(value, path, "offset"), At(path, "offset"), 0);
+  const Json& shape = ReadArray(Required(value, path, "shape"), At(path, "shape"));
+  for (size_t i = 0; i < shape.size(); ++i) {
+    entry.shape.push_back(ReadInt(shape[i], At(At(path, "shape"), i), 0));
+  }
+  const std::string dtype = ReadString(Required(value, path, "dtype"), At(path, "dtype"));
+  std::optional<DLDataType> parsed = ParseDataType(dtype);
+  KILN_CHECK(parsed.has_value(), ValueError)
+      << "graph JSON: " << At(path, "dtype") << " '" << dtype
+      << "' is not a data type (float32, int64, bool, float16x4, ...)";
+  entry.dtype = *parsed;
+  ComputeBytes(entry, path);
+
+  // Kernels load whole elements: a misaligned one is undefined behaviour on most targets.
+  const int64_t element_bytes = ElementBytes(entry.dtype);
+  KILN_CHECK(entry.offset % element_bytes == 0, ValueError)
+      << "graph JSON: " << path << " (" << DescribeEntry(entry) << ") is not aligned to its "
+      << element_bytes << "-byte elements";
+  const int64_t capacity = storage_bytes[entry.storage];
+  KILN_CHECK(entry.offset <= capacity && entry.bytes <= capacity - entry.offset, ValueError)
+      << "graph JSON: " << path << " (" << DescribeEntry(entry) << ") does not fit in storage "
+      << entry.storage << " of " << capacity << " bytes";
+  return entry;
+}
+
+GraphInput ParseInput(const Json& value, const std::string& path, size_t num_entries) {
+  CheckObject(value, path, {"name", "entry"});
+  GraphInput input;
+  input.name = ReadString(Required(value, path, "name"), At(path, "name"));
+  input.entry = ReadId(Required(value, path, "entry"), At(path, "entry"), num_entries, "entry");
+  return input;
+}
+
+GraphNode ParseNode(const Json& value, const std::string& path, size_t num_entries) {
+  CheckObject(value, path, {"name", "func", "inputs", "outputs"});
+  GraphNode node;
+  node.name = ReadString(Required(value, path, "name"), At(path, "name"));
+  // Node names are for people; errors from here on say which node ("nodes[2] ('relu0')").
+  const std::string named = path + " ('" + node.name + "')";
+  node.func = ReadString(Required(value, path, "func"), At(named, "func"));
+  node.inputs = ReadIds(Required(value, path, "inputs"), At(named, "inputs"), num_entries, "entry");
+  node.outputs =
+      ReadIds(Required(value, path, "outputs"), At(named, "outputs"), num_entries, "entry");
+  return node;
+}
+
+void ParseVersion(const Json& root) {
+  KILN_CHECK(root.is_object(), ValueError)
+      << "graph JSON: the top level must be an object, got " << Show(root);
+  const int64_t version = ReadInt(Required(root, "", "version"), "version", 1);
+  KILN_CHECK(version == kGraphFormatVersion, ValueError)
+      << "graph JSON: format version " << version << " is not supported; this runtime reads "
+      << "version " << kGraphFormatVersion;
+}
+
+std::optional<DLDevice> ParseDeviceField(const Json& root) {
+  auto it = root.find("device");
+  if (it == root.end()) return std::nullopt;
+  const std::string text = ReadString(*it, "device");
+  std::optional<DLDevice> device = ParseDevice(text);
+  KILN_CHECK(device.has_value(), ValueError)
+      << "graph JSON: device '" << text << "' is not a device (\"cpu:0\", \"cuda:1\", ...)";
+  return device;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dataflow and memory plan
+// ---------------------------------------------------------------------------------------------
+
+/// When each entry is live, in node indices: [first, last], both inclusive. Inputs start at -1
+/// (before the first node), entries that must survive the run (inputs, graph outputs) end at
+/// nodes.size(). Entries nothing touches have first == kUnused.
+struct Lifetimes {
+  static constexpr int64_t kUnused = std::numeric_limits<int64_t>::min();
+  std::vector<int64_t> first;
+  std::vector<int64_t> last;
+};
+
+void CheckInputs(const Graph& graph) {
+  std::unordered_map<std::string, size_t> names;
+  std::unordered_map<int64_t, size_t> entries;
+  for (size_t i = 0; i < graph.inputs.size(); ++i) {
+    const GraphInput& input = graph.inputs[i];
+    auto [name, new_name] = names.emplace(input.name, i);
+    KILN_CHECK(new_name, ValueError) << "graph JSON: inputs[" << name->second << "] and inputs["
+                                     << i << "] are both named '" << input.name << "'";
+    auto [entry, new_entry] = entries.emplace(input.entry, i);
+    KILN_CHECK(new_entry, ValueError)
+        << "graph JSON: inputs '" << graph.inputs[entry->second].name << "' and '" << input.name
+        << "' are both entry " << input.entry;
+  }
+}
+
+/// Checks that nodes read only entries already written (or inputs), that each entry is
+/// written once and no input is written, and that every graph output gets a value.
+Lifetimes CheckDataflow(const Graph& graph) {
+  const auto end = static_cast<int64_t>(graph.nodes.size());
+  Lifetimes life;
+  life.first.assign(graph.entries.size(), Lifetimes::kUnused);
+  life.last.assign(graph.entries.size(), Lifetimes::kUnused);
+  for (const GraphInput& input : graph.inputs) {
+    life.first[input.entry] = -1;
+    life.last[input.entry] = end;
+  }
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const GraphNode& node = graph.nodes[i];
+    const auto index = static_cast<int64_t>(i);
+    for (int64_t entry : node.inputs) {
+      KILN_CHECK(life.first[entry] != Lifetimes::kUnused, ValueError)
+          << "graph JSON: " << DescribeNode(graph, i) << " reads entry " << entry
+          << " before any node writes it (and no input names it)";
+      life.last[entry] = std::max(life.last[entry], index);
+    }
+    for (int64_t entry : node.outputs) {
+      const int64_t writer = life.first[entry];
+      KILN_CHECK(writer == Lifetimes::kUnused, ValueError)
+          << "graph JSON: " << DescribeNode(graph, i) << " writes entry " << entry << ", which "
+          << (writer < 0
+                  ? "is an input"
+                  : "is already written by " + DescribeNode(graph, static_cast<size_t>(writer)));
+      life.first[entry] = index;
+      life.last[entry] = index;  // an output nobody reads still occupies its bytes in the node
+    }
+  }
+  for (size_t i = 0; i < graph.outputs.size(); ++i) {
+    const int64_t entry = graph.outputs[i];
+    KILN_CHECK(life.first[entry] != Lifetimes::kUnused, ValueError)
+        << "graph JSON: outputs[" << i << "] is entry " << entry
+        << ", which no node writes and no input names";
+    life.last[entry] = end;
+  }
+  return life;
+}
+
+std::string DescribeLifetime(const Graph& graph, const Lifetimes& life, int64_t entry) {
+  const int64_t first = life.first[entry];
+  const int64_t last = life.last[entry];
+  std::string text =
+      first < 0 ? "an input" : "written by " + DescribeNode(graph, static_cast<size_t>(first));
+  if (last == static_cast<int64_t>(graph.nodes.size())) {
+    return text + ", live to the end of the run";
+  }
+  return text + ", live until " + DescribeNode(graph, static_cast<size_t>(last));
+}
+
+/// Entries that share bytes of a storage must not be live at the same node. A sweep over the
+/// nodes keeps, per storage, the live entries by offset; they never overlap one another, so a
+/// new entry need only be compared with its two neighbours: O(entries log entries).
+void CheckMemoryPlan(const Graph& graph, const Lifetimes& life) {
+  const size_t steps = graph.nodes.size() + 2;  // before the first node, each node, the end
+  std::vector<std::vector<int64_t>> starts(steps);
+  std::vector<std::vector<int64_t>> ends(steps);
+  for (size_t e = 0; e < graph.entries.size(); ++e) {
+    // An empty entry has no bytes to clobber; one nothing touches is never live.
+    if (life.first[e] == Lifetimes::kUnused || graph.entries[e].bytes == 0) continue;
+    starts[life.first[e] + 1].push_back(static_cast<int64_t>(e));
+    ends[life.last[e] + 1].push_back(static_cast<int64_t>(e));
+  }
+  std::vector<std::map<int64_t, int64_t>> live(graph.storage_bytes.size());  // offset -> entry
+  auto conflict = [&](int64_t a, int64_t b) {
+    const GraphEntry& x = graph.entries[a];
+    const GraphEntry& y = graph.entries[b];
+    KILN_THROW(ValueError) << "graph JSON: memory plan: entries " << b << " and " << a
+                           << " share bytes [" << std::max(x.offset, y.offset) << ", "
+                           << std::min(x.offset + x.bytes, y.offset + y.bytes) << ") of storage "
+                           << x.storage << " while both are live (entry " << b << " is "
+                           << DescribeLifetime(graph, life, b) << "; entry " << a << " is "
+                           << DescribeLifetime(graph, life, a) << ")";
+  };
+  for (size_t step = 0; step < steps; ++step) {
+    for (int64_t e : starts[step]) {
+      const GraphEntry& entry = graph.entries[e];
+      std::map<int64_t, int64_t>& in_storage = live[entry.storage];
+      auto next = in_storage.lower_bound(entry.offset);
+      if (next != in_storage.end() && next->first < entry.offset + entry.bytes) {
+        conflict(e, next->second);
+      }
+      if (next != in_storage.begin()) {
+        const int64_t before = std::prev(next)->second;
+        const GraphEntry& prev = graph.entries[before];
+        if (prev.offset + prev.bytes > entry.offset) conflict(e, before);
+      }
+      in_storage.emplace(entry.offset, e);
+    }
+    for (int64_t e : ends[step]) live[graph.entries[e].storage].erase(graph.entries[e].offset);
+  }
+}
+
+}  // namespace
+
+Graph ParseGraphJson(std::string_view json) {
+  Json root;
+  try {
+    root = Json::parse(json.begin(), json.end());
+  } catch (const Json::exception& error) {
+    KILN_THROW(ValueError) << "graph JSON does not parse: " << error.what();
+  }
+  // The version comes first: a newer format may have fields this reader does not know.
+  ParseVersion(root);
+  CheckObject(root, "", {"version", "device", "storages", "entries", "inputs", "nodes", "outputs"});
+  Graph graph;
+  graph.device = ParseDeviceField(root);
+  const Json& storages = ReadArray(Required(root, "", "storages"), "storages");
+  for (size_t i = 0; i < storages.size(); ++i) {
+    CheckObject(storages[i], At("storages", i), {"bytes"});
+    graph.storage_bytes.push_back(ReadInt(Required(storages[i], At("storages", i), "bytes"),
+                                          At(At("storages", i), "bytes"), 0));
+  }
+  const Json& entries = ReadArray(Required(root, "", "entries"), "entries");
+  for (size_t i = 0; i < entries.size(); ++i) {
+    graph.entries.push_back(ParseEntry(entries[i], At("entries", i), graph.storage_bytes));
+  }
+  const Json& inputs = ReadArray(Required(root, "", "inputs"), "inputs");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    graph.inputs.push_back(ParseInput(inputs[i], At("inputs", i), graph.entries.size()));
+  }
+  const Json& nodes = ReadArray(Required(root, "", "nodes"), "nodes");
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    graph.nodes.push_back(ParseNode(nodes[i], At("nodes", i), graph.entries.size()));
+  }
+  graph.outputs = ReadIds(Required(root, "", "outputs"), "outputs", graph.entries.size(), "entry");
+
+  CheckInputs(graph);
+  CheckMemoryPlan(graph, CheckDataflow(graph));
+  return graph;
+}
+
+std::string GraphToJson(const Graph& graph, DLDevice device) {
+  // ordered_json keeps the fields in the order of the documented schema.
+  using Ordered = nlohmann::ordered_json;
+  Ordered root;
+  root["version"] = kGraphFormatVersion;
+  root["device"] = DeviceToString(device);
+  root["storages"] = Ordered::array();
+  for (int64_t bytes : graph.storage_bytes) root["storages"].push_back({{"bytes", bytes}});
+  root["entries"] = Ordered::array();
+  for (const GraphEntry& entry : graph.entries) {
+    root["entries"].push_back({{"storage", entry.storage},
+                               {"offset", entry.offset},
+                               {"shape", entry.shape},
+                               {"dtype", DataTypeToString(entry.dtype)}});
+  }
+  root["inputs"] = Ordered::array();
+  for (const GraphInput& input : graph.inputs) {
+    root["inputs"].push_back({{"name", input.name}, {"entry", input.entry}});
+  }
+  root["nodes"] = Ordered::array();
+  for (const GraphNode& node : graph.nodes) {
+    root["nodes"].push_back({{"name", node.name},
+                             {"func", node.func},
+                             {"inputs", node.inputs},
+                             {"outputs", node.outputs}});
+  }
+  root["outputs"] = graph.outputs;
+  return root.dump();
+}
+
+std::string DescribeNode(const Graph& graph, size_t index) {
+  return "nodes[" + std::to_string(index) + "] ('" + graph.nodes[index].name + "')";
+}
+
+std::optional<DLDataType> ParseDataType(std::string_view text) {
+  if (text == "bool") return DLDataType{kDLUInt, 1, 1};
+  constexpr std::pair<const char*, uint8_t> kCodes[] = {
+      {"bfloat", kDLBfloat}, {"float", kDLFloat}, {"uint", kDLUInt}, {"int", kDLInt}};
+  for (const auto& [prefix, code] : kCodes) {
+    const std::string_view name(prefix);
+    if (text.substr(0, name.size()) != name) continue;
+    const char* cursor = text.data() + name.size();
+    const char* const end = text.data() + text.size();
+    unsigned bits = 0;
+    unsigned lanes = 1;
+    cursor = std::from_chars(cursor, end, bits).ptr;
+    if (cursor != end && *cursor == 'x') cursor = std::from_chars(cursor + 1, end, lanes).ptr;
+    if (cursor != end || bits == 0 || bits > 255 || lanes == 0 || lanes > 65535) {
+      return std::nullopt;
+    }
+    const DLDataType dtype{code, static_cast<uint8_t>(bits), static_cast<uint16_t>(lanes)};
+    // One spelling per type: "float032", "int8x1" and "uint1" (which is "bool") are refused.
+    if (DataTypeToString(dtype) != text) return std::nullopt;
+    return dtype;
+  }
+  return std::nullopt;
+}
+
+std::optional<DLDevice> ParseDevice(std::string_view text) {
+  const size_t colon = text.find(':');
+  std::optional<int32_t> type = DeviceTypeFromName(text.substr(0, colon));
+  if (!type.has_value()) return std::nullopt;
+  int32_t id = 0;
+  if (colon != std::string_view::npos) {
+    const char* end = text.data() + text.size();
+    auto [ptr, error] = std::from_chars(text.data() + colon + 1, end, id);
+    if (error != std::errc() || ptr != end || id < 0) return std::nullopt;
+  }
+  return DLDevice{static_cast<DLDeviceType>(*type), id};
+}
+
+}  // namespace internal
+}  // namespace runtime
+}  // namespace kiln

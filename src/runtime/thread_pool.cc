@@ -1,0 +1,370 @@
+// The runtime's thread pool: NumThreads and ParallelFor (kiln/runtime/thread_pool.h).
+//
+// One pool per process, started on the first parallel region with NumThreads() - 1 workers
+// (the calling thread is the last one). A region is published as a Job; threads take chunks
+// from it with one atomic increment each, so uneven chunks balance themselves. Between regions
+// workers spin for a short while and then sleep on a condition variable: back-to-back regions
+// (one per operator of a model) find them awake, an idle process costs no CPU.
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <kiln/ffi/registry.h>
+#include <kiln/runtime/thread_pool.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "thread_pool_internal.h"
+
+namespace kiln {
+namespace runtime {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// How many threads: KILN_NUM_THREADS, else the affinity mask capped by the cgroup CPU quota
+// ---------------------------------------------------------------------------------------------
+
+/// CPUs this process may run on. CPU_ALLOC sizes the mask for machines with more CPUs than
+/// the fixed cpu_set_t holds (1024).
+int AffinityCpuCount() {
+  for (int max_cpus = CPU_SETSIZE; max_cpus <= (1 << 16); max_cpus *= 2) {
+    cpu_set_t* set = CPU_ALLOC(max_cpus);
+    if (set == nullptr) break;
+    const size_t size = CPU_ALLOC_SIZE(max_cpus);
+    const bool ok = sched_getaffinity(0, size, set) == 0;
+    const int error = errno;
+    const int count = ok ? CPU_COUNT_S(size, set) : 0;
+    CPU_FREE(set);
+    if (ok) return std::max(count, 1);
+    if (error != EINVAL) break;  // EINVAL: the mask was too small, try a larger one
+  }
+  return static_cast<int>(std::max(std::thread::hardware_concurrency(), 1u));
+}
+
+std::optional<std::string> ReadFirstLine(const std::string& path) {
+  std::ifstream file(path);
+  std::string line;
+  if (!file || !std::getline(file, line)) return std::nullopt;
+  return line;
+}
+
+bool IsDirectory(const std::string& path) { return access((path + "/.").c_str(), F_OK) == 0; }
+
+/// This process's cgroup path for a v1 controller ("cpu"), or for v2 when `controller` is
+/// empty, from /proc/self/cgroup lines "<id>:<controller,...>:<path>".
+std::string OwnCgroupPath(const std::string& controller) {
+  std::ifstream file("/proc/self/cgroup");
+  for (std::string line; std::getline(file, line);) {
+    const size_t first = line.find(':');
+    const size_t second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos) continue;
+    const std::string controllers = "," + line.substr(first + 1, second - first - 1) + ",";
+    const bool match = controller.empty()
+                           ? controllers == ",,"
+                           : controllers.find("," + controller + ",") != std::string::npos;
+    if (match) return line.substr(second + 1);
+  }
+  return "/";
+}
+
+/// The cgroup folders whose CPU limits apply to us, innermost first: our own cgroup under
+/// `mount` and each ancestor up to the mount. Inside a container with its own cgroup namespace
+/// the path may not exist under the mount, whose root is then our cgroup.
+std::vector<std::string> CgroupDirs(const std::string& mount, const std::string& own_path) {
+  std::vector<std::string> dirs;
+  std::string path = own_path == "/" ? "" : own_path;
+  if (!IsDirectory(mount + path)) path.clear();
+  for (;;) {
+    dirs.push_back(mount + path);
+    if (path.empty()) return dirs;
+    path.erase(path.rfind('/'));
+  }
+}
+
+std::optional<int64_t> ReadWholeNumber(const std::string& path) {
+  std::optional<std::string> line = ReadFirstLine(path);
+  if (!line.has_value()) return std::nullopt;
+  return internal::ParseWholeNumber<int64_t>(internal::TrimSpaces(*line));
+}
+
+std::optional<int> Tighter(std::optional<int> limit, std::optional<int> cpus) {
+  if (!cpus.has_value()) return limit;
+  return limit.has_value() ? std::min(*limit, *cpus) : *cpus;
+}
+
+/// cgroup v2: the tightest cpu.max of our cgroup and its ancestors.
+std::optional<int> CgroupV2CpuLimit() {
+  std::optional<int> limit;
+  for (const std::string& dir : CgroupDirs("/sys/fs/cgroup", OwnCgroupPath(""))) {
+    if (std::optional<std::string> line = ReadFirstLine(dir + "/cpu.max")) {
+      limit = Tighter(limit, internal::CpusFromCgroupV2CpuMax(*line));
+    }
+  }
+  return limit;
+}
+
+/// cgroup v1: the tightest CFS quota of our cgroup and its ancestors under `mount`.
+std::optional<int> CgroupV1CpuLimit(const std::string& mount) {
+  std::optional<int> limit;
+  for (const std::string& dir : CgroupDirs(mount, OwnCgroupPath("cpu"))) {
+    const std::optional<int64_t> quota = ReadWholeNumber(dir + "/cpu.cfs_quota_us");
+    const std::optional<int64_t> period = ReadWholeNumber(dir + "/cpu.cfs_period_us");
+    if (quota.has_value() && period.has_value()) {
+      limit = Tighter(limit, internal::CpusFromCfsQuota(*quota, *period));
+    }
+  }
+  return limit;
+}
+
+/// The CPUs our cgroup's quota allows; nullopt without a quota (or without cgroups).
+std::optional<int> CgroupCpuLimit() {
+  if (access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0) return CgroupV2CpuLimit();
+  // v1 mounts the cpu controller alone or together with cpuacct, depending on the system.
+  for (const char* mount : {"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"}) {
+    if (IsDirectory(mount)) return CgroupV1CpuLimit(mount);
+  }
+  return std::nullopt;
+}
+
+int ComputeNumThreads() {
+  if (std::optional<int> requested =
+          internal::ParseNumThreadsEnv(std::getenv("KILN_NUM_THREADS"))) {
+    return *requested;
+  }
+  const int cores = AffinityCpuCount();
+  const std::optional<int> quota = CgroupCpuLimit();
+  return quota.has_value() ? std::min(cores, *quota) : cores;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The pool
+// ---------------------------------------------------------------------------------------------
+
+/// Set on workers for their whole life and on a caller while it runs a region: a ParallelFor
+/// seen with it set is nested and runs serially, which cannot deadlock or oversubscribe.
+thread_local bool t_in_parallel_region = false;
+
+class ParallelRegionGuard {
+ public:
+  ParallelRegionGuard() { t_in_parallel_region = true; }
+  ~ParallelRegionGuard() { t_in_parallel_region = false; }
+  ParallelRegionGuard(const ParallelRegionGuard&) = delete;
+  ParallelRegionGuard& operator=(const ParallelRegionGuard&) = delete;
+};
+
+/// Regions are cut into up to this many chunks per thread, so that a thread that started late
+/// or ran slow chunks still finds work left.
+constexpr int64_t kChunksPerThread = 4;
+
+/// How long an idle worker keeps polling for the next region before it sleeps. Long enough to
+/// bridge the gap between two operators, short enough not to burn a shared machine's cores.
+constexpr std::chrono::microseconds kSpinTime(50);
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+/// One ParallelFor region, as its threads see it. It lives on the caller's stack: the caller
+/// does not return before every worker that joined the job has left it.
+class Job {
+ public:
+  Job(int64_t begin, int64_t size, int64_t num_chunks,
+      const std::function<void(int64_t, int64_t)>& body)
+      : body_(body),
+        begin_(begin),
+        num_chunks_(num_chunks),
+        chunk_size_(size / num_chunks),
+        remainder_(size % num_chunks) {}
+
+  /// Runs chunks until none is left or one has thrown.
+  void RunChunks() {
+    for (int64_t i = next_.fetch_add(1, std::memory_order_relaxed); i < num_chunks_;
+         i = next_.fetch_add(1, std::memory_order_relaxed)) {
+      if (failed_.load(std::memory_order_relaxed)) return;
+      try {
+        body_(ChunkBegin(i), ChunkBegin(i + 1));
+      } catch (...) {
+        RecordError(std::current_exception());
+      }
+    }
+  }
+  void RethrowIfFailed() {
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  /// Equal chunks, the first `remainder_` one iteration longer: each has at least
+  /// size / num_chunks >= grain iterations (see ParallelFor), none is a short leftover.
+  int64_t ChunkBegin(int64_t i) const { return begin_ + i * chunk_size_ + std::min(i, remainder_); }
+  void RecordError(std::exception_ptr error) {
+    std::lock_guard<std::mutex> lock(error_mutex_);
+    if (!error_) error_ = std::move(error);
+    failed_.store(true, std::memory_order_relaxed);
+  }
+
+  const std::function<void(int64_t, int64_t)>& body_;
+  const int64_t begin_;
+  const int64_t num_chunks_;
+  const int64_t chunk_size_;
+  const int64_t remainder_;
+  std::atomic<int64_t> next_{0};
+  std::atomic<bool> failed_{false};
+  std::mutex error_mutex_;
+  std::exception_ptr error_;
+};
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int num_workers) : num_workers_(num_workers) {
+    for (int i = 0; i < num_workers; ++i) {
+      std::thread worker([this, i] { WorkerLoop(i); });
+      worker.detach();  // the pool is never destroyed (see Pool())
+    }
+  }
+
+  /// Runs `job` on the caller and the workers. False, with nothing run, when another thread's
+  /// job holds the pool: running alone then beats waiting behind it.
+  bool TryRun(Job& job, int64_t num_chunks) {
+    std::unique_lock<std::mutex> running(run_mutex_, std::try_to_lock);
+    if (!running.owns_lock()) return false;
+    Publish(&job);
+    WakeWorkers(num_chunks - 1);
+    job.RunChunks();
+    // Every chunk is now taken; the ones still running belong to workers counted in active_.
+    std::unique_lock<std::mutex> lock(mutex_);
+    job_ = nullptr;
+    left_.wait(lock, [this] { return active_ == 0; });
+    return true;
+  }
+
+ private:
+  void Publish(Job* job) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    job_ = job;
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  void WakeWorkers(int64_t wanted) {
+    if (wanted >= num_workers_) {
+      wake_.notify_all();
+    } else {
+      for (int64_t i = 0; i < wanted; ++i) wake_.notify_one();
+    }
+  }
+
+  void WorkerLoop(int index) {
+    const std::string name = "kiln-worker-" + std::to_string(index);
+    pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
+    t_in_parallel_region = true;
+    uint64_t seen = 0;
+    for (;;) {
+      if (Job* job = WaitForJob(seen)) {
+        job->RunChunks();
+        Leave();
+      }
+    }
+  }
+
+  /// Waits for a generation after `seen` and joins its job; nullptr when the job was over by
+  /// the time this worker looked.
+  Job* WaitForJob(uint64_t& seen) {
+    const auto spin_until = std::chrono::steady_clock::now() + kSpinTime;
+    while (generation_.load(std::memory_order_acquire) == seen &&
+           std::chrono::steady_clock::now() < spin_until) {
+      for (int i = 0; i < 64; ++i) CpuRelax();
+    }
+    std::unique_lock<std::mutex> lock(mutex_);
+    wake_.wait(lock, [&] { return generation_.load(std::memory_order_relaxed) != seen; });
+    seen = generation_.load(std::memory_order_relaxed);
+    if (job_ == nullptr) return nullptr;
+    ++active_;
+    return job_;
+  }
+
+  void Leave() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (--active_ == 0) left_.notify_one();
+  }
+
+  const int num_workers_;
+  std::mutex run_mutex_;  // one job at a time
+  std::mutex mutex_;      // guards job_, active_ and the generation's changes
+  std::condition_variable wake_;
+  std::condition_variable left_;
+  std::atomic<uint64_t> generation_{0};
+  Job* job_ = nullptr;
+  int active_ = 0;
+};
+
+std::atomic<ThreadPool*> g_pool{nullptr};
+std::mutex g_pool_mutex;
+
+/// The pool, started on first use and never destroyed: joining workers from a static
+/// destructor races with other libraries' teardown, and the OS reclaims the threads anyway.
+/// A forked child has none of the parent's threads, so it starts a pool of its own.
+ThreadPool& Pool() {
+  if (ThreadPool* pool = g_pool.load(std::memory_order_acquire)) return *pool;
+  std::lock_guard<std::mutex> lock(g_pool_mutex);
+  if (g_pool.load(std::memory_order_relaxed) == nullptr) {
+    [[maybe_unused]] static const bool at_fork_registered = [] {
+      pthread_atfork(nullptr, nullptr, [] { g_pool.store(nullptr, std::memory_order_relaxed); });
+      return true;
+    }();
+    g_pool.store(new ThreadPool(NumThreads() - 1), std::memory_order_release);
+  }
+  return *g_pool.load(std::memory_order_relaxed);
+}
+
+}  // namespace
+
+int NumThreads() {
+  // Computed once: the thread count must not change under a pool that is already running.
+  // A bad KILN_NUM_THREADS throws here, and again on every later call.
+  static const int num_threads = ComputeNumThreads();
+  return num_threads;
+}
+
+void ParallelFor(int64_t begin, int64_t end, int64_t grain,
+                 const std::function<void(int64_t, int64_t)>& body) {
+  int64_t size = 0;
+  if (end <= begin) return;
+  KILN_CHECK(!__builtin_sub_overflow(end, begin, &size), ValueError)
+      << "ParallelFor range [" << begin << ", " << end << ") has more than 2^63 iterations";
+  const int64_t threads = NumThreads();
+  const int64_t num_chunks =
+      std::min(size / std::max<int64_t>(grain, 1), threads * kChunksPerThread);
+  if (t_in_parallel_region || threads == 1 || num_chunks <= 1) {
+    body(begin, end);
+    return;
+  }
+  Job job(begin, size, num_chunks, body);
+  {
+    ParallelRegionGuard guard;
+    if (!Pool().TryRun(job, num_chunks)) {
+      body(begin, end);
+      return;
+    }
+  }
+  job.RethrowIfFailed();
+}
+
+KILN_REGISTER_GLOBAL("runtime.NumThreads").set_body_typed([]() -> int64_t { return NumThreads(); });
+
+}  // namespace runtime
+}  // namespace kiln
