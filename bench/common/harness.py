@@ -1,0 +1,165 @@
+"""Shared machinery for the benchmark scripts under bench/ (each bench/<name>/run.py).
+
+A run.py imports it with
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+    import harness
+    harness.set_name("<name>")   # the [<name>] prefix of its log lines and error messages
+
+and gets: log(); the /proc/stat idle checks (read_cpu_times, busy_cores, others_busy_during,
+timed_phase, wait_until_idle); build() of a Release tree; cpu_model(); and write_section(), which
+rewrites one "## " section of docs/benchmarks.md.
+"""
+
+import os
+import platform
+import re
+import resource
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PYTHON = "/usr/bin/python3"
+
+IDLE_LIMIT_CORES = 0.15
+IDLE_WAIT_S = 60
+
+_name = "bench"
+
+
+def set_name(name):
+    """Sets the prefix of log lines and error messages: `[name] ...`."""
+    global _name
+    _name = name
+
+
+def log(message):
+    print(f"[{_name}] {message}", flush=True)
+
+
+def fail(message):
+    """Exits with `[name] message`."""
+    sys.exit(f"[{_name}] {message}")
+
+
+# ---- is the machine idle? -------------------------------------------------------------------
+
+
+def read_cpu_times():
+    """(busy, total) jiffies summed over all CPUs, and the number of CPUs."""
+    with open("/proc/stat") as f:
+        lines = f.read().splitlines()
+    fields = [int(v) for v in lines[0].split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    total = sum(fields[:8])  # guest time is already counted in user
+    ncpu = sum(1 for line in lines if re.match(r"cpu\d+ ", line))
+    return total - idle, total, ncpu
+
+
+def busy_cores(interval_s=1.0):
+    """How many cores' worth of CPU the rest of the machine used over `interval_s`."""
+    busy0, total0, ncpu = read_cpu_times()
+    time.sleep(interval_s)
+    busy1, total1, _ = read_cpu_times()
+    if total1 == total0:
+        return 0.0
+    return (busy1 - busy0) / (total1 - total0) * ncpu
+
+
+def others_busy_during(run):
+    """Calls run() and returns (its result, cores' worth of CPU that processes other than run()'s
+    children used meanwhile), so a build that starts mid-benchmark is noticed."""
+    hz = os.sysconf("SC_CLK_TCK")
+    busy0, _, _ = read_cpu_times()
+    child0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall0 = time.monotonic()
+    result = run()
+    wall = time.monotonic() - wall0
+    busy1, _, _ = read_cpu_times()
+    child1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    ours = (child1.ru_utime - child0.ru_utime) + (child1.ru_stime - child0.ru_stime)
+    others = max(0.0, (busy1 - busy0) / hz - ours) / max(wall, 1e-9)
+    return result, others
+
+
+def timed_phase(phase, run, attempts=3):
+    """Runs a timing phase on an idle machine; repeats it if something else ran meanwhile."""
+    for attempt in range(1, attempts + 1):
+        wait_until_idle(phase)
+        result, others = others_busy_during(run)
+        if others <= IDLE_LIMIT_CORES:
+            return result
+        log(f"other processes used {others:.0%} of a core during {phase} "
+            f"(attempt {attempt}/{attempts}); timing it again")
+    fail(f"refusing to report {phase}: the machine never stayed quiet "
+         f"through it ({attempts} attempts). Run again when no build or test is running.")
+
+
+def wait_until_idle(phase):
+    deadline = time.monotonic() + IDLE_WAIT_S
+    while True:
+        used = busy_cores()
+        if used <= IDLE_LIMIT_CORES:
+            log(f"idle before {phase}: other processes use {used:.0%} of a core")
+            return
+        if time.monotonic() >= deadline:
+            fail(
+                f"refusing to time {phase}: other processes use {used:.0%} of a core "
+                f"(limit {IDLE_LIMIT_CORES:.0%}) after waiting {IDLE_WAIT_S} s. A build or test is "
+                "probably running (see `top`); run again when the machine is quiet."
+            )
+        log(f"machine busy ({used:.0%} of a core in use), waiting before {phase} ...")
+        time.sleep(2)
+
+
+# ---- build ----------------------------------------------------------------------------------
+
+
+def build(build_dir, targets, what="the benchmark"):
+    """Configures `build_dir` as a Release tree (Ninja) if it has no CMakeCache.txt, then builds
+    `targets`; exits with the build's output tail if that fails."""
+    if not os.path.exists(os.path.join(build_dir, "CMakeCache.txt")):
+        log(f"configuring a Release build in {build_dir}")
+        subprocess.run(
+            ["cmake", "-S", REPO, "-B", build_dir, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
+             f"-DPython3_EXECUTABLE={PYTHON}"],
+            check=True, stdout=subprocess.DEVNULL)
+    log(f"building {what} in {build_dir}")
+    result = subprocess.run(["cmake", "--build", build_dir, "--target", *targets],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if result.returncode != 0:
+        sys.stdout.write(result.stdout[-20000:])
+        fail(f"build failed in {build_dir} (is libbenchmark-dev installed?)")
+
+
+# ---- the document ---------------------------------------------------------------------------
+
+
+def cpu_model():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown CPU"
+
+
+def write_section(path, section_text):
+    """Replaces the section of `path` whose "## Title" line begins `section_text` (everything up
+    to the next "## " heading), or appends it; creates the file with its header if need be."""
+    title = section_text.splitlines()[0]
+    if not title.startswith("## "):
+        raise ValueError(f"section text must start with a '## ' heading, not {title!r}")
+    header = (
+        "# Benchmarks\n\n"
+        "Generated by the scripts under `bench/`; each section is rewritten by the command it\n"
+        "names. Do not edit by hand.\n\n"
+    )
+    text = open(path).read() if os.path.exists(path) else header
+    pattern = re.compile(rf"^{re.escape(title)}\n.*?(?=^## |\Z)", re.S | re.M)
+    if pattern.search(text):
+        text = pattern.sub(lambda _: section_text + "\n", text)
+    else:
+        text = text.rstrip("\n") + "\n\n" + section_text
+    with open(path, "w") as f:
+        f.write(text.rstrip("\n") + "\n")
