@@ -2,6 +2,7 @@
 #include <dlfcn.h>
 
 #include <kiln/ffi/array.h>
+#include <kiln/ffi/close_names.h>
 #include <kiln/ffi/function.h>
 #include <kiln/ffi/registry.h>
 
@@ -81,37 +82,6 @@ class GlobalRegistry {
   mutable std::shared_mutex mutex_;
   std::map<std::string, RegistryEntry> entries_;
 };
-
-size_t EditDistance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
-/// Up to five registered names close to `name`: small edit distance, or the same last part.
-std::vector<std::string> CloseNames(const std::string& name) {
-  const std::string last_part = name.substr(name.rfind('.') + 1);
-  const size_t max_distance = std::max<size_t>(2, name.size() / 3);
-  std::vector<std::pair<size_t, std::string>> scored;
-  for (const std::string& candidate : GlobalRegistry::Global().Names()) {
-    const size_t distance = EditDistance(name, candidate);
-    const bool same_last_part = candidate.substr(candidate.rfind('.') + 1) == last_part;
-    if (distance <= max_distance || same_last_part) scored.emplace_back(distance, candidate);
-  }
-  std::sort(scored.begin(), scored.end());
-  std::vector<std::string> result;
-  for (size_t i = 0; i < scored.size() && i < 5; ++i) result.push_back(scored[i].second);
-  return result;
-}
 
 /// The file of the DSO that contains `address`, e.g. the caller of kiln_func_set_global.
 std::string DsoContaining(const void* address) {
@@ -194,7 +164,8 @@ int kiln_func_get_global_required(const char* name, KilnObjectHandle* out_func) 
   if (!entry.has_value()) {
     std::ostringstream message;
     message << "no global function is registered as '" << name << "'";
-    std::vector<std::string> close = kiln::detail::CloseNames(name);
+    std::vector<std::string> close =
+        kiln::CloseNames(name, kiln::detail::GlobalRegistry::Global().Names());
     if (!close.empty()) {
       message << "; did you mean ";
       for (size_t i = 0; i < close.size(); ++i) message << (i ? ", '" : "'") << close[i] << "'";
