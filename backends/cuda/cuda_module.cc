@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/module_blob.h"
+#include "common/kernel_module.h"
 #include "common/tensor_checks.h"
 #include "cuda_common.h"
 
@@ -22,7 +22,6 @@ namespace kiln {
 namespace cuda {
 namespace {
 
-constexpr uint32_t kFormatVersion = 1;
 constexpr const char* kKind = "cuda";
 constexpr size_t kJitLogBytes = 8192;
 
@@ -41,10 +40,10 @@ bool LooksLikeImage(const std::string& image) {
   return image.find(".version") != std::string::npos && image.find(".target") != std::string::npos;
 }
 
-class CUDAModuleObj final : public runtime::ModuleObj {
+class CUDAModuleObj final : public backend::KernelModuleObj {
  public:
   CUDAModuleObj(std::string image, std::vector<std::string> kernel_names)
-      : image_(std::move(image)), kernel_names_(std::move(kernel_names)) {}
+      : KernelModuleObj(std::move(image), std::move(kernel_names)) {}
   ~CUDAModuleObj() override {
     // The library may outlive the CUDA runtime at process exit; its error is of no use then.
     if (library_ != nullptr) cudaLibraryUnload(library_);
@@ -53,31 +52,9 @@ class CUDAModuleObj final : public runtime::ModuleObj {
   std::string kind() const override { return kKind; }
   std::string compatibility() const override { return "cuda/1"; }
   std::string runtime_library() const override { return "libkiln_runtime_cuda.so"; }
-  std::vector<std::string> ListFunctions() const override { return kernel_names_; }
-
-  std::optional<Function> GetFunction(const std::string& name) override {
-    if (std::find(kernel_names_.begin(), kernel_names_.end(), name) == kernel_names_.end()) {
-      return std::nullopt;
-    }
-    // The function holds the module, so the module outlives every function taken from it.
-    auto self = ObjectPtr<CUDAModuleObj>::FromBorrowed(this);
-    return Function::FromPacked(
-        [self = std::move(self), name](const AnyView* args, int32_t num_args, Any* /*result*/) {
-          self->Launch(name, args, num_args);
-        });
-  }
-
-  std::optional<Bytes> SaveToBytes() const override {
-    backend::BlobWriter out;
-    out.U32(kFormatVersion);
-    out.Str(image_);
-    out.U32(static_cast<uint32_t>(kernel_names_.size()));
-    for (const std::string& name : kernel_names_) out.Str(name);
-    return Bytes(std::string_view(out.bytes()));
-  }
 
  private:
-  void Launch(const std::string& name, const AnyView* args, int32_t num_args) {
+  void Launch(const std::string& name, const AnyView* args, int32_t num_args) override {
     const int32_t device_id = LaunchDevice(name, args, num_args);
     Driver::Global().SetDevice(device_id);
     const Kernel kernel = GetKernel(name);
@@ -198,9 +175,9 @@ class CUDAModuleObj final : public runtime::ModuleObj {
                       reinterpret_cast<void*>(  // NOLINT(performance-no-int-to-ptr)
                           static_cast<uintptr_t>(log.size()))};
     cudaLibrary_t library = nullptr;
-    // image_.c_str() is NUL-terminated, as the runtime requires of PTX text.
+    // payload().c_str() is NUL-terminated, as the runtime requires of PTX text.
     const cudaError_t status =
-        cudaLibraryLoadData(&library, image_.c_str(), options, values, 2, nullptr, nullptr, 0);
+        cudaLibraryLoadData(&library, payload().c_str(), options, values, 2, nullptr, nullptr, 0);
     if (status == cudaSuccess) return library;
     cudaGetLastError();
     log.resize(std::strlen(log.c_str()));
@@ -277,12 +254,10 @@ class CUDAModuleObj final : public runtime::ModuleObj {
 
   std::string JoinedKernelNames() const {
     std::string joined;
-    for (const std::string& name : kernel_names_) joined += (joined.empty() ? "" : ", ") + name;
+    for (const std::string& name : kernel_names()) joined += (joined.empty() ? "" : ", ") + name;
     return joined;
   }
 
-  const std::string image_;
-  const std::vector<std::string> kernel_names_;
   std::mutex mutex_;
   cudaLibrary_t library_ = nullptr;        // guarded by mutex_
   std::map<std::string, Kernel> kernels_;  // guarded by mutex_
@@ -305,28 +280,14 @@ runtime::Module ModuleCreate(std::string image, std::vector<std::string> kernel_
   KILN_CHECK(LooksLikeImage(image), ValueError)
       << "a CUDA module needs PTX text, a cubin or a fatbin; the " << image.size()
       << "-byte image given is none of these";
-  std::set<std::string> seen;
-  for (size_t i = 0; i < kernel_names.size(); ++i) {
-    KILN_CHECK(!kernel_names[i].empty(), ValueError)
-        << "kernel name #" << i << " of the CUDA module is empty";
-    KILN_CHECK(seen.insert(kernel_names[i]).second, ValueError)
-        << "kernel '" << kernel_names[i] << "' is listed twice in the CUDA module";
-  }
+  backend::CheckKernelNames(kernel_names, "the CUDA module");
   return runtime::Module(make_object<CUDAModuleObj>(std::move(image), std::move(kernel_names)));
 }
 
 runtime::Module ModuleLoadFromBytes(std::string_view bytes) {
-  backend::BlobReader in(bytes, "the saved CUDA module");
-  const uint32_t version = in.U32("format version");
-  KILN_CHECK(version == kFormatVersion, ValueError)
-      << "the saved CUDA module has format version " << version
-      << ", but this libkiln_runtime_cuda.so reads version " << kFormatVersion;
-  std::string image = in.Str("image");
-  const uint32_t count = in.U32("kernel count");
-  std::vector<std::string> names;
-  for (uint32_t i = 0; i < count; ++i) names.push_back(in.Str("kernel name"));
-  in.ExpectEnd();
-  return ModuleCreate(std::move(image), std::move(names));
+  backend::SavedKernelModule saved = backend::ParseSavedKernelModule(
+      bytes, "the saved CUDA module", "libkiln_runtime_cuda.so", "image");
+  return ModuleCreate(std::move(saved.payload), std::move(saved.kernel_names));
 }
 
 }  // namespace cuda

@@ -23,7 +23,7 @@
 ///   there are none), on that device's default stream, ordered after earlier copies there;
 ///   `Sync(device_id)` waits for it and reports its asynchronous errors.
 ///
-/// SaveToBytes layout (common/module_blob.h): u32 format version (1), str image, u32 kernel
+/// SaveToBytes layout: see common/kernel_module.h: u32 format version (1), str image, u32 kernel
 /// count, str kernel name per kernel.
 #ifndef KILN_BACKENDS_CUDA_CUDA_MODULE_H_
 #define KILN_BACKENDS_CUDA_CUDA_MODULE_H_

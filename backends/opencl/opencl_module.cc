@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/module_blob.h"
+#include "common/kernel_module.h"
 #include "common/tensor_checks.h"
 #include "opencl_common.h"
 
@@ -22,7 +22,6 @@ namespace kiln {
 namespace opencl {
 namespace {
 
-constexpr uint32_t kFormatVersion = 1;
 constexpr const char* kKind = "opencl";
 
 /// How a kernel parameter takes its value.
@@ -127,10 +126,10 @@ class SubBuffers {
   std::vector<cl_mem> buffers_;
 };
 
-class OpenCLModuleObj final : public runtime::ModuleObj {
+class OpenCLModuleObj final : public backend::KernelModuleObj {
  public:
   OpenCLModuleObj(std::string source, std::vector<std::string> kernel_names)
-      : source_(std::move(source)), kernel_names_(std::move(kernel_names)) {}
+      : KernelModuleObj(std::move(source), std::move(kernel_names)) {}
   ~OpenCLModuleObj() override {
     for (auto& [device_id, program] : programs_) {
       for (auto& [name, kernel] : program.kernels) clReleaseKernel(kernel.handle);
@@ -141,31 +140,9 @@ class OpenCLModuleObj final : public runtime::ModuleObj {
   std::string kind() const override { return kKind; }
   std::string compatibility() const override { return "opencl/1"; }
   std::string runtime_library() const override { return "libkiln_runtime_opencl.so"; }
-  std::vector<std::string> ListFunctions() const override { return kernel_names_; }
-
-  std::optional<Function> GetFunction(const std::string& name) override {
-    if (std::find(kernel_names_.begin(), kernel_names_.end(), name) == kernel_names_.end()) {
-      return std::nullopt;
-    }
-    // The function holds the module, so the module outlives every function taken from it.
-    auto self = ObjectPtr<OpenCLModuleObj>::FromBorrowed(this);
-    return Function::FromPacked(
-        [self = std::move(self), name](const AnyView* args, int32_t num_args, Any* /*result*/) {
-          self->Launch(name, args, num_args);
-        });
-  }
-
-  std::optional<Bytes> SaveToBytes() const override {
-    backend::BlobWriter out;
-    out.U32(kFormatVersion);
-    out.Str(source_);
-    out.U32(static_cast<uint32_t>(kernel_names_.size()));
-    for (const std::string& name : kernel_names_) out.Str(name);
-    return Bytes(std::string_view(out.bytes()));
-  }
 
  private:
-  void Launch(const std::string& name, const AnyView* args, int32_t num_args) {
+  void Launch(const std::string& name, const AnyView* args, int32_t num_args) override {
     const int32_t device_id = LaunchDevice(name, args, num_args);
     const Device& device = Workspace::Global().GetDevice(device_id);
     // One lock for building and for launching: a cl_kernel's arguments are state shared by
@@ -259,8 +236,8 @@ class OpenCLModuleObj final : public runtime::ModuleObj {
   }
 
   cl_program Build(int32_t device_id, const Device& device) const {
-    const char* text = source_.c_str();
-    const size_t length = source_.size();
+    const char* text = payload().c_str();
+    const size_t length = payload().size();
     cl_int status = CL_SUCCESS;
     cl_program program = clCreateProgramWithSource(device.context, 1, &text, &length, &status);
     KILN_CL_CHECK(status, "clCreateProgramWithSource");
@@ -426,7 +403,7 @@ class OpenCLModuleObj final : public runtime::ModuleObj {
 
   std::string JoinedKernelNames() const {
     std::string joined;
-    for (const std::string& name : kernel_names_) joined += (joined.empty() ? "" : ", ") + name;
+    for (const std::string& name : kernel_names()) joined += (joined.empty() ? "" : ", ") + name;
     return joined;
   }
 
@@ -438,8 +415,6 @@ class OpenCLModuleObj final : public runtime::ModuleObj {
     return result + ")";
   }
 
-  const std::string source_;
-  const std::vector<std::string> kernel_names_;
   std::mutex mutex_;
   std::map<int32_t, DeviceProgram> programs_;  // by device_id, guarded by mutex_
 };
@@ -459,28 +434,14 @@ KILN_REGISTER_GLOBAL("runtime.module.load_bytes.opencl").set_body_typed([](const
 
 runtime::Module ModuleCreate(std::string source, std::vector<std::string> kernel_names) {
   KILN_CHECK(!source.empty(), ValueError) << "an OpenCL module needs OpenCL C source, got none";
-  std::set<std::string> seen;
-  for (size_t i = 0; i < kernel_names.size(); ++i) {
-    KILN_CHECK(!kernel_names[i].empty(), ValueError)
-        << "kernel name #" << i << " of the OpenCL module is empty";
-    KILN_CHECK(seen.insert(kernel_names[i]).second, ValueError)
-        << "kernel '" << kernel_names[i] << "' is listed twice in the OpenCL module";
-  }
+  backend::CheckKernelNames(kernel_names, "the OpenCL module");
   return runtime::Module(make_object<OpenCLModuleObj>(std::move(source), std::move(kernel_names)));
 }
 
 runtime::Module ModuleLoadFromBytes(std::string_view bytes) {
-  backend::BlobReader in(bytes, "the saved OpenCL module");
-  const uint32_t version = in.U32("format version");
-  KILN_CHECK(version == kFormatVersion, ValueError)
-      << "the saved OpenCL module has format version " << version
-      << ", but this libkiln_runtime_opencl.so reads version " << kFormatVersion;
-  std::string source = in.Str("source");
-  const uint32_t count = in.U32("kernel count");
-  std::vector<std::string> names;
-  for (uint32_t i = 0; i < count; ++i) names.push_back(in.Str("kernel name"));
-  in.ExpectEnd();
-  return ModuleCreate(std::move(source), std::move(names));
+  backend::SavedKernelModule saved = backend::ParseSavedKernelModule(
+      bytes, "the saved OpenCL module", "libkiln_runtime_opencl.so", "source");
+  return ModuleCreate(std::move(saved.payload), std::move(saved.kernel_names));
 }
 
 }  // namespace opencl

@@ -24,7 +24,7 @@
 ///   copies and kernels there, and `Sync(device_id)` waits for it.
 /// - `__local` pointer parameters are not supported (their size cannot be given).
 ///
-/// SaveToBytes layout (common/module_blob.h): u32 format version (1), str source, u32 kernel
+/// SaveToBytes layout: see common/kernel_module.h: u32 format version (1), str source, u32 kernel
 /// count, str kernel name per kernel.
 #ifndef KILN_BACKENDS_OPENCL_OPENCL_MODULE_H_
 #define KILN_BACKENDS_OPENCL_OPENCL_MODULE_H_

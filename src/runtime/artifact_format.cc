@@ -3,6 +3,7 @@
 // (tests/fuzz/artifact_fuzzer.cc): every count and length is checked against what remains.
 #include <kiln/ffi/error.h>
 #include <kiln/runtime/artifact.h>
+#include <kiln/runtime/byte_stream.h>
 
 #include <cstring>
 #include <string_view>
@@ -24,65 +25,7 @@ uint64_t Checksum(std::string_view bytes) {
   return hash;
 }
 
-class Writer {
- public:
-  void U32(uint32_t value) { Raw(&value, sizeof(value)); }
-  void U64(uint64_t value) { Raw(&value, sizeof(value)); }
-  void Str(std::string_view text) {
-    U64(text.size());
-    out_.append(text);
-  }
-  void Raw(const void* data, size_t size) { out_.append(static_cast<const char*>(data), size); }
-  std::string& bytes() { return out_; }
-
- private:
-  std::string out_;
-};
-
-class Reader {
- public:
-  Reader(const uint8_t* data, size_t size) : data_(data), size_(size) {}
-
-  uint32_t U32(const char* what) { return Fixed<uint32_t>(what); }
-  uint64_t U64(const char* what) { return Fixed<uint64_t>(what); }
-  std::string Str(const char* what) {
-    const uint64_t length = U64(what);
-    Need(length, what);
-    std::string text(reinterpret_cast<const char*>(data_ + offset_), length);
-    offset_ += length;
-    return text;
-  }
-  /// A count of items each taking at least `min_item_size` bytes: bounded by what remains, so a
-  /// corrupt count cannot make us allocate gigabytes.
-  uint32_t Count(size_t min_item_size, const char* what) {
-    const uint32_t count = U32(what);
-    KILN_CHECK(count <= remaining() / min_item_size, ValueError)
-        << "corrupt artifact: " << what << " is " << count << " but only " << remaining()
-        << " bytes remain";
-    return count;
-  }
-  size_t remaining() const { return size_ - offset_; }
-
- private:
-  template <typename T>
-  T Fixed(const char* what) {
-    Need(sizeof(T), what);
-    T value;
-    std::memcpy(&value, data_ + offset_, sizeof(T));
-    offset_ += sizeof(T);
-    return value;
-  }
-  void Need(uint64_t bytes, const char* what) {
-    KILN_CHECK(bytes <= remaining(), ValueError)
-        << "corrupt artifact: truncated while reading " << what << " (needs " << bytes
-        << " bytes at offset " << offset_ << ", " << remaining() << " remain)";
-  }
-  const uint8_t* data_;
-  size_t size_;
-  size_t offset_ = 0;
-};
-
-void WriteModule(const ArtifactModule& module, Writer& out) {
+void WriteModule(const ArtifactModule& module, ByteWriter& out) {
   out.Str(module.kind);
   out.Str(module.compatibility);
   out.Str(module.runtime_library);
@@ -93,7 +36,7 @@ void WriteModule(const ArtifactModule& module, Writer& out) {
   out.Str(module.blob);
 }
 
-ArtifactModule ReadModule(Reader& in) {
+ArtifactModule ReadModule(ByteReader& in) {
   ArtifactModule module;
   module.kind = in.Str("module kind");
   module.compatibility = in.Str("module compatibility");
@@ -142,7 +85,7 @@ void CheckImports(const std::vector<ArtifactModule>& modules) {
 }  // namespace
 
 std::string SerializeArtifact(const ArtifactContents& contents) {
-  Writer payload;
+  ByteWriter payload;
   payload.Str(contents.kiln_version);
   payload.U32(static_cast<uint32_t>(contents.abi_major));
   payload.U32(static_cast<uint32_t>(contents.abi_minor));
@@ -152,14 +95,14 @@ std::string SerializeArtifact(const ArtifactContents& contents) {
 }
 
 std::string FrameArtifactPayload(std::string_view payload) {
-  Writer out;
-  out.Raw(kMagic, sizeof(kMagic));
+  ByteWriter out;
+  out.Raw(std::string_view(kMagic, sizeof(kMagic)));
   out.U32(kArtifactFormatVersion);
   out.U32(0);  // flags, reserved
   out.U64(payload.size());
   out.U64(Checksum(payload));
-  out.bytes() += payload;
-  return std::move(out.bytes());
+  out.Raw(payload);
+  return std::move(out).Take();
 }
 
 ArtifactContents ParseArtifact(const uint8_t* data, size_t size) {
@@ -168,7 +111,8 @@ ArtifactContents ParseArtifact(const uint8_t* data, size_t size) {
       << "-byte header";
   KILN_CHECK(std::memcmp(data, kMagic, sizeof(kMagic)) == 0, ValueError)
       << "not a Kiln artifact: bad magic bytes";
-  Reader header(data + sizeof(kMagic), kHeaderSize - sizeof(kMagic));
+  const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  ByteReader header(bytes.substr(sizeof(kMagic), kHeaderSize - sizeof(kMagic)), "the artifact");
   ArtifactContents contents;
   contents.format_version = header.U32("format version");
   KILN_CHECK(contents.format_version == kArtifactFormatVersion, ValueError)
@@ -184,19 +128,18 @@ ArtifactContents ParseArtifact(const uint8_t* data, size_t size) {
   KILN_CHECK(payload_size == size - kHeaderSize, ValueError)
       << "corrupt artifact: the header promises " << payload_size << " bytes of data but "
       << size - kHeaderSize << " are present (truncated file?)";
-  const std::string_view payload(reinterpret_cast<const char*>(data + kHeaderSize), payload_size);
+  const std::string_view payload = bytes.substr(kHeaderSize);
   KILN_CHECK(Checksum(payload) == checksum, ValueError)
       << "corrupt artifact: checksum mismatch (the file was modified or damaged)";
 
-  Reader in(data + kHeaderSize, payload_size);
+  ByteReader in(payload, "the artifact");
   contents.kiln_version = in.Str("Kiln version");
   contents.abi_major = static_cast<int32_t>(in.U32("ABI major"));
   contents.abi_minor = static_cast<int32_t>(in.U32("ABI minor"));
   const uint32_t num_modules = in.Count(5 * sizeof(uint64_t), "module count");
   KILN_CHECK(num_modules > 0, ValueError) << "corrupt artifact: it holds no module";
   for (uint32_t i = 0; i < num_modules; ++i) contents.modules.push_back(ReadModule(in));
-  KILN_CHECK(in.remaining() == 0, ValueError)
-      << "corrupt artifact: " << in.remaining() << " unexpected bytes after the last module";
+  in.ExpectEnd();
   CheckImports(contents.modules);
   return contents;
 }

@@ -1,0 +1,137 @@
+// The IR's global functions for other languages: `ir.<Node>` constructors and
+// `ir.NodeField(node, field)` (scheme documented in include/kiln/ir/expr.h).
+#include <kiln/ffi/registry.h>
+#include <kiln/ir/expr_functor.h>
+#include <kiln/ir/module.h>
+#include <kiln/ir/structural_equal.h>
+
+#include <map>
+#include <sstream>
+#include <string>
+
+namespace kiln {
+namespace ir {
+namespace {
+
+using FieldGetter = Any (*)(const Object*);
+using FieldTable = std::map<std::string, FieldGetter>;
+
+template <typename T>
+const T& As(const Object* node) {
+  return *static_cast<const T*>(node);
+}
+
+/// The fields of each node kind, by type key, named as their C++ getters.
+const std::map<std::string, FieldTable>& NodeFields() {
+  static const auto* fields = new std::map<std::string, FieldTable>{
+      {IntDimObj::_type_key,
+       {{"value", [](const Object* n) -> Any { return As<IntDimObj>(n).value(); }}}},
+      {TensorTypeObj::_type_key,
+       {{"shape", [](const Object* n) -> Any { return As<TensorTypeObj>(n).shape(); }},
+        {"dtype", [](const Object* n) -> Any { return As<TensorTypeObj>(n).dtype(); }}}},
+      {TupleTypeObj::_type_key,
+       {{"fields", [](const Object* n) -> Any { return As<TupleTypeObj>(n).fields(); }}}},
+      {FuncTypeObj::_type_key,
+       {{"params", [](const Object* n) -> Any { return As<FuncTypeObj>(n).params(); }},
+        {"ret", [](const Object* n) -> Any { return As<FuncTypeObj>(n).ret(); }}}},
+      {VarObj::_type_key,
+       {{"name_hint", [](const Object* n) -> Any { return As<VarObj>(n).name_hint(); }},
+        {"type_annotation",
+         [](const Object* n) -> Any { return As<VarObj>(n).type_annotation(); }}}},
+      {ConstantObj::_type_key,
+       {{"data", [](const Object* n) -> Any { return As<ConstantObj>(n).data(); }}}},
+      {CallObj::_type_key,
+       {{"op", [](const Object* n) -> Any { return As<CallObj>(n).op(); }},
+        {"args", [](const Object* n) -> Any { return As<CallObj>(n).args(); }},
+        {"attrs", [](const Object* n) -> Any { return As<CallObj>(n).attrs(); }}}},
+      {TupleObj::_type_key,
+       {{"fields", [](const Object* n) -> Any { return As<TupleObj>(n).fields(); }}}},
+      {TupleGetItemObj::_type_key,
+       {{"tuple", [](const Object* n) -> Any { return As<TupleGetItemObj>(n).tuple(); }},
+        {"index", [](const Object* n) -> Any { return As<TupleGetItemObj>(n).index(); }}}},
+      {FunctionObj::_type_key,
+       {{"params", [](const Object* n) -> Any { return As<FunctionObj>(n).params(); }},
+        {"body", [](const Object* n) -> Any { return As<FunctionObj>(n).body(); }},
+        {"ret_type", [](const Object* n) -> Any { return As<FunctionObj>(n).ret_type(); }},
+        {"attrs", [](const Object* n) -> Any { return As<FunctionObj>(n).attrs(); }}}},
+      {GlobalVarObj::_type_key,
+       {{"name_hint", [](const Object* n) -> Any { return As<GlobalVarObj>(n).name_hint(); }}}},
+      {OpObj::_type_key, {{"name", [](const Object* n) -> Any { return As<OpObj>(n).name(); }}}},
+      {IRModuleObj::_type_key,
+       {{"functions", [](const Object* n) -> Any { return As<IRModuleObj>(n).functions(); }},
+        {"attrs", [](const Object* n) -> Any { return As<IRModuleObj>(n).attrs(); }}}},
+  };
+  return *fields;
+}
+
+Any NodeField(const ObjectRef& node, const std::string& field) {
+  KILN_CHECK(node.defined(), ValueError) << "ir.NodeField: the node is None";
+  const std::string key = node->GetTypeKey();
+  auto table = NodeFields().find(key);
+  KILN_CHECK(table != NodeFields().end(), TypeError)
+      << "ir.NodeField: " << key << " is not an IR node";
+  auto getter = table->second.find(field);
+  if (getter == table->second.end()) {
+    std::ostringstream names;
+    for (const auto& [name, unused] : table->second) names << " " << name;
+    KILN_THROW(KeyError) << "ir.NodeField: " << key << " has no field '" << field
+                         << "' (fields:" << names.str() << ")";
+  }
+  return getter->second(node.get());
+}
+
+// A None type in Python is a null Type here.
+Type OrNull(const std::optional<Type>& type) { return type.value_or(Type()); }
+
+KILN_REGISTER_GLOBAL("ir.NodeField").set_body_typed(NodeField);
+KILN_REGISTER_GLOBAL("ir.IntDim").set_body_typed([](int64_t value) { return IntDim(value); });
+KILN_REGISTER_GLOBAL("ir.TensorType").set_body_typed([](Array<Dim> shape, DLDataType dtype) {
+  return TensorType(std::move(shape), dtype);
+});
+KILN_REGISTER_GLOBAL("ir.TupleType").set_body_typed([](Array<Type> fields) {
+  return TupleType(std::move(fields));
+});
+KILN_REGISTER_GLOBAL("ir.FuncType").set_body_typed([](Array<Type> params, Type ret) {
+  return FuncType(std::move(params), std::move(ret));
+});
+KILN_REGISTER_GLOBAL("ir.Var").set_body_typed([](String name, std::optional<Type> type) {
+  return Var(std::move(name), OrNull(type));
+});
+KILN_REGISTER_GLOBAL("ir.Constant").set_body_typed([](Tensor data) { return Constant(data); });
+KILN_REGISTER_GLOBAL("ir.Call").set_body_typed([](Expr op, Array<Expr> args,
+                                                  Map<String, Any> attrs) {
+  return Call(op, args, attrs);
+});
+KILN_REGISTER_GLOBAL("ir.Tuple").set_body_typed([](Array<Expr> fields) { return Tuple(fields); });
+KILN_REGISTER_GLOBAL("ir.TupleGetItem").set_body_typed([](Expr tuple, int64_t index) {
+  return TupleGetItem(std::move(tuple), index);
+});
+KILN_REGISTER_GLOBAL("ir.Function")
+    .set_body_typed([](Array<Var> params, Expr body, std::optional<Type> ret_type,
+                       Map<String, Any> attrs) {
+      return Function(std::move(params), std::move(body), OrNull(ret_type), std::move(attrs));
+    });
+KILN_REGISTER_GLOBAL("ir.GlobalVar").set_body_typed([](String name) { return GlobalVar(name); });
+KILN_REGISTER_GLOBAL("ir.Op").set_body_typed([](const std::string& name) { return Op::Get(name); });
+KILN_REGISTER_GLOBAL("ir.IRModule").set_body_typed([](Map<String, Any> attrs) {
+  return IRModule::Create(std::move(attrs));
+});
+// Returns a new module handle: the argument's module is never changed (copy-on-write).
+KILN_REGISTER_GLOBAL("ir.IRModuleAdd")
+    .set_body_typed([](IRModule module, GlobalVar gvar, Function func) {
+      module.Add(gvar, func);
+      return module;
+    });
+KILN_REGISTER_GLOBAL("ir.IRModuleLookup")
+    .set_body_typed([](IRModule module, const std::string& name) { return module.Lookup(name); });
+KILN_REGISTER_GLOBAL("ir.StructuralEqual")
+    .set_body_typed([](ObjectRef a, ObjectRef b, bool map_free_vars) {
+      return StructuralEqual(a, b, map_free_vars);
+    });
+KILN_REGISTER_GLOBAL("ir.StructuralHash").set_body_typed([](ObjectRef node, bool map_free_vars) {
+  return static_cast<int64_t>(StructuralHash(node, map_free_vars));
+});
+
+}  // namespace
+}  // namespace ir
+}  // namespace kiln

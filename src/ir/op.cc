@@ -1,0 +1,108 @@
+// The op registry: one Op object per name, with attributes added under a lock.
+#include <kiln/ffi/close_names.h>
+#include <kiln/ir/op.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <shared_mutex>
+#include <sstream>
+#include <utility>
+
+namespace kiln {
+namespace ir {
+namespace {
+
+struct OpEntry {
+  Op op;
+  Map<String, Any> attrs;
+};
+
+class OpRegistry {
+ public:
+  static OpRegistry& Global() {
+    // Leaked on purpose: ops may be looked up from other libraries' static destructors.
+    static auto* registry = new OpRegistry();
+    return *registry;
+  }
+
+  void Register(const std::string& name) {
+    KILN_CHECK(!name.empty(), ValueError) << "an op name cannot be empty";
+    std::unique_lock lock(mutex_);
+    KILN_CHECK(entries_.count(name) == 0, KeyError) << "op '" << name << "' is already registered";
+    entries_.emplace(name, OpEntry{Op(make_object<OpObj>(String(name))), Map<String, Any>()});
+  }
+
+  void SetAttr(const std::string& name, const String& key, const Any& value, bool allow_override) {
+    std::unique_lock lock(mutex_);
+    OpEntry& entry = FindLocked(name);
+    KILN_CHECK(allow_override || !entry.attrs.count(key), KeyError)
+        << "op '" << name << "' already has attribute '" << key << "'";
+    // Readers hold snapshots of the old map; copy-on-write leaves those untouched.
+    entry.attrs.Set(key, value);
+  }
+
+  Op Get(const std::string& name) const {
+    std::shared_lock lock(mutex_);
+    return FindLocked(name).op;
+  }
+
+  Map<String, Any> Attrs(const std::string& name) const {
+    std::shared_lock lock(mutex_);
+    return FindLocked(name).attrs;
+  }
+
+  std::vector<std::string> Names() const {
+    std::shared_lock lock(mutex_);
+    std::vector<std::string> names;
+    for (const auto& [name, entry] : entries_) names.push_back(name);
+    return names;  // sorted: std::map
+  }
+
+ private:
+  const OpEntry& FindLocked(const std::string& name) const {
+    auto it = entries_.find(name);
+    if (it == entries_.end()) ThrowUnknownLocked(name);
+    return it->second;
+  }
+  OpEntry& FindLocked(const std::string& name) {
+    return const_cast<OpEntry&>(std::as_const(*this).FindLocked(name));
+  }
+  [[noreturn]] void ThrowUnknownLocked(const std::string& name) const;
+
+  mutable std::shared_mutex mutex_;
+  std::map<std::string, OpEntry> entries_;
+};
+
+void OpRegistry::ThrowUnknownLocked(const std::string& name) const {
+  std::vector<std::string> names;
+  names.reserve(entries_.size());
+  for (const auto& [candidate, entry] : entries_) names.push_back(candidate);
+  const std::vector<std::string> close = CloseNames(name, names);
+  std::ostringstream message;
+  message << "unknown op '" << name << "'";
+  for (size_t i = 0; i < close.size(); ++i) {
+    message << (i == 0 ? "; did you mean: " : ", ") << "'" << close[i] << "'";
+  }
+  KILN_THROW(KeyError) << message.str();
+}
+
+}  // namespace
+
+Op Op::Get(const std::string& name) { return OpRegistry::Global().Get(name); }
+
+std::vector<std::string> Op::ListNames() { return OpRegistry::Global().Names(); }
+
+Map<String, Any> Op::attrs() const { return OpRegistry::Global().Attrs(get()->name().str()); }
+
+namespace detail {
+
+void RegisterOp(const std::string& name) { OpRegistry::Global().Register(name); }
+
+void SetOpAttr(const std::string& name, const String& key, const Any& value, bool allow_override) {
+  OpRegistry::Global().SetAttr(name, key, value, allow_override);
+}
+
+}  // namespace detail
+}  // namespace ir
+}  // namespace kiln
