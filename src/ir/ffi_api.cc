@@ -94,43 +94,53 @@ KILN_REGISTER_GLOBAL("ir.TupleType").set_body_typed([](Array<Type> fields) {
 KILN_REGISTER_GLOBAL("ir.FuncType").set_body_typed([](Array<Type> params, Type ret) {
   return FuncType(std::move(params), std::move(ret));
 });
-KILN_REGISTER_GLOBAL("ir.Var").set_body_typed([](String name, std::optional<Type> type) {
-  return Var(std::move(name), OrNull(type));
+KILN_REGISTER_GLOBAL("ir.Var").set_body_typed([](const String& name,
+                                                 const std::optional<Type>& type) {
+  return Var(name, OrNull(type));
 });
-KILN_REGISTER_GLOBAL("ir.Constant").set_body_typed([](Tensor data) { return Constant(data); });
-KILN_REGISTER_GLOBAL("ir.Call").set_body_typed([](Expr op, Array<Expr> args,
-                                                  Map<String, Any> attrs) {
+KILN_REGISTER_GLOBAL("ir.Constant").set_body_typed([](const Tensor& data) {
+  return Constant(data);
+});
+KILN_REGISTER_GLOBAL("ir.Call").set_body_typed([](const Expr& op, const Array<Expr>& args,
+                                                  const Map<String, Any>& attrs) {
   return Call(op, args, attrs);
 });
-KILN_REGISTER_GLOBAL("ir.Tuple").set_body_typed([](Array<Expr> fields) { return Tuple(fields); });
+KILN_REGISTER_GLOBAL("ir.Tuple").set_body_typed([](const Array<Expr>& fields) {
+  return Tuple(fields);
+});
 KILN_REGISTER_GLOBAL("ir.TupleGetItem").set_body_typed([](Expr tuple, int64_t index) {
   return TupleGetItem(std::move(tuple), index);
 });
 KILN_REGISTER_GLOBAL("ir.Function")
-    .set_body_typed([](Array<Var> params, Expr body, std::optional<Type> ret_type,
-                       Map<String, Any> attrs) {
-      return Function(std::move(params), std::move(body), OrNull(ret_type), std::move(attrs));
+    .set_body_typed([](const Array<Var>& params, const Expr& body,
+                       const std::optional<Type>& ret_type, const Map<String, Any>& attrs) {
+      return Function(params, body, OrNull(ret_type), attrs);
     });
-KILN_REGISTER_GLOBAL("ir.GlobalVar").set_body_typed([](String name) { return GlobalVar(name); });
+KILN_REGISTER_GLOBAL("ir.GlobalVar").set_body_typed([](const String& name) {
+  return GlobalVar(name);
+});
 KILN_REGISTER_GLOBAL("ir.Op").set_body_typed([](const std::string& name) { return Op::Get(name); });
 KILN_REGISTER_GLOBAL("ir.IRModule").set_body_typed([](Map<String, Any> attrs) {
   return IRModule::Create(std::move(attrs));
 });
 // Returns a new module handle: the argument's module is never changed (copy-on-write).
 KILN_REGISTER_GLOBAL("ir.IRModuleAdd")
-    .set_body_typed([](IRModule module, GlobalVar gvar, Function func) {
+    .set_body_typed([](IRModule module, const GlobalVar& gvar, const Function& func) {
       module.Add(gvar, func);
       return module;
     });
 KILN_REGISTER_GLOBAL("ir.IRModuleLookup")
-    .set_body_typed([](IRModule module, const std::string& name) { return module.Lookup(name); });
+    .set_body_typed([](const IRModule& module, const std::string& name) {
+      return module.Lookup(name);
+    });
 KILN_REGISTER_GLOBAL("ir.StructuralEqual")
-    .set_body_typed([](ObjectRef a, ObjectRef b, bool map_free_vars) {
+    .set_body_typed([](const ObjectRef& a, const ObjectRef& b, bool map_free_vars) {
       return StructuralEqual(a, b, map_free_vars);
     });
-KILN_REGISTER_GLOBAL("ir.StructuralHash").set_body_typed([](ObjectRef node, bool map_free_vars) {
-  return static_cast<int64_t>(StructuralHash(node, map_free_vars));
-});
+KILN_REGISTER_GLOBAL("ir.StructuralHash")
+    .set_body_typed([](const ObjectRef& node, bool map_free_vars) {
+      return static_cast<int64_t>(StructuralHash(node, map_free_vars));
+    });
 
 }  // namespace
 }  // namespace ir

@@ -49,10 +49,10 @@ Function::Function(Array<Var> params, Expr body, Type ret_type, Map<String, Any>
                                    std::move(attrs));
 }
 
-Function Function::WithAttr(const String& key, Any value) const {
+Function Function::WithAttr(const String& key, const Any& value) const {
   CheckKnownAttr(key, value);
   Map<String, Any> attrs = get()->attrs();
-  attrs.Set(key, std::move(value));  // copy-on-write: this function's map is untouched
+  attrs.Set(key, value);  // copy-on-write: this function's map is untouched
   return Function(get()->params(), get()->body(), get()->ret_type(), std::move(attrs));
 }
 

@@ -77,9 +77,9 @@ class EqualChecker {
   bool Run(Any a, Any b) {
     pending_.emplace_back(std::move(a), std::move(b));
     while (!pending_.empty()) {
-      const auto [lhs, rhs] = std::move(pending_.back());
+      const std::pair<Any, Any> next = std::move(pending_.back());
       pending_.pop_back();
-      if (!Step(lhs, rhs)) return false;
+      if (!Step(next.first, next.second)) return false;
     }
     return true;
   }

@@ -63,7 +63,7 @@ class Function : public Expr {
   }
   /// A new Function equal to this one but with attribute `key` set to `value` (this one is
   /// unchanged). Validated like the constructor.
-  KILN_API Function WithAttr(const String& key, Any value) const;
+  KILN_API Function WithAttr(const String& key, const Any& value) const;
 };
 
 }  // namespace ir
