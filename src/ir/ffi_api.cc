@@ -120,6 +120,21 @@ KILN_REGISTER_GLOBAL("ir.GlobalVar").set_body_typed([](const String& name) {
   return GlobalVar(name);
 });
 KILN_REGISTER_GLOBAL("ir.Op").set_body_typed([](const std::string& name) { return Op::Get(name); });
+// Ops registered from other languages (Python): same registry, same duplicate checks.
+KILN_REGISTER_GLOBAL("ir.RegisterOp").set_body_typed([](const std::string& name) {
+  detail::RegisterOp(name);
+  return Op::Get(name);
+});
+KILN_REGISTER_GLOBAL("ir.OpSetAttr")
+    .set_body_typed([](const std::string& name, const String& key, const Any& value,
+                       bool allow_override) {
+      detail::SetOpAttr(name, key, value, allow_override);
+    });
+KILN_REGISTER_GLOBAL("ir.OpAttrs").set_body_typed([](const Op& op) { return op.attrs(); });
+KILN_REGISTER_GLOBAL("ir.ListOps").set_body_typed([]() {
+  std::vector<std::string> names = Op::ListNames();
+  return Array<String>(names.begin(), names.end());
+});
 KILN_REGISTER_GLOBAL("ir.IRModule").set_body_typed([](Map<String, Any> attrs) {
   return IRModule::Create(std::move(attrs));
 });

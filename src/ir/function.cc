@@ -15,7 +15,7 @@ namespace {
 void CheckKnownAttr(const String& key, const Any& value) {
   const std::string_view name = key.view();
   if (name == attr::kCompiler || name == attr::kComposite || name == attr::kGlobalSymbol) {
-    KILN_CHECK(value.as<String>().has_value(), ValueError)
+    KILN_CHECK(value.as<String>().has_value(), TypeError)
         << "Function: attribute '" << name << "' must be a str, got " << value.type_str();
   } else if (name == attr::kPrimitive) {
     std::optional<int64_t> flag = value.as<int64_t>();

@@ -1,0 +1,91 @@
+// Pipeline strings ("transform.A,my_ext.transform.B") and the transform.* global functions
+// that let Python and kilnc run passes.
+#include <kiln/transform/pass.h>
+
+#include <sstream>
+
+namespace kiln {
+namespace transform {
+namespace {
+
+std::string Trim(const std::string& text) {
+  const size_t first = text.find_first_not_of(" \t\n");
+  if (first == std::string::npos) return "";
+  return text.substr(first, text.find_last_not_of(" \t\n") - first + 1);
+}
+
+Pass LookupPass(const std::string& name) {
+  // A bare name means a built-in; a dotted name is taken as written (plugins choose their own
+  // namespace, e.g. "my_ext.transform.Foo").
+  const bool dotted = name.find('.') != std::string::npos;
+  std::optional<Function> factory = Function::GetGlobal(("transform." + name).c_str());
+  if (dotted || !factory.has_value()) {
+    std::optional<Function> as_written = Function::GetGlobal(name.c_str());
+    if (as_written.has_value() || dotted) factory = as_written;
+  }
+  if (!factory.has_value()) {
+    // Raises the registry's KeyError with its suggestions of close names.
+    factory = Function::GetGlobalRequired((dotted ? name : "transform." + name).c_str());
+  }
+  Any result;
+  try {
+    result = (*factory)();
+  } catch (const Error& error) {
+    if (error.kind() != "TypeError") throw;
+    KILN_THROW(TypeError) << "'" << name << "' is not a pass: calling it with no arguments failed ("
+                          << error.message() << ")";
+  }
+  std::optional<Pass> pass = result.as<Pass>();
+  KILN_CHECK(pass.has_value() && pass->defined(), TypeError)
+      << "'" << name << "' is not a pass: it returned a " << result.type_str()
+      << " instead of a kiln.transform.Pass";
+  return *pass;
+}
+
+}  // namespace
+
+Pass ParsePipeline(const std::string& pipeline) {
+  std::vector<Pass> passes;
+  std::istringstream items(pipeline);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    const std::string name = Trim(item);
+    if (name.empty()) continue;
+    try {
+      passes.push_back(LookupPass(name));
+    } catch (const Error& error) {
+      throw error.WithContext("while parsing the pass pipeline '" + pipeline + "'");
+    }
+  }
+  return Sequential(std::move(passes), "pipeline");
+}
+
+ir::IRModule RunPipeline(const ir::IRModule& mod, const std::string& pipeline,
+                         const Map<String, Any>& settings) {
+  return ParsePipeline(pipeline)(mod, PassContext::FromMap(settings));
+}
+
+KILN_REGISTER_GLOBAL("transform.RunPipeline")
+    .set_body_typed([](ir::IRModule mod, String pipeline, Map<String, Any> settings) {
+      return RunPipeline(mod, pipeline.str(), settings);
+    });
+
+KILN_REGISTER_GLOBAL("transform.ParsePipeline").set_body_typed([](String pipeline) {
+  return ParsePipeline(pipeline.str());
+});
+
+KILN_REGISTER_GLOBAL("transform.RunPass")
+    .set_body_typed([](Pass pass, ir::IRModule mod, Map<String, Any> settings) {
+      return pass(mod, PassContext::FromMap(settings));
+    });
+
+KILN_REGISTER_GLOBAL("transform.PassInfo").set_body_typed([](Pass pass) {
+  Map<String, Any> info;
+  info.Set("name", String(pass.info().name));
+  info.Set("opt_level", pass.info().opt_level);
+  info.Set("required", pass.info().required);
+  return info;
+});
+
+}  // namespace transform
+}  // namespace kiln

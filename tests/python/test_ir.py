@@ -1,0 +1,80 @@
+"""The graph IR from Python: nodes, fields, ops, modules, structural equality."""
+
+import numpy as np
+import pytest
+
+import kiln
+import kiln.ir as ir
+
+
+@pytest.fixture(scope="module")
+def relu():
+    name = "test_python.relu"
+    return ir.Op(name) if name in ir.list_ops() else ir.register_op(name, pattern_kind=0)
+
+
+def tensor_type(*shape):
+    return ir.TensorType(shape, "float32")
+
+
+def test_nodes_expose_their_fields(relu):
+    x = ir.Var("x", tensor_type(1, 3))
+    call = ir.Call(relu, [x], {"alpha": 0.5})
+    assert isinstance(call, ir.Call)
+    assert call.op.same_as(relu)
+    assert call.args[0].same_as(x)
+    assert call.attrs["alpha"] == 0.5
+    assert [dim.value for dim in x.type_annotation.shape] == [1, 3]
+    assert x.type_annotation.dtype == "float32"
+    with pytest.raises(AttributeError, match="has no field 'nope'"):
+        call.nope
+
+
+def test_constant_shares_numpy_memory():
+    data = np.arange(6, dtype="float32").reshape(2, 3)
+    constant = ir.Constant(data)
+    data[0, 0] = 42.0
+    assert constant.data.numpy()[0, 0] == 42.0
+
+
+def test_unknown_op_suggests_registered_names(relu):
+    with pytest.raises(kiln.KeyError, match="did you mean.*test_python.relu"):
+        ir.Op("test_python.rel")
+
+
+def test_ops_registered_from_python_keep_their_attributes(relu):
+    assert ir.op_attrs("test_python.relu")["pattern_kind"] == 0
+    assert "test_python.relu" in ir.list_ops()
+    with pytest.raises(kiln.KeyError):
+        ir.register_op("test_python.relu")
+
+
+def test_invalid_nodes_are_rejected():
+    x = ir.Var("x")
+    with pytest.raises(kiln.IndexError):
+        ir.TupleGetItem(ir.Tuple([x]), -1)
+    with pytest.raises(kiln.TypeError):
+        ir.Function([x], x, None, {"Compiler": 3})
+
+
+def test_structural_equality_maps_bound_variables(relu):
+    x, y = ir.Var("x", tensor_type(4)), ir.Var("y", tensor_type(4))
+    f = ir.Function([x], ir.Call(relu, [x]))
+    g = ir.Function([y], ir.Call(relu, [y]))
+    h = ir.Function([y], ir.Call(relu, [x]))  # x is free here
+    assert ir.structural_equal(f, g)
+    assert ir.structural_hash(f) == ir.structural_hash(g)
+    assert not ir.structural_equal(f, h)
+
+
+def test_modules_add_and_look_up_functions(relu):
+    x = ir.Var("x")
+    f = ir.Function([x], ir.Call(relu, [x]))
+    module = ir.IRModule({"main": f})
+    assert module["main"].same_as(f)
+    bigger = module.add("other", f)
+    with pytest.raises(kiln.KeyError):
+        module["other"]  # adding returned a new module; this one is unchanged
+    assert bigger["other"].same_as(f)
+    with pytest.raises(kiln.KeyError):
+        bigger.add("main", f)
