@@ -326,7 +326,10 @@ class Parser {
       const Token& token = Peek();
       if (Accept("(")) {
         Expr callee = expr;
-        auto [args, attrs] = ParseCallArgs();
+        // C++17 lambdas cannot capture structured bindings: unpack into named locals.
+        auto call_args = ParseCallArgs();
+        const Array<Expr>& args = call_args.first;
+        const Map<String, Any>& attrs = call_args.second;
         expr = At(token, [&] { return Call(callee, args, attrs); });
       } else if (Accept(".")) {
         const Token& index_token = ExpectKind(TokenKind::kInt, "a tuple index");

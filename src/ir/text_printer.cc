@@ -291,8 +291,8 @@ class Printer {
     scopes_.emplace_back();
     std::string result = PrintBody(func->body(), indent + 1, os);
     scopes_.pop_back();
-    os << std::string(2 * (indent + 1), ' ') << result << "\n"
-       << std::string(2 * indent, ' ') << "}";
+    os << std::string(2 * static_cast<size_t>(indent + 1), ' ') << result << "\n"
+       << std::string(2 * static_cast<size_t>(indent), ' ') << "}";
   }
 
   const std::string* Lookup(const Expr& expr) const {
@@ -360,7 +360,7 @@ class Printer {
 
   /// Prints the statements of a body at `indent` and returns the text of its result.
   std::string PrintBody(const Expr& body, int indent, std::ostringstream& os) {
-    const std::string pad(2 * indent, ' ');
+    const std::string pad(2 * static_cast<size_t>(indent), ' ');
     struct Frame {
       Expr expr;
       bool expanded;
@@ -385,7 +385,7 @@ class Printer {
       // The temporary is numbered before a nested function's body takes its own numbers.
       const bool needs_temporary = NeedsTemporary(expr);
       const std::string name = needs_temporary ? "%" + std::to_string(next_temp_++) : "";
-      std::string text = NodeText(expr, indent, os);
+      std::string text = NodeText(expr, indent);
       if (needs_temporary) {
         os << pad << name << " = " << text << ";\n";
         text = name;
@@ -409,7 +409,7 @@ class Printer {
   }
 
   /// The node's own text; its operands are already named.
-  std::string NodeText(const Expr& expr, int indent, std::ostringstream& os) {
+  std::string NodeText(const Expr& expr, int indent) {
     if (const auto* var = expr.as<VarObj>()) {
       bool is_new = false;
       std::string name = VarName(Cast<Var>(expr), &is_new);

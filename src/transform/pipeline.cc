@@ -66,20 +66,22 @@ ir::IRModule RunPipeline(const ir::IRModule& mod, const std::string& pipeline,
 }
 
 KILN_REGISTER_GLOBAL("transform.RunPipeline")
-    .set_body_typed([](ir::IRModule mod, String pipeline, Map<String, Any> settings) {
+    .set_body_typed([](const ir::IRModule& mod, const String& pipeline,
+                       const Map<String, Any>& settings) {
       return RunPipeline(mod, pipeline.str(), settings);
     });
 
-KILN_REGISTER_GLOBAL("transform.ParsePipeline").set_body_typed([](String pipeline) {
+KILN_REGISTER_GLOBAL("transform.ParsePipeline").set_body_typed([](const String& pipeline) {
   return ParsePipeline(pipeline.str());
 });
 
 KILN_REGISTER_GLOBAL("transform.RunPass")
-    .set_body_typed([](Pass pass, ir::IRModule mod, Map<String, Any> settings) {
+    .set_body_typed([](const Pass& pass, const ir::IRModule& mod,
+                       const Map<String, Any>& settings) {
       return pass(mod, PassContext::FromMap(settings));
     });
 
-KILN_REGISTER_GLOBAL("transform.PassInfo").set_body_typed([](Pass pass) {
+KILN_REGISTER_GLOBAL("transform.PassInfo").set_body_typed([](const Pass& pass) {
   Map<String, Any> info;
   info.Set("name", String(pass.info().name));
   info.Set("opt_level", pass.info().opt_level);

@@ -106,8 +106,9 @@ bool WellFormed(const ir::IRModule& mod, std::string* reason) {
     if (std::optional<String> symbol = func.GetAttr<String>(ir::attr::kGlobalSymbol)) {
       if (symbol->str() != name) {
         if (reason != nullptr) {
-          *reason = "in @" + name + ": the global_symbol attribute '" + symbol->str() +
-                    "' differs from the function's GlobalVar @" + name;
+          *reason = "in @";
+          *reason += name + ": the global_symbol attribute '" + symbol->str();
+          *reason += "' differs from the function's GlobalVar @" + name;
         }
         return false;
       }

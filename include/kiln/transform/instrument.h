@@ -21,7 +21,7 @@ namespace transform {
 
 /// Base of every instrument. Subclasses override the hooks they need; a hook that throws stops
 /// the pipeline with its error.
-class PassInstrumentObj : public Object {
+class KILN_API PassInstrumentObj : public Object {
  public:
   static constexpr const char* _type_key = "kiln.transform.PassInstrument";
   KILN_DECLARE_OBJECT_INFO(PassInstrumentObj, Object);
@@ -45,7 +45,7 @@ struct PassTiming {
 };
 
 /// Records the wall time of every pass run, in the order the passes finished.
-class TimingInstrumentObj : public PassInstrumentObj {
+class KILN_API TimingInstrumentObj : public PassInstrumentObj {
  public:
   static constexpr const char* _type_key = "kiln.transform.TimingInstrument";
   KILN_DECLARE_OBJECT_INFO(TimingInstrumentObj, PassInstrumentObj);
@@ -71,7 +71,7 @@ class TimingInstrument : public PassInstrument {
 /// Writes the IR before and after each pass into a folder (created when missing), as
 /// `NN_<pass>_before.kiln` and `NN_<pass>_after.kiln`, NN counting pass runs from 00. The text is
 /// that of ModuleTextForDump (below).
-class DumpIRInstrumentObj : public PassInstrumentObj {
+class KILN_API DumpIRInstrumentObj : public PassInstrumentObj {
  public:
   static constexpr const char* _type_key = "kiln.transform.DumpIRInstrument";
   KILN_DECLARE_OBJECT_INFO(DumpIRInstrumentObj, PassInstrumentObj);
@@ -95,7 +95,7 @@ class DumpIRInstrument : public PassInstrument {
 
 /// Checks the IR after each pass with CheckWellFormed (well_formed.h); a failure is a ValueError
 /// that names the pass which produced the bad IR.
-class WellFormedInstrumentObj : public PassInstrumentObj {
+class KILN_API WellFormedInstrumentObj : public PassInstrumentObj {
  public:
   static constexpr const char* _type_key = "kiln.transform.WellFormedInstrument";
   KILN_DECLARE_OBJECT_INFO(WellFormedInstrumentObj, PassInstrumentObj);

@@ -26,7 +26,7 @@ namespace transform {
 /// Base of every pass. Subclasses implement Run, the transformation alone; skipping,
 /// instruments and error context are the manager's (Pass::operator()). Immutable once built,
 /// so one pass object may run in several pipelines and threads if its Run allows it.
-class PassObj : public Object {
+class KILN_API PassObj : public Object {
  public:
   static constexpr const char* _type_key = "kiln.transform.Pass";
   KILN_DECLARE_OBJECT_INFO(PassObj, Object);
@@ -74,7 +74,7 @@ KILN_API Pass CreateFunctionPass(FunctionPassFunc func, PassInfo info,
 /// Opt level 0 and not required itself; instruments see the passes inside, not the Sequential.
 KILN_API Pass Sequential(std::vector<Pass> passes, std::string name = "Sequential");
 
-class SequentialObj : public PassObj {
+class KILN_API SequentialObj : public PassObj {
  public:
   static constexpr const char* _type_key = "kiln.transform.Sequential";
   KILN_DECLARE_OBJECT_INFO(SequentialObj, PassObj);
