@@ -8,6 +8,7 @@
 #define KILN_BACKENDS_COMMON_KERNEL_MODULE_H_
 
 #include <kiln/runtime/byte_stream.h>
+#include <kiln/runtime/device_api.h>
 #include <kiln/runtime/module.h>
 
 #include <algorithm>
@@ -15,6 +16,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "tensor_checks.h"
 
 namespace kiln {
 namespace backend {
@@ -52,6 +55,32 @@ class KernelModuleObj : public runtime::ModuleObj {
 
   /// Runs kernel `name` (one of kernel_names()) with the backend's launch convention.
   virtual void Launch(const std::string& name, const AnyView* args, int32_t num_args) = 0;
+
+  /// The device of the kernel's tensor arguments, which must all be `device_type` memory on one
+  /// device; device 0 when there are none. `label` ("CUDA") names the kind in errors.
+  static int32_t TensorArgumentsDevice(const std::string& kernel, const AnyView* args,
+                                       int32_t num_args, int32_t device_type, const char* label) {
+    const char* kind = runtime::DeviceTypeName(device_type);
+    std::optional<int32_t> device_id;
+    int32_t first = -1;
+    for (int32_t i = 0; i < num_args; ++i) {
+      std::optional<DLTensor*> tensor = args[i].as<DLTensor*>();
+      if (!tensor.has_value() || *tensor == nullptr) continue;
+      const DLDevice where = (*tensor)->device;
+      KILN_CHECK(where.device_type == device_type, ValueError)
+          << "argument #" << i << " of " << label << " kernel '" << kernel << "' is "
+          << DescribeTensor(**tensor) << "; " << label << " kernels take " << label << " memory";
+      if (!device_id.has_value()) {
+        device_id = where.device_id;
+        first = i;
+      }
+      KILN_CHECK(where.device_id == *device_id, ValueError)
+          << "arguments of " << label << " kernel '" << kernel << "' are on different devices: #"
+          << first << " on " << kind << ":" << *device_id << ", #" << i << " on " << kind << ":"
+          << where.device_id;
+    }
+    return device_id.value_or(0);
+  }
 
   const std::string& payload() const { return payload_; }
   const std::vector<std::string>& kernel_names() const { return kernel_names_; }

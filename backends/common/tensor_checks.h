@@ -22,32 +22,13 @@ inline std::string DescribeTensor(const DLTensor& tensor) {
          std::to_string(tensor.device.device_id);
 }
 
-/// True when the elements are row-major without gaps (strides absent or matching).
-inline bool IsCompact(const DLTensor& tensor) {
-  if (tensor.strides == nullptr) return true;
-  int64_t expected = 1;
-  for (int32_t i = tensor.ndim - 1; i >= 0; --i) {
-    if (tensor.shape[i] != 1 && tensor.strides[i] != expected) return false;
-    expected *= tensor.shape[i];
-  }
-  return true;
-}
-
-/// Bytes of the tensor's elements, as laid out compactly.
-inline size_t CompactBytes(const DLTensor& tensor) {
-  int64_t count = 1;
-  for (int32_t i = 0; i < tensor.ndim; ++i) count *= tensor.shape[i];
-  const int64_t bits_per_element = static_cast<int64_t>(tensor.dtype.bits) * tensor.dtype.lanes;
-  return static_cast<size_t>((count * bits_per_element + 7) / 8);
-}
-
 /// The bytes a copy moves; ValueError unless both sides are compact and of the same size.
 inline size_t CheckCopyExtent(const DLTensor& from, const DLTensor& to) {
   KILN_CHECK(IsCompact(from) && IsCompact(to), ValueError)
       << "device copies need compact tensors, got a strided "
       << DescribeTensor(IsCompact(from) ? to : from);
-  const size_t nbytes = CompactBytes(from);
-  KILN_CHECK(nbytes == CompactBytes(to), ValueError)
+  const auto nbytes = static_cast<size_t>(CompactBytes(from));
+  KILN_CHECK(static_cast<int64_t>(nbytes) == CompactBytes(to), ValueError)
       << "cannot copy " << DescribeTensor(from) << " (" << nbytes << " bytes) into "
       << DescribeTensor(to) << " (" << CompactBytes(to) << " bytes)";
   return nbytes;

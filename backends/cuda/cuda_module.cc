@@ -55,7 +55,7 @@ class CUDAModuleObj final : public backend::KernelModuleObj {
 
  private:
   void Launch(const std::string& name, const AnyView* args, int32_t num_args) override {
-    const int32_t device_id = LaunchDevice(name, args, num_args);
+    const int32_t device_id = TensorArgumentsDevice(name, args, num_args, kDLCUDA, "CUDA");
     Driver::Global().SetDevice(device_id);
     const Kernel kernel = GetKernel(name);
     const int32_t num_params = static_cast<int32_t>(kernel.param_sizes.size());
@@ -102,28 +102,6 @@ class CUDAModuleObj final : public backend::KernelModuleObj {
         << " (kernel '" << name << "' on CUDA device " << device_id << ", grid (" << launch[0]
         << ", " << launch[1] << ", " << launch[2] << "), block (" << launch[3] << ", " << launch[4]
         << ", " << launch[5] << "))";
-  }
-
-  /// The device of the tensor arguments, which must agree; device 0 when there are none.
-  static int32_t LaunchDevice(const std::string& name, const AnyView* args, int32_t num_args) {
-    std::optional<int32_t> device_id;
-    int32_t first = -1;
-    for (int32_t i = 0; i < num_args; ++i) {
-      std::optional<DLTensor*> tensor = args[i].as<DLTensor*>();
-      if (!tensor.has_value() || *tensor == nullptr) continue;
-      const DLDevice where = (*tensor)->device;
-      KILN_CHECK(where.device_type == kDLCUDA, ValueError)
-          << "argument #" << i << " of CUDA kernel '" << name << "' is "
-          << backend::DescribeTensor(**tensor) << "; CUDA kernels take CUDA memory";
-      if (!device_id.has_value()) {
-        device_id = where.device_id;
-        first = i;
-      }
-      KILN_CHECK(where.device_id == *device_id, ValueError)
-          << "arguments of CUDA kernel '" << name << "' are on different devices: #" << first
-          << " on cuda:" << *device_id << ", #" << i << " on cuda:" << where.device_id;
-    }
-    return device_id.value_or(0);
   }
 
   /// The kernel, loading the image on first use. The library is context-independent: loaded

@@ -143,7 +143,7 @@ class OpenCLModuleObj final : public backend::KernelModuleObj {
 
  private:
   void Launch(const std::string& name, const AnyView* args, int32_t num_args) override {
-    const int32_t device_id = LaunchDevice(name, args, num_args);
+    const int32_t device_id = TensorArgumentsDevice(name, args, num_args, kDLOpenCL, "OpenCL");
     const Device& device = Workspace::Global().GetDevice(device_id);
     // One lock for building and for launching: a cl_kernel's arguments are state shared by
     // every thread that launches it, so setting them and enqueueing must not interleave.
@@ -177,28 +177,6 @@ class OpenCLModuleObj final : public backend::KernelModuleObj {
                                          nullptr, 0, nullptr, nullptr),
                   "clEnqueueNDRangeKernel")
         << " (kernel '" << name << "' on OpenCL device " << device_id << ", " << device.name << ")";
-  }
-
-  /// The device of the tensor arguments, which must agree; device 0 when there are none.
-  int32_t LaunchDevice(const std::string& name, const AnyView* args, int32_t num_args) const {
-    std::optional<int32_t> device_id;
-    int32_t first = -1;
-    for (int32_t i = 0; i < num_args; ++i) {
-      std::optional<DLTensor*> tensor = args[i].as<DLTensor*>();
-      if (!tensor.has_value() || *tensor == nullptr) continue;
-      const DLDevice where = (*tensor)->device;
-      KILN_CHECK(where.device_type == kDLOpenCL, ValueError)
-          << "argument #" << i << " of OpenCL kernel '" << name << "' is "
-          << backend::DescribeTensor(**tensor) << "; OpenCL kernels take OpenCL memory";
-      if (!device_id.has_value()) {
-        device_id = where.device_id;
-        first = i;
-      }
-      KILN_CHECK(where.device_id == *device_id, ValueError)
-          << "arguments of OpenCL kernel '" << name << "' are on different devices: #" << first
-          << " on opencl:" << *device_id << ", #" << i << " on opencl:" << where.device_id;
-    }
-    return device_id.value_or(0);
   }
 
   const Kernel& GetKernel(int32_t device_id, const Device& device, const std::string& name) {

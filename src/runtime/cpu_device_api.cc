@@ -95,12 +95,12 @@ class CpuDeviceAPI final : public DeviceAPI {
   void Copy(const DLTensor& from, DLTensor& to, KilnStreamHandle /*stream*/) override {
     CheckCpuTensor(from, "source");
     CheckCpuTensor(to, "destination");
-    const int64_t nbytes = internal::NumBytes(from);
-    KILN_CHECK(nbytes == internal::NumBytes(to), ValueError)
+    const int64_t nbytes = CompactBytes(from);
+    KILN_CHECK(nbytes == CompactBytes(to), ValueError)
         << "cpu copy needs tensors of equal size: the source " << internal::ShapeToString(from)
         << " " << DataTypeToString(from.dtype) << " has " << nbytes << " bytes, the destination "
         << internal::ShapeToString(to) << " " << DataTypeToString(to.dtype) << " has "
-        << internal::NumBytes(to);
+        << CompactBytes(to);
     if (nbytes == 0) return;
     CopyBytes(internal::DataStart(from), internal::DataStart(to), nbytes);
   }
@@ -119,10 +119,10 @@ class CpuDeviceAPI final : public DeviceAPI {
         << "the cpu device API copies between cpu tensors only; the " << role << " is on "
         << internal::DeviceToString(tensor.device);
     CheckDeviceId(tensor.device.device_id);
-    KILN_CHECK(internal::IsCompact(tensor), ValueError)
+    KILN_CHECK(IsCompact(tensor), ValueError)
         << "cpu copy needs compact tensors; the " << role << " of shape "
         << internal::ShapeToString(tensor) << " has strides";
-    KILN_CHECK(tensor.data != nullptr || internal::NumBytes(tensor) == 0, ValueError)
+    KILN_CHECK(tensor.data != nullptr || CompactBytes(tensor) == 0, ValueError)
         << "the " << role << " of shape " << internal::ShapeToString(tensor)
         << " has no data pointer";
   }

@@ -247,7 +247,7 @@ void GraphExecutorObj::SetInputZeroCopy(const AnyView& key, const Tensor& value)
       << internal::DeviceToString(device_) << ", got a tensor on " << internal::DeviceToString(got)
       << " (set_input copies across devices)";
   // The kernels assume compact row-major data, as the planned buffers are.
-  KILN_CHECK(internal::IsCompact(value.dl_tensor()), ValueError)
+  KILN_CHECK(IsCompact(value.dl_tensor()), ValueError)
       << "set_input_zero_copy: input '" << name << "' needs a compact (row-major) tensor, got a "
       << "strided one (set_input copies from strided tensors)";
   Bind(graph_.inputs[index].entry, value);

@@ -33,7 +33,7 @@ size_t CompactBytes(const std::vector<int64_t>& shape, DLDataType dtype) {
   KILN_CHECK(dtype.bits > 0 && dtype.lanes > 0, ValueError)
       << "Empty needs a dtype with bits and lanes, got code " << int{dtype.code} << " bits "
       << int{dtype.bits} << " lanes " << dtype.lanes;
-  int64_t bytes = internal::ElementBytes(dtype);
+  int64_t bytes = ElementBytes(dtype);
   for (int64_t extent : shape) {
     KILN_CHECK(extent >= 0, ValueError)
         << "Empty: extents cannot be negative, got shape " << Shape(shape);
@@ -69,7 +69,7 @@ void CheckCopyable(const Tensor& from, const Tensor& to) {
       << "CopyTensor needs equal dtypes, got from " << DataTypeToString(src.dtype) << " to "
       << DataTypeToString(dst.dtype);
   for (const auto& [tensor, role] : {std::pair{&src, "from"}, std::pair{&dst, "to"}}) {
-    KILN_CHECK(internal::IsCompact(*tensor), ValueError)
+    KILN_CHECK(IsCompact(*tensor), ValueError)
         << "CopyTensor needs compact tensors; `" << role << "` of shape "
         << internal::ShapeToString(*tensor) << " is strided";
   }

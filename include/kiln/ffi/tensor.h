@@ -27,6 +27,34 @@ inline std::string DataTypeToString(DLDataType dtype) {
   return result;
 }
 
+/// Bytes per element of `dtype` (sub-byte types take a whole byte per element).
+inline int64_t ElementBytes(DLDataType dtype) {
+  return (static_cast<int64_t>(dtype.bits) * dtype.lanes + 7) / 8;
+}
+
+/// Elements of `tensor` (1 for a scalar).
+inline int64_t NumElements(const DLTensor& tensor) {
+  int64_t count = 1;
+  for (int32_t i = 0; i < tensor.ndim; ++i) count *= tensor.shape[i];
+  return count;
+}
+
+/// Bytes of a compact tensor with `tensor`'s shape and dtype.
+inline int64_t CompactBytes(const DLTensor& tensor) {
+  return NumElements(tensor) * ElementBytes(tensor.dtype);
+}
+
+/// True when the elements are row-major without gaps (strides absent or matching).
+inline bool IsCompact(const DLTensor& tensor) {
+  if (tensor.strides == nullptr) return true;
+  int64_t expected = 1;
+  for (int32_t i = tensor.ndim - 1; i >= 0; --i) {
+    if (tensor.shape[i] != 1 && tensor.strides[i] != expected) return false;
+    expected *= tensor.shape[i];
+  }
+  return true;
+}
+
 /// Layout after the header matches KilnTensorObject.
 class TensorObj : public Object {
  public:
@@ -103,27 +131,11 @@ class Tensor : public ObjectRef {
   DLDevice device() const { return get()->dl_tensor.device; }
   int64_t shape(int32_t axis) const { return get()->dl_tensor.shape[axis]; }
   Shape shape() const { return Shape(get()->dl_tensor.shape, get()->dl_tensor.ndim); }
-  int64_t NumElements() const {
-    int64_t n = 1;
-    for (int32_t i = 0; i < ndim(); ++i) n *= shape(i);
-    return n;
-  }
+  int64_t NumElements() const { return kiln::NumElements(get()->dl_tensor); }
   /// Bytes of a compact tensor of this shape and dtype.
-  int64_t NumBytes() const {
-    const DLDataType t = dtype();
-    return NumElements() * ((static_cast<int64_t>(t.bits) * t.lanes + 7) / 8);
-  }
+  int64_t NumBytes() const { return CompactBytes(get()->dl_tensor); }
   /// True when the elements are laid out row-major without gaps.
-  bool IsContiguous() const {
-    const DLTensor& t = get()->dl_tensor;
-    if (t.strides == nullptr) return true;
-    int64_t expected = 1;
-    for (int32_t i = t.ndim - 1; i >= 0; --i) {
-      if (t.shape[i] != 1 && t.strides[i] != expected) return false;
-      expected *= t.shape[i];
-    }
-    return true;
-  }
+  bool IsContiguous() const { return IsCompact(get()->dl_tensor); }
 };
 
 }  // namespace kiln
