@@ -1,10 +1,10 @@
 """Errors in both directions: Kiln kinds become Python classes and back, with their context."""
 
 import pickle
-import sys
-import threading
 
 import pytest
+
+from helpers import run_threads
 
 import kiln
 
@@ -172,16 +172,7 @@ def test_errors_on_several_threads_stay_on_their_thread(testing):
         except BaseException as exc:  # pragma: no cover - reported below
             failures.append(repr(exc))
 
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(6)]
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)  # switch threads often, also inside callbacks
-    try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    finally:
-        sys.setswitchinterval(interval)
+    run_threads(worker, 6)
     assert failures == []
 
 

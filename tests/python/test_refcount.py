@@ -2,10 +2,11 @@
 
 import gc
 import sys
-import tracemalloc
 import weakref
 
 import pytest
+
+from helpers import traced_growth
 
 import kiln
 
@@ -142,17 +143,4 @@ def test_calls_do_not_leak_python_memory(testing):
         except kiln.ValueError:
             pass
 
-    for _ in range(200):  # warm caches (interned strings, method caches, free lists)
-        exercise()
-    gc.collect()
-    tracemalloc.start()
-    try:
-        start, _ = tracemalloc.get_traced_memory()
-        for _ in range(2000):
-            exercise()
-        gc.collect()
-        end, _ = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    # One leaked object per call would be well over 100 kB here.
-    assert end - start < 20_000
+    assert traced_growth(exercise) < 20_000

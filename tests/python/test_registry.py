@@ -1,9 +1,9 @@
 """The global function registry from Python: lookup, listing, registration, callbacks."""
 
-import sys
-import threading
 
 import pytest
+
+from helpers import run_threads
 
 import kiln
 
@@ -138,16 +138,7 @@ def test_callbacks_from_several_python_threads(testing):
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(repr(exc))
 
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)  # switch threads often, also inside callbacks
-    try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    finally:
-        sys.setswitchinterval(interval)
+    run_threads(worker, 8)
     assert errors == []
     assert totals == {n: sum(2 * i + n for i in range(300)) for n in range(8)}
 

@@ -7,7 +7,9 @@
 
 #include <kiln/ffi/plugin.h>
 #include <kiln/runtime/device_api.h>
+
 #include <kiln/runtime/module.h>
+#include "common/tensor_view_for_tests.h"
 
 #include <fstream>
 #include <iostream>
@@ -29,23 +31,7 @@ constexpr DLDataType kInt64 = {kDLInt, 64, 1};
 constexpr DLDevice kCUDA0 = {kDLCUDA, 0};
 constexpr DLDevice kCPU = {kDLCPU, 0};
 
-/// A 1-D DLTensor over memory the test owns; `shape` lives with it.
-struct TensorView {
-  TensorView(void* data, int64_t num_elements, DLDevice device, DLDataType dtype,
-             uint64_t byte_offset = 0)
-      : shape{num_elements} {
-    tensor.data = data;
-    tensor.device = device;
-    tensor.ndim = 1;
-    tensor.dtype = dtype;
-    tensor.shape = shape.data();
-    tensor.byte_offset = byte_offset;
-  }
-  TensorView(const TensorView&) = delete;
-  TensorView& operator=(const TensorView&) = delete;
-  std::vector<int64_t> shape;
-  DLTensor tensor{};
-};
+using backend::TensorView;
 
 std::string CudaStatus() {
   return Function::GetGlobalRequired("runtime.cuda.Status")().cast<std::string>();

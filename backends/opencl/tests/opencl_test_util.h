@@ -8,6 +8,8 @@
 #include <kiln/ffi/plugin.h>
 #include <kiln/runtime/device_api.h>
 
+#include "common/tensor_view_for_tests.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -15,25 +17,7 @@
 namespace kiln {
 namespace opencl_test {
 
-/// A 1-D DLTensor over memory the test owns; `shape` lives with it.
-struct TensorView {
-  TensorView(void* data, int64_t num_elements, DLDevice device, DLDataType dtype,
-             uint64_t byte_offset = 0)
-      : shape{num_elements} {
-    tensor.data = data;
-    tensor.device = device;
-    tensor.ndim = 1;
-    tensor.dtype = dtype;
-    tensor.shape = shape.data();
-    tensor.strides = nullptr;
-    tensor.byte_offset = byte_offset;
-  }
-  TensorView(const TensorView&) = delete;
-  TensorView& operator=(const TensorView&) = delete;
-
-  std::vector<int64_t> shape;
-  DLTensor tensor{};
-};
+using backend::TensorView;
 
 constexpr DLDataType kFloat32 = {kDLFloat, 32, 1};
 constexpr DLDevice kOpenCL0 = {kDLOpenCL, 0};

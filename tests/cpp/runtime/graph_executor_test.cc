@@ -6,6 +6,8 @@
 #include <kiln/runtime/memory.h>
 #include <gtest/gtest.h>
 
+#include "testing/expect_error.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <string>
@@ -124,20 +126,7 @@ std::vector<float> Values(const Tensor& tensor) {
   return std::vector<float>(begin, begin + tensor.NumElements());
 }
 
-/// Runs `body`, expecting a kiln::Error of `kind` whose message contains every one of `parts`.
-template <typename Body>
-void ExpectError(Body body, const std::string& kind, const std::vector<std::string>& parts) {
-  try {
-    body();
-    ADD_FAILURE() << "expected a " << kind;
-  } catch (const Error& error) {
-    EXPECT_EQ(error.kind(), kind) << error.what();
-    for (const std::string& part : parts) {
-      EXPECT_NE(error.message().find(part), std::string::npos)
-          << "'" << part << "' not in: " << error.message();
-    }
-  }
-}
+using ::kiln::test_util::ExpectError;
 
 void ExpectCreateError(const std::string& json, const std::vector<std::string>& parts) {
   ExpectError([&] { GraphExecutorCreate(json, CpuKernels(), kCpu); }, "ValueError", parts);

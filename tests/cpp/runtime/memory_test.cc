@@ -4,6 +4,8 @@
 #include <kiln/runtime/thread_pool.h>
 #include <gtest/gtest.h>
 
+#include "testing/expect_error.h"
+
 #include <cstdint>
 #include <numeric>
 #include <string>
@@ -17,20 +19,7 @@ constexpr DLDevice kCpu{kDLCPU, 0};
 constexpr DLDataType kFloat32{kDLFloat, 32, 1};
 constexpr DLDataType kInt64{kDLInt, 64, 1};
 
-/// Runs `body`, expecting a kiln::Error of `kind` whose message contains every one of `parts`.
-template <typename Body>
-void ExpectError(Body body, const std::string& kind, const std::vector<std::string>& parts) {
-  try {
-    body();
-    ADD_FAILURE() << "expected a " << kind;
-  } catch (const Error& error) {
-    EXPECT_EQ(error.kind(), kind) << error.what();
-    for (const std::string& part : parts) {
-      EXPECT_NE(error.message().find(part), std::string::npos)
-          << "'" << part << "' not in: " << error.message();
-    }
-  }
-}
+using ::kiln::test_util::ExpectError;
 
 /// A tensor over `storage` that starts `offset` bytes in, as DLPack producers may hand out.
 Tensor View(std::vector<float>& storage, const std::vector<int64_t>& shape, uint64_t offset) {
