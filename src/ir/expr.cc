@@ -1,8 +1,10 @@
 // Expressions of the graph IR: construction, validation and iterative release.
 #include <kiln/ir/expr.h>
+#include <kiln/ir/op.h>
 
 #include <vector>
 
+#include "op_schema_internal.h"
 #include "validate_internal.h"
 
 namespace kiln {
@@ -52,6 +54,9 @@ CallObj::~CallObj() {
 Call::Call(Expr op, Array<Expr> args, Map<String, Any> attrs) {
   KILN_CHECK(op.defined(), ValueError) << "Call: the callee is null";
   CheckNoNullElement(args, "Call", "argument");
+  if (op.as<OpObj>() != nullptr) {
+    attrs = NormalizeCallAttrs(Op::FromUnchecked(op.data()), args.size(), attrs);
+  }
   data_ = make_object<CallObj>(std::move(op), std::move(args), std::move(attrs));
 }
 

@@ -2,8 +2,11 @@
 #include <kiln/ffi/close_names.h>
 #include <kiln/ir/op.h>
 
+#include "op_schema_internal.h"
+
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <shared_mutex>
 #include <sstream>
@@ -16,6 +19,8 @@ namespace {
 struct OpEntry {
   Op op;
   Map<String, Any> attrs;
+  /// Replaced, never changed in place: readers keep the snapshot they got.
+  std::shared_ptr<const OpSchema> schema;
 };
 
 class OpRegistry {
@@ -30,7 +35,24 @@ class OpRegistry {
     KILN_CHECK(!name.empty(), ValueError) << "an op name cannot be empty";
     std::unique_lock lock(mutex_);
     KILN_CHECK(entries_.count(name) == 0, KeyError) << "op '" << name << "' is already registered";
-    entries_.emplace(name, OpEntry{Op(make_object<OpObj>(String(name))), Map<String, Any>()});
+    entries_.emplace(name,
+                     OpEntry{Op(make_object<OpObj>(String(name))), Map<String, Any>(), nullptr});
+  }
+
+  /// Applies `edit` to a copy of op `name`'s schema (an empty one when it has none).
+  template <typename Edit>
+  void EditSchema(const std::string& name, Edit edit) {
+    std::unique_lock lock(mutex_);
+    OpEntry& entry = FindLocked(name);
+    auto schema =
+        entry.schema ? std::make_shared<OpSchema>(*entry.schema) : std::make_shared<OpSchema>();
+    edit(*schema);
+    entry.schema = std::move(schema);
+  }
+
+  std::shared_ptr<const OpSchema> Schema(const std::string& name) const {
+    std::shared_lock lock(mutex_);
+    return FindLocked(name).schema;
   }
 
   void SetAttr(const std::string& name, const String& key, const Any& value, bool allow_override) {
@@ -95,12 +117,50 @@ std::vector<std::string> Op::ListNames() { return OpRegistry::Global().Names(); 
 
 Map<String, Any> Op::attrs() const { return OpRegistry::Global().Attrs(get()->name().str()); }
 
+std::shared_ptr<const OpSchema> Op::schema() const {
+  return OpRegistry::Global().Schema(get()->name().str());
+}
+
+OpPattern Op::pattern() const {
+  std::optional<int64_t> kind = GetAttr<int64_t>("pattern_kind");
+  return kind.has_value() ? static_cast<OpPattern>(*kind) : OpPattern::kOpaque;
+}
+
+const AttrField* OpSchema::FindAttr(const std::string& name) const {
+  for (const AttrField& field : attrs) {
+    if (field.name == name) return &field;
+  }
+  return nullptr;
+}
+
 namespace detail {
 
 void RegisterOp(const std::string& name) { OpRegistry::Global().Register(name); }
 
 void SetOpAttr(const std::string& name, const String& key, const Any& value, bool allow_override) {
   OpRegistry::Global().SetAttr(name, key, value, allow_override);
+}
+
+void AddOpInput(const std::string& name, const std::string& input) {
+  OpRegistry::Global().EditSchema(name, [&](OpSchema& schema) {
+    for (const std::string& existing : schema.inputs) {
+      KILN_CHECK(existing != input, ValueError)
+          << "op '" << name << "' already has an input named '" << input << "'";
+    }
+    schema.inputs.push_back(input);
+  });
+}
+
+void AddOpAttrField(const std::string& name, AttrField field) {
+  if (field.default_value.has_value() && !field.default_value->is_none()) {
+    // The default is stored the way a Call would store a value given for it.
+    field.default_value = CheckAttrValue(name, field, *field.default_value);
+  }
+  OpRegistry::Global().EditSchema(name, [&](OpSchema& schema) {
+    KILN_CHECK(schema.FindAttr(field.name) == nullptr, ValueError)
+        << "op '" << name << "' already has an attribute named '" << field.name << "'";
+    schema.attrs.push_back(std::move(field));
+  });
 }
 
 }  // namespace detail

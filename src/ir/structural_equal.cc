@@ -27,10 +27,6 @@ const T* As(const Object* node) {
   return node->IsInstance<T>() ? static_cast<const T*>(node) : nullptr;
 }
 
-bool SameDataType(DLDataType a, DLDataType b) {
-  return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
-}
-
 /// Whether a tensor's bytes can be read here: Constant guarantees it, a tensor in an attribute
 /// map may live on a device or be strided, and is then compared by identity instead.
 bool HasReadableBytes(const TensorObj* tensor) {
@@ -58,7 +54,7 @@ std::optional<std::string_view> ByteView(const Object* node) {
 bool SameTensor(const TensorObj* a, const TensorObj* b) {
   const DLTensor& x = a->dl_tensor;
   const DLTensor& y = b->dl_tensor;
-  if (!SameDataType(x.dtype, y.dtype) || x.ndim != y.ndim) return false;
+  if (!DataTypeEqual(x.dtype, y.dtype) || x.ndim != y.ndim) return false;
   if (!std::equal(x.shape, x.shape + x.ndim, y.shape)) return false;
   return TensorBytes(a) == TensorBytes(b);
 }
@@ -66,7 +62,7 @@ bool SameTensor(const TensorObj* a, const TensorObj* b) {
 /// Inline values (numbers, dtypes, devices, pointers) compare by their payload.
 bool SameInlineValue(const KilnAny* a, const KilnAny* b) {
   if (a->type_index == kKilnTypeFloat) return a->v_float64 == b->v_float64;
-  if (a->type_index == kKilnTypeDataType) return SameDataType(a->v_dtype, b->v_dtype);
+  if (a->type_index == kKilnTypeDataType) return DataTypeEqual(a->v_dtype, b->v_dtype);
   return a->v_int64 == b->v_int64;
 }
 
@@ -170,7 +166,7 @@ class EqualChecker {
     if (const auto* a = As<TensorTypeObj>(x)) {
       const auto* b = static_cast<const TensorTypeObj*>(y);
       Push(a->shape(), b->shape());
-      return SameDataType(a->dtype(), b->dtype());
+      return DataTypeEqual(a->dtype(), b->dtype());
     }
     if (const auto* a = As<TupleTypeObj>(x)) {
       Push(a->fields(), static_cast<const TupleTypeObj*>(y)->fields());

@@ -176,36 +176,6 @@ class Lexer {
 
 }  // namespace
 
-std::optional<DLDataType> ParseDataType(std::string_view text) {
-  if (text == "bool") return DLDataType{kDLUInt, 1, 1};
-  struct Prefix {
-    const char* name;
-    uint8_t code;
-  };
-  for (const Prefix& prefix : {Prefix{"bfloat", kDLBfloat}, Prefix{"float", kDLFloat},
-                               Prefix{"uint", kDLUInt}, Prefix{"int", kDLInt}}) {
-    const size_t n = std::strlen(prefix.name);
-    if (text.substr(0, n) != prefix.name) continue;
-    std::string_view rest = text.substr(n);
-    unsigned bits = 0;
-    unsigned lanes = 1;
-    auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), bits);
-    if (ec != std::errc() || bits == 0 || bits > 255) return std::nullopt;
-    rest = rest.substr(end - rest.data());
-    if (!rest.empty()) {
-      if (rest[0] != 'x') return std::nullopt;
-      auto [lanes_end, lanes_ec] =
-          std::from_chars(rest.data() + 1, rest.data() + rest.size(), lanes);
-      if (lanes_ec != std::errc() || lanes_end != rest.data() + rest.size() || lanes == 0 ||
-          lanes > 65535) {
-        return std::nullopt;
-      }
-    }
-    return DLDataType{prefix.code, static_cast<uint8_t>(bits), static_cast<uint16_t>(lanes)};
-  }
-  return std::nullopt;
-}
-
 std::vector<Token> Tokenize(std::string_view source) { return Lexer(source).Run(); }
 
 }  // namespace text

@@ -36,9 +36,6 @@ inline bool IsIdentChar(char c) { return IsIdentStart(c) || IsDigit(c); }
 /// The tokens of `source`, ending with one kEnd token; ValueError (via ThrowAt) on a bad token.
 std::vector<Token> Tokenize(std::string_view source);
 
-/// "float32", "int8", "bool", "float16x4"; nullopt for anything else.
-std::optional<DLDataType> ParseDataType(std::string_view text);
-
 }  // namespace text
 }  // namespace ir
 }  // namespace kiln

@@ -25,7 +25,6 @@ namespace {
 constexpr int kMaxNesting = 256;
 
 using text::IsDigit;
-using text::ParseDataType;
 using text::ThrowAt;
 using text::Token;
 using text::TokenKind;

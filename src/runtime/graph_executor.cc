@@ -216,9 +216,7 @@ void GraphExecutorObj::CheckInputMatches(size_t index, const Tensor& value,
                                          const char* caller) const {
   const GraphEntry& entry = graph_.entries[graph_.inputs[index].entry];
   const DLDataType got = value.dtype();
-  const bool same_dtype = got.code == entry.dtype.code && got.bits == entry.dtype.bits &&
-                          got.lanes == entry.dtype.lanes;
-  KILN_CHECK(same_dtype && value.shape() == Shape(entry.shape), ValueError)
+  KILN_CHECK(DataTypeEqual(got, entry.dtype) && value.shape() == Shape(entry.shape), ValueError)
       << caller << ": input '" << graph_.inputs[index].name << "' expects " << Shape(entry.shape)
       << " " << DataTypeToString(entry.dtype) << ", got " << value.shape() << " "
       << DataTypeToString(got);

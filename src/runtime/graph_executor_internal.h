@@ -57,9 +57,6 @@ std::string GraphToJson(const Graph& graph, DLDevice device);
 /// "node 2 ('relu0')": how errors name a node.
 std::string DescribeNode(const Graph& graph, size_t index);
 
-/// "float32", "int64", "bool", "float16x4" (DataTypeToString's spellings), or nullopt.
-std::optional<DLDataType> ParseDataType(std::string_view text);
-
 /// "cpu:0", "cuda:1", or "cpu" for device 0; nullopt for anything else.
 std::optional<DLDevice> ParseDevice(std::string_view text);
 

@@ -63,9 +63,7 @@ void CheckCopyable(const Tensor& from, const Tensor& to) {
              ValueError)
       << "CopyTensor needs equal shapes, got from " << internal::ShapeToString(src) << " to "
       << internal::ShapeToString(dst);
-  KILN_CHECK(src.dtype.code == dst.dtype.code && src.dtype.bits == dst.dtype.bits &&
-                 src.dtype.lanes == dst.dtype.lanes,
-             ValueError)
+  KILN_CHECK(DataTypeEqual(src.dtype, dst.dtype), ValueError)
       << "CopyTensor needs equal dtypes, got from " << DataTypeToString(src.dtype) << " to "
       << DataTypeToString(dst.dtype);
   for (const auto& [tensor, role] : {std::pair{&src, "from"}, std::pair{&dst, "to"}}) {

@@ -10,6 +10,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kiln {
@@ -26,6 +27,15 @@ inline std::string DataTypeToString(DLDataType dtype) {
   if (dtype.lanes != 1) result += "x" + std::to_string(dtype.lanes);
   return result;
 }
+
+/// Same code, bits and lanes.
+inline bool DataTypeEqual(DLDataType a, DLDataType b) {
+  return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
+}
+
+/// The dtype DataTypeToString spells as `text` ("float32", "int8", "bool", "float16x4"); nullopt
+/// for anything else, including other spellings of the same type ("float032", "int8x1", "uint1").
+KILN_API std::optional<DLDataType> ParseDataType(std::string_view text);
 
 /// Bytes per element of `dtype` (sub-byte types take a whole byte per element).
 inline int64_t ElementBytes(DLDataType dtype) {

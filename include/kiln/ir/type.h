@@ -66,6 +66,12 @@ class TypeObj : public Object {
 class Type : public ObjectRef {
  public:
   KILN_DEFINE_OBJECT_REF_METHODS(Type, ObjectRef, TypeObj);
+
+  /// The type as a T (e.g. TensorTypeObj), or nullptr when it is null or of another kind.
+  template <typename T>
+  const T* as() const {
+    return defined() && data_->IsInstance<T>() ? static_cast<const T*>(data_.get()) : nullptr;
+  }
 };
 
 /// A dense tensor of a shape and an element type.

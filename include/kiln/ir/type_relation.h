@@ -1,0 +1,94 @@
+/// Type relations: how an op's result type follows from its argument types and attributes.
+///
+/// A relation is what InferType calls for each Call of an op. In C++ it is a plain function
+/// reading a TypeRelationContext, which also builds the error messages: every failure names the
+/// op, the argument (by its schema name and position) and the argument types, e.g.
+///
+///   nn.conv2d: input channels 3 of 'data' do not match 4 channels of 'weight' x 1 groups
+///     (arguments: data: Tensor[(1, 3, 8, 8), float32], weight: Tensor[(8, 4, 3, 3), float32])
+///
+///   Type Conv2DRelation(const TypeRelationContext& ctx) {
+///     const std::vector<int64_t> data = ctx.StaticShape(0);
+///     KILN_CHECK(data.size() == 4, TypeError) << ctx.Describe("'data' must be 4-D");
+///     ...
+///     return ctx.TensorResult(out_shape, ctx.DType(0));
+///   }
+#ifndef KILN_IR_TYPE_RELATION_H_
+#define KILN_IR_TYPE_RELATION_H_
+
+#include <kiln/ir/op.h>
+
+#include <string>
+#include <vector>
+
+namespace kiln {
+namespace ir {
+
+/// What a type relation sees: the op, the argument types and the (defaults-filled) attributes.
+class KILN_API TypeRelationContext {
+ public:
+  TypeRelationContext(Op op, Array<Type> arg_types, Map<String, Any> attrs);
+
+  const Op& op() const { return op_; }
+  int64_t num_args() const { return static_cast<int64_t>(arg_types_.size()); }
+  const Type& arg_type(int64_t i) const;
+  /// Argument `i` as a tensor type; TypeError naming the argument when it is something else.
+  const TensorTypeObj* Tensor(int64_t i) const;
+  /// The static shape of tensor argument `i`; TypeError when a dimension is not static.
+  std::vector<int64_t> StaticShape(int64_t i) const;
+  DLDataType DType(int64_t i) const { return Tensor(i)->dtype(); }
+  /// Argument `i` as a tuple of tensors (concatenate's input); TypeError otherwise.
+  std::vector<const TensorTypeObj*> TensorTuple(int64_t i) const;
+
+  /// The attribute `name` converted to T (it is present: Calls get their defaults filled in).
+  template <typename T>
+  T Attr(const char* name) const {
+    std::optional<Any> value = attrs_.Get(String(name));
+    KILN_CHECK(value.has_value(), KeyError)
+        << Describe(std::string("has no attribute '") + name + "'");
+    return value->cast<T>();
+  }
+  /// An attribute of kind ints or floats as a vector.
+  std::vector<int64_t> IntsAttr(const char* name) const;
+  std::vector<double> FloatsAttr(const char* name) const;
+  /// True when the attribute is present and not None.
+  bool HasAttr(const char* name) const;
+
+  /// "'data' (argument 0)", by the schema's input name when there is one.
+  std::string ArgName(int64_t i) const;
+  /// "<op>: <what>\n  (arguments: data: Tensor[...], weight: Tensor[...])": the message of
+  /// every type error of a relation.
+  std::string Describe(const std::string& what) const;
+
+  /// Requires exactly `n` arguments.
+  void CheckNumArgs(int64_t n) const;
+  /// Requires argument `i`'s dtype to equal argument `j`'s.
+  void CheckSameDType(int64_t i, int64_t j) const;
+  /// Normalizes axis `axis` of a rank-`rank` tensor (negative counts from the end); TypeError
+  /// naming the attribute when out of range.
+  int64_t NormalizeAxis(int64_t axis, int64_t rank, const char* attr) const;
+
+  static Type TensorResult(const std::vector<int64_t>& shape, DLDataType dtype);
+
+ private:
+  Op op_;
+  std::vector<Type> arg_types_;
+  Map<String, Any> attrs_;
+};
+
+/// The result type of calling `op` on arguments of `arg_types` with `attrs`: runs the op's
+/// "FInferType". TypeError when the op has no type relation or the relation returns no type.
+KILN_API Type InferCallType(const Op& op, const Array<Type>& arg_types,
+                            const Map<String, Any>& attrs);
+
+/// "(2, 3)", "(5)", "()": a shape as the text format writes it.
+KILN_API std::string ShapeToText(const std::vector<int64_t>& shape);
+
+/// The numpy/ONNX multidirectional broadcast of two shapes; nullopt when they do not broadcast.
+KILN_API std::optional<std::vector<int64_t>> BroadcastShapes(const std::vector<int64_t>& a,
+                                                             const std::vector<int64_t>& b);
+
+}  // namespace ir
+}  // namespace kiln
+
+#endif  // KILN_IR_TYPE_RELATION_H_

@@ -1,0 +1,32 @@
+// nn.dense: data (..., K) times the transpose of weight (N, K), as ONNX Gemm with transB=1
+// (the frontend transposes constant weights of other Gemm forms).
+#include <kiln/ir/op.h>
+
+#include "../op_common.h"
+
+namespace kiln {
+namespace op {
+namespace {
+
+Type DenseRelation(const TypeRelationContext& ctx) {
+  std::vector<int64_t> data = ctx.StaticShape(0);
+  const std::vector<int64_t> weight = ctx.StaticShape(1);
+  KILN_CHECK(!data.empty(), TypeError) << ctx.Describe(ctx.ArgName(0) + " must be at least 1-D");
+  KILN_CHECK(weight.size() == 2, TypeError) << ctx.Describe(ctx.ArgName(1) + " must be 2-D (N, K)");
+  ctx.CheckSameDType(0, 1);
+  KILN_CHECK(data.back() == weight[1], TypeError) << ctx.Describe(
+      "the last dimension " + std::to_string(data.back()) +
+      " of 'data' does not match K = " + std::to_string(weight[1]) + " of 'weight' (N, K)");
+  data.back() = weight[0];
+  return TypeRelationContext::TensorResult(data, ctx.DType(0));
+}
+
+KILN_REGISTER_OP("nn.dense")
+    .add_input("data")
+    .add_input("weight")
+    .set_pattern(OpPattern::kOutEWiseFusable)
+    .set_type_relation(DenseRelation);
+
+}  // namespace
+}  // namespace op
+}  // namespace kiln
