@@ -52,11 +52,6 @@ void WalkPostOrder(const Expr& root, const Done& done, const Finish& finish) {
   }
 }
 
-template <typename T>
-T Downcast(const Expr& expr) {
-  return T::FromUnchecked(expr.data());
-}
-
 }  // namespace
 
 // ----------------------------------------------------------------------------------------------

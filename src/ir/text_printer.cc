@@ -4,6 +4,7 @@
 // costs no stack depth; only nested Functions recurse, once per level of function nesting.
 #include <kiln/ffi/registry.h>
 #include <kiln/ir/expr_functor.h>
+#include <kiln/ir/op.h>
 #include <kiln/ir/text_format.h>
 
 #include <cinttypes>
@@ -18,11 +19,6 @@
 namespace kiln {
 namespace ir {
 namespace {
-
-template <typename T>
-T Cast(const ObjectRef& ref) {
-  return T::FromUnchecked(ref.data());
-}
 
 template <typename T>
 const T* AsNode(const ObjectRef& ref) {
@@ -194,7 +190,8 @@ std::string InlineConstantText(const Tensor& data) {
 
 class Printer {
  public:
-  explicit Printer(Array<Tensor>* large_constants) : large_constants_(large_constants) {}
+  Printer(Array<Tensor>* large_constants, bool show_checked_types)
+      : large_constants_(large_constants), show_checked_types_(show_checked_types) {}
 
   std::string PrintModule(const IRModule& module) {
     std::ostringstream os;
@@ -387,13 +384,19 @@ class Printer {
       const std::string name = needs_temporary ? "%" + std::to_string(next_temp_++) : "";
       std::string text = NodeText(expr, indent);
       if (needs_temporary) {
-        os << pad << name << " = " << text << ";\n";
+        os << pad << name << " = " << text << ";" << TypeComment(expr) << "\n";
         text = name;
       }
       scopes_.back().emplace(expr, text);
     }
     owned_.pop_back();
     return OperandText(body);
+  }
+
+  /// `  // Tensor[...]` when checked types are shown and `expr` has one.
+  std::string TypeComment(const Expr& expr) const {
+    if (!show_checked_types_ || !expr->checked_type().defined()) return "";
+    return "  // " + TypeText(expr->checked_type());
   }
 
   bool NeedsTemporary(const Expr& expr) const {
@@ -412,12 +415,12 @@ class Printer {
   std::string NodeText(const Expr& expr, int indent) {
     if (const auto* var = expr.as<VarObj>()) {
       bool is_new = false;
-      std::string name = VarName(Cast<Var>(expr), &is_new);
+      std::string name = VarName(Downcast<Var>(expr), &is_new);
       // A variable not bound by a function is free: its annotation goes with its first use.
       if (is_new && var->type_annotation().defined()) pending_annotation_.insert(var);
       return name;
     }
-    if (expr.as<GlobalVarObj>() != nullptr) return "@" + GlobalName(Cast<GlobalVar>(expr));
+    if (expr.as<GlobalVarObj>() != nullptr) return "@" + GlobalName(Downcast<GlobalVar>(expr));
     if (const auto* op = expr.as<OpObj>()) return std::string(op->name());
     if (const auto* constant = expr.as<ConstantObj>()) return ConstantText(constant->data());
     if (const auto* call = expr.as<CallObj>()) {
@@ -427,8 +430,12 @@ class Printer {
         out += (first ? "" : ", ") + OperandText(arg);
         first = false;
       }
+      const std::shared_ptr<const OpSchema> schema =
+          call->op().as<OpObj>() ? Downcast<Op>(call->op()).schema() : nullptr;
       for (const auto& [key, value] : call->attrs()) {
-        out += (first ? "" : ", ") + AttrKey(key) + "=" + AttrValueText(value);
+        const std::string value_text = AttrValueText(value);
+        if (IsDefault(schema.get(), key, value_text)) continue;
+        out += (first ? "" : ", ") + AttrKey(key) + "=" + value_text;
         first = false;
       }
       return out + ")";
@@ -446,16 +453,25 @@ class Printer {
     if (expr.as<FunctionObj>() != nullptr) {
       std::ostringstream inner;
       inner << "fn ";
-      PrintFunctionRest(Cast<Function>(expr), indent, inner);
+      PrintFunctionRest(Downcast<Function>(expr), indent, inner);
       return inner.str();
     }
     ThrowValueError("the text format cannot print a node of kind `" + expr->GetTypeKey() + "`");
   }
 
+  /// Whether attribute `key` printed as `value_text` is its default: the parser fills defaults
+  /// back in, so leaving them out keeps the text short without changing the Call.
+  static bool IsDefault(const OpSchema* schema, const String& key, const std::string& value_text) {
+    if (schema == nullptr) return false;
+    const AttrField* field = schema->FindAttr(key.str());
+    return field != nullptr && field->default_value.has_value() &&
+           AttrValueText(*field->default_value) == value_text;
+  }
+
   /// An operand as its parent refers to it: a free variable's annotation is never repeated.
   std::string OperandText(const Expr& expr) {
     if (const auto* var = expr.as<VarObj>()) {
-      const std::string& name = var_names_.at(Cast<Var>(expr));
+      const std::string& name = var_names_.at(Downcast<Var>(expr));
       if (pending_annotation_.erase(var) == 0) return name;
       return name + ": " + TypeText(var->type_annotation());
     }
@@ -479,6 +495,7 @@ class Printer {
   }
 
   Array<Tensor>* large_constants_;
+  bool show_checked_types_;
   std::unordered_map<const Object*, int64_t> meta_index_;
   std::unordered_map<const Object*, int> constant_uses_;
   std::unordered_set<std::string> used_names_;
@@ -491,12 +508,12 @@ class Printer {
 
 }  // namespace
 
-std::string AsText(const ObjectRef& node, Array<Tensor>* large_constants) {
+std::string AsText(const ObjectRef& node, Array<Tensor>* large_constants, bool show_checked_types) {
   KILN_CHECK(node.defined(), ValueError) << "AsText: the node is null";
-  Printer printer(large_constants);
-  if (node->IsInstance<IRModuleObj>()) return printer.PrintModule(Cast<IRModule>(node));
-  if (node->IsInstance<ExprObj>()) return printer.PrintExpr(Cast<Expr>(node));
-  if (node->IsInstance<TypeObj>()) return TypeText(Cast<Type>(node)) + "\n";
+  Printer printer(large_constants, show_checked_types);
+  if (node->IsInstance<IRModuleObj>()) return printer.PrintModule(Downcast<IRModule>(node));
+  if (node->IsInstance<ExprObj>()) return printer.PrintExpr(Downcast<Expr>(node));
+  if (node->IsInstance<TypeObj>()) return TypeText(Downcast<Type>(node)) + "\n";
   ThrowValueError("AsText: cannot print a node of kind `" + node->GetTypeKey() + "`");
 }
 

@@ -161,4 +161,18 @@ class ErrorBuilder {
   } else                       \
     KILN_THROW(InternalError) << "Check failed: (" #condition ") "
 
+namespace kiln {
+
+/// `ref` as the reference type RefT (Var, Call, ...); an internal error when it is null or holds
+/// another kind of object. For code that has already tested the kind (`expr.as<VarObj>()`).
+template <typename RefT>
+RefT Downcast(const ObjectRef& ref) {
+  KILN_ICHECK(ref.defined() && ref->IsInstance<typename RefT::ContainerType>())
+      << "Downcast to " << RefT::ContainerType::_type_key << " of a "
+      << (ref.defined() ? ref->GetTypeKey() : std::string("null reference"));
+  return RefT::FromUnchecked(ref.data());
+}
+
+}  // namespace kiln
+
 #endif  // KILN_FFI_ERROR_H_

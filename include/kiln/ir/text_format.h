@@ -35,9 +35,13 @@ constexpr int64_t kMaxInlineConstantElements = 16;
 /// element by element, such as float16) is appended to it, once per distinct tensor, and printed
 /// as a reference to its index; when it is null every constant prints inline. ValueError for an
 /// attribute value the format cannot spell (only None, bool, int, float, str and arrays of those
-/// print). Thread-compatible: the nodes must not be mutated while printing.
+/// print). With `show_checked_types`, each statement whose value has a checked type (after
+/// InferType) ends with a comment `// Tensor[...]`, which the parser skips. Attributes equal to
+/// their op's default are left out (the parser fills them back in). Thread-compatible: the nodes
+/// must not be mutated while printing.
 KILN_API std::string AsText(const ObjectRef& node_or_module,
-                            Array<Tensor>* large_constants = nullptr);
+                            Array<Tensor>* large_constants = nullptr,
+                            bool show_checked_types = false);
 
 /// Parses a module printed by AsText (or written by hand). `constants` is the side table that
 /// `meta[Constant][i]` refers to; the resulting Constants share its tensors. A syntax error is a

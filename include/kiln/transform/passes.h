@@ -14,6 +14,11 @@ namespace transform {
 /// be dead, and an unused Tuple field may still be read through the tuple as a whole.
 KILN_API Pass DeadCodeElimination();
 
+/// Fills in the checked type of every expression and the result type of every function that
+/// has none (infer_type.h). Required (runs at any opt level); functions taken by an external
+/// compiler are typed too, since their callers' types depend on them.
+KILN_API Pass InferType();
+
 }  // namespace transform
 }  // namespace kiln
 

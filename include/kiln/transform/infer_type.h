@@ -1,0 +1,24 @@
+/// Type inference: the checked type of every expression, from parameter annotations, constants
+/// and each op's type relation (kiln/ir/type_relation.h).
+///
+/// The InferType pass (passes.h) runs this over a module; other passes call InferExprType on the
+/// nodes they build. Types are static: a parameter of a global function needs an annotation; a
+/// parameter of a nested function that is called directly takes the type of its argument.
+/// Errors are TypeErrors that name the op, the argument and the types (the op's relation), or
+/// the node and what was expected.
+#ifndef KILN_TRANSFORM_INFER_TYPE_H_
+#define KILN_TRANSFORM_INFER_TYPE_H_
+
+#include <kiln/ir/module.h>
+
+namespace kiln {
+namespace transform {
+
+/// The type of `expr`, filling in the checked_type of every node it reaches. Calls to global
+/// functions are typed through `mod` (their annotations, or inference of their bodies).
+KILN_API ir::Type InferExprType(const ir::Expr& expr, const ir::IRModule& mod = ir::IRModule());
+
+}  // namespace transform
+}  // namespace kiln
+
+#endif  // KILN_TRANSFORM_INFER_TYPE_H_

@@ -1,0 +1,253 @@
+// InferType: checked types for every node, one post-order walk per function body.
+#include <kiln/ir/structural_equal.h>
+#include <kiln/ir/text_format.h>
+#include <kiln/ir/type_relation.h>
+#include <kiln/transform/infer_type.h>
+#include <kiln/transform/passes.h>
+
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace kiln {
+namespace transform {
+namespace {
+
+using ir::Expr;
+using ir::Type;
+
+std::string TypeText(const Type& type) {
+  std::string text = ir::AsText(type);
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
+class TypeInferencer {
+ public:
+  explicit TypeInferencer(ir::IRModule mod) : mod_(std::move(mod)) {}
+
+  /// The type of `expr`; every node below it gets its checked_type.
+  Type Infer(const Expr& root) {
+    struct Frame {
+      Expr expr;
+      bool expanded;
+    };
+    std::vector<Frame> stack{{root, false}};
+    while (!stack.empty()) {
+      Frame& frame = stack.back();
+      if (types_.count(frame.expr.get())) {
+        stack.pop_back();
+        continue;
+      }
+      if (!frame.expanded) {
+        frame.expanded = true;
+        const std::vector<Expr> operands = Operands(frame.expr);
+        for (auto it = operands.rbegin(); it != operands.rend(); ++it) {
+          if (!types_.count(it->get())) stack.push_back({*it, false});
+        }
+        continue;
+      }
+      const Expr expr = frame.expr;
+      stack.pop_back();
+      const Type type = TypeOf(expr);
+      expr->set_checked_type(type);
+      types_.emplace(expr.get(), type);
+    }
+    return types_.at(root.get());
+  }
+
+  /// The type of global function `gvar`: from its annotations when complete (which is what
+  /// lets functions call each other recursively), else by inferring its body.
+  ir::FuncType GlobalType(const ir::GlobalVar& gvar) {
+    const std::string name = gvar->name_hint().str();
+    const ir::Function func = mod_.Lookup(name);
+    if (std::optional<ir::FuncType> annotated = AnnotatedType(func)) return *annotated;
+    KILN_CHECK(in_progress_.insert(name).second, TypeError)
+        << "@" << name << " calls itself: annotate its parameters and result type";
+    const ir::FuncType type = InferFunction(func, {});
+    in_progress_.erase(name);
+    return type;
+  }
+
+ private:
+  /// Operands whose types a node's type needs. A Function is typed on its own (InferFunction),
+  /// and the callee Function of a call is typed at the call, once its arguments are.
+  static std::vector<Expr> Operands(const Expr& expr) {
+    if (const auto* call = expr.as<ir::CallObj>()) {
+      std::vector<Expr> operands(call->args().begin(), call->args().end());
+      if (call->op().as<ir::FunctionObj>() == nullptr && call->op().as<ir::OpObj>() == nullptr) {
+        operands.push_back(call->op());
+      }
+      return operands;
+    }
+    if (const auto* tuple = expr.as<ir::TupleObj>()) {
+      return std::vector<Expr>(tuple->fields().begin(), tuple->fields().end());
+    }
+    if (const auto* item = expr.as<ir::TupleGetItemObj>()) return {item->tuple()};
+    return {};
+  }
+
+  Type TypeOf(const Expr& expr) {
+    if (const auto* var = expr.as<ir::VarObj>()) return VarType(Downcast<ir::Var>(expr), *var);
+    if (const auto* constant = expr.as<ir::ConstantObj>()) {
+      const Tensor& data = constant->data();
+      return ir::TensorType::Static(std::vector<int64_t>(data.shape().begin(), data.shape().end()),
+                                    data.dtype());
+    }
+    if (expr.as<ir::GlobalVarObj>() != nullptr) return GlobalType(Downcast<ir::GlobalVar>(expr));
+    if (const auto* tuple = expr.as<ir::TupleObj>()) {
+      Array<Type> fields;
+      for (const Expr& field : tuple->fields()) fields.push_back(types_.at(field.get()));
+      return ir::TupleType(fields);
+    }
+    if (const auto* item = expr.as<ir::TupleGetItemObj>()) return ItemType(*item);
+    if (expr.as<ir::FunctionObj>() != nullptr) {
+      return InferFunction(Downcast<ir::Function>(expr), {});
+    }
+    if (const auto* call = expr.as<ir::CallObj>()) return CallType(*call);
+    KILN_THROW(TypeError) << "an op (" << expr->GetTypeKey() << ") is not a value: call it instead";
+  }
+
+  Type VarType(const ir::Var& var, const ir::VarObj& node) {
+    auto bound = bound_params_.find(var.get());
+    if (bound != bound_params_.end()) return bound->second;
+    KILN_CHECK(node.type_annotation().defined(), TypeError)
+        << "cannot infer the type of %" << node.name_hint().str()
+        << ": a parameter of a global function (or a free variable) needs a type annotation";
+    return node.type_annotation();
+  }
+
+  Type ItemType(const ir::TupleGetItemObj& item) {
+    const Type& tuple_type = types_.at(item.tuple().get());
+    const auto* tuple = tuple_type.as<ir::TupleTypeObj>();
+    KILN_CHECK(tuple != nullptr, TypeError) << "field " << item.index() << " is taken of a "
+                                            << TypeText(tuple_type) << ", which is not a tuple";
+    KILN_CHECK(item.index() < tuple->fields().size(), TypeError)
+        << "field " << item.index() << " is taken of " << TypeText(tuple_type) << ", which has "
+        << tuple->fields().size() << " fields";
+    return tuple->fields()[item.index()];
+  }
+
+  std::vector<Type> ArgTypes(const ir::CallObj& call) const {
+    std::vector<Type> types;
+    for (const Expr& arg : call.args()) types.push_back(types_.at(arg.get()));
+    return types;
+  }
+
+  Type CallType(const ir::CallObj& call) {
+    const std::vector<Type> args = ArgTypes(call);
+    if (call.op().as<ir::OpObj>() != nullptr) {
+      return ir::InferCallType(Downcast<ir::Op>(call.op()), Array<Type>(args.begin(), args.end()),
+                               call.attrs());
+    }
+    if (call.op().as<ir::FunctionObj>() != nullptr) {
+      const ir::FuncType type = InferFunction(Downcast<ir::Function>(call.op()), args);
+      call.op()->set_checked_type(type);
+      return type->ret();
+    }
+    const Type& callee = types_.at(call.op().get());
+    const auto* func_type = callee.as<ir::FuncTypeObj>();
+    KILN_CHECK(func_type != nullptr, TypeError)
+        << "calling a value of type " << TypeText(callee) << ", which is not a function";
+    CheckArguments(CalleeName(call.op()), func_type->params(), args);
+    return func_type->ret();
+  }
+
+  static std::string CalleeName(const Expr& callee) {
+    if (const auto* gvar = callee.as<ir::GlobalVarObj>()) return "@" + gvar->name_hint().str();
+    if (const auto* var = callee.as<ir::VarObj>()) return "%" + var->name_hint().str();
+    return "the function";
+  }
+
+  static void CheckArguments(const std::string& callee, const Array<Type>& params,
+                             const std::vector<Type>& args) {
+    KILN_CHECK(params.size() == static_cast<int64_t>(args.size()), TypeError)
+        << callee << " takes " << params.size() << " arguments, got " << args.size();
+    for (size_t i = 0; i < args.size(); ++i) {
+      KILN_CHECK(ir::StructuralEqual(params[static_cast<int64_t>(i)], args[i]), TypeError)
+          << "argument " << i << " of " << callee << " must be "
+          << TypeText(params[static_cast<int64_t>(i)]) << ", got " << TypeText(args[i]);
+    }
+  }
+
+  static std::optional<ir::FuncType> AnnotatedType(const ir::Function& func) {
+    if (!func->ret_type().defined()) return std::nullopt;
+    Array<Type> params;
+    for (const ir::Var& param : func->params()) {
+      if (!param->type_annotation().defined()) return std::nullopt;
+      params.push_back(param->type_annotation());
+    }
+    return ir::FuncType(params, func->ret_type());
+  }
+
+  /// Types `func`'s body with its parameters bound to `arg_types` (when called directly) or to
+  /// their annotations; a given argument must match an annotated parameter.
+  ir::FuncType InferFunction(const ir::Function& func, const std::vector<Type>& arg_types) {
+    const Array<ir::Var>& params = func->params();
+    KILN_CHECK(arg_types.empty() || params.size() == static_cast<int64_t>(arg_types.size()),
+               TypeError)
+        << "a function of " << params.size() << " parameters is called with " << arg_types.size()
+        << " arguments";
+    Array<Type> param_types;
+    for (int64_t i = 0; i < params.size(); ++i) {
+      const ir::Var param = params[i];
+      const Type& annotation = param->type_annotation();
+      Type type = annotation;
+      if (!arg_types.empty()) {
+        type = arg_types[static_cast<size_t>(i)];
+        KILN_CHECK(!annotation.defined() || ir::StructuralEqual(annotation, type), TypeError)
+            << "parameter %" << param->name_hint().str() << " is annotated " << TypeText(annotation)
+            << " but given " << TypeText(type);
+      }
+      KILN_CHECK(type.defined(), TypeError)
+          << "cannot infer the type of parameter %" << param->name_hint().str()
+          << ": annotate it, or call the function directly";
+      bound_params_[param.get()] = type;
+      param->set_checked_type(type);
+      param_types.push_back(type);
+    }
+    const Type ret = Infer(func->body());
+    KILN_CHECK(!func->ret_type().defined() || ir::StructuralEqual(func->ret_type(), ret), TypeError)
+        << "the function is annotated to return " << TypeText(func->ret_type())
+        << " but its body is " << TypeText(ret);
+    ir::FuncType type(param_types, ret);
+    func->set_checked_type(type);
+    return type;
+  }
+
+  ir::IRModule mod_;
+  std::unordered_map<const Object*, Type> types_;
+  std::unordered_map<const Object*, Type> bound_params_;
+  std::unordered_set<std::string> in_progress_;
+};
+
+/// `func` with its result type set from inference (the body and its types are kept).
+ir::Function WithInferredTypes(const ir::Function& func, const ir::IRModule& mod) {
+  TypeInferencer inferencer(mod);
+  const ir::Expr as_expr = func;
+  const Type type = inferencer.Infer(as_expr);
+  const Type& ret = type.as<ir::FuncTypeObj>()->ret();
+  if (func->ret_type().defined()) return func;
+  ir::Function typed(func->params(), func->body(), ret, func->attrs());
+  typed->set_checked_type(type);
+  return typed;
+}
+
+}  // namespace
+
+ir::Type InferExprType(const ir::Expr& expr, const ir::IRModule& mod) {
+  return TypeInferencer(mod.defined() ? mod : ir::IRModule::Create()).Infer(expr);
+}
+
+Pass InferType() {
+  return CreateFunctionPass([](const ir::Function& func, const ir::IRModule& mod,
+                               const PassContext& /*ctx*/) { return WithInferredTypes(func, mod); },
+                            PassInfo{"transform.InferType", 0, true},
+                            /*include_external_functions=*/true);
+}
+
+KILN_REGISTER_PASS(InferType);
+
+}  // namespace transform
+}  // namespace kiln
