@@ -16,6 +16,10 @@ Settings are those of ``transform.RunPipeline``: ``opt_level``, ``required_passe
 Every other ``transform.*`` global (from Kiln or a plugin, even one loaded after ``import kiln``)
 is reachable as ``kiln.transform.<Name>``. A plugin's passes in its own namespace are reached by
 their full name: ``kiln.get_global_func("my_ext.transform.RemoveIdentity")()``.
+
+Like kiln.ir, this module is imported on first access (it loads libkiln.so); a pass obtained
+before that comes back as a plain kiln.Object, which Sequential still accepts but which is not
+callable. Import ``kiln.transform`` first where that matters.
 """
 
 # kiln.ir loads libkiln.so, where the transform.* globals live, and registers the IR classes
