@@ -31,6 +31,10 @@ Errors
     A failing Kiln call raises kiln.<Kind> (kiln.ValueError is both a kiln.KilnError and a
     ValueError); see kiln.error for the mapping in both directions.
 
+Compiler
+    ``kiln.ir`` (the graph IR) and ``kiln.transform`` (passes, Sequential, pipeline strings) load
+    libkiln.so, Kiln's compiler library, on first access.
+
 Plugins
     ``kiln.load_plugin(path_or_name)``, ``kiln.plugins()``; plugins in KILN_PLUGIN_PATH and
     <libdir>/kiln/plugins are discovered on import, failures recorded rather than raised.

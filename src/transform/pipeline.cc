@@ -75,6 +75,11 @@ KILN_REGISTER_GLOBAL("transform.ParsePipeline").set_body_typed([](const String& 
   return ParsePipeline(pipeline.str());
 });
 
+KILN_REGISTER_GLOBAL("transform.Sequential")
+    .set_body_typed([](const Array<Pass>& passes, const String& name) {
+      return Sequential(std::vector<Pass>(passes.begin(), passes.end()), name.str());
+    });
+
 KILN_REGISTER_GLOBAL("transform.RunPass")
     .set_body_typed([](const Pass& pass, const ir::IRModule& mod,
                        const Map<String, Any>& settings) {

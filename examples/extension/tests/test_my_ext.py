@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import kiln  # first: a plugin loaded later must still be usable (no load-order trap)
+import kiln.transform  # passes come back as kiln.transform.Pass once this module is imported
 
 PLUGIN = os.environ["MY_EXT_PLUGIN"]
 
@@ -31,6 +32,81 @@ def test_wrong_argument_type_raises_type_error():
         assert "my_ext.add_one" in str(exc)
     else:
         raise AssertionError("expected a TypeError")
+
+
+# Two identity calls in @main, and @unused, which no entry function reaches.
+MODULE_TEXT = """
+def @main(%x: Tensor[(4), float32]) {
+  %0 = my_ext.identity(%x);
+  %1 = (%0, %x);
+  %2 = my_ext.identity(%1);
+  %2
+}
+
+def @unused(%y: Tensor[(4), float32]) {
+  %y
+}
+"""
+
+EXPECTED_TEXT = """
+def @main(%x: Tensor[(4), float32]) {
+  %0 = (%x, %x);
+  %0
+}
+"""
+
+
+def parse(text):
+    # The parser resolves op names: the plugin (and its my_ext.identity) must be loaded first.
+    return kiln.ir.ParseModule(text, [])
+
+
+def function_names(mod):
+    return sorted(gvar.name_hint for gvar, _ in mod.functions.items())
+
+
+def assert_cleaned_up(out):
+    # structural_equal compares GlobalVars, and so modules, by identity, and each parse makes new
+    # ones: compare the functions, matched by name.
+    expected = parse(EXPECTED_TEXT)
+    assert function_names(out) == function_names(expected), out
+    for name in function_names(expected):
+        assert kiln.ir.structural_equal(out[name], expected[name]), out
+    assert "my_ext.identity" not in kiln.ir.AsText(out)
+
+
+def test_pass_runs_in_a_sequential_with_built_in_passes():
+    kiln.load_plugin(PLUGIN)
+    remove_identity = kiln.get_global_func("my_ext.transform.RemoveIdentity")()
+    assert isinstance(remove_identity, kiln.transform.Pass)
+    assert remove_identity.info["name"] == "my_ext.transform.RemoveIdentity"
+    seq = kiln.transform.Sequential([remove_identity, kiln.transform.DeadCodeElimination()])
+    mod = parse(MODULE_TEXT)
+    assert_cleaned_up(seq(mod))
+    assert "my_ext.identity" in kiln.ir.AsText(mod)  # the input is unchanged
+
+
+def test_pass_reached_through_the_plugin_namespace():
+    kiln.load_plugin(PLUGIN)
+    remove_identity = kiln.my_ext.transform.RemoveIdentity()
+    assert isinstance(remove_identity, kiln.transform.Pass)
+    out = kiln.transform.DeadCodeElimination()(remove_identity(parse(MODULE_TEXT)))
+    assert_cleaned_up(out)
+
+
+def test_pass_runs_from_a_pipeline_string():
+    kiln.load_plugin(PLUGIN)
+    out = kiln.transform.run_pipeline(
+        parse(MODULE_TEXT), "my_ext.transform.RemoveIdentity,DeadCodeElimination"
+    )
+    assert_cleaned_up(out)
+
+
+def test_pass_is_skipped_below_its_opt_level():
+    kiln.load_plugin(PLUGIN)
+    mod = parse(MODULE_TEXT)
+    out = kiln.transform.run_pipeline(mod, "my_ext.transform.RemoveIdentity", opt_level=0)
+    assert out.same_as(mod)
 
 
 def test_discovered_on_import_through_kiln_plugin_path():

@@ -77,6 +77,17 @@ TEST(PipelineTest, NameOfANonPassFunctionIsATypeError) {
   }
 }
 
+TEST(PipelineTest, SequentialGlobalComposesPasses) {
+  count_runs = 0;
+  const Function sequential = Function::GetGlobalRequired("transform.Sequential");
+  const auto seq =
+      sequential(Array<Pass>{CountPass(), DeadCodeElimination()}, String("cleanup")).cast<Pass>();
+  EXPECT_EQ(seq.info().name, "cleanup");
+  EXPECT_EQ(seq.PipelineString(), "test.transform.Count,transform.DeadCodeElimination");
+  EXPECT_FALSE(seq(testing::ModuleWithUnusedFunction()).Contains("unused"));
+  EXPECT_EQ(count_runs, 1);
+}
+
 }  // namespace
 }  // namespace transform
 }  // namespace kiln

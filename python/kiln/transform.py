@@ -1,0 +1,72 @@
+"""Passes from Python: compose and run Kiln's passes, built in or from plugins.
+
+A pass is the same object C++ runs; calling it runs it through Kiln's pass manager (skipping,
+instruments and error context included), with keyword settings for its PassContext::
+
+    import kiln
+    from kiln import transform
+
+    seq = transform.Sequential([transform.DeadCodeElimination()], name="cleanup")
+    out = seq(mod, opt_level=3, disabled_passes=["transform.Foo"])
+    out = transform.run_pipeline(mod, "DeadCodeElimination,my_ext.transform.RemoveIdentity")
+
+Settings are those of ``transform.RunPipeline``: ``opt_level``, ``required_passes``,
+``disabled_passes``, ``dump_on_error_dir``, ``instruments``; any other key is a config entry.
+
+Every other ``transform.*`` global (from Kiln or a plugin, even one loaded after ``import kiln``)
+is reachable as ``kiln.transform.<Name>``. A plugin's passes in its own namespace are reached by
+their full name: ``kiln.get_global_func("my_ext.transform.RemoveIdentity")()``.
+
+Like kiln.ir, this module is imported on first access (it loads libkiln.so); a pass obtained
+before that comes back as a plain kiln.Object, which Sequential still accepts but which is not
+callable. Import ``kiln.transform`` first where that matters.
+"""
+
+# kiln.ir loads libkiln.so, where the transform.* globals live, and registers the IR classes
+# (IRModule) that passes return.
+from . import ir as _ir  # noqa: F401
+from . import namespace as _namespace
+from .function import get_global_func
+from .object import Object, register_object
+
+
+def _transform(name):
+    return get_global_func("transform." + name)
+
+
+@register_object("kiln.transform.Pass")
+class Pass(Object):
+    """A transformation of an IRModule: ``new_mod = p(mod, **settings)``; ``mod`` is unchanged."""
+
+    __slots__ = ()
+
+    def __call__(self, mod, **settings):
+        return _transform("RunPass")(self, mod, settings)
+
+    @property
+    def info(self):
+        """``{"name": str, "opt_level": int, "required": bool}``."""
+        return dict(_transform("PassInfo")(self).items())
+
+    def __repr__(self):
+        return f"<{type(self).__name__} {self.info['name']!r}>"
+
+
+@register_object("kiln.transform.Sequential")
+class Sequential(Pass):
+    """Runs ``passes`` in order under one context: ``Sequential([p1, p2], name="cleanup")``."""
+
+    __slots__ = ()
+
+    def __new__(cls, passes, name="Sequential"):
+        return _transform("Sequential")(list(passes), name)
+
+
+def run_pipeline(mod, pipeline, **settings):
+    """Runs the comma-separated pass names of ``pipeline`` on ``mod``. A bare name is looked up
+    as ``transform.<name>`` first; an unknown name is a kiln.KeyError suggesting close names."""
+    return _transform("RunPipeline")(mod, pipeline, settings)
+
+
+__getattr__ = _namespace.module_getattr(__name__, "transform")
+__dir__ = _namespace.module_dir(globals(), "transform")

@@ -1,0 +1,88 @@
+"""kiln.transform: passes as callable objects, Sequential, pipelines, the transform.* globals."""
+
+import pytest
+
+import kiln
+from kiln import transform
+
+MODULE_TEXT = """
+def @main(%x) {
+  %0 = @helper(%x);
+  %0
+}
+
+def @helper(%y) {
+  %y
+}
+
+def @unused(%z) {
+  %z
+}
+"""
+
+
+@pytest.fixture
+def mod():
+    return kiln.ir.ParseModule(MODULE_TEXT, [])
+
+
+def function_names(module):
+    return sorted(gvar.name_hint for gvar, _ in module.functions.items())
+
+
+def test_sequential_of_a_built_in_pass_runs_it(mod):
+    seq = transform.Sequential([transform.DeadCodeElimination()], name="cleanup")
+    assert isinstance(seq, transform.Sequential) and isinstance(seq, transform.Pass)
+    assert seq.info == {"name": "cleanup", "opt_level": 0, "required": False}
+    out = seq(mod)
+    assert isinstance(out, kiln.ir.IRModule)
+    assert function_names(out) == ["helper", "main"]
+    assert function_names(mod) == ["helper", "main", "unused"]  # the input is unchanged
+
+
+def test_pass_is_callable_with_settings(mod):
+    dce = transform.DeadCodeElimination()
+    assert dce.info == {"name": "transform.DeadCodeElimination", "opt_level": 1, "required": False}
+    assert repr(dce) == "<Pass 'transform.DeadCodeElimination'>"
+    assert dce(mod, opt_level=0).same_as(mod)
+    assert dce(mod, disabled_passes=["DeadCodeElimination"]).same_as(mod)
+    assert function_names(dce(mod, opt_level=0, required_passes=["DeadCodeElimination"])) == [
+        "helper",
+        "main",
+    ]
+
+
+@pytest.mark.parametrize("pipeline", ["DeadCodeElimination", " transform.DeadCodeElimination ,"])
+def test_run_pipeline(mod, pipeline):
+    assert function_names(transform.run_pipeline(mod, pipeline)) == ["helper", "main"]
+    assert transform.run_pipeline(mod, pipeline, opt_level=0).same_as(mod)
+
+
+def test_unknown_pass_name_in_a_pipeline_suggests_close_names(mod):
+    with pytest.raises(kiln.KeyError, match="transform.DeadCodeElimination") as info:
+        transform.run_pipeline(mod, "DeadCodeEliminaton")
+    assert "while parsing the pass pipeline 'DeadCodeEliminaton'" in str(info.value)
+
+
+def test_unknown_attribute_suggests_close_names():
+    with pytest.raises(AttributeError, match="DeadCodeElimination"):
+        transform.DeadCodeEliminaton
+
+
+def test_sequential_rejects_what_is_not_a_pass():
+    with pytest.raises(TypeError):
+        transform.Sequential([transform.DeadCodeElimination(), 42])
+
+
+def test_pass_registered_after_import_is_an_attribute(mod):
+    name = "transform.TestPythonCleanup"
+    kiln.register_func(name, lambda: transform.Sequential([transform.DeadCodeElimination()]))
+    try:
+        assert "TestPythonCleanup" in dir(transform)
+        assert function_names(transform.TestPythonCleanup()(mod)) == ["helper", "main"]
+        assert function_names(transform.run_pipeline(mod, "TestPythonCleanup")) == [
+            "helper",
+            "main",
+        ]
+    finally:
+        kiln.remove_global_func(name)
