@@ -3,9 +3,12 @@
 
 #include <kiln/ffi/map.h>
 #include <kiln/ir/function.h>
+#include <kiln/ir/module.h>
 #include <kiln/ir/op.h>
 
+#include <map>
 #include <optional>
+#include <string>
 #include <set>
 #include <string_view>
 #include <unordered_map>
@@ -145,7 +148,25 @@ class EqualChecker {
     if (const auto* a = As<ConstantObj>(x)) {
       return SameTensor(a->data().get(), static_cast<const ConstantObj*>(y)->data().get());
     }
+    if (const auto* a = As<GlobalVarObj>(x)) {
+      return a->name_hint() == static_cast<const GlobalVarObj*>(y)->name_hint();
+    }
+    if (const auto* a = As<IRModuleObj>(x)) return SameModule(a, static_cast<const IRModuleObj*>(y));
     return SameTypeOrValue(x, y);
+  }
+
+  /// Functions are matched by name, as GlobalVars are.
+  bool SameModule(const IRModuleObj* a, const IRModuleObj* b) {
+    if (a->functions().size() != b->functions().size()) return false;
+    std::unordered_map<std::string, Function> rhs;
+    for (const auto& [gvar, func] : b->functions()) rhs.emplace(gvar->name_hint().str(), func);
+    for (const auto& [gvar, func] : a->functions()) {
+      auto it = rhs.find(gvar->name_hint().str());
+      if (it == rhs.end()) return false;
+      Push(func, it->second);
+    }
+    Push(a->attrs(), b->attrs());
+    return true;
   }
 
   bool SameFunction(const FunctionObj* a, const FunctionObj* b) {
@@ -204,7 +225,7 @@ class EqualChecker {
       const auto* b = static_cast<const TensorObj*>(y);
       return HasReadableBytes(a) && HasReadableBytes(b) ? SameTensor(a, b) : a == b;
     }
-    return x == y;  // GlobalVar, Op, and kinds without a structure of their own
+    return x == y;  // Op, and kinds without a structure of their own
   }
 
   bool map_free_vars_;
@@ -297,6 +318,14 @@ class Hasher {
     if (const auto* type = As<TupleTypeObj>(node)) return {Any(type->fields())};
     if (const auto* type = As<FuncTypeObj>(node)) return {Any(type->params()), Any(type->ret())};
     if (const auto* array = As<ArrayObj>(node)) return array->items();
+    if (const auto* module = As<IRModuleObj>(node)) {
+      // Sorted by name: the comparison matches functions by name, not by insertion order.
+      std::map<std::string, Function> sorted;
+      for (const auto& [gvar, func] : module->functions()) sorted.emplace(gvar->name_hint(), func);
+      std::vector<Any> children{Any(module->attrs())};
+      for (const auto& [name, func] : sorted) children.push_back(func);
+      return children;
+    }
     if (const auto* map = As<MapObj>(node)) {
       std::vector<Any> children;
       for (const auto& [key, value] : map->entries()) {
@@ -337,10 +366,12 @@ class Hasher {
       return HasReadableBytes(tensor) ? HashTensor(tensor) : reinterpret_cast<uintptr_t>(node);
     }
     if (std::optional<std::string_view> text = ByteView(node)) return HashBytes(*text);
+    if (const auto* gvar = As<GlobalVarObj>(node)) return HashBytes(gvar->name_hint().str());
     const bool structural = node->IsInstance<ExprObj>() || node->IsInstance<TypeObj>() ||
-                            node->IsInstance<ArrayObj>() || node->IsInstance<MapObj>();
-    const bool by_identity = node->IsInstance<GlobalVarObj>() || node->IsInstance<OpObj>();
-    // Everything else (GlobalVar, Op, unknown kinds) is equal only to itself.
+                            node->IsInstance<ArrayObj>() || node->IsInstance<MapObj>() ||
+                            node->IsInstance<IRModuleObj>();
+    const bool by_identity = node->IsInstance<OpObj>();
+    // Everything else (Op, unknown kinds) is equal only to itself.
     return structural && !by_identity ? 0 : reinterpret_cast<uintptr_t>(node);
   }
 

@@ -6,7 +6,9 @@
 ///     equivalence: `fn(%x) { %x }` equals `fn(%y) { %y }`), provided their annotations are equal;
 ///   - free variables are equal only when they are the same object, unless `map_free_vars`,
 ///     which matches them one-to-one in order of first occurrence;
-///   - GlobalVars and Ops compare by identity (an Op is one object per name);
+///   - GlobalVars compare by name (a module has one function per name), Ops by identity (an
+///     Op is one object per name);
+///   - IRModules compare by their attributes and their functions, matched by name;
 ///   - constants compare by dtype, shape and bytes; attribute maps by their sets of entries;
 ///   - the checked_type cache and the name hints of variables are ignored.
 /// Sharing is not compared: a DAG equals the tree it unfolds to. Both walks keep an explicit
