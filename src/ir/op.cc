@@ -122,7 +122,7 @@ std::shared_ptr<const OpSchema> Op::schema() const {
 }
 
 OpPattern Op::pattern() const {
-  std::optional<int64_t> kind = GetAttr<int64_t>("pattern_kind");
+  std::optional<int64_t> kind = GetAttr<int64_t>(op_attr::kPatternKind);
   return kind.has_value() ? static_cast<OpPattern>(*kind) : OpPattern::kOpaque;
 }
 

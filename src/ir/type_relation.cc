@@ -123,7 +123,7 @@ kiln::Function MakeTypeRelationFunction(TypeRelation relation) {
 }
 
 Type InferCallType(const Op& op, const Array<Type>& arg_types, const Map<String, Any>& attrs) {
-  std::optional<kiln::Function> relation = op.GetAttr<kiln::Function>("FInferType");
+  std::optional<kiln::Function> relation = op.GetAttr<kiln::Function>(op_attr::kFInferType);
   KILN_CHECK(relation.has_value(), TypeError)
       << "op '" << op->name().str()
       << "' has no type relation: register one with set_type_relation (C++) or the "

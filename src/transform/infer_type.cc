@@ -25,7 +25,10 @@ std::string TypeText(const Type& type) {
 
 class TypeInferencer {
  public:
-  explicit TypeInferencer(ir::IRModule mod) : mod_(std::move(mod)) {}
+  /// With `reuse_checked_types`, an operand that already has a checked type is taken as typed
+  /// and not walked: a pass types one new node in O(operands).
+  explicit TypeInferencer(ir::IRModule mod, bool reuse_checked_types = false)
+      : mod_(std::move(mod)), reuse_checked_types_(reuse_checked_types) {}
 
   /// The type of `expr`; every node below it gets its checked_type.
   Type Infer(const Expr& root) {
@@ -44,7 +47,12 @@ class TypeInferencer {
         frame.expanded = true;
         const std::vector<Expr> operands = Operands(frame.expr);
         for (auto it = operands.rbegin(); it != operands.rend(); ++it) {
-          if (!types_.count(it->get())) stack.push_back({*it, false});
+          if (types_.count(it->get())) continue;
+          if (reuse_checked_types_ && (*it)->checked_type().defined()) {
+            types_.emplace(it->get(), (*it)->checked_type());
+            continue;
+          }
+          stack.push_back({*it, false});
         }
         continue;
       }
@@ -91,9 +99,9 @@ class TypeInferencer {
   Type TypeOf(const Expr& expr) {
     if (const auto* var = expr.as<ir::VarObj>()) return VarType(Downcast<ir::Var>(expr), *var);
     if (const auto* constant = expr.as<ir::ConstantObj>()) {
-      const Tensor& data = constant->data();
-      return ir::TensorType::Static(std::vector<int64_t>(data.shape().begin(), data.shape().end()),
-                                    data.dtype());
+      const DLTensor& data = constant->data().dl_tensor();
+      return ir::TensorType::Static(std::vector<int64_t>(data.shape, data.shape + data.ndim),
+                                    data.dtype);
     }
     if (expr.as<ir::GlobalVarObj>() != nullptr) return GlobalType(Downcast<ir::GlobalVar>(expr));
     if (const auto* tuple = expr.as<ir::TupleObj>()) {
@@ -217,6 +225,7 @@ class TypeInferencer {
   }
 
   ir::IRModule mod_;
+  bool reuse_checked_types_;
   std::unordered_map<const Object*, Type> types_;
   std::unordered_map<const Object*, Type> bound_params_;
   std::unordered_set<std::string> in_progress_;
@@ -238,6 +247,10 @@ ir::Function WithInferredTypes(const ir::Function& func, const ir::IRModule& mod
 
 ir::Type InferExprType(const ir::Expr& expr, const ir::IRModule& mod) {
   return TypeInferencer(mod.defined() ? mod : ir::IRModule::Create()).Infer(expr);
+}
+
+ir::Type InferNodeType(const ir::Expr& node, const ir::IRModule& mod) {
+  return TypeInferencer(mod.defined() ? mod : ir::IRModule::Create(), true).Infer(node);
 }
 
 Pass InferType() {

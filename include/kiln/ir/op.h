@@ -51,6 +51,19 @@ enum class OpPattern : int {
 /// The name FuseOps and error messages use: "elemwise", "broadcast", ...
 KILN_API const char* OpPatternName(OpPattern pattern);
 
+/// Names of the op attributes the compiler reads (besides the schema).
+namespace op_attr {
+/// Int, an OpPattern.
+constexpr const char* kPatternKind = "pattern_kind";
+/// Function `(op: Op, arg_types: Array<Type>, attrs: Map) -> Type` (type_relation.h).
+constexpr const char* kFInferType = "FInferType";
+/// Function `(inputs: Array<Tensor>, outputs: Array<Tensor>, attrs: Map) -> None`: the CPU
+/// kernel. It writes every output, which the caller allocated from the Call's type (one tensor,
+/// or one per field of a tuple type), and reads the inputs in argument order. FoldConstant runs
+/// it; the executor calls it for each op.
+constexpr const char* kFKernel = "FKernel";
+}  // namespace op_attr
+
 /// What a value of an op attribute may be.
 enum class AttrKind : int {
   kInt = 0,     ///< an integer (a bool is not accepted)
@@ -179,11 +192,11 @@ class OpRegisterer {
   }
   /// Sets the pattern kind (attribute "pattern_kind").
   OpRegisterer& set_pattern(OpPattern pattern) {
-    return set_attr("pattern_kind", static_cast<int64_t>(pattern));
+    return set_attr(op_attr::kPatternKind, static_cast<int64_t>(pattern));
   }
   /// Sets the type relation (attribute "FInferType").
   OpRegisterer& set_type_relation(TypeRelation relation) {
-    return set_attr("FInferType", MakeTypeRelationFunction(relation));
+    return set_attr(op_attr::kFInferType, MakeTypeRelationFunction(relation));
   }
 
  private:

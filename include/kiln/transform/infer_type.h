@@ -18,6 +18,10 @@ namespace transform {
 /// functions are typed through `mod` (their annotations, or inference of their bodies).
 KILN_API ir::Type InferExprType(const ir::Expr& expr, const ir::IRModule& mod = ir::IRModule());
 
+/// The type of `node` whose operands already have checked types (a node a pass has just built
+/// from typed parts); only operands without one are walked. Sets node's checked_type.
+KILN_API ir::Type InferNodeType(const ir::Expr& node, const ir::IRModule& mod = ir::IRModule());
+
 }  // namespace transform
 }  // namespace kiln
 

@@ -19,6 +19,29 @@ KILN_API Pass DeadCodeElimination();
 /// compiler are typed too, since their callers' types depend on them.
 KILN_API Pass InferType();
 
+/// Removes operations that do nothing or undo each other, keeping every type: reshape to the
+/// same shape, reshape of reshape, cast to the same dtype, transpose of transpose (and identity
+/// transposes), x + 0, 0 + x, x - 0, x * 1, 1 * x, x / 1 (constants holding 0 or 1 everywhere,
+/// when the result has x's type). Opt level 2.
+KILN_API Pass SimplifyExpr();
+
+/// Evaluates op calls whose arguments are all constants through the op's CPU kernel
+/// (attribute FKernel), and fields of literal tuples. Calls of ops without a kernel, and
+/// results over 64 MiB, stay as they are. Opt level 2.
+KILN_API Pass FoldConstant();
+
+/// Rewrites float32 inference batch_norms with constant parameters: folded into the weight and
+/// bias of a preceding conv2d / dense (with a constant weight, read by nothing else), or else
+/// into `add(multiply(x, scale), shift)` with per-channel constants. Opt level 1.
+KILN_API Pass CanonicalizeBatchNorm();
+
+/// Groups the op calls of each function into primitive functions (attribute Primitive=1) by
+/// their pattern kinds: injective chains, producers of reductions, and elementwise epilogues
+/// of conv2d / dense / reductions (fuse_ops.cc has the rules). Every op call ends up in one;
+/// parameters of a primitive function are its inputs from outside the group, constants
+/// included. Opt level 1.
+KILN_API Pass FuseOps();
+
 }  // namespace transform
 }  // namespace kiln
 

@@ -1,0 +1,137 @@
+// SimplifyExpr: removes operations that do nothing or undo each other. Each rule keeps the
+// result's type exactly (a rule that would change it, e.g. x + 0 broadcasting x to a larger
+// shape, does not fire).
+#include <kiln/ir/structural_equal.h>
+#include <kiln/transform/passes.h>
+
+#include <vector>
+
+#include "constant_util.h"
+#include "typed_mutator.h"
+
+namespace kiln {
+namespace transform {
+namespace {
+
+using ir::Call;
+using ir::Expr;
+
+/// `call` when it is a Call of the op named `name`, else nullptr.
+const ir::CallObj* AsCallOf(const Expr& expr, const char* name) {
+  const auto* call = expr.as<ir::CallObj>();
+  if (call == nullptr) return nullptr;
+  const auto* op = call->op().as<ir::OpObj>();
+  return op != nullptr && op->name() == name ? call : nullptr;
+}
+
+bool SameType(const Expr& a, const Expr& b) {
+  return ir::StructuralEqual(a->checked_type(), b->checked_type());
+}
+
+std::vector<int64_t> StaticShape(const Expr& expr) {
+  std::vector<int64_t> shape;
+  for (const ir::Dim& dim : expr->checked_type().as<ir::TensorTypeObj>()->shape()) {
+    shape.push_back(dim.as_static().value());
+  }
+  return shape;
+}
+
+/// The permutation `transpose` applies (its axes, or the reversal when it has none).
+std::vector<int64_t> Permutation(const ir::CallObj& transpose) {
+  std::vector<int64_t> axes;
+  std::optional<Any> given = transpose.attrs().Get(String("axes"));
+  if (given.has_value() && !given->is_none()) {
+    for (const Any& axis : given->cast<Array<Any>>()) axes.push_back(axis.cast<int64_t>());
+  }
+  const auto rank = static_cast<int64_t>(StaticShape(transpose.args()[0]).size());
+  if (axes.empty()) {
+    for (int64_t i = rank - 1; i >= 0; --i) axes.push_back(i);
+  }
+  for (int64_t& axis : axes) axis = axis < 0 ? axis + rank : axis;
+  return axes;
+}
+
+bool IsIdentity(const std::vector<int64_t>& permutation) {
+  for (size_t i = 0; i < permutation.size(); ++i) {
+    if (permutation[i] != static_cast<int64_t>(i)) return false;
+  }
+  return true;
+}
+
+/// The operand that `x op c` (or `c op x` when `commutative`) leaves unchanged when the
+/// constant c holds `identity` everywhere, or nullopt.
+std::optional<Expr> IdentityOperand(const Call& call, double identity, bool commutative) {
+  const Expr& lhs = call->args()[0];
+  const Expr& rhs = call->args()[1];
+  auto is_identity = [identity](const Expr& expr) {
+    const auto* constant = expr.as<ir::ConstantObj>();
+    return constant != nullptr && UniformValue(Downcast<ir::Constant>(expr)) == identity;
+  };
+  if (is_identity(rhs) && SameType(lhs, call)) return lhs;
+  if (commutative && is_identity(lhs) && SameType(rhs, call)) return rhs;
+  return std::nullopt;
+}
+
+class Simplifier : public TypedMutator {
+ public:
+  using TypedMutator::TypedMutator;
+
+ protected:
+  Expr RewriteCall(const Call& /*pre*/, const Call& call) override {
+    const auto* op = call->op().as<ir::OpObj>();
+    if (op == nullptr) return call;
+    const std::string& name = op->name().str();
+    const Expr& data = call->args().empty() ? Expr() : call->args()[0];
+    if (name == "reshape" || name == "cast") {
+      // A reshape to the same shape, a cast to the same dtype.
+      if (SameType(data, call)) return data;
+      if (const ir::CallObj* inner = AsCallOf(data, "reshape"); inner && name == "reshape") {
+        const Expr& input = inner->args()[0];
+        if (SameType(input, call)) return input;
+        const std::vector<int64_t> shape = StaticShape(call);
+        Map<String, Any> attrs;
+        attrs.Set(String("newshape"), Array<int64_t>(shape.begin(), shape.end()));
+        return Typed(Call(call->op(), {input}, attrs));
+      }
+      return call;
+    }
+    if (name == "transpose") return SimplifyTranspose(call);
+    if (name == "add") return IdentityOperand(call, 0, true).value_or(call);
+    if (name == "subtract") return IdentityOperand(call, 0, false).value_or(call);
+    if (name == "multiply") return IdentityOperand(call, 1, true).value_or(call);
+    if (name == "divide") return IdentityOperand(call, 1, false).value_or(call);
+    return call;
+  }
+
+ private:
+  Expr SimplifyTranspose(const Call& call) {
+    std::vector<int64_t> permutation = Permutation(*call.get());
+    Expr data = call->args()[0];
+    if (const ir::CallObj* inner = AsCallOf(data, "transpose")) {
+      // out[i] = mid[p_outer[i]] = in[p_inner[p_outer[i]]]
+      const std::vector<int64_t> first = Permutation(*inner);
+      for (int64_t& axis : permutation) axis = first[axis];
+      data = inner->args()[0];
+    }
+    if (IsIdentity(permutation)) return data;
+    if (data.same_as(call->args()[0])) return call;
+    Map<String, Any> attrs;
+    attrs.Set(String("axes"), Array<int64_t>(permutation.begin(), permutation.end()));
+    return Typed(Call(call->op(), {data}, attrs));
+  }
+};
+
+}  // namespace
+
+Pass SimplifyExpr() {
+  return CreateFunctionPass(
+      [](const ir::Function& func, const ir::IRModule& mod, const PassContext& /*ctx*/) {
+        return Simplifier(mod).RewriteFunction(func);
+      },
+      PassInfo{"transform.SimplifyExpr", 2, false});
+}
+
+KILN_REGISTER_PASS(SimplifyExpr);
+
+}  // namespace transform
+}  // namespace kiln
