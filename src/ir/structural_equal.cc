@@ -8,8 +8,8 @@
 
 #include <map>
 #include <optional>
-#include <string>
 #include <set>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -151,7 +151,8 @@ class EqualChecker {
     if (const auto* a = As<GlobalVarObj>(x)) {
       return a->name_hint() == static_cast<const GlobalVarObj*>(y)->name_hint();
     }
-    if (const auto* a = As<IRModuleObj>(x)) return SameModule(a, static_cast<const IRModuleObj*>(y));
+    if (const auto* a = As<IRModuleObj>(x))
+      return SameModule(a, static_cast<const IRModuleObj*>(y));
     return SameTypeOrValue(x, y);
   }
 

@@ -112,9 +112,9 @@ class BatchNormCanonicalizer : public TypedMutator {
     }
     const auto channels = static_cast<int64_t>(affine->scale.size());
     const std::vector<int64_t> shape = ChannelShape(channels, axis, rank);
-    return MakeCall("add", {Typed(MakeCall("multiply", {data, MakeFloat32Constant(affine->scale,
-                                                                                  shape)})),
-                            MakeFloat32Constant(affine->shift, shape)});
+    return MakeCall("add",
+                    {Typed(MakeCall("multiply", {data, MakeFloat32Constant(affine->scale, shape)})),
+                     MakeFloat32Constant(affine->shift, shape)});
   }
 
  private:
@@ -125,8 +125,8 @@ class BatchNormCanonicalizer : public TypedMutator {
   /// conv2d / dense, optionally followed by the add of a per-channel constant bias, with the
   /// batch_norm folded in; nullopt when `data` is not of that form. `pre_data` is the input
   /// node `data` was rewritten from, whose graph the use counts describe.
-  std::optional<Expr> FoldIntoProducer(const Expr& pre_data, const Expr& data,
-                                       const Affine& affine, int64_t axis, int64_t rank) {
+  std::optional<Expr> FoldIntoProducer(const Expr& pre_data, const Expr& data, const Affine& affine,
+                                       int64_t axis, int64_t rank) {
     std::vector<float> shift = affine.shift;
     Expr producer = data;
     if (const ir::CallObj* add = AsCallOf(data, "add")) {
@@ -149,10 +149,10 @@ class BatchNormCanonicalizer : public TypedMutator {
     if (!weight.has_value()) return std::nullopt;
     const Expr scaled_weight =
         MakeFloat32Constant(ScaleChannels(*weight, affine.scale), ShapeOf(call->args()[1]));
-    const Expr scaled =
-        Typed(Call(call->op(), {call->args()[0], scaled_weight}, call->attrs()));
+    const Expr scaled = Typed(Call(call->op(), {call->args()[0], scaled_weight}, call->attrs()));
     const auto channels = static_cast<int64_t>(shift.size());
-    return MakeCall("add", {scaled, MakeFloat32Constant(shift, ChannelShape(channels, axis, rank))});
+    return MakeCall("add",
+                    {scaled, MakeFloat32Constant(shift, ChannelShape(channels, axis, rank))});
   }
 
   std::unordered_map<const Object*, int> uses_;

@@ -242,11 +242,9 @@ ir::Function FuseFunction(const ir::Function& func, const ir::IRModule& mod) {
 }  // namespace
 
 Pass FuseOps() {
-  return CreateFunctionPass(
-      [](const ir::Function& func, const ir::IRModule& mod, const PassContext& /*ctx*/) {
-        return FuseFunction(func, mod);
-      },
-      PassInfo{"transform.FuseOps", 1, false});
+  return CreateFunctionPass([](const ir::Function& func, const ir::IRModule& mod,
+                               const PassContext& /*ctx*/) { return FuseFunction(func, mod); },
+                            PassInfo{"transform.FuseOps", 1, false});
 }
 
 KILN_REGISTER_PASS(FuseOps);

@@ -44,8 +44,7 @@ class TypedMutator : public ir::ExprMutator {
     return Typed(RewriteCall(pre, Downcast<ir::Call>(Typed(post))));
   }
   ir::Expr VisitTuple(const ir::Tuple& /*pre*/, const ir::Tuple& post) final { return Typed(post); }
-  ir::Expr VisitTupleGetItem(const ir::TupleGetItem& /*pre*/,
-                             const ir::TupleGetItem& post) final {
+  ir::Expr VisitTupleGetItem(const ir::TupleGetItem& /*pre*/, const ir::TupleGetItem& post) final {
     return Typed(RewriteTupleGetItem(Downcast<ir::TupleGetItem>(Typed(post))));
   }
 

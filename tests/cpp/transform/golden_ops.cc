@@ -33,10 +33,11 @@ void RegisterGoldenOps() {
         .add_input("rhs")
         .set_pattern(ir::OpPattern::kElemWise)
         .set_type_relation(SameAsFirst)
-        .set_attr(ir::op_attr::kFKernel, kiln::Function::FromTyped(
-            [](const Array<Tensor>& inputs, const Array<Tensor>& outputs,
-               const Map<String, Any>& attrs) { AddKernel(inputs, outputs, attrs); },
-            "test.golden.add kernel"));
+        .set_attr(ir::op_attr::kFKernel,
+                  kiln::Function::FromTyped(
+                      [](const Array<Tensor>& inputs, const Array<Tensor>& outputs,
+                         const Map<String, Any>& attrs) { AddKernel(inputs, outputs, attrs); },
+                      "test.golden.add kernel"));
     ir::Op::Register("test.golden.negative_no_kernel")
         .add_input("data")
         .set_pattern(ir::OpPattern::kElemWise)

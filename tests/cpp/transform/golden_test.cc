@@ -94,8 +94,9 @@ TEST_P(PassGoldenTest, ProducesTheExpectedModule) {
   }
   const ir::IRModule actual = ParsePipeline(golden.pipeline)(input, ctx);
   const ir::IRModule expected = ir::ParseModule(golden.expected);
-  EXPECT_TRUE(ir::StructuralEqual(actual, expected))
-      << "got:\n" << ir::AsText(actual) << "expected:\n" << ir::AsText(expected);
+  EXPECT_TRUE(ir::StructuralEqual(actual, expected)) << "got:\n"
+                                                     << ir::AsText(actual) << "expected:\n"
+                                                     << ir::AsText(expected);
 }
 
 INSTANTIATE_TEST_SUITE_P(Golden, PassGoldenTest, ::testing::ValuesIn(CaseFiles()),
