@@ -9,7 +9,8 @@
 namespace kiln {
 namespace ir {
 
-TypeRelationContext::TypeRelationContext(Op op, Array<Type> arg_types, Map<String, Any> attrs)
+TypeRelationContext::TypeRelationContext(Op op, const Array<Type>& arg_types,
+                                         Map<String, Any> attrs)
     : op_(std::move(op)),
       arg_types_(arg_types.begin(), arg_types.end()),
       attrs_(std::move(attrs)) {}

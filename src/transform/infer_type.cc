@@ -73,7 +73,7 @@ class TypeInferencer {
     if (std::optional<ir::FuncType> annotated = AnnotatedType(func)) return *annotated;
     KILN_CHECK(in_progress_.insert(name).second, TypeError)
         << "@" << name << " calls itself: annotate its parameters and result type";
-    const ir::FuncType type = InferFunction(func, {});
+    ir::FuncType type = InferFunction(func, {});
     in_progress_.erase(name);
     return type;
   }
@@ -234,8 +234,7 @@ class TypeInferencer {
 /// `func` with its result type set from inference (the body and its types are kept).
 ir::Function WithInferredTypes(const ir::Function& func, const ir::IRModule& mod) {
   TypeInferencer inferencer(mod);
-  const ir::Expr as_expr = func;
-  const Type type = inferencer.Infer(as_expr);
+  const Type type = inferencer.Infer(func);
   const Type& ret = type.as<ir::FuncTypeObj>()->ret();
   if (func->ret_type().defined()) return func;
   ir::Function typed(func->params(), func->body(), ret, func->attrs());

@@ -27,7 +27,7 @@ namespace ir {
 /// What a type relation sees: the op, the argument types and the (defaults-filled) attributes.
 class KILN_API TypeRelationContext {
  public:
-  TypeRelationContext(Op op, Array<Type> arg_types, Map<String, Any> attrs);
+  TypeRelationContext(Op op, const Array<Type>& arg_types, Map<String, Any> attrs);
 
   const Op& op() const { return op_; }
   int64_t num_args() const { return static_cast<int64_t>(arg_types_.size()); }
