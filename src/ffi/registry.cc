@@ -122,6 +122,12 @@ void RegistrationScope::RollBack() {
     GlobalRegistry::Global().Reset(it->name, std::move(it->previous));
   }
   changes_.clear();
+  for (auto it = undo_actions_.rbegin(); it != undo_actions_.rend(); ++it) (*it)();
+  undo_actions_.clear();
+}
+
+void OnRegistrationRollback(std::function<void()> undo) {
+  if (RegistrationScope* scope = RegistrationScope::Current()) scope->RecordUndo(std::move(undo));
 }
 
 }  // namespace detail

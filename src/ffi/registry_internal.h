@@ -4,6 +4,7 @@
 
 #include <kiln/ffi/object.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,6 +37,8 @@ class RegistrationScope {
   void RollBack();
 
   void Record(const std::string& name, std::optional<RegistryEntry> previous);
+  /// Adds an undo action of another registry (OnRegistrationRollback).
+  void RecordUndo(std::function<void()> undo) { undo_actions_.push_back(std::move(undo)); }
 
  private:
   struct Change {
@@ -44,6 +47,7 @@ class RegistrationScope {
   };
   std::string owner_;
   std::vector<Change> changes_;
+  std::vector<std::function<void()>> undo_actions_;
   RegistrationScope* outer_;
 };
 

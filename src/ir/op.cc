@@ -37,6 +37,10 @@ class OpRegistry {
     KILN_CHECK(entries_.count(name) == 0, KeyError) << "op '" << name << "' is already registered";
     entries_.emplace(name,
                      OpEntry{Op(make_object<OpObj>(String(name))), Map<String, Any>(), nullptr});
+    kiln::detail::OnRegistrationRollback([this, name] {
+      std::unique_lock undo_lock(mutex_);
+      entries_.erase(name);
+    });
   }
 
   /// Applies `edit` to a copy of op `name`'s schema (an empty one when it has none).
@@ -47,6 +51,10 @@ class OpRegistry {
     auto schema =
         entry.schema ? std::make_shared<OpSchema>(*entry.schema) : std::make_shared<OpSchema>();
     edit(*schema);
+    kiln::detail::OnRegistrationRollback([this, name, previous = entry.schema] {
+      std::unique_lock undo_lock(mutex_);
+      if (auto it = entries_.find(name); it != entries_.end()) it->second.schema = previous;
+    });
     entry.schema = std::move(schema);
   }
 
@@ -61,6 +69,10 @@ class OpRegistry {
     KILN_CHECK(allow_override || !entry.attrs.count(key), KeyError)
         << "op '" << name << "' already has attribute '" << key << "'";
     // Readers hold snapshots of the old map; copy-on-write leaves those untouched.
+    kiln::detail::OnRegistrationRollback([this, name, previous = entry.attrs] {
+      std::unique_lock undo_lock(mutex_);
+      if (auto it = entries_.find(name); it != entries_.end()) it->second.attrs = previous;
+    });
     entry.attrs.Set(key, value);
   }
 

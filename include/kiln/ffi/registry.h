@@ -32,6 +32,12 @@ inline void RegisterOrDefer(std::function<void()> action) {
 inline void RegisterOrDefer(const std::function<void()>& action) { action(); }
 #endif
 
+/// For registries of Kiln's own libraries besides the global one (the op registry): while a
+/// plugin registers, records `undo`, which runs (latest first) if the plugin's registration
+/// fails part way, so a plugin that failed leaves nothing behind. Outside a plugin's
+/// registration it does nothing.
+KILN_API void OnRegistrationRollback(std::function<void()> undo);
+
 }  // namespace detail
 
 /// Builder behind KILN_REGISTER_GLOBAL("name").set_body_typed(f).

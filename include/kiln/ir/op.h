@@ -169,6 +169,13 @@ class OpRegisterer {
   explicit OpRegisterer(std::string name) : name_(std::move(name)) {
     kiln::detail::RegisterOrDefer([name = name_] { detail::RegisterOp(name); });
   }
+  /// Adds to op `name`, registered elsewhere (KILN_EXTEND_OP); each step is a KeyError when
+  /// there is no such op.
+  static OpRegisterer Extend(std::string name) {
+    OpRegisterer registerer;
+    registerer.name_ = std::move(name);
+    return registerer;
+  }
   /// Sets attribute `key`; a second value for the same key is a KeyError unless
   /// `allow_override`.
   OpRegisterer& set_attr(const std::string& key, Any value, bool allow_override = false) {
@@ -200,6 +207,7 @@ class OpRegisterer {
   }
 
  private:
+  OpRegisterer() = default;
   std::string name_;
 };
 
@@ -212,5 +220,11 @@ inline OpRegisterer Op::Register(std::string name) { return OpRegisterer(std::mo
 #define KILN_REGISTER_OP(Name)                                                             \
   [[maybe_unused]] static ::kiln::ir::OpRegisterer KILN_UNIQUE_NAME(kiln_op_registerer_) = \
       ::kiln::ir::Op::Register(Name)
+
+/// Adds attributes to an op registered elsewhere, e.g. a plugin's kernel or BYOC predicate:
+///   KILN_EXTEND_OP("nn.conv2d").set_attr("target.my_compiler", predicate);
+#define KILN_EXTEND_OP(Name)                                                             \
+  [[maybe_unused]] static ::kiln::ir::OpRegisterer KILN_UNIQUE_NAME(kiln_op_extender_) = \
+      ::kiln::ir::OpRegisterer::Extend(Name)
 
 #endif  // KILN_IR_OP_H_

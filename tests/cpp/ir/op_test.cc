@@ -1,8 +1,11 @@
+#include <kiln/ffi/plugin.h>
 #include <kiln/ir/op.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <thread>
+
+#include "../testing/expect_error.h"
 
 namespace kiln {
 namespace ir {
@@ -76,6 +79,20 @@ TEST(OpRegistryTest, ConcurrentRegistrationAndLookupAreSafe) {
       std::count_if(names.begin(), names.end(),
                     [](const std::string& n) { return n.rfind("test.ir.threaded_", 0) == 0; }),
       200);
+}
+
+TEST(OpRegistryTest, FailedPluginLeavesNoOpsOrAttributesBehind) {
+  test_util::ExpectError([] { LoadPlugin(KILN_THROWING_OP_PLUGIN); }, "RuntimeError",
+                         {"failed to initialize on purpose"});
+  const std::vector<std::string> names = Op::ListNames();
+  EXPECT_EQ(std::count(names.begin(), names.end(), "throwing_op.relu"), 0);
+  EXPECT_FALSE(Op::Get("exp").attrs().count(String("throwing_op.marker")));
+  EXPECT_EQ(Op::Get("exp").pattern(), OpPattern::kElemWise);  // what Kiln set stays
+}
+
+TEST(OpRegistryTest, ExtendingAnUnknownOpIsAKeyError) {
+  test_util::ExpectError([] { OpRegisterer::Extend("test.ir.no_such_op").set_attr("k", 1); },
+                         "KeyError", {"unknown op 'test.ir.no_such_op'"});
 }
 
 }  // namespace
