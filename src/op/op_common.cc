@@ -1,6 +1,8 @@
 // Type relations shared by several families of core ops.
 #include "op_common.h"
 
+#include <algorithm>
+
 namespace kiln {
 namespace op {
 
@@ -34,6 +36,53 @@ Type CompareRelation(const TypeRelationContext& ctx) {
 DLDataType DTypeAttr(const TypeRelationContext& ctx, const char* name) {
   // The schema (AttrKind::kDType) guarantees the string parses.
   return *ParseDataType(ctx.Attr<String>(name).str());
+}
+
+std::vector<int64_t> ReadBoundedInts(const TypeRelationContext& ctx, const char* name,
+                                     size_t length, int64_t minimum) {
+  std::vector<int64_t> values = ctx.IntsAttr(name);
+  bool ok = values.size() == length;
+  for (int64_t value : values) ok = ok && value >= minimum;
+  KILN_CHECK(ok, TypeError) << ctx.Describe(
+      std::string("attribute '") + name + "' must be " + std::to_string(length) +
+      " integers >= " + std::to_string(minimum) + ", got " + ir::ShapeToText(values));
+  return values;
+}
+
+std::vector<int64_t> NormalizeAxes(const TypeRelationContext& ctx, const std::vector<int64_t>& axes,
+                                   int64_t rank, const char* attr) {
+  std::vector<int64_t> normalized;
+  std::vector<bool> seen(rank, false);
+  for (int64_t axis : axes) {
+    const int64_t index = ctx.NormalizeAxis(axis, rank, attr);
+    KILN_CHECK(!seen[index], TypeError)
+        << ctx.Describe(std::string("attribute '") + attr + "' = " + ir::ShapeToText(axes) +
+                        " repeats axis " + std::to_string(index));
+    seen[index] = true;
+    normalized.push_back(index);
+  }
+  return normalized;
+}
+
+std::string StringChoiceAttr(const TypeRelationContext& ctx, const char* name,
+                             const std::vector<std::string>& allowed) {
+  const std::string value = ctx.Attr<String>(name).str();
+  std::string choices;
+  for (const std::string& choice : allowed)
+    choices += (choices.empty() ? "'" : ", '") + choice + "'";
+  KILN_CHECK(std::find(allowed.begin(), allowed.end(), value) != allowed.end(), TypeError)
+      << ctx.Describe(std::string("attribute '") + name + "' = '" + value + "' is not one of " +
+                      choices);
+  return value;
+}
+
+std::vector<int64_t> ShapeOfRank(const TypeRelationContext& ctx, int64_t i, size_t rank,
+                                 const std::string& layout) {
+  std::vector<int64_t> shape = ctx.StaticShape(i);
+  KILN_CHECK(shape.size() == rank, TypeError)
+      << ctx.Describe(ctx.ArgName(i) + " must be " + std::to_string(rank) + "-D " + layout +
+                      ", got shape " + ir::ShapeToText(shape));
+  return shape;
 }
 
 }  // namespace op

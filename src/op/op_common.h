@@ -4,6 +4,7 @@
 
 #include <kiln/ir/type_relation.h>
 
+#include <string>
 #include <vector>
 
 namespace kiln {
@@ -31,7 +32,28 @@ std::vector<int64_t> BroadcastArgShapes(const TypeRelationContext& ctx, int64_t 
 /// DLDataType of a dtype attribute value ("float32").
 DLDataType DTypeAttr(const TypeRelationContext& ctx, const char* name);
 
+/// The ints attribute `name`, required to have `length` values each >= `minimum`; TypeError
+/// naming the attribute otherwise.
+std::vector<int64_t> ReadBoundedInts(const TypeRelationContext& ctx, const char* name,
+                                     size_t length, int64_t minimum);
+
+/// Each of `axes` (attribute `attr`) normalized against `rank`; TypeError naming the attribute
+/// when one is out of range or repeated.
+std::vector<int64_t> NormalizeAxes(const TypeRelationContext& ctx, const std::vector<int64_t>& axes,
+                                   int64_t rank, const char* attr);
+
+/// The string attribute `name`; TypeError listing `allowed` when it is not one of them. The
+/// schema has no enumeration kind, so the relation checks modes and methods.
+std::string StringChoiceAttr(const TypeRelationContext& ctx, const char* name,
+                             const std::vector<std::string>& allowed);
+
+/// `ctx.StaticShape(i)`, required to have `rank` dimensions; TypeError naming the argument and
+/// `layout` ("(N, C, H, W)") otherwise.
+std::vector<int64_t> ShapeOfRank(const TypeRelationContext& ctx, int64_t i, size_t rank,
+                                 const std::string& layout);
+
 constexpr DLDataType kBool{kDLUInt, 1, 1};
+constexpr DLDataType kInt32{kDLInt, 32, 1};
 constexpr DLDataType kInt64{kDLInt, 64, 1};
 
 }  // namespace op

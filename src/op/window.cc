@@ -3,28 +3,14 @@
 
 namespace kiln {
 namespace op {
-namespace {
-
-std::vector<int64_t> ReadPositiveInts(const TypeRelationContext& ctx, const char* name,
-                                      size_t length, int64_t minimum) {
-  std::vector<int64_t> values = ctx.IntsAttr(name);
-  bool ok = values.size() == length;
-  for (int64_t value : values) ok = ok && value >= minimum;
-  KILN_CHECK(ok, TypeError) << ctx.Describe(
-      std::string("attribute '") + name + "' must be " + std::to_string(length) +
-      " integers >= " + std::to_string(minimum) + ", got " + ir::ShapeToText(values));
-  return values;
-}
-
-}  // namespace
 
 Window ReadWindow(const TypeRelationContext& ctx, std::vector<int64_t> kernel) {
   Window window;
   const size_t rank = kernel.size();
   window.kernel = std::move(kernel);
-  window.strides = ReadPositiveInts(ctx, "strides", rank, 1);
-  window.padding = ReadPositiveInts(ctx, "padding", 2 * rank, 0);
-  window.dilation = ReadPositiveInts(ctx, "dilation", rank, 1);
+  window.strides = ReadBoundedInts(ctx, "strides", rank, 1);
+  window.padding = ReadBoundedInts(ctx, "padding", 2 * rank, 0);
+  window.dilation = ReadBoundedInts(ctx, "dilation", rank, 1);
   const std::shared_ptr<const ir::OpSchema> schema = ctx.op().schema();
   if (schema != nullptr && schema->FindAttr("ceil_mode") != nullptr) {
     window.ceil_mode = ctx.Attr<bool>("ceil_mode");
@@ -45,8 +31,9 @@ std::vector<int64_t> WindowOutputShape(const TypeRelationContext& ctx, const Win
         ") does not fit spatial dimension " + std::to_string(i) + " of extent " +
         std::to_string(padded) + " after padding");
     const int64_t span = padded - extent;
-    const int64_t steps = window.ceil_mode ? (span + window.strides[i] - 1) / window.strides[i]
-                                           : span / window.strides[i];
+    const int64_t stride = window.strides[i];
+    int64_t steps = window.ceil_mode ? (span + stride - 1) / stride : span / stride;
+    if (window.ceil_mode && steps * stride >= input[i] + window.padding[i]) --steps;
     output[i] = steps + 1;
   }
   return output;

@@ -25,7 +25,8 @@ struct Window {
 Window ReadWindow(const TypeRelationContext& ctx, std::vector<int64_t> kernel);
 
 /// Output extents of `window` slid over `input` spatial extents; TypeError when the window
-/// does not fit.
+/// does not fit. With ceil_mode a partial last window counts, as in ONNX and PyTorch, only when
+/// it starts inside the input or its left padding (never in the right padding alone).
 std::vector<int64_t> WindowOutputShape(const TypeRelationContext& ctx, const Window& window,
                                        const std::vector<int64_t>& input);
 
