@@ -1,0 +1,29 @@
+// expand: ONNX Expand with the shape as an attribute; the shape and the input's broadcast in
+// both directions, so a 1 in `shape` keeps the input's extent.
+#include <kiln/ir/op.h>
+
+#include "../op_common.h"
+
+namespace kiln {
+namespace op {
+namespace {
+
+Type ExpandRelation(const TypeRelationContext& ctx) {
+  const std::vector<int64_t> data = ctx.StaticShape(0);
+  const std::vector<int64_t> shape = ctx.IntsAttr("shape");
+  std::optional<std::vector<int64_t>> out = ir::BroadcastShapes(data, shape);
+  KILN_CHECK(out.has_value(), TypeError)
+      << ctx.Describe("'data' of shape " + ir::ShapeToText(data) +
+                      " does not broadcast with attribute 'shape' = " + ir::ShapeToText(shape));
+  return TypeRelationContext::TensorResult(*out, ctx.DType(0));
+}
+
+KILN_REGISTER_OP("expand")
+    .add_input("data")
+    .add_attr("shape", AttrKind::kInts)
+    .set_pattern(OpPattern::kInjective)
+    .set_type_relation(ExpandRelation);
+
+}  // namespace
+}  // namespace op
+}  // namespace kiln
