@@ -178,10 +178,33 @@ def _module(functions, attrs):
     return module
 
 
-def register_op(name, **attrs):
-    """Registers the op ``name`` (KeyError if it exists) with attributes; returns the Op."""
+def register_op(
+    name, inputs=None, attrs=None, pattern=None, type_relation=None, **free_form_attrs
+):
+    """Registers the op ``name`` (KeyError if it exists) and returns the Op.
+
+    ``inputs`` names the inputs and ``attrs`` maps each attribute name to its kind ("int",
+    "float", "bool", "str", "dtype", "ints", "floats") or to ``(kind, default)``, a default of
+    None making it optional. Either gives the op a schema, checked whenever a Call of it is built.
+    ``pattern`` is a pattern kind name ("elemwise", "injective", "opaque", ...).
+    ``type_relation(op, arg_types, attrs) -> Type`` becomes the op's "FInferType". Other keyword
+    arguments are free-form op attributes (``pattern_kind=0``, kernels, ...). Read them back
+    with ``ir.OpSchema(op)``, ``ir.OpPattern(op)``, ``op_attrs(op)``; ``ir.InferCallType(op,
+    arg_types, attrs)`` runs the type relation.
+    """
     op = _ir("RegisterOp")(name)
-    for key, value in attrs.items():
+    for input_name in inputs or ():
+        _ir("OpAddInput")(name, input_name)
+    for attr, spec in (attrs or {}).items():
+        if isinstance(spec, tuple):
+            _ir("OpAddAttr")(name, attr, spec[0], spec[1], True)
+        else:
+            _ir("OpAddAttr")(name, attr, spec, None, False)
+    if pattern is not None:
+        _ir("OpSetPattern")(name, pattern)
+    if type_relation is not None:
+        free_form_attrs["FInferType"] = type_relation
+    for key, value in free_form_attrs.items():
         _ir("OpSetAttr")(name, key, value, False)
     return op
 

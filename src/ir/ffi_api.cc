@@ -4,6 +4,7 @@
 #include <kiln/ir/expr_functor.h>
 #include <kiln/ir/module.h>
 #include <kiln/ir/structural_equal.h>
+#include <kiln/ir/type_relation.h>
 
 #include <map>
 #include <sstream>
@@ -80,6 +81,27 @@ Any NodeField(const ObjectRef& node, const std::string& field) {
   return getter->second(node.get());
 }
 
+/// An op's schema as plain containers: {"inputs": [names], "attrs": [{"name", "kind",
+/// "default" (absent for a required attribute)}]}; None when the op has no schema.
+Any OpSchemaAsMap(const Op& op) {
+  const std::shared_ptr<const OpSchema> schema = op.schema();
+  if (schema == nullptr) return Any(nullptr);
+  Array<String> inputs;
+  for (const std::string& input : schema->inputs) inputs.push_back(String(input));
+  Array<Any> attrs;
+  for (const AttrField& field : schema->attrs) {
+    Map<String, Any> entry;
+    entry.Set("name", String(field.name));
+    entry.Set("kind", String(AttrKindName(field.kind)));
+    if (field.default_value.has_value()) entry.Set("default", *field.default_value);
+    attrs.push_back(entry);
+  }
+  Map<String, Any> result;
+  result.Set("inputs", inputs);
+  result.Set("attrs", attrs);
+  return result;
+}
+
 // A None type in Python is a null Type here.
 Type OrNull(const std::optional<Type>& type) { return type.value_or(Type()); }
 
@@ -129,6 +151,31 @@ KILN_REGISTER_GLOBAL("ir.OpSetAttr")
     .set_body_typed([](const std::string& name, const String& key, const Any& value,
                        bool allow_override) {
       detail::SetOpAttr(name, key, value, allow_override);
+    });
+KILN_REGISTER_GLOBAL("ir.OpAddInput")
+    .set_body_typed([](const std::string& name, const std::string& input) {
+      detail::AddOpInput(name, input);
+    });
+// `has_default` tells "no default" (a required attribute) from a default of None.
+KILN_REGISTER_GLOBAL("ir.OpAddAttr")
+    .set_body_typed([](const std::string& name, const std::string& attr,
+                       const std::string& kind_name, const Any& default_value, bool has_default) {
+      const AttrKind kind = ParseAttrKind(kind_name);
+      detail::AddOpAttrField(
+          name,
+          AttrField{attr, kind, has_default ? std::optional<Any>(default_value) : std::nullopt});
+    });
+KILN_REGISTER_GLOBAL("ir.OpSetPattern")
+    .set_body_typed([](const std::string& name, const std::string& pattern) {
+      detail::SetOpAttr(name, "pattern_kind", static_cast<int64_t>(ParseOpPattern(pattern)), false);
+    });
+KILN_REGISTER_GLOBAL("ir.OpSchema").set_body_typed(OpSchemaAsMap);
+KILN_REGISTER_GLOBAL("ir.OpPattern").set_body_typed([](const Op& op) {
+  return String(OpPatternName(op.pattern()));
+});
+KILN_REGISTER_GLOBAL("ir.InferCallType")
+    .set_body_typed([](const Op& op, const Array<Type>& arg_types, const Map<String, Any>& attrs) {
+      return InferCallType(op, arg_types, attrs);
     });
 KILN_REGISTER_GLOBAL("ir.OpAttrs").set_body_typed([](const Op& op) { return op.attrs(); });
 KILN_REGISTER_GLOBAL("ir.ListOps").set_body_typed([]() {

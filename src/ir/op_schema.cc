@@ -79,6 +79,19 @@ std::vector<std::string> AttrNames(const OpSchema& schema) {
   KILN_THROW(ValueError) << message.str();
 }
 
+/// The value of `values` whose name is `name`; ValueError naming `what` and listing the names.
+template <typename Enum, size_t N, typename NameOf>
+Enum ParseEnumName(const std::string& name, const Enum (&values)[N], NameOf name_of,
+                   const char* what) {
+  std::vector<std::string> names;
+  for (Enum value : values) {
+    if (name == name_of(value)) return value;
+    names.emplace_back(name_of(value));
+  }
+  KILN_THROW(ValueError) << "unknown " << what << " '" << name << "' (one of: " << Join(names)
+                         << ")";
+}
+
 }  // namespace
 
 const char* OpPatternName(OpPattern pattern) {
@@ -105,6 +118,21 @@ const char* AttrKindName(AttrKind kind) {
     case AttrKind::kFloats: return "floats";
   }
   return "unknown";
+}
+
+OpPattern ParseOpPattern(const std::string& name) {
+  static constexpr OpPattern kPatterns[] = {OpPattern::kElemWise,        OpPattern::kBroadcast,
+                                            OpPattern::kInjective,       OpPattern::kCommReduce,
+                                            OpPattern::kOutEWiseFusable, OpPattern::kTuple,
+                                            OpPattern::kOpaque};
+  return ParseEnumName(name, kPatterns, OpPatternName, "op pattern");
+}
+
+AttrKind ParseAttrKind(const std::string& name) {
+  static constexpr AttrKind kKinds[] = {AttrKind::kInt,    AttrKind::kFloat, AttrKind::kBool,
+                                        AttrKind::kString, AttrKind::kDType, AttrKind::kInts,
+                                        AttrKind::kFloats};
+  return ParseEnumName(name, kKinds, AttrKindName, "attribute kind");
 }
 
 Any CheckAttrValue(const std::string& op_name, const AttrField& field, const Any& value) {

@@ -50,6 +50,9 @@ enum class OpPattern : int {
 
 /// The name FuseOps and error messages use: "elemwise", "broadcast", ...
 KILN_API const char* OpPatternName(OpPattern pattern);
+/// The pattern named `name` (as OpPatternName writes it); ValueError listing the names
+/// otherwise. For registrations from other languages.
+KILN_API OpPattern ParseOpPattern(const std::string& name);
 
 /// Names of the op attributes the compiler reads (besides the schema).
 namespace op_attr {
@@ -77,6 +80,8 @@ enum class AttrKind : int {
 
 /// "int", "float", "bool", "str", "dtype", "ints", "floats".
 KILN_API const char* AttrKindName(AttrKind kind);
+/// The kind named `name` (as AttrKindName writes it); ValueError listing the names otherwise.
+KILN_API AttrKind ParseAttrKind(const std::string& name);
 
 /// One attribute of an op's schema. An attribute without a default is required; a default of
 /// None means "absent unless given" and lets the attribute be None.
