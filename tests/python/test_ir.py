@@ -78,3 +78,69 @@ def test_modules_add_and_look_up_functions(relu):
     assert bigger["other"].same_as(f)
     with pytest.raises(kiln.KeyError):
         bigger.add("main", f)
+
+
+def _tile_relation(op, arg_types, attrs):
+    shape = [dim.value for dim in arg_types[0].shape]
+    shape[0] *= attrs["repeats"]
+    return ir.TensorType(shape, arg_types[0].dtype)
+
+
+@pytest.fixture(scope="module")
+def tile():
+    name = "test_python.tile"
+    if name in ir.list_ops():
+        return ir.Op(name)
+    return ir.register_op(
+        name,
+        inputs=["data"],
+        attrs={"repeats": ("int", 1), "label": ("str", None), "scales": "floats"},
+        pattern="injective",
+        type_relation=_tile_relation,
+    )
+
+
+def test_python_ops_declare_a_schema_and_pattern(tile, relu):
+    assert ir.OpPattern(tile) == "injective"
+    schema = ir.OpSchema(tile)
+    assert list(schema["inputs"]) == ["data"]
+    attrs = {field["name"]: dict(field.items()) for field in schema["attrs"]}
+    assert attrs["repeats"] == {"name": "repeats", "kind": "int", "default": 1}
+    assert attrs["label"]["default"] is None
+    assert "default" not in attrs["scales"]
+    assert ir.OpSchema(relu) is None  # registered without inputs or attrs: anything goes
+
+
+def test_python_op_schema_rejects_bad_attributes(tile):
+    x = ir.Var("x", tensor_type(2, 3))
+    with pytest.raises(kiln.ValueError, match="has no attribute 'repeat'; did you mean 'repeats'"):
+        ir.Call(tile, [x], {"repeat": 2, "scales": [1]})
+    with pytest.raises(kiln.TypeError, match="attribute 'repeats' must be int"):
+        ir.Call(tile, [x], {"repeats": "two", "scales": [1]})
+    with pytest.raises(kiln.ValueError, match="needs attribute 'scales'"):
+        ir.Call(tile, [x])
+    with pytest.raises(kiln.ValueError, match="takes 1 argument"):
+        ir.Call(tile, [x, x], {"scales": [1]})
+    call = ir.Call(tile, [x], {"scales": [1, 2]})
+    assert call.attrs["repeats"] == 1 and call.attrs["label"] is None
+    assert list(call.attrs["scales"]) == [1.0, 2.0]
+
+
+def test_python_type_relation_is_used_by_infer_call_type(tile):
+    call = ir.Call(tile, [ir.Var("x", tensor_type(2, 3))], {"repeats": 3, "scales": []})
+    result = ir.InferCallType(tile, [tensor_type(2, 3)], call.attrs)
+    assert ir.structural_equal(result, tensor_type(6, 3))
+
+
+def test_core_op_type_relations_are_reachable_from_python():
+    call = ir.Call("nn.max_pool2d", [ir.Var("x", tensor_type(1, 3, 8, 8))], {"pool_size": [2, 2]})
+    result = ir.InferCallType(call.op, [tensor_type(1, 3, 8, 8)], call.attrs)
+    assert ir.structural_equal(result, tensor_type(1, 3, 7, 7))
+    assert ir.OpPattern(call.op) == "out_elemwise_fusable"
+
+
+def test_register_op_rejects_unknown_kinds_and_patterns():
+    with pytest.raises(kiln.ValueError, match="unknown attribute kind 'tensor'.*ints"):
+        ir.register_op("test_python.bad_kind", attrs={"x": "tensor"})
+    with pytest.raises(kiln.ValueError, match="unknown op pattern 'fused'"):
+        ir.register_op("test_python.bad_pattern", pattern="fused")

@@ -1,0 +1,141 @@
+// Type relations of the nn ops (src/op/nn/) and image.resize2d (src/op/image/).
+#include "op/op_test_util.h"
+
+namespace kiln {
+namespace op {
+namespace {
+
+using testing::ExpectType;
+using testing::ExpectTypeError;
+using testing::T;
+
+TEST(Conv2DOpTest, SlidesTheKernel) {
+  ExpectType(T({1, 8, 8, 8}), "nn.conv2d", {T({1, 3, 8, 8}), T({8, 3, 3, 3})},
+             {{"padding", Array<int64_t>{1, 1, 1, 1}}});
+  ExpectType(T({1, 8, 3, 3}), "nn.conv2d", {T({1, 3, 8, 8}), T({8, 3, 3, 3})},
+             {{"strides", Array<int64_t>{2, 2}}});
+  ExpectType(T({1, 8, 6, 6}), "nn.conv2d", {T({1, 4, 8, 8}), T({8, 2, 3, 3})}, {{"groups", 2}});
+  ExpectTypeError("nn.conv2d", {T({1, 3, 8, 8}), T({8, 4, 3, 3})}, {},
+                  {"input channels 3 of 'data' do not match 4 channels of 'weight'",
+                   "Tensor[(1, 3, 8, 8), float32]", "Tensor[(8, 4, 3, 3), float32]"});
+  ExpectTypeError("nn.conv2d", {T({1, 3, 8, 8}), T({8, 3, 3, 3})}, {{"strides", Array<int64_t>{1}}},
+                  {"'strides' must be 2 integers >= 1, got (1)", "data: Tensor[(1, 3, 8, 8)"});
+}
+
+TEST(Conv2DTransposeOpTest, InvertsConv2DShapes) {
+  ExpectType(T({1, 2, 10, 10}), "nn.conv2d_transpose", {T({1, 4, 5, 5}), T({4, 2, 3, 3})},
+             {{"strides", Array<int64_t>{2, 2}},
+              {"padding", Array<int64_t>{1, 1, 1, 1}},
+              {"output_padding", Array<int64_t>{1, 1}}});
+  ExpectType(T({1, 6, 7, 7}), "nn.conv2d_transpose", {T({1, 4, 5, 5}), T({4, 3, 3, 3})},
+             {{"groups", 2}});
+  ExpectTypeError("nn.conv2d_transpose", {T({1, 3, 5, 5}), T({4, 2, 3, 3})}, {},
+                  {"input channels 3 of 'data' do not match 4", "Tensor[(1, 3, 5, 5), float32]",
+                   "Tensor[(4, 2, 3, 3), float32]"});
+  ExpectTypeError("nn.conv2d_transpose", {T({1, 4, 5, 5}), T({4, 2, 3, 3})},
+                  {{"strides", Array<int64_t>{2, 2}}, {"output_padding", Array<int64_t>{2, 0}}},
+                  {"'output_padding' = (2, 0) must be smaller", "data: Tensor[(1, 4, 5, 5)"});
+}
+
+TEST(DenseOpTest, MultipliesByTheTransposedWeight) {
+  ExpectType(T({2, 5, 8}), "nn.dense", {T({2, 5, 16}), T({8, 16})});
+  ExpectTypeError("nn.dense", {T({2, 15}), T({8, 16})}, {},
+                  {"last dimension 15 of 'data'", "K = 16 of 'weight'", "Tensor[(2, 15), float32]",
+                   "Tensor[(8, 16), float32]"});
+}
+
+TEST(BatchNormOpTest, ParametersFollowTheChannels) {
+  const ir::Type param = T({3});
+  ExpectType(T({1, 3, 4, 4}), "nn.batch_norm", {T({1, 3, 4, 4}), param, param, param, param});
+  ExpectTypeError("nn.batch_norm", {T({1, 3, 4, 4}), T({4}), param, param, param}, {},
+                  {"'gamma' (argument 1) must have shape (3)", "gamma: Tensor[(4), float32]"});
+}
+
+TEST(PoolingOpTest, WindowedPools) {
+  for (const char* name : {"nn.max_pool2d", "nn.avg_pool2d"}) {
+    ExpectType(T({1, 3, 4, 4}), name, {T({1, 3, 8, 8})},
+               {{"pool_size", Array<int64_t>{2, 2}}, {"strides", Array<int64_t>{2, 2}}});
+    ExpectTypeError(name, {T({1, 3, 8, 8})}, {{"pool_size", Array<int64_t>{9, 9}}},
+                    {"window of extent 9", "does not fit", "data: Tensor[(1, 3, 8, 8)"});
+    ExpectTypeError(name, {T({1, 3, 8, 8})}, {{"pool_size", Array<int64_t>{2}}},
+                    {"'pool_size' must be 2 integers >= 1, got (2)"});
+  }
+  ExpectType(T({1, 3, 8, 8}), "nn.avg_pool2d", {T({1, 3, 8, 8})},
+             {{"pool_size", Array<int64_t>{3, 3}},
+              {"padding", Array<int64_t>{1, 1, 1, 1}},
+              {"count_include_pad", true}});
+}
+
+TEST(PoolingOpTest, CeilModeDropsWindowsStartingInTheRightPadding) {
+  auto pool = [](std::vector<int64_t> padding) -> Map<String, Any> {
+    return {{"pool_size", Array<int64_t>{2, 2}},
+            {"strides", Array<int64_t>{2, 2}},
+            {"padding", Array<int64_t>(padding.begin(), padding.end())},
+            {"ceil_mode", true}};
+  };
+  // 5 = 2 + 2 + 1: the partial third window starts inside the input and counts.
+  ExpectType(T({1, 1, 3, 3}), "nn.max_pool2d", {T({1, 1, 5, 5})}, pool({0, 0, 0, 0}));
+  // 6 + 1 right padding: a fourth window would start in the padding (ONNX/PyTorch drop it).
+  ExpectType(T({1, 1, 3, 3}), "nn.max_pool2d", {T({1, 1, 6, 6})}, pool({0, 0, 1, 1}));
+  // PyTorch's example: 5 with 1 padding on each side, kernel 3, stride 2.
+  ExpectType(T({1, 1, 3, 3}), "nn.avg_pool2d", {T({1, 1, 5, 5})},
+             {{"pool_size", Array<int64_t>{3, 3}},
+              {"strides", Array<int64_t>{2, 2}},
+              {"padding", Array<int64_t>{1, 1, 1, 1}},
+              {"ceil_mode", true}});
+}
+
+TEST(PoolingOpTest, GlobalPools) {
+  for (const char* name : {"nn.global_max_pool2d", "nn.global_avg_pool2d"}) {
+    ExpectType(T({2, 3, 1, 1}), name, {T({2, 3, 7, 7})});
+    ExpectTypeError(name, {T({3, 7, 7})}, {},
+                    {"'data' (argument 0) must be 4-D (N, C, H, W), got shape (3, 7, 7)"});
+  }
+}
+
+TEST(SoftmaxOpTest, KeepsTheType) {
+  for (const char* name : {"nn.softmax", "nn.log_softmax"}) {
+    ExpectType(T({2, 5}), name, {T({2, 5})});
+    ExpectType(T({2, 5}), name, {T({2, 5})}, {{"axis", 0}});
+    ExpectTypeError(name, {T({2, 5})}, {{"axis", 2}},
+                    {"'axis' = 2 is out of range for rank 2", "data: Tensor[(2, 5), float32]"});
+  }
+}
+
+TEST(LayerNormOpTest, ParametersCoverTheNormalizedDims) {
+  ExpectType(T({2, 5, 8}), "nn.layer_norm", {T({2, 5, 8}), T({8}), T({8})});
+  ExpectType(T({2, 5, 8}), "nn.layer_norm", {T({2, 5, 8}), T({5, 8}), T({5, 8})}, {{"axis", 1}});
+  ExpectTypeError(
+      "nn.layer_norm", {T({2, 5, 8}), T({8}), T({5})}, {},
+      {"'beta' (argument 2) must have shape (8)", "got (5)", "data: Tensor[(2, 5, 8), float32]"});
+}
+
+TEST(PadOpTest, PadsInOnnxOrder) {
+  ExpectType(T({4, 5}), "nn.pad", {T({2, 3})}, {{"pads", Array<int64_t>{1, 0, 1, 2}}});
+  ExpectType(T({2, 2}), "nn.pad", {T({2, 3})}, {{"pads", Array<int64_t>{0, -1, 0, 0}}});
+  ExpectType(T({4, 3}), "nn.pad", {T({2, 3})},
+             {{"pads", Array<int64_t>{1, 0, 1, 0}}, {"mode", "reflect"}});
+  ExpectTypeError("nn.pad", {T({2, 3})},
+                  {{"pads", Array<int64_t>{2, 0, 0, 0}}, {"mode", "reflect"}},
+                  {"mode 'reflect' pads dimension 0 of 'data' (2, 3) by 2"});
+  ExpectTypeError("nn.pad", {T({2, 3})}, {{"pads", Array<int64_t>{1, 1}}},
+                  {"'pads' = (1, 1) must have 2 x 2 entries for 'data' (2, 3)"});
+  ExpectTypeError("nn.pad", {T({2, 3})}, {{"pads", Array<int64_t>{0, 0, 0, 0}}, {"mode", "wrap"}},
+                  {"'mode' = 'wrap' is not one of 'constant', 'reflect', 'edge'",
+                   "data: Tensor[(2, 3), float32]"});
+}
+
+TEST(Resize2DOpTest, ResizesHeightAndWidth) {
+  ExpectType(T({1, 3, 8, 6}), "image.resize2d", {T({1, 3, 4, 4})},
+             {{"size", Array<int64_t>{8, 6}}, {"method", "linear"}});
+  ExpectTypeError("image.resize2d", {T({1, 3, 4, 4})},
+                  {{"size", Array<int64_t>{8, 6}}, {"method", "bilinear"}},
+                  {"'method' = 'bilinear' is not one of 'nearest', 'linear', 'cubic'",
+                   "data: Tensor[(1, 3, 4, 4), float32]"});
+  ExpectTypeError("image.resize2d", {T({3, 4, 4})}, {{"size", Array<int64_t>{8, 6}}},
+                  {"'data' (argument 0) must be 4-D (N, C, H, W), got shape (3, 4, 4)"});
+}
+
+}  // namespace
+}  // namespace op
+}  // namespace kiln

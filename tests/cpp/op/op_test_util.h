@@ -1,0 +1,58 @@
+// Shared by the core-op tests: infer the type of a Call as InferType would, and check it.
+#ifndef KILN_TESTS_CPP_OP_OP_TEST_UTIL_H_
+#define KILN_TESTS_CPP_OP_OP_TEST_UTIL_H_
+
+#include <kiln/ir/expr.h>
+#include <kiln/ir/structural_equal.h>
+#include <kiln/ir/text_format.h>
+#include <kiln/ir/type_relation.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "testing/expect_error.h"
+
+namespace kiln {
+namespace op {
+namespace testing {
+
+using ir::Type;
+
+inline DLDataType DType(const char* name) { return *ParseDataType(name); }
+
+inline Type T(const std::vector<int64_t>& shape, const char* dtype = "float32") {
+  return ir::TensorType::Static(shape, DType(dtype));
+}
+
+/// The result type of `op_name` applied to arguments of `arg_types` with `attrs`, the attributes
+/// first normalized by building the Call (schema check, defaults), as a real Call holds them.
+inline Type Infer(const std::string& op_name, const std::vector<Type>& arg_types,
+                  const Map<String, Any>& attrs = {}) {
+  const ir::Op op = ir::Op::Get(op_name);
+  Array<ir::Expr> args;
+  for (const Type& type : arg_types) args.push_back(ir::Var("arg", type));
+  const ir::Call call(op, args, attrs);
+  return ir::InferCallType(op, Array<Type>(arg_types.begin(), arg_types.end()), call->attrs());
+}
+
+inline void ExpectType(const Type& expected, const std::string& op_name,
+                       const std::vector<Type>& arg_types, const Map<String, Any>& attrs = {}) {
+  const Type actual = Infer(op_name, arg_types, attrs);
+  EXPECT_TRUE(ir::StructuralEqual(actual, expected))
+      << op_name << ": got " << ir::AsText(actual) << ", expected " << ir::AsText(expected);
+}
+
+/// Expects a TypeError whose message names the op and contains every one of `parts` (the
+/// argument and the shapes).
+inline void ExpectTypeError(const std::string& op_name, const std::vector<Type>& arg_types,
+                            const Map<String, Any>& attrs, std::vector<std::string> parts) {
+  parts.push_back(op_name + ": ");
+  test_util::ExpectError([&] { Infer(op_name, arg_types, attrs); }, "TypeError", parts);
+}
+
+}  // namespace testing
+}  // namespace op
+}  // namespace kiln
+
+#endif  // KILN_TESTS_CPP_OP_OP_TEST_UTIL_H_

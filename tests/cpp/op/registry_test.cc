@@ -1,0 +1,60 @@
+// The core op set as a whole: every op has a schema, a type relation and the pattern kind
+// FuseOps expects, and the tests of this directory cover exactly these ops.
+#include <kiln/ir/op.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+namespace kiln {
+namespace op {
+namespace {
+
+using ir::OpPattern;
+
+TEST(CoreOpRegistryTest, EveryCoreOpHasSchemaRelationAndPattern) {
+  const std::map<std::string, OpPattern> patterns = {
+      {"nn.conv2d", OpPattern::kOutEWiseFusable},
+      {"nn.conv2d_transpose", OpPattern::kOutEWiseFusable},
+      {"nn.dense", OpPattern::kOutEWiseFusable},
+      {"matmul", OpPattern::kOutEWiseFusable},
+      {"nn.batch_matmul", OpPattern::kOutEWiseFusable},
+      {"nn.max_pool2d", OpPattern::kOutEWiseFusable},
+      {"nn.avg_pool2d", OpPattern::kOutEWiseFusable},
+      {"nn.global_max_pool2d", OpPattern::kOutEWiseFusable},
+      {"nn.global_avg_pool2d", OpPattern::kOutEWiseFusable},
+      {"nn.softmax", OpPattern::kOpaque},
+      {"nn.log_softmax", OpPattern::kOpaque},
+      {"nn.layer_norm", OpPattern::kOpaque},
+      {"nn.batch_norm", OpPattern::kOpaque},
+      {"sum", OpPattern::kCommReduce},
+      {"argmin", OpPattern::kCommReduce},
+      {"concatenate", OpPattern::kInjective},
+      {"split", OpPattern::kInjective},
+      {"strided_slice", OpPattern::kInjective},
+      {"take", OpPattern::kInjective},
+      {"squeeze", OpPattern::kInjective},
+      {"unsqueeze", OpPattern::kInjective},
+      {"expand", OpPattern::kInjective},
+      {"nn.pad", OpPattern::kInjective},
+      {"image.resize2d", OpPattern::kInjective},
+      {"reshape", OpPattern::kInjective},
+      {"transpose", OpPattern::kInjective},
+      {"where", OpPattern::kBroadcast},
+      {"cast", OpPattern::kElemWise},
+  };
+  for (const auto& [name, pattern] : patterns) {
+    EXPECT_EQ(ir::Op::Get(name).pattern(), pattern) << name;
+  }
+  for (const std::string& name : ir::Op::ListNames()) {
+    const ir::Op op = ir::Op::Get(name);
+    EXPECT_NE(op.schema(), nullptr) << name;
+    EXPECT_TRUE(op.GetAttr<Function>("FInferType").has_value()) << name;
+    EXPECT_TRUE(op.GetAttr<int64_t>("pattern_kind").has_value()) << name;
+  }
+  EXPECT_EQ(ir::Op::ListNames().size(), 73U) << "a new core op needs tests here and in docs/ops.md";
+}
+
+}  // namespace
+}  // namespace op
+}  // namespace kiln
