@@ -66,7 +66,7 @@ std::vector<int64_t> NormalizeAxes(const TypeRelationContext& ctx, const std::ve
 
 std::string StringChoiceAttr(const TypeRelationContext& ctx, const char* name,
                              const std::vector<std::string>& allowed) {
-  const std::string value = ctx.Attr<String>(name).str();
+  std::string value = ctx.Attr<String>(name).str();
   std::string choices;
   for (const std::string& choice : allowed)
     choices += (choices.empty() ? "'" : ", '") + choice + "'";

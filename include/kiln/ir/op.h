@@ -197,9 +197,10 @@ class OpRegisterer {
   /// Appends an attribute; without `default_value` the attribute is required.
   OpRegisterer& add_attr(const std::string& attr, AttrKind kind,
                          std::optional<Any> default_value = std::nullopt) {
-    kiln::detail::RegisterOrDefer([name = name_, field = AttrField{attr, kind, default_value}] {
-      detail::AddOpAttrField(name, field);
-    });
+    kiln::detail::RegisterOrDefer(
+        [name = name_, field = AttrField{attr, kind, std::move(default_value)}] {
+          detail::AddOpAttrField(name, field);
+        });
     return *this;
   }
   /// Sets the pattern kind (attribute "pattern_kind").

@@ -10,12 +10,8 @@ namespace op {
 namespace {
 
 Type Conv2DRelation(const TypeRelationContext& ctx) {
-  const std::vector<int64_t> data = ctx.StaticShape(0);
-  const std::vector<int64_t> weight = ctx.StaticShape(1);
-  KILN_CHECK(data.size() == 4, TypeError)
-      << ctx.Describe(ctx.ArgName(0) + " must be 4-D (N, C, H, W)");
-  KILN_CHECK(weight.size() == 4, TypeError)
-      << ctx.Describe(ctx.ArgName(1) + " must be 4-D (O, C/groups, KH, KW)");
+  const std::vector<int64_t> data = ShapeOfRank(ctx, 0, 4, "(N, C, H, W)");
+  const std::vector<int64_t> weight = ShapeOfRank(ctx, 1, 4, "(O, C/groups, KH, KW)");
   ctx.CheckSameDType(0, 1);
   const int64_t groups = ctx.Attr<int64_t>("groups");
   KILN_CHECK(groups >= 1 && weight[0] % groups == 0, TypeError)

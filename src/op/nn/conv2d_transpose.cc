@@ -27,7 +27,8 @@ Type Conv2DTransposeRelation(const TypeRelationContext& ctx) {
   const std::vector<int64_t> output_padding = ReadBoundedInts(ctx, "output_padding", 2, 0);
   std::vector<int64_t> out = {data[0], weight[1] * groups, 0, 0};
   for (size_t i = 0; i < 2; ++i) {
-    // Each output_padding row must be one that a strided or dilated conv2d could have dropped.
+    // output_padding restores rows a strided (or dilated) conv2d would have dropped, so there
+    // are fewer of them than the stride or the dilation.
     KILN_CHECK(output_padding[i] < std::max(window.strides[i], window.dilation[i]), TypeError)
         << ctx.Describe("attribute 'output_padding' = " + ir::ShapeToText(output_padding) +
                         " must be smaller than the stride or the dilation of its dimension");

@@ -28,7 +28,8 @@ std::vector<int64_t> FieldShape(const TypeRelationContext& ctx, const ir::Tensor
 Type ConcatenateRelation(const TypeRelationContext& ctx) {
   const std::vector<const ir::TensorTypeObj*> fields = ctx.TensorTuple(0);
   KILN_CHECK(!fields.empty(), TypeError) << ctx.Describe(ctx.ArgName(0) + " is an empty tuple");
-  std::vector<int64_t> out = FieldShape(ctx, *fields[0], 0);
+  const std::vector<int64_t> first = FieldShape(ctx, *fields[0], 0);
+  std::vector<int64_t> out = first;
   const int64_t axis =
       ctx.NormalizeAxis(ctx.Attr<int64_t>("axis"), static_cast<int64_t>(out.size()), "axis");
   for (size_t i = 1; i < fields.size(); ++i) {
@@ -37,13 +38,13 @@ Type ConcatenateRelation(const TypeRelationContext& ctx) {
     KILN_CHECK(DataTypeEqual(fields[i]->dtype(), fields[0]->dtype()), TypeError)
         << ctx.Describe(field + " has dtype " + DataTypeToString(fields[i]->dtype()) +
                         ", field 0 " + DataTypeToString(fields[0]->dtype()));
-    bool matches = shape.size() == out.size();
+    bool matches = shape.size() == first.size();
     for (size_t d = 0; matches && d < shape.size(); ++d) {
-      matches = static_cast<int64_t>(d) == axis || shape[d] == out[d];
+      matches = static_cast<int64_t>(d) == axis || shape[d] == first[d];
     }
     KILN_CHECK(matches, TypeError) << ctx.Describe(
         field + " has shape " + ir::ShapeToText(shape) + ", which differs from field 0's " +
-        ir::ShapeToText(FieldShape(ctx, *fields[0], 0)) + " outside axis " + std::to_string(axis));
+        ir::ShapeToText(first) + " outside axis " + std::to_string(axis));
     out[axis] += shape[axis];
   }
   return TypeRelationContext::TensorResult(out, fields[0]->dtype());
