@@ -167,7 +167,8 @@ KILN_REGISTER_GLOBAL("ir.OpAddAttr")
     });
 KILN_REGISTER_GLOBAL("ir.OpSetPattern")
     .set_body_typed([](const std::string& name, const std::string& pattern) {
-      detail::SetOpAttr(name, "pattern_kind", static_cast<int64_t>(ParseOpPattern(pattern)), false);
+      detail::SetOpAttr(name, op_attr::kPatternKind, static_cast<int64_t>(ParseOpPattern(pattern)),
+                        false);
     });
 KILN_REGISTER_GLOBAL("ir.OpSchema").set_body_typed(OpSchemaAsMap);
 KILN_REGISTER_GLOBAL("ir.OpPattern").set_body_typed([](const Op& op) {

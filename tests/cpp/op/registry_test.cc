@@ -49,8 +49,8 @@ TEST(CoreOpRegistryTest, EveryCoreOpHasSchemaRelationAndPattern) {
   for (const std::string& name : ir::Op::ListNames()) {
     const ir::Op op = ir::Op::Get(name);
     EXPECT_NE(op.schema(), nullptr) << name;
-    EXPECT_TRUE(op.GetAttr<Function>("FInferType").has_value()) << name;
-    EXPECT_TRUE(op.GetAttr<int64_t>("pattern_kind").has_value()) << name;
+    EXPECT_TRUE(op.GetAttr<Function>(ir::op_attr::kFInferType).has_value()) << name;
+    EXPECT_TRUE(op.GetAttr<int64_t>(ir::op_attr::kPatternKind).has_value()) << name;
   }
   EXPECT_EQ(ir::Op::ListNames().size(), 73U) << "a new core op needs tests here and in docs/ops.md";
 }
