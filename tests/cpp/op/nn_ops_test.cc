@@ -1,4 +1,4 @@
-// Type relations of the nn ops (src/op/nn/) and image.resize2d (src/op/image/).
+// Type relations of the nn ops (src/ops/nn/) and image.resize2d (src/ops/image/).
 #include "op/op_test_util.h"
 
 namespace kiln {

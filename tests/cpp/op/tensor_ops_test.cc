@@ -1,4 +1,4 @@
-// Type relations of the tensor ops (src/op/tensor/): elementwise and broadcast, reshape,
+// Type relations of the tensor ops (src/ops/tensor/): elementwise and broadcast, reshape,
 // transpose, matmul, reductions, concatenate/split, strided_slice, take, squeeze/unsqueeze,
 // expand.
 #include <limits>
