@@ -19,6 +19,8 @@ KILN_DEBIAN_PACKAGES=(
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   python3-dev python3-pytest python3-numpy
   clang-14 clang-format clang-tidy libclang-rt-14-dev
+  libonnx-dev libprotobuf-dev protobuf-compiler python3-onnx libonnx-testdata
+  python3-torch python3-torchvision
 )
 
 kiln_log() { printf '%s\n' "$*"; }
