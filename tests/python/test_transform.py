@@ -86,3 +86,39 @@ def test_pass_registered_after_import_is_an_attribute(mod):
         ]
     finally:
         kiln.remove_global_func(name)
+
+
+CONV_TEXT = """
+def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32]) {
+  %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1]);
+  %1 = reshape(%0, newshape=[4, 64]);
+  %2 = reshape(%1, newshape=[1, 4, 8, 8]);
+  %3 = nn.relu(%2);
+  %3
+}
+"""
+
+
+def test_built_in_passes_run_by_name_from_python():
+    mod = kiln.ir.ParseModule(CONV_TEXT, [])
+    out = transform.run_pipeline(mod, "InferType,SimplifyExpr,FuseOps", opt_level=3)
+    main = out["main"]
+    # InferType set the result type; SimplifyExpr removed the reshape pair; FuseOps put conv2d
+    # and its relu epilogue into one primitive function called from @main.
+    assert "Tensor[(1, 4, 8, 8), float32]" in repr(main.ret_type)
+    call = main.body
+    assert call.op.attrs["Primitive"] == 1
+    text = repr(out)
+    assert "reshape" not in text
+    assert text.count("nn.conv2d") == 1 and text.count("nn.relu") == 1
+
+
+def test_ill_typed_program_names_op_argument_and_shapes():
+    bad = CONV_TEXT.replace("(4, 3, 3, 3)", "(4, 2, 3, 3)")
+    mod = kiln.ir.ParseModule(bad, [])
+    with pytest.raises(TypeError) as info:
+        transform.InferType()(mod)
+    message = str(info.value)
+    assert "nn.conv2d" in message and "'data'" in message and "'weight'" in message
+    assert "Tensor[(1, 3, 8, 8), float32]" in message
+    assert "transform.InferType on @main" in message
