@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "constant_util.h"
+#include "expr_util.h"
 #include "typed_mutator.h"
 
 namespace kiln {
@@ -19,13 +20,6 @@ namespace {
 
 using ir::Call;
 using ir::Expr;
-
-const ir::CallObj* AsCallOf(const Expr& expr, const char* name) {
-  const auto* call = expr.as<ir::CallObj>();
-  if (call == nullptr) return nullptr;
-  const auto* op = call->op().as<ir::OpObj>();
-  return op != nullptr && op->name() == name ? call : nullptr;
-}
 
 Call MakeCall(const char* op, Array<Expr> args) { return Call(ir::Op::Get(op), std::move(args)); }
 
@@ -64,14 +58,6 @@ std::vector<float> ScaleChannels(std::vector<float> weight, const std::vector<fl
   return weight;
 }
 
-std::vector<int64_t> ShapeOf(const Expr& expr) {
-  std::vector<int64_t> shape;
-  for (const ir::Dim& dim : expr->checked_type().as<ir::TensorTypeObj>()->shape()) {
-    shape.push_back(dim.as_static().value());
-  }
-  return shape;
-}
-
 /// The shape of a per-channel constant that broadcasts along `axis` of a rank-`rank` tensor:
 /// (C, 1, ..., 1) with rank - 1 - axis ones.
 std::vector<int64_t> ChannelShape(int64_t channels, int64_t axis, int64_t rank) {
@@ -103,7 +89,7 @@ class BatchNormCanonicalizer : public TypedMutator {
     std::optional<Affine> affine = ReadAffine(call);
     if (!affine.has_value()) return call;
     const Expr& data = call->args()[0];
-    const auto rank = static_cast<int64_t>(ShapeOf(data).size());
+    const auto rank = static_cast<int64_t>(StaticShapeOf(data).size());
     int64_t axis = call->attrs().Get(String("axis"))->cast<int64_t>();
     axis = axis < 0 ? axis + rank : axis;
     if (uses_[pre->args()[0].get()] == 1) {
@@ -132,7 +118,8 @@ class BatchNormCanonicalizer : public TypedMutator {
     if (const ir::CallObj* add = AsCallOf(data, "add")) {
       std::optional<std::vector<float>> bias = ConstantValues(add->args()[1]);
       if (!bias.has_value() || bias->size() != shift.size()) return std::nullopt;
-      if (ShapeOf(add->args()[1]) != ChannelShape(static_cast<int64_t>(shift.size()), axis, rank)) {
+      if (StaticShapeOf(add->args()[1]) !=
+          ChannelShape(static_cast<int64_t>(shift.size()), axis, rank)) {
         return std::nullopt;
       }
       // A convolution read elsewhere too would need two versions; the general form handles it.
@@ -148,7 +135,7 @@ class BatchNormCanonicalizer : public TypedMutator {
     std::optional<std::vector<float>> weight = ConstantValues(call->args()[1]);
     if (!weight.has_value()) return std::nullopt;
     const Expr scaled_weight =
-        MakeFloat32Constant(ScaleChannels(*weight, affine.scale), ShapeOf(call->args()[1]));
+        MakeFloat32Constant(ScaleChannels(*weight, affine.scale), StaticShapeOf(call->args()[1]));
     const Expr scaled = Typed(Call(call->op(), {call->args()[0], scaled_weight}, call->attrs()));
     const auto channels = static_cast<int64_t>(shift.size());
     return MakeCall("add",

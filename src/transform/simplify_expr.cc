@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "constant_util.h"
+#include "expr_util.h"
 #include "typed_mutator.h"
 
 namespace kiln {
@@ -17,23 +18,8 @@ using ir::Call;
 using ir::Expr;
 
 /// `call` when it is a Call of the op named `name`, else nullptr.
-const ir::CallObj* AsCallOf(const Expr& expr, const char* name) {
-  const auto* call = expr.as<ir::CallObj>();
-  if (call == nullptr) return nullptr;
-  const auto* op = call->op().as<ir::OpObj>();
-  return op != nullptr && op->name() == name ? call : nullptr;
-}
-
 bool SameType(const Expr& a, const Expr& b) {
   return ir::StructuralEqual(a->checked_type(), b->checked_type());
-}
-
-std::vector<int64_t> StaticShape(const Expr& expr) {
-  std::vector<int64_t> shape;
-  for (const ir::Dim& dim : expr->checked_type().as<ir::TensorTypeObj>()->shape()) {
-    shape.push_back(dim.as_static().value());
-  }
-  return shape;
 }
 
 /// The permutation `transpose` applies (its axes, or the reversal when it has none).
@@ -43,7 +29,7 @@ std::vector<int64_t> Permutation(const ir::CallObj& transpose) {
   if (given.has_value() && !given->is_none()) {
     for (const Any& axis : given->cast<Array<Any>>()) axes.push_back(axis.cast<int64_t>());
   }
-  const auto rank = static_cast<int64_t>(StaticShape(transpose.args()[0]).size());
+  const auto rank = static_cast<int64_t>(StaticShapeOf(transpose.args()[0]).size());
   if (axes.empty()) {
     for (int64_t i = rank - 1; i >= 0; --i) axes.push_back(i);
   }
@@ -88,7 +74,7 @@ class Simplifier : public TypedMutator {
       if (const ir::CallObj* inner = AsCallOf(data, "reshape"); inner && name == "reshape") {
         const Expr& input = inner->args()[0];
         if (SameType(input, call)) return input;
-        const std::vector<int64_t> shape = StaticShape(call);
+        const std::vector<int64_t> shape = StaticShapeOf(call);
         Map<String, Any> attrs;
         attrs.Set(String("newshape"), Array<int64_t>(shape.begin(), shape.end()));
         return Typed(Call(call->op(), {input}, attrs));
