@@ -1,0 +1,29 @@
+// A kilnc subcommand: its name, what it does, and its entry point.
+#ifndef KILN_TOOLS_KILNC_COMMAND_H_
+#define KILN_TOOLS_KILNC_COMMAND_H_
+
+#include <string>
+#include <vector>
+
+namespace kilnc {
+
+/// Exit codes every subcommand uses.
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;  ///< the command ran and failed (bad model, error raised)
+constexpr int kExitUsage = 2;    ///< the command line is wrong
+
+struct Command {
+  const char* name;
+  const char* summary;
+  const char* usage;  ///< printed by `kilnc <name> --help`
+  int (*run)(const std::vector<std::string>& args);
+};
+
+/// Every subcommand, in the order `kilnc --help` lists them.
+const std::vector<Command>& Commands();
+
+int RunPlugins(const std::vector<std::string>& args);
+
+}  // namespace kilnc
+
+#endif  // KILN_TOOLS_KILNC_COMMAND_H_
