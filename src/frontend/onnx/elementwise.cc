@@ -37,7 +37,7 @@ constexpr OpPair kBinaryOps[] = {
     {"Sub", "subtract", 7},
     {"Mul", "multiply", 7},
     {"Div", "divide", 7},
-    {"Pow", "power", 7},
+
     {"And", "logical_and", 7},
     {"Or", "logical_or", 7},
     {"Xor", "logical_xor", 7},
@@ -62,6 +62,17 @@ ir::Expr ConvertMean(const NodeContext& node) {
   ir::Expr sum = Chain("add", inputs);
   return MakeCall("divide",
                   {sum, MakeScalar(static_cast<double>(inputs.size()), node.InputDType(0))});
+}
+
+// From opset 12 the exponent may have another type than the base; the result has the base's,
+// so Kiln's power (one dtype) gets the exponent cast to it.
+ir::Expr ConvertPow(const NodeContext& node) {
+  ir::Expr exponent = node.Input(1);
+  const DLDataType dtype = node.InputDType(0);
+  if (!DataTypeEqual(dtype, node.InputDType(1))) {
+    exponent = MakeCall("cast", {exponent}, {{"dtype", String(DataTypeToString(dtype))}});
+  }
+  return MakeCall("power", {node.Input(0), exponent});
 }
 
 ir::Expr ConvertLeakyRelu(const NodeContext& node) {
@@ -139,6 +150,7 @@ void AddElementwiseConverters(std::vector<ConverterEntry>& table) {
         [kiln_op = op.kiln](const NodeContext& node) { return Chain(kiln_op, node.Inputs()); });
   }
   add("Mean", 6, ConvertMean);
+  add("Pow", 7, ConvertPow);
   add("LeakyRelu", 6, ConvertLeakyRelu);
   add("Elu", 6, ConvertElu);
   add("HardSigmoid", 6, ConvertHardSigmoid);

@@ -16,27 +16,36 @@ namespace frontend {
 namespace onnx_import {
 namespace {
 
-/// The version of the default ("" / "ai.onnx") operator set the model imports.
-int64_t DefaultOpset(const onnx::ModelProto& model) {
+/// The default domain's name: "" or its alias "ai.onnx".
+std::string Domain(const std::string& domain) { return domain == "ai.onnx" ? "" : domain; }
+
+/// The opset version the model imports for each domain.
+std::map<std::string, int64_t> DomainOpsets(const onnx::ModelProto& model) {
+  std::map<std::string, int64_t> opsets;
   for (const onnx::OperatorSetIdProto& opset : model.opset_import()) {
-    if (opset.domain().empty() || opset.domain() == "ai.onnx") return opset.version();
+    opsets[Domain(opset.domain())] = opset.version();
   }
-  KILN_THROW(ValueError) << "the model imports no version of the default ONNX operator set";
+  return opsets;
 }
 
 /// The key a node's op is known by: the op type, prefixed by a custom domain.
 std::string OpKey(const onnx::NodeProto& node) {
-  const std::string& domain = node.domain();
-  return domain.empty() || domain == "ai.onnx" ? node.op_type() : domain + "." + node.op_type();
+  const std::string domain = Domain(node.domain());
+  return domain.empty() ? node.op_type() : domain + "." + node.op_type();
 }
 
 /// Fails with one error listing every op of the graph without a converter at `opset`, so a
 /// user sees all that is missing at once rather than one op per attempt.
-void CheckSupported(const onnx::GraphProto& graph, int64_t opset) {
-  std::map<std::string, std::string> first_node;  // op key -> name of the first node using it
+void CheckSupported(const onnx::GraphProto& graph, const std::map<std::string, int64_t>& opsets) {
+  // "op (opset N)" -> name of the first node using it
+  std::map<std::string, std::string> first_node;
   for (const onnx::NodeProto& node : graph.node()) {
+    auto opset = opsets.find(Domain(node.domain()));
+    const int64_t version = opset == opsets.end() ? 0 : opset->second;
     const std::string key = OpKey(node);
-    if (FindConverter(key, opset) == nullptr) first_node.emplace(key, node.name());
+    if (FindConverter(key, version) == nullptr) {
+      first_node.emplace(key + " (opset " + std::to_string(version) + ")", node.name());
+    }
   }
   if (first_node.empty()) return;
   std::ostringstream message;
@@ -44,7 +53,7 @@ void CheckSupported(const onnx::GraphProto& graph, int64_t opset) {
           << " unsupported ONNX op(s) (Kiln imports opsets " << kMinOpset << "-" << kMaxOpset
           << "; docs/onnx.md lists the ops):";
   for (const auto& [op, node] : first_node) {
-    message << "\n  " << op << " (opset " << opset << "), first at node '" << node << "'";
+    message << "\n  " << op << ", first at node '" << node << "'";
   }
   throw Error("NotImplementedError", message.str());
 }
@@ -149,8 +158,10 @@ class GraphImporter {
 }  // namespace
 
 ir::IRModule ImportGraph(const onnx::ModelProto& model) {
-  const int64_t opset = DefaultOpset(model);
-  CheckSupported(model.graph(), opset);
+  const std::map<std::string, int64_t> opsets = DomainOpsets(model);
+  CheckSupported(model.graph(), opsets);
+  // Every node is now of the default domain, which the checker made sure the model imports.
+  const int64_t opset = opsets.count("") != 0 ? opsets.at("") : 0;
   ir::IRModule module = ir::IRModule::Create();
   module.Add(ir::GlobalVar("main"), GraphImporter(opset).Import(model.graph()));
   return module;

@@ -43,33 +43,38 @@ ir::Expr ConvertConv(const NodeContext& node) {
   return AddChannelBias(node, MakeCall("nn.conv2d", {node.Input(0), node.Input(1)}, attrs));
 }
 
-/// ConvTranspose's pads: explicit, or (with output_shape or SAME auto_pad) those that give the
-/// requested output extent, split as ONNX's spec says.
-std::vector<int64_t> TransposePads(const NodeContext& node, const std::vector<int64_t>& spatial,
-                                   const Window& window,
-                                   const std::vector<int64_t>& output_padding) {
-  const std::string auto_pad = node.Str("auto_pad", "NOTSET");
-  std::optional<std::vector<int64_t>> output_shape = node.Ints("output_shape");
-  if (!output_shape.has_value() && auto_pad.rfind("SAME", 0) != 0) {
-    if (auto_pad == "VALID") return std::vector<int64_t>(2 * kSpatialRank, 0);
-    return WindowInts(node, "pads", 0, 2 * kSpatialRank);
+/// ConvTranspose's output extents when the node asks for them (output_shape, or SAME auto_pad
+/// which asks for input * stride); nullopt when its pads are explicit.
+std::optional<std::vector<int64_t>> TransposeTarget(const NodeContext& node,
+                                                    const std::vector<int64_t>& spatial,
+                                                    const Window& window) {
+  if (std::optional<std::vector<int64_t>> shape = node.Ints("output_shape")) {
+    KILN_CHECK(shape->size() >= kSpatialRank, ValueError)
+        << node.Describe() << ": output_shape needs " << kSpatialRank << " extents";
+    return std::vector<int64_t>(shape->end() - kSpatialRank, shape->end());
   }
-  std::vector<int64_t> target(kSpatialRank);
-  for (size_t i = 0; i < kSpatialRank; ++i) {
-    target[i] = output_shape.has_value() ? output_shape->at(output_shape->size() - kSpatialRank + i)
-                                         : spatial[i] * window.strides[i];
-  }
-  std::vector<int64_t> pads(2 * kSpatialRank);
+  if (node.Str("auto_pad", "NOTSET").rfind("SAME", 0) != 0) return std::nullopt;
+  return std::vector<int64_t>{spatial[0] * window.strides[0], spatial[1] * window.strides[1]};
+}
+
+/// Sets the pads (and output_padding) that give ConvTranspose its output extents `target`:
+/// the spec's total padding, split as auto_pad says; a negative total (the target is larger
+/// than the unpadded result) becomes extra output_padding, as onnxruntime does.
+void PadToTarget(const NodeContext& node, const std::vector<int64_t>& spatial,
+                 const std::vector<int64_t>& target, Window& window,
+                 std::vector<int64_t>& output_padding) {
+  const bool upper = node.Str("auto_pad", "NOTSET") == "SAME_UPPER";
+  window.pads.assign(2 * kSpatialRank, 0);
   for (size_t i = 0; i < kSpatialRank; ++i) {
     const int64_t total = window.strides[i] * (spatial[i] - 1) + output_padding[i] +
                           (window.kernel[i] - 1) * window.dilations[i] + 1 - target[i];
-    KILN_CHECK(total >= 0, ValueError)
-        << node.Describe() << ": output extent " << target[i] << " is too large";
-    const int64_t half = total / 2;
-    pads[i] = auto_pad == "SAME_UPPER" ? half : total - half;
-    pads[i + kSpatialRank] = total - pads[i];
+    if (total < 0) {
+      output_padding[i] -= total;
+      continue;
+    }
+    window.pads[i] = upper ? total / 2 : total - total / 2;
+    window.pads[i + kSpatialRank] = total - window.pads[i];
   }
-  return pads;
 }
 
 ir::Expr ConvertConvTranspose(const NodeContext& node) {
@@ -78,8 +83,14 @@ ir::Expr ConvertConvTranspose(const NodeContext& node) {
   window.kernel = KernelOfWeight(node);
   window.strides = WindowInts(node, "strides", 1, kSpatialRank);
   window.dilations = WindowInts(node, "dilations", 1, kSpatialRank);
-  const std::vector<int64_t> output_padding = WindowInts(node, "output_padding", 0, kSpatialRank);
-  window.pads = TransposePads(node, spatial, window, output_padding);
+  std::vector<int64_t> output_padding = WindowInts(node, "output_padding", 0, kSpatialRank);
+  if (std::optional<std::vector<int64_t>> target = TransposeTarget(node, spatial, window)) {
+    PadToTarget(node, spatial, *target, window, output_padding);
+  } else if (node.Str("auto_pad", "NOTSET") == "VALID") {
+    window.pads.assign(2 * kSpatialRank, 0);
+  } else {
+    window.pads = WindowInts(node, "pads", 0, 2 * kSpatialRank);
+  }
   Map<String, Any> attrs = WindowAttrs(window);
   attrs.Set("groups", node.Int("group", 1));
   attrs.Set("output_padding", ToArray(output_padding));

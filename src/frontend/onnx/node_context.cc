@@ -65,8 +65,8 @@ Tensor NodeContext::ConstantInput(size_t index) const {
   const auto* constant = Input(index).as<ir::ConstantObj>();
   KILN_CHECK(constant != nullptr, ValueError)
       << Describe() << ": input " << index << " ('" << node_.input(index)
-      << "') must be a constant (an initializer, a Constant node or a Shape) because it decides "
-         "the shape of the result; Kiln's shapes are static";
+      << "') must be a constant (an initializer, a Constant node or a Shape): Kiln takes it as "
+         "an attribute of the op, as its shapes are static";
   return constant->data();
 }
 

@@ -34,7 +34,8 @@ class NodeContext {
   DLDataType InputDType(size_t index) const;
 
   /// The tensor of input `index`, which must be a Constant (an initializer, a Constant node or
-  /// a Shape): ops whose ONNX inputs decide the result's shape take them as attributes here.
+  /// a Shape): Kiln ops take what ONNX passes as such inputs (shapes, axes, pads, clip bounds)
+  /// as attributes.
   Tensor ConstantInput(size_t index) const;
   /// The elements of constant input `index` (an integer tensor).
   std::vector<int64_t> ConstantInts(size_t index) const;
