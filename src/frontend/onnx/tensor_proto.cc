@@ -98,27 +98,41 @@ DLDataType DTypeFromOnnx(int32_t elem_type, const std::string& what) {
       << ", which Kiln does not import (float, double, int8, uint8, int32, int64, bool)";
 }
 
+/// The number of elements `proto`'s dims give; ValueError for negative dims or an overflow.
+int64_t ElementCount(const TensorProto& proto, const std::string& what) {
+  int64_t count = 1;
+  for (int64_t dim : proto.dims()) {
+    KILN_CHECK(dim >= 0 && !__builtin_mul_overflow(count, dim, &count), ValueError)
+        << what << " has an invalid shape (a negative dimension or more than 2^63 elements)";
+  }
+  return count;
+}
+
 Tensor TensorFromProto(const TensorProto& proto) {
   const std::string what = "tensor '" + proto.name() + "'";
   KILN_CHECK(proto.data_location() != TensorProto::EXTERNAL, NotImplementedError)
       << what << " keeps its data in an external file, which Kiln does not import yet; "
       << "save the model with its tensors inside (onnx.save(model, path, "
       << "save_as_external_data=False))";
-  std::vector<int64_t> shape(proto.dims().begin(), proto.dims().end());
   const DLDataType dtype = DTypeFromOnnx(proto.data_type(), what);
-  Tensor tensor = runtime::Empty(shape, dtype, kHost);
-  const int64_t count = tensor.NumElements();
-  if (proto.has_raw_data()) {
-    const int64_t bytes = count * ElementBytes(dtype);
-    KILN_CHECK(static_cast<int64_t>(proto.raw_data().size()) == bytes, ValueError)
-        << what << " has " << proto.raw_data().size() << " bytes of raw_data, but its shape and "
-        << "type need " << bytes;
-    if (bytes > 0) std::memcpy(tensor.data(), proto.raw_data().data(), bytes);
-    return tensor;
+  const int64_t count = ElementCount(proto, what);
+  // The data are checked against the shape before allocating, so a model cannot make Kiln
+  // allocate more than it holds.
+  const bool raw = proto.has_raw_data();
+  const auto given = static_cast<int64_t>(raw ? proto.raw_data().size() / ElementBytes(dtype)
+                                              : TypedFieldSize(proto));
+  KILN_CHECK(given == count && (!raw || proto.raw_data().size() % ElementBytes(dtype) == 0),
+             ValueError)
+      << what << " holds " << (raw ? proto.raw_data().size() : TypedFieldSize(proto))
+      << (raw ? " bytes of raw_data" : " elements") << ", but its shape needs " << count
+      << " elements";
+  Tensor tensor =
+      runtime::Empty(std::vector<int64_t>(proto.dims().begin(), proto.dims().end()), dtype, kHost);
+  if (!raw) {
+    StoreTypedField(proto, tensor);
+  } else if (count > 0) {
+    std::memcpy(tensor.data(), proto.raw_data().data(), proto.raw_data().size());
   }
-  KILN_CHECK(TypedFieldSize(proto) == count, ValueError)
-      << what << " holds " << TypedFieldSize(proto) << " elements, but its shape needs " << count;
-  StoreTypedField(proto, tensor);
   return tensor;
 }
 
