@@ -313,6 +313,21 @@ def test_shape_constant_and_constant_of_shape_fold_to_constants():
     import_and_check(model, {"reshape", "add"})
 
 
+def test_shape_arithmetic_chain_folds_through_onnx_data_propagation():
+    # As PyTorch exports x.view(x.size(0), -1): Shape -> Gather -> Unsqueeze -> Concat -> Reshape.
+    model = make_model(
+        [node("Shape", ["x"], ["s"]), node("Gather", ["s", "i"], ["b"]),
+         node("Unsqueeze", ["b", "ax"], ["bu"]), node("Concat", ["bu", "rest"], ["ns"], axis=0),
+         node("Reshape", ["x", "ns"])],
+        {"x": [2, 3, 4]}, 13,
+        {"i": np.array(0, np.int64), "ax": np.array([0], np.int64),
+         "rest": np.array([-1], np.int64)})
+    if not model.graph.output[0].type.tensor_type.shape.dim:
+        with_output_type(model, [2, 12])
+    main = import_and_check(model, {"reshape"})
+    assert list(main.body.attrs["newshape"]) == [2, -1]
+
+
 def test_initializer_that_is_also_an_input_is_a_constant():
     model = make_model([node("Add", ["x", "w"])], {"x": [2, 3], "w": [2, 3]}, 13,
                        {"w": np.ones((2, 3), np.float32)})

@@ -4,9 +4,10 @@
 #include <kiln/transform/infer_type.h>
 
 #include <map>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
-#include <unordered_set>
+#include <vector>
 
 #include "converter.h"
 #include "tensor_proto.h"
@@ -37,14 +38,14 @@ std::string OpKey(const onnx::NodeProto& node) {
 /// Fails with one error listing every op of the graph without a converter at `opset`, so a
 /// user sees all that is missing at once rather than one op per attempt.
 void CheckSupported(const onnx::GraphProto& graph, const std::map<std::string, int64_t>& opsets) {
-  // "op (opset N)" -> name of the first node using it
+  // "op (opset N)" -> NodeName of the first node using it
   std::map<std::string, std::string> first_node;
   for (const onnx::NodeProto& node : graph.node()) {
     auto opset = opsets.find(Domain(node.domain()));
     const int64_t version = opset == opsets.end() ? 0 : opset->second;
     const std::string key = OpKey(node);
     if (FindConverter(key, version) == nullptr) {
-      first_node.emplace(key + " (opset " + std::to_string(version) + ")", node.name());
+      first_node.emplace(key + " (opset " + std::to_string(version) + ")", NodeName(node));
     }
   }
   if (first_node.empty()) return;
@@ -53,7 +54,7 @@ void CheckSupported(const onnx::GraphProto& graph, const std::map<std::string, i
           << " unsupported ONNX op(s) (Kiln imports opsets " << kMinOpset << "-" << kMaxOpset
           << "; docs/onnx.md lists the ops):";
   for (const auto& [op, node] : first_node) {
-    message << "\n  " << op << ", first at node '" << node << "'";
+    message << "\n  " << op << ", first at node " << node;
   }
   throw Error("NotImplementedError", message.str());
 }
@@ -80,9 +81,35 @@ ir::Var MakeParam(const onnx::ValueInfoProto& input) {
                  ir::TensorType::Static(shape, dtype));
 }
 
+/// The value of `name` as ONNX's data propagation computed it, when every element is known and
+/// `value` (what Kiln has for it) is an int64 tensor of as many elements.
+std::optional<Tensor> PropagatedValue(const PropagatedValues& shape_values, const std::string& name,
+                                      const ir::Expr& value) {
+  auto it = shape_values.find(name);
+  const auto* type = value->checked_type().as<ir::TensorTypeObj>();
+  if (it == shape_values.end() || type == nullptr ||
+      !DataTypeEqual(type->dtype(), DLDataType{kDLInt, 64, 1})) {
+    return std::nullopt;
+  }
+  std::vector<int64_t> elements;
+  for (const onnx::TensorShapeProto::Dimension& dim : it->second.dim()) {
+    if (!dim.has_dim_value()) return std::nullopt;
+    elements.push_back(dim.dim_value());
+  }
+  std::vector<int64_t> shape;
+  int64_t count = 1;
+  for (const ir::Dim& dim : type->shape()) {
+    shape.push_back(dim.as_static().value_or(0));
+    count *= shape.back();
+  }
+  if (count != static_cast<int64_t>(elements.size())) return std::nullopt;
+  return Int64Tensor(elements, shape);
+}
+
 class GraphImporter {
  public:
-  explicit GraphImporter(int64_t opset) : opset_(opset) {}
+  GraphImporter(int64_t opset, const PropagatedValues& shape_values)
+      : opset_(opset), shape_values_(shape_values) {}
 
   ir::Function Import(const onnx::GraphProto& graph) {
     for (const onnx::TensorProto& initializer : graph.initializer()) {
@@ -117,12 +144,15 @@ class GraphImporter {
 
   void ConvertNode(const onnx::NodeProto& node) {
     std::vector<ir::Expr> inputs;
+    std::vector<std::optional<Tensor>> propagated;
     for (const std::string& name : node.input()) {
       inputs.push_back(name.empty() ? ir::Expr() : Lookup(name));
+      propagated.push_back(name.empty() ? std::nullopt
+                                        : PropagatedValue(shape_values_, name, inputs.back()));
     }
     const Converter* convert = FindConverter(OpKey(node), opset_);
     KILN_ICHECK(convert != nullptr) << OpKey(node);
-    NodeContext context(node, opset_, std::move(inputs));
+    NodeContext context(node, opset_, std::move(inputs), std::move(propagated));
     try {
       ir::Expr value = (*convert)(context);
       transform::InferNodeType(value);
@@ -152,18 +182,21 @@ class GraphImporter {
   }
 
   int64_t opset_;
+  const PropagatedValues& shape_values_;
   std::unordered_map<std::string, ir::Expr> values_;
 };
 
 }  // namespace
 
-ir::IRModule ImportGraph(const onnx::ModelProto& model) {
+ir::IRModule ImportGraph(const LoadedModel& loaded) {
+  const onnx::ModelProto& model = loaded.model;
   const std::map<std::string, int64_t> opsets = DomainOpsets(model);
   CheckSupported(model.graph(), opsets);
   // Every node is now of the default domain, which the checker made sure the model imports.
   const int64_t opset = opsets.count("") != 0 ? opsets.at("") : 0;
   ir::IRModule module = ir::IRModule::Create();
-  module.Add(ir::GlobalVar("main"), GraphImporter(opset).Import(model.graph()));
+  module.Add(ir::GlobalVar("main"),
+             GraphImporter(opset, loaded.shape_values).Import(model.graph()));
   return module;
 }
 

@@ -3,15 +3,16 @@
 #define KILN_SRC_FRONTEND_ONNX_GRAPH_IMPORTER_H_
 
 #include <kiln/ir/module.h>
-#include <onnx/onnx_pb.h>
+
+#include "model_loader.h"
 
 namespace kiln {
 namespace frontend {
 namespace onnx_import {
 
 /// @main of the module: one parameter per non-initializer input, the graph's outputs as the
-/// result. `model` has been checked and shape-inferred (LoadModel).
-ir::IRModule ImportGraph(const onnx::ModelProto& model);
+/// result.
+ir::IRModule ImportGraph(const LoadedModel& loaded);
 
 }  // namespace onnx_import
 }  // namespace frontend

@@ -48,9 +48,10 @@ void OverrideShapes(onnx::GraphProto& graph, const InputShapes& shapes, const st
 
 }  // namespace
 
-onnx::ModelProto LoadModel(const std::string& bytes, const std::string& source,
-                           const InputShapes& shapes) {
-  onnx::ModelProto model = Parse(bytes, source);
+LoadedModel LoadModel(const std::string& bytes, const std::string& source,
+                      const InputShapes& shapes) {
+  LoadedModel loaded{Parse(bytes, source), {}};
+  onnx::ModelProto& model = loaded.model;
   OverrideShapes(*model.mutable_graph(), shapes, source);
   // ONNX reports failures as exceptions of its own; their messages name the node.
   try {
@@ -59,13 +60,16 @@ onnx::ModelProto LoadModel(const std::string& bytes, const std::string& source,
     KILN_THROW(ValueError) << source << " is not a valid ONNX model: " << error.what();
   }
   try {
+    // Data propagation gives the values of PyTorch-style shape chains
+    // (Shape -> Gather -> Concat -> Reshape), which Kiln needs as constants.
     onnx::ShapeInferenceOptions options{/*check_type_val=*/true, /*strict_mode_val=*/1,
-                                        /*data_prop_val=*/false};
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
+                                        /*data_prop_val=*/true};
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options,
+                                       &loaded.shape_values);
   } catch (const std::exception& error) {
     KILN_THROW(ValueError) << source << ": ONNX shape inference failed: " << error.what();
   }
-  return model;
+  return loaded;
 }
 
 }  // namespace onnx_import

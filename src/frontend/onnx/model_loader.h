@@ -7,15 +7,27 @@
 #include <onnx/onnx_pb.h>
 
 #include <string>
+#include <unordered_map>
 
 namespace kiln {
 namespace frontend {
 namespace onnx_import {
 
-/// The model serialized in `bytes`, checked, with `shapes` written into its inputs and every
-/// value's shape inferred. `source` names the model in errors ("model.onnx", "<bytes>").
-onnx::ModelProto LoadModel(const std::string& bytes, const std::string& source,
-                           const InputShapes& shapes);
+/// Value name -> the elements of that int64 value, where ONNX's data propagation computed them
+/// (Shape, and Gather/Concat/Unsqueeze/Slice/arithmetic over shapes). Stored as ONNX stores
+/// them, one dim per element; unknown elements have no dim_value.
+using PropagatedValues = std::unordered_map<std::string, onnx::TensorShapeProto>;
+
+struct LoadedModel {
+  onnx::ModelProto model;
+  PropagatedValues shape_values;
+};
+
+/// The model serialized in `bytes`, checked, with `shapes` written into its inputs, every
+/// value's shape inferred and shape arithmetic propagated. `source` names the model in errors
+/// ("'model.onnx'", "the ONNX bytes").
+LoadedModel LoadModel(const std::string& bytes, const std::string& source,
+                      const InputShapes& shapes);
 
 }  // namespace onnx_import
 }  // namespace frontend

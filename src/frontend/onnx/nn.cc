@@ -154,6 +154,9 @@ ir::Expr ConvertBatchNorm(const NodeContext& node) {
   CheckSingleOutput(node);
   KILN_CHECK(node.Int("training_mode", 0) == 0, NotImplementedError)
       << node.Describe() << ": training_mode is not supported (inference only)";
+  // Opsets 7-8 could normalize per element (spatial=0), which nn.batch_norm does not.
+  KILN_CHECK(node.Int("spatial", 1) == 1, NotImplementedError)
+      << node.Describe() << ": spatial=0 is not supported";
   return MakeCall("nn.batch_norm",
                   {node.Input(0), node.Input(1), node.Input(2), node.Input(3), node.Input(4)},
                   {{"epsilon", node.Float("epsilon", 1e-5)}});

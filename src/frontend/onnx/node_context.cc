@@ -10,12 +10,16 @@ namespace onnx_import {
 
 using onnx::AttributeProto;
 
-NodeContext::NodeContext(const onnx::NodeProto& node, int64_t opset, std::vector<ir::Expr> inputs)
-    : node_(node), opset_(opset), inputs_(std::move(inputs)) {}
+NodeContext::NodeContext(const onnx::NodeProto& node, int64_t opset, std::vector<ir::Expr> inputs,
+                         std::vector<std::optional<Tensor>> propagated)
+    : node_(node), opset_(opset), inputs_(std::move(inputs)), propagated_(std::move(propagated)) {}
 
-std::string NodeContext::Describe() const {
-  return node_.op_type() + " node '" + node_.name() + "'";
+std::string NodeName(const onnx::NodeProto& node) {
+  if (!node.name().empty() || node.output_size() == 0) return "'" + node.name() + "'";
+  return "(output '" + node.output(0) + "')";
 }
+
+std::string NodeContext::Describe() const { return node_.op_type() + " node " + NodeName(node_); }
 
 bool NodeContext::HasInput(size_t index) const {
   return index < inputs_.size() && inputs_[index].defined();
@@ -63,10 +67,13 @@ DLDataType NodeContext::InputDType(size_t index) const {
 
 Tensor NodeContext::ConstantInput(size_t index) const {
   const auto* constant = Input(index).as<ir::ConstantObj>();
+  if (constant == nullptr && index < propagated_.size() && propagated_[index].has_value()) {
+    return *propagated_[index];
+  }
   KILN_CHECK(constant != nullptr, ValueError)
       << Describe() << ": input " << index << " ('" << node_.input(index)
-      << "') must be a constant (an initializer, a Constant node or a Shape): Kiln takes it as "
-         "an attribute of the op, as its shapes are static";
+      << "') must be a constant (an initializer, a Constant node, or shape arithmetic ONNX can "
+         "evaluate): Kiln takes it as an attribute of the op, as its shapes are static";
   return constant->data();
 }
 

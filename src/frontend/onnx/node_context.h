@@ -13,15 +13,20 @@ namespace kiln {
 namespace frontend {
 namespace onnx_import {
 
+/// How errors name a node: "'conv1'", or "(output 'y')" for a node without a name.
+std::string NodeName(const onnx::NodeProto& node);
+
 class NodeContext {
  public:
   /// `inputs` holds one expression per input of `node`; a null one for an omitted optional
-  /// input (an empty name). Every input has its checked type.
-  NodeContext(const onnx::NodeProto& node, int64_t opset, std::vector<ir::Expr> inputs);
+  /// input (an empty name). Every input has its checked type. `propagated` holds, per input,
+  /// its value when ONNX's data propagation knows it although it is not a Constant.
+  NodeContext(const onnx::NodeProto& node, int64_t opset, std::vector<ir::Expr> inputs,
+              std::vector<std::optional<Tensor>> propagated);
 
   const onnx::NodeProto& proto() const { return node_; }
   int64_t opset() const { return opset_; }
-  /// "Conv node 'conv1'", for error messages.
+  /// "Conv node 'conv1'", for error messages (NodeName).
   std::string Describe() const;
 
   bool HasInput(size_t index) const;
@@ -34,8 +39,8 @@ class NodeContext {
   DLDataType InputDType(size_t index) const;
 
   /// The tensor of input `index`, which must be a Constant (an initializer, a Constant node or
-  /// a Shape): Kiln ops take what ONNX passes as such inputs (shapes, axes, pads, clip bounds)
-  /// as attributes.
+  /// a Shape) or a value ONNX's data propagation computed (a chain of shape arithmetic): Kiln ops
+  /// take what ONNX passes as such inputs (shapes, axes, pads, clip bounds) as attributes.
   Tensor ConstantInput(size_t index) const;
   /// The elements of constant input `index` (an integer tensor).
   std::vector<int64_t> ConstantInts(size_t index) const;
@@ -62,6 +67,7 @@ class NodeContext {
   const onnx::NodeProto& node_;
   int64_t opset_;
   std::vector<ir::Expr> inputs_;
+  std::vector<std::optional<Tensor>> propagated_;
 };
 
 }  // namespace onnx_import
