@@ -236,6 +236,25 @@ def test_reductions():
     import_and_check(model, {"argmax"})
 
 
+@pytest.mark.parametrize("op_type,ops", [
+    ("ReduceSumSquare", {"sum", "multiply"}), ("ReduceL1", {"sum", "abs"}),
+    ("ReduceL2", {"sqrt", "sum", "multiply"}), ("ReduceLogSum", {"log", "sum"}),
+    ("ReduceLogSumExp", {"log", "sum", "exp", "max", "subtract", "add"})])
+@pytest.mark.parametrize("keepdims", [0, 1])
+def test_composite_reductions(op_type, ops, keepdims):
+    model = make_model([node(op_type, ["x"], axes=[1], keepdims=keepdims)], {"x": [2, 3, 4]})
+    import_and_check(model, ops)
+
+
+def test_cast_like_and_size():
+    model = make_model([node("CastLike", ["x", "t"])],
+                       {"x": [2, 3], "t": ([1], TensorProto.INT32)}, 15)
+    import_and_check(model, {"cast"})
+    model = make_model([node("Size", ["x"], ["n"]), node("Cast", ["n"], to=F32)], X23)
+    main = import_and_check(model, {"cast"})
+    assert int(main.body.args[0].data.numpy()) == 6
+
+
 def test_reshape_flatten_transpose_concat():
     model = make_model(
         [node("Reshape", ["x", "shape"], ["r"]), node("Transpose", ["r"], ["t"], perm=[1, 0]),

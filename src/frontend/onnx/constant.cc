@@ -1,5 +1,5 @@
-// ONNX ops whose value is known when importing: Constant, ConstantOfShape, and Shape (Kiln's
-// shapes are static, so a Shape is a constant and Reshape/Expand chains over it stay foldable).
+// ONNX ops whose value is known when importing: Constant, ConstantOfShape, and Shape and Size
+// (Kiln's shapes are static, so they are constants that Reshape/Expand can read).
 #include <kiln/ffi/error.h>
 
 #include <algorithm>
@@ -62,12 +62,18 @@ ir::Expr ConvertShape(const NodeContext& node) {
       Int64Tensor(std::vector<int64_t>(shape.begin() + start, shape.begin() + end)));
 }
 
+ir::Expr ConvertSize(const NodeContext& node) {
+  const std::vector<int64_t> shape = node.InputShape(0);
+  return ir::Constant(Int64Tensor({Product(shape, 0, shape.size())}, std::vector<int64_t>{}));
+}
+
 }  // namespace
 
 void AddConstantConverters(std::vector<ConverterEntry>& table) {
   table.push_back({"Constant", kMinOpset, kMaxOpset, ConvertConstant});
   table.push_back({"ConstantOfShape", 9, kMaxOpset, ConvertConstantOfShape});
   table.push_back({"Shape", kMinOpset, kMaxOpset, ConvertShape});
+  table.push_back({"Size", kMinOpset, kMaxOpset, ConvertSize});
 }
 
 }  // namespace onnx_import

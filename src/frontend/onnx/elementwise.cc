@@ -118,6 +118,12 @@ ir::Expr ConvertCast(const NodeContext& node) {
   return MakeCall("cast", {node.Input(0)}, {{"dtype", String(DataTypeToString(dtype))}});
 }
 
+// CastLike (opset 15) casts to the type of its second input.
+ir::Expr ConvertCastLike(const NodeContext& node) {
+  return MakeCall("cast", {node.Input(0)},
+                  {{"dtype", String(DataTypeToString(node.InputDType(1)))}});
+}
+
 ir::Expr ConvertWhere(const NodeContext& node) {
   return MakeCall("where", {node.Input(0), node.Input(1), node.Input(2)});
 }
@@ -157,6 +163,7 @@ void AddElementwiseConverters(std::vector<ConverterEntry>& table) {
   table.push_back({"Clip", kMinOpset, 10, ConvertClipAttrs});
   add("Clip", 11, ConvertClipInputs);
   add("Cast", 6, ConvertCast);
+  add("CastLike", 15, ConvertCastLike);
   add("Where", 9, ConvertWhere);
   add("Identity", 1, ConvertIdentity);
   add("Dropout", 7, ConvertIdentity);

@@ -1,7 +1,10 @@
 // Reductions: ReduceSum/Mean/Max/Min/Prod and ArgMax/ArgMin.
 #include <kiln/ffi/error.h>
 
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "converter.h"
 
@@ -10,12 +13,28 @@ namespace frontend {
 namespace onnx_import {
 namespace {
 
-/// Reduces over the attribute axes (or every axis when there are none).
-ir::Expr ReduceWithAttrAxes(const NodeContext& node, const std::string& op) {
+/// `op` over `data` along the attribute axes (every axis when there are none), keeping the
+/// reduced dimensions as the node says unless `keepdims` overrides it.
+ir::Expr ReduceAttrAxes(const NodeContext& node, const std::string& op, ir::Expr data,
+                        std::optional<bool> keepdims = std::nullopt) {
   std::optional<std::vector<int64_t>> axes = node.Ints("axes");
-  return MakeCall(op, {node.Input(0)},
+  return MakeCall(op, {std::move(data)},
                   {{"axis", axes.has_value() ? Any(ToArray(*axes)) : Any(nullptr)},
-                   {"keepdims", node.Int("keepdims", 1) != 0}});
+                   {"keepdims", keepdims.value_or(node.Int("keepdims", 1) != 0)}});
+}
+
+ir::Expr ReduceWithAttrAxes(const NodeContext& node, const std::string& op) {
+  return ReduceAttrAxes(node, op, node.Input(0));
+}
+
+ir::Expr Square(const ir::Expr& x) { return MakeCall("multiply", {x, x}); }
+
+// log(sum(exp(x))) with the maximum taken out first, so that exp cannot overflow.
+ir::Expr ReduceLogSumExp(const NodeContext& node) {
+  const ir::Expr& x = node.Input(0);
+  ir::Expr shifted = MakeCall("subtract", {x, ReduceAttrAxes(node, "max", x, true)});
+  ir::Expr log_sum = MakeCall("log", {ReduceAttrAxes(node, "sum", MakeCall("exp", {shifted}))});
+  return MakeCall("add", {log_sum, ReduceAttrAxes(node, "max", x)});
 }
 
 // ReduceSum-13 takes axes as an optional constant input; without axes it reduces everything,
@@ -62,6 +81,26 @@ void AddReduceConverters(std::vector<ConverterEntry>& table) {
                          return ReduceWithInputAxes(node, kiln_op);
                        }});
     }
+  }
+  // Reductions ONNX defines over a transformed input, composed from Kiln's.
+  const std::pair<const char*, Converter> composites[] = {
+      {"ReduceSumSquare",
+       [](const NodeContext& node) { return ReduceAttrAxes(node, "sum", Square(node.Input(0))); }},
+      {"ReduceL1",
+       [](const NodeContext& node) {
+         return ReduceAttrAxes(node, "sum", MakeCall("abs", {node.Input(0)}));
+       }},
+      {"ReduceL2",
+       [](const NodeContext& node) {
+         return MakeCall("sqrt", {ReduceAttrAxes(node, "sum", Square(node.Input(0)))});
+       }},
+      {"ReduceLogSum",
+       [](const NodeContext& node) {
+         return MakeCall("log", {ReduceAttrAxes(node, "sum", node.Input(0))});
+       }},
+      {"ReduceLogSumExp", ReduceLogSumExp}};
+  for (const auto& [op_type, convert] : composites) {
+    table.push_back({op_type, kMinOpset, kMaxOpset, convert});
   }
   table.push_back({"ArgMax", kMinOpset, kMaxOpset,
                    [](const NodeContext& node) { return ArgReduce(node, "argmax"); }});
