@@ -467,7 +467,7 @@ def test_initializers_of_every_type_from_typed_fields_and_raw_data(elem, np_dtyp
         np.testing.assert_array_equal(main.body.data.numpy(), values)
 
 
-def test_initializer_data_must_match_its_shape_and_live_inside_the_model(tmp_path, monkeypatch):
+def test_initializer_data_must_match_its_shape_and_live_inside_the_model():
     bad = helper.make_tensor("c", F32, [2, 3], b"\x00" * 24, raw=True)
     bad.raw_data = b"\x00" * 20
     with pytest.raises(kiln.ValueError, match="tensor 'c' holds 20 bytes"):
@@ -477,8 +477,5 @@ def test_initializer_data_must_match_its_shape_and_live_inside_the_model(tmp_pat
     external.data_location = TensorProto.EXTERNAL
     entry = external.external_data.add()
     entry.key, entry.value = "location", "weights.bin"
-    # The ONNX checker looks for the file first (relative to the working directory for bytes).
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "weights.bin").write_bytes(b"\x00" * 24)
     with pytest.raises(kiln.NotImplementedError, match="tensor 'c'.*external"):
         kiln.frontend.from_onnx(constant_model(external))

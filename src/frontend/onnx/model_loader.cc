@@ -7,6 +7,8 @@
 #include <limits>
 #include <sstream>
 
+#include "tensor_proto.h"
+
 namespace kiln {
 namespace frontend {
 namespace onnx_import {
@@ -53,6 +55,10 @@ LoadedModel LoadModel(const std::string& bytes, const std::string& source,
   LoadedModel loaded{Parse(bytes, source), {}};
   onnx::ModelProto& model = loaded.model;
   OverrideShapes(*model.mutable_graph(), shapes, source);
+  // Before the checker, which would look for the files and fail with a less useful message.
+  for (const onnx::TensorProto& initializer : model.graph().initializer()) {
+    CheckDataInside(initializer);
+  }
   // ONNX reports failures as exceptions of its own; their messages name the node.
   try {
     onnx::checker::check_model(model);

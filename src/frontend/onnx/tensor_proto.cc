@@ -108,12 +108,17 @@ int64_t ElementCount(const TensorProto& proto, const std::string& what) {
   return count;
 }
 
-Tensor TensorFromProto(const TensorProto& proto) {
-  const std::string what = "tensor '" + proto.name() + "'";
+void CheckDataInside(const TensorProto& proto) {
   KILN_CHECK(proto.data_location() != TensorProto::EXTERNAL, NotImplementedError)
-      << what << " keeps its data in an external file, which Kiln does not import yet; "
+      << "tensor '" << proto.name()
+      << "' keeps its data in an external file, which Kiln does not import yet; "
       << "save the model with its tensors inside (onnx.save(model, path, "
       << "save_as_external_data=False))";
+}
+
+Tensor TensorFromProto(const TensorProto& proto) {
+  const std::string what = "tensor '" + proto.name() + "'";
+  CheckDataInside(proto);
   const DLDataType dtype = DTypeFromOnnx(proto.data_type(), what);
   const int64_t count = ElementCount(proto, what);
   // The data are checked against the shape before allocating, so a model cannot make Kiln

@@ -17,6 +17,9 @@ namespace onnx_import {
 /// naming `what` for types Kiln has no tensors of (strings, complex, float16, ...).
 DLDataType DTypeFromOnnx(int32_t elem_type, const std::string& what);
 
+/// NotImplementedError naming the tensor when its data live in an external file.
+void CheckDataInside(const onnx::TensorProto& proto);
+
 /// A host tensor holding `proto`'s elements, from raw_data or the typed fields; ValueError
 /// naming the tensor when the data do not match its shape, NotImplementedError for external
 /// data.
