@@ -347,6 +347,12 @@ def test_shape_arithmetic_chain_folds_through_onnx_data_propagation():
     assert list(main.body.attrs["newshape"]) == [2, -1]
 
 
+def test_shape_start_and_end_slice_the_shape():
+    model = make_model([node("Shape", ["x"], start=1, end=-1)], {"x": [2, 3, 4, 5]}, 15)
+    main = import_and_check(model, set())
+    assert list(main.body.data.numpy()) == [3, 4]
+
+
 def test_initializer_that_is_also_an_input_is_a_constant():
     model = make_model([node("Add", ["x", "w"])], {"x": [2, 3], "w": [2, 3]}, 13,
                        {"w": np.ones((2, 3), np.float32)})
@@ -399,6 +405,11 @@ def test_malformed_bytes_and_truncated_file(tmp_path):
         kiln.frontend.from_onnx(path)
     with pytest.raises(kiln.ValueError, match="cannot open"):
         kiln.frontend.from_onnx(str(tmp_path / "missing.onnx"))
+
+
+def test_from_onnx_rejects_other_argument_types():
+    with pytest.raises(TypeError, match="path, bytes or an onnx.ModelProto, not int"):
+        kiln.frontend.from_onnx(42)
 
 
 def test_path_and_bytes_import_the_same_model(tmp_path):
