@@ -1,0 +1,38 @@
+/// ONNX import: an ONNX model (opsets 7-17) as an IRModule of Kiln's core ops.
+///
+/// The module's @main has one parameter per graph input that is not an initializer, in the
+/// graph's order, each annotated with its tensor type, and returns the graph's output (a Tuple
+/// when the graph has several). Initializers become Constants. Shapes are static: a symbolic
+/// or unknown input dimension is an error unless `shapes` gives that input's shape.
+///
+/// Errors are Kiln errors: ValueError for a file that is not a valid ONNX model (or fails the
+/// ONNX checker or shape inference), NotImplementedError listing every unsupported
+/// (op type, opset) of the model at once, TypeError when the imported graph is ill-typed.
+///
+/// Libraries: libkiln_onnx.so (CMake target Kiln::onnx). From other languages:
+/// `frontend.from_onnx_file(path, shapes)` and `frontend.from_onnx_bytes(bytes, shapes)`.
+#ifndef KILN_FRONTEND_ONNX_H_
+#define KILN_FRONTEND_ONNX_H_
+
+#include <kiln/ir/module.h>
+
+#include <string>
+
+namespace kiln {
+namespace frontend {
+
+/// Input name -> shape, overriding the shape the model declares for that input.
+using InputShapes = Map<String, Array<int64_t>>;
+
+/// Imports the ONNX model stored at `path`.
+KILN_API ir::IRModule ImportOnnxFile(const std::string& path,
+                                     const InputShapes& shapes = InputShapes());
+
+/// Imports an ONNX model from its serialized bytes (a ModelProto).
+KILN_API ir::IRModule ImportOnnxBytes(const std::string& bytes,
+                                      const InputShapes& shapes = InputShapes());
+
+}  // namespace frontend
+}  // namespace kiln
+
+#endif  // KILN_FRONTEND_ONNX_H_

@@ -1,0 +1,60 @@
+// The converter table: one entry per (ONNX op type, opset range), each a small function that
+// emits Kiln core ops for one node. Families of ops register in their own files.
+#ifndef KILN_SRC_FRONTEND_ONNX_CONVERTER_H_
+#define KILN_SRC_FRONTEND_ONNX_CONVERTER_H_
+
+#include <kiln/ir/expr.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "node_context.h"
+
+namespace kiln {
+namespace frontend {
+namespace onnx_import {
+
+/// The node's value: one expression, or a tuple-typed one when the node has several outputs.
+using Converter = std::function<ir::Expr(const NodeContext& node)>;
+
+/// The opsets Kiln imports.
+constexpr int64_t kMinOpset = 7;
+constexpr int64_t kMaxOpset = 17;
+
+struct ConverterEntry {
+  std::string op_type;
+  int64_t since;  ///< first opset this converter handles (the ONNX version it follows)
+  int64_t until;  ///< last opset, inclusive
+  Converter convert;
+};
+
+/// The converter of `op_type` at `opset`, or nullptr when there is none.
+const Converter* FindConverter(const std::string& op_type, int64_t opset);
+/// Every entry, in registration order (for documentation and tests).
+const std::vector<ConverterEntry>& ConverterTable();
+
+// The families; each appends its entries.
+void AddElementwiseConverters(std::vector<ConverterEntry>& table);
+void AddNNConverters(std::vector<ConverterEntry>& table);
+void AddTensorConverters(std::vector<ConverterEntry>& table);
+void AddReduceConverters(std::vector<ConverterEntry>& table);
+void AddConstantConverters(std::vector<ConverterEntry>& table);
+void AddResizeConverters(std::vector<ConverterEntry>& table);
+
+/// A call of core op `op`; its schema checks the attributes and fills in defaults.
+ir::Expr MakeCall(const std::string& op, Array<ir::Expr> args,
+                  Map<String, Any> attrs = Map<String, Any>());
+/// A scalar (rank-0) constant of `dtype` (a float or integer type) holding `value`.
+ir::Expr MakeScalar(double value, DLDataType dtype);
+Array<int64_t> ToArray(const std::vector<int64_t>& values);
+/// The product of `shape[begin:end]`.
+int64_t Product(const std::vector<int64_t>& shape, size_t begin, size_t end);
+/// `axis` counted from the front when negative (counted from the end) for a rank-`rank` tensor.
+int64_t NormalizeAxis(int64_t axis, int64_t rank);
+
+}  // namespace onnx_import
+}  // namespace frontend
+}  // namespace kiln
+
+#endif  // KILN_SRC_FRONTEND_ONNX_CONVERTER_H_

@@ -1,0 +1,174 @@
+// Elementwise ONNX ops: unary math and activations, binary and variadic arithmetic, logic,
+// comparisons, Where, Clip, Cast, and the ops that are the identity at inference.
+#include <kiln/ffi/error.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "converter.h"
+#include "tensor_proto.h"
+
+namespace kiln {
+namespace frontend {
+namespace onnx_import {
+namespace {
+
+/// (ONNX op, Kiln op, first opset defining the ONNX op's current behaviour).
+struct OpPair {
+  const char* onnx;
+  const char* kiln;
+  int64_t since;
+};
+
+constexpr OpPair kUnaryOps[] = {
+    {"Relu", "nn.relu", 6},    {"Sigmoid", "sigmoid", 6},
+    {"Tanh", "tanh", 6},       {"Exp", "exp", 6},
+    {"Log", "log", 6},         {"Sqrt", "sqrt", 6},
+    {"Abs", "abs", 6},         {"Neg", "negative", 6},
+    {"Erf", "erf", 9},         {"Floor", "floor", 6},
+    {"Ceil", "ceil", 6},       {"Reciprocal", "reciprocal", 6},
+    {"Not", "logical_not", 1}, {"Softplus", "nn.softplus", 1},
+    {"Round", "round", 11},    {"Sign", "sign", 9},
+    {"Sin", "sin", 7},         {"Cos", "cos", 7},
+};
+
+constexpr OpPair kBinaryOps[] = {
+    {"Add", "add", 7},
+    {"Sub", "subtract", 7},
+    {"Mul", "multiply", 7},
+    {"Div", "divide", 7},
+
+    {"And", "logical_and", 7},
+    {"Or", "logical_or", 7},
+    {"Xor", "logical_xor", 7},
+    {"Equal", "equal", 7},
+    {"Less", "less", 7},
+    {"Greater", "greater", 7},
+    {"LessOrEqual", "less_equal", 12},
+    {"GreaterOrEqual", "greater_equal", 12},
+};
+
+/// Variadic ONNX ops that fold their inputs left to right with a binary Kiln op.
+constexpr OpPair kVariadicOps[] = {{"Max", "maximum", 6}, {"Min", "minimum", 6}, {"Sum", "add", 6}};
+
+ir::Expr Chain(const std::string& op, const std::vector<ir::Expr>& inputs) {
+  ir::Expr result = inputs.at(0);
+  for (size_t i = 1; i < inputs.size(); ++i) result = MakeCall(op, {result, inputs[i]});
+  return result;
+}
+
+ir::Expr ConvertMean(const NodeContext& node) {
+  const std::vector<ir::Expr> inputs = node.Inputs();
+  ir::Expr sum = Chain("add", inputs);
+  return MakeCall("divide",
+                  {sum, MakeScalar(static_cast<double>(inputs.size()), node.InputDType(0))});
+}
+
+// From opset 12 the exponent may have another type than the base; the result has the base's,
+// so Kiln's power (one dtype) gets the exponent cast to it.
+ir::Expr ConvertPow(const NodeContext& node) {
+  ir::Expr exponent = node.Input(1);
+  const DLDataType dtype = node.InputDType(0);
+  if (!DataTypeEqual(dtype, node.InputDType(1))) {
+    exponent = MakeCall("cast", {exponent}, {{"dtype", String(DataTypeToString(dtype))}});
+  }
+  return MakeCall("power", {node.Input(0), exponent});
+}
+
+ir::Expr ConvertLeakyRelu(const NodeContext& node) {
+  return MakeCall("nn.leaky_relu", {node.Input(0)}, {{"alpha", node.Float("alpha", 0.01)}});
+}
+
+ir::Expr ConvertElu(const NodeContext& node) {
+  return MakeCall("nn.elu", {node.Input(0)}, {{"alpha", node.Float("alpha", 1.0)}});
+}
+
+ir::Expr ConvertHardSigmoid(const NodeContext& node) {
+  return MakeCall("nn.hard_sigmoid", {node.Input(0)},
+                  {{"alpha", node.Float("alpha", 0.2)}, {"beta", node.Float("beta", 0.5)}});
+}
+
+ir::Expr ClipCall(const NodeContext& node, double min, double max) {
+  return MakeCall("clip", {node.Input(0)}, {{"a_min", min}, {"a_max", max}});
+}
+
+// Before opset 11 the bounds are attributes, defaulting to the float range.
+ir::Expr ConvertClipAttrs(const NodeContext& node) {
+  constexpr double kMax = std::numeric_limits<float>::max();
+  return ClipCall(node, node.Float("min", -kMax), node.Float("max", kMax));
+}
+
+double OptionalScalarInput(const NodeContext& node, size_t index, double absent) {
+  if (!node.HasInput(index)) return absent;
+  const std::vector<double> values = node.ConstantFloats(index);
+  KILN_CHECK(values.size() == 1, ValueError)
+      << node.Describe() << ": input " << index << " must hold one value, not " << values.size();
+  return values[0];
+}
+
+// From opset 11 the bounds are optional scalar inputs; Kiln takes them as attributes.
+ir::Expr ConvertClipInputs(const NodeContext& node) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  return ClipCall(node, OptionalScalarInput(node, 1, -kInf), OptionalScalarInput(node, 2, kInf));
+}
+
+ir::Expr ConvertCast(const NodeContext& node) {
+  const DLDataType dtype =
+      DTypeFromOnnx(static_cast<int32_t>(node.Int("to", 0)), node.Describe() + "'s 'to'");
+  return MakeCall("cast", {node.Input(0)}, {{"dtype", String(DataTypeToString(dtype))}});
+}
+
+// CastLike (opset 15) casts to the type of its second input.
+ir::Expr ConvertCastLike(const NodeContext& node) {
+  return MakeCall("cast", {node.Input(0)},
+                  {{"dtype", String(DataTypeToString(node.InputDType(1)))}});
+}
+
+ir::Expr ConvertWhere(const NodeContext& node) {
+  return MakeCall("where", {node.Input(0), node.Input(1), node.Input(2)});
+}
+
+// Identity, and Dropout at inference: the value passes through unchanged.
+ir::Expr ConvertIdentity(const NodeContext& node) {
+  KILN_CHECK(node.NumOutputs() == 1, NotImplementedError)
+      << node.Describe() << ": only the first output is supported (inference)";
+  return node.Input(0);
+}
+
+}  // namespace
+
+void AddElementwiseConverters(std::vector<ConverterEntry>& table) {
+  auto add = [&](const char* op_type, int64_t since, Converter convert) {
+    table.push_back({op_type, std::max(since, kMinOpset), kMaxOpset, std::move(convert)});
+  };
+  for (const OpPair& op : kUnaryOps) {
+    add(op.onnx, op.since, [kiln_op = op.kiln](const NodeContext& node) {
+      return MakeCall(kiln_op, {node.Input(0)});
+    });
+  }
+  for (const OpPair& op : kBinaryOps) {
+    add(op.onnx, op.since, [kiln_op = op.kiln](const NodeContext& node) {
+      return MakeCall(kiln_op, {node.Input(0), node.Input(1)});
+    });
+  }
+  for (const OpPair& op : kVariadicOps) {
+    add(op.onnx, op.since,
+        [kiln_op = op.kiln](const NodeContext& node) { return Chain(kiln_op, node.Inputs()); });
+  }
+  add("Mean", 6, ConvertMean);
+  add("Pow", 7, ConvertPow);
+  add("LeakyRelu", 6, ConvertLeakyRelu);
+  add("Elu", 6, ConvertElu);
+  add("HardSigmoid", 6, ConvertHardSigmoid);
+  table.push_back({"Clip", kMinOpset, 10, ConvertClipAttrs});
+  add("Clip", 11, ConvertClipInputs);
+  add("Cast", 6, ConvertCast);
+  add("CastLike", 15, ConvertCastLike);
+  add("Where", 9, ConvertWhere);
+  add("Identity", 1, ConvertIdentity);
+  add("Dropout", 7, ConvertIdentity);
+}
+
+}  // namespace onnx_import
+}  // namespace frontend
+}  // namespace kiln

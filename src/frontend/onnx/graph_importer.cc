@@ -1,0 +1,205 @@
+#include "graph_importer.h"
+
+#include <kiln/ffi/error.h>
+#include <kiln/transform/infer_type.h>
+
+#include <map>
+#include <optional>
+#include <sstream>
+#include <unordered_map>
+#include <vector>
+
+#include "converter.h"
+#include "tensor_proto.h"
+
+namespace kiln {
+namespace frontend {
+namespace onnx_import {
+namespace {
+
+/// The default domain's name: "" or its alias "ai.onnx".
+std::string Domain(const std::string& domain) { return domain == "ai.onnx" ? "" : domain; }
+
+/// The opset version the model imports for each domain.
+std::map<std::string, int64_t> DomainOpsets(const onnx::ModelProto& model) {
+  std::map<std::string, int64_t> opsets;
+  for (const onnx::OperatorSetIdProto& opset : model.opset_import()) {
+    opsets[Domain(opset.domain())] = opset.version();
+  }
+  return opsets;
+}
+
+/// The key a node's op is known by: the op type, prefixed by a custom domain.
+std::string OpKey(const onnx::NodeProto& node) {
+  const std::string domain = Domain(node.domain());
+  return domain.empty() ? node.op_type() : domain + "." + node.op_type();
+}
+
+/// Fails with one error listing every op of the graph without a converter at `opset`, so a
+/// user sees all that is missing at once rather than one op per attempt.
+void CheckSupported(const onnx::GraphProto& graph, const std::map<std::string, int64_t>& opsets) {
+  // "op (opset N)" -> NodeName of the first node using it
+  std::map<std::string, std::string> first_node;
+  for (const onnx::NodeProto& node : graph.node()) {
+    auto opset = opsets.find(Domain(node.domain()));
+    const int64_t version = opset == opsets.end() ? 0 : opset->second;
+    const std::string key = OpKey(node);
+    if (FindConverter(key, version) == nullptr) {
+      first_node.emplace(key + " (opset " + std::to_string(version) + ")", NodeName(node));
+    }
+  }
+  if (first_node.empty()) return;
+  std::ostringstream message;
+  message << "the model uses " << first_node.size()
+          << " unsupported ONNX op(s) (Kiln imports opsets " << kMinOpset << "-" << kMaxOpset
+          << "; docs/onnx.md lists the ops):";
+  for (const auto& [op, node] : first_node) {
+    message << "\n  " << op << ", first at node " << node;
+  }
+  throw Error("NotImplementedError", message.str());
+}
+
+/// The annotated parameter for graph input `input`; its shape must be static.
+ir::Var MakeParam(const onnx::ValueInfoProto& input) {
+  const std::string what = "input '" + input.name() + "'";
+  KILN_CHECK(input.type().has_tensor_type(), NotImplementedError)
+      << what << " is not a tensor; Kiln imports tensor inputs only";
+  const onnx::TypeProto::Tensor& tensor = input.type().tensor_type();
+  const DLDataType dtype = DTypeFromOnnx(tensor.elem_type(), what);
+  KILN_CHECK(tensor.has_shape(), ValueError)
+      << what << " has no shape; give it with shapes={'" << input.name() << "': [...]}";
+  std::vector<int64_t> shape;
+  for (const onnx::TensorShapeProto::Dimension& dim : tensor.shape().dim()) {
+    KILN_CHECK(dim.has_dim_value() && dim.dim_value() >= 0, ValueError)
+        << what << " has a symbolic or unknown dimension "
+        << (dim.has_dim_param() ? "'" + dim.dim_param() + "' " : "") << "at index " << shape.size()
+        << "; Kiln's shapes are static: give the input's shape with shapes={'" << input.name()
+        << "': [...]}";
+    shape.push_back(dim.dim_value());
+  }
+  return ir::Var(input.name().empty() ? "input" : input.name(),
+                 ir::TensorType::Static(shape, dtype));
+}
+
+/// The value of `name` as ONNX's data propagation computed it, when every element is known and
+/// `value` (what Kiln has for it) is an int64 tensor of as many elements.
+std::optional<Tensor> PropagatedValue(const PropagatedValues& shape_values, const std::string& name,
+                                      const ir::Expr& value) {
+  auto it = shape_values.find(name);
+  const auto* type = value->checked_type().as<ir::TensorTypeObj>();
+  if (it == shape_values.end() || type == nullptr ||
+      !DataTypeEqual(type->dtype(), DLDataType{kDLInt, 64, 1})) {
+    return std::nullopt;
+  }
+  std::vector<int64_t> elements;
+  for (const onnx::TensorShapeProto::Dimension& dim : it->second.dim()) {
+    if (!dim.has_dim_value()) return std::nullopt;
+    elements.push_back(dim.dim_value());
+  }
+  std::vector<int64_t> shape;
+  int64_t count = 1;
+  for (const ir::Dim& dim : type->shape()) {
+    shape.push_back(dim.as_static().value_or(0));
+    count *= shape.back();
+  }
+  if (count != static_cast<int64_t>(elements.size())) return std::nullopt;
+  return Int64Tensor(elements, shape);
+}
+
+class GraphImporter {
+ public:
+  GraphImporter(int64_t opset, const PropagatedValues& shape_values)
+      : opset_(opset), shape_values_(shape_values) {}
+
+  ir::Function Import(const onnx::GraphProto& graph) {
+    for (const onnx::TensorProto& initializer : graph.initializer()) {
+      Define(initializer.name(), ir::Constant(TensorFromProto(initializer)));
+    }
+    Array<ir::Var> params;
+    for (const onnx::ValueInfoProto& input : graph.input()) {
+      if (values_.count(input.name()) != 0) continue;  // an initializer: a constant
+      ir::Var param = MakeParam(input);
+      params.push_back(param);
+      Define(input.name(), param);
+    }
+    for (const onnx::NodeProto& node : graph.node()) ConvertNode(node);
+    Array<ir::Expr> outputs;
+    for (const onnx::ValueInfoProto& output : graph.output())
+      outputs.push_back(Lookup(output.name()));
+    ir::Expr body = outputs.size() == 1 ? outputs[0] : ir::Expr(ir::Tuple(outputs));
+    return ir::Function(params, body);
+  }
+
+ private:
+  void Define(const std::string& name, ir::Expr value) {
+    transform::InferNodeType(value);
+    values_[name] = std::move(value);
+  }
+
+  ir::Expr Lookup(const std::string& name) const {
+    auto it = values_.find(name);
+    KILN_CHECK(it != values_.end(), ValueError) << "value '" << name << "' is never defined";
+    return it->second;
+  }
+
+  void ConvertNode(const onnx::NodeProto& node) {
+    std::vector<ir::Expr> inputs;
+    std::vector<std::optional<Tensor>> propagated;
+    for (const std::string& name : node.input()) {
+      inputs.push_back(name.empty() ? ir::Expr() : Lookup(name));
+      propagated.push_back(name.empty() ? std::nullopt
+                                        : PropagatedValue(shape_values_, name, inputs.back()));
+    }
+    const Converter* convert = FindConverter(OpKey(node), opset_);
+    KILN_ICHECK(convert != nullptr) << OpKey(node);
+    NodeContext context(node, opset_, std::move(inputs), std::move(propagated));
+    try {
+      ir::Expr value = (*convert)(context);
+      transform::InferNodeType(value);
+      DefineOutputs(context, value);
+    } catch (const Error& error) {
+      throw error.WithContext("while importing " + context.Describe() + " (opset " +
+                              std::to_string(opset_) + ")");
+    }
+  }
+
+  /// Names the node's outputs: the value itself, or the fields of a tuple-typed value.
+  void DefineOutputs(const NodeContext& node, const ir::Expr& value) {
+    const auto* tuple = value->checked_type().as<ir::TupleTypeObj>();
+    const onnx::NodeProto& proto = node.proto();
+    if (tuple == nullptr) {
+      KILN_CHECK(node.NumOutputs() <= 1, NotImplementedError)
+          << node.Describe() << ": only the first output is supported";
+      if (node.NumOutputs() == 1) Define(proto.output(0), value);
+      return;
+    }
+    KILN_CHECK(node.NumOutputs() <= static_cast<size_t>(tuple->fields().size()), InternalError)
+        << node.Describe() << " has more outputs than its converter made";
+    for (size_t i = 0; i < node.NumOutputs(); ++i) {
+      const std::string& name = proto.output(static_cast<int>(i));
+      if (!name.empty()) Define(name, ir::TupleGetItem(value, static_cast<int64_t>(i)));
+    }
+  }
+
+  int64_t opset_;
+  const PropagatedValues& shape_values_;
+  std::unordered_map<std::string, ir::Expr> values_;
+};
+
+}  // namespace
+
+ir::IRModule ImportGraph(const LoadedModel& loaded) {
+  const onnx::ModelProto& model = loaded.model;
+  const std::map<std::string, int64_t> opsets = DomainOpsets(model);
+  CheckSupported(model.graph(), opsets);
+  // Every node is now of the default domain, which the checker made sure the model imports.
+  const int64_t opset = opsets.count("") != 0 ? opsets.at("") : 0;
+  ir::IRModule module = ir::IRModule::Create();
+  module.Add(ir::GlobalVar("main"),
+             GraphImporter(opset, loaded.shape_values).Import(model.graph()));
+  return module;
+}
+
+}  // namespace onnx_import
+}  // namespace frontend
+}  // namespace kiln

@@ -1,0 +1,55 @@
+// The public entry points (kiln/frontend/onnx.h) and their global functions.
+#include <kiln/ffi/error.h>
+#include <kiln/ffi/registry.h>
+#include <kiln/frontend/onnx.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "graph_importer.h"
+#include "model_loader.h"
+
+namespace kiln {
+namespace frontend {
+namespace {
+
+ir::IRModule Import(const std::string& bytes, const std::string& source,
+                    const InputShapes& shapes) {
+  try {
+    return onnx_import::ImportGraph(onnx_import::LoadModel(bytes, source, shapes));
+  } catch (const Error&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& error) {
+    // protobuf and libonnx throw their own exceptions; callers see Kiln errors only.
+    KILN_THROW(ValueError) << "importing " << source << " failed: " << error.what();
+  }
+}
+
+}  // namespace
+
+ir::IRModule ImportOnnxFile(const std::string& path, const InputShapes& shapes) {
+  std::ifstream file(path, std::ios::binary);
+  KILN_CHECK(file.good(), ValueError) << "cannot open ONNX model '" << path << "'";
+  std::ostringstream bytes;
+  bytes << file.rdbuf();
+  KILN_CHECK(!file.bad(), ValueError) << "cannot read ONNX model '" << path << "'";
+  return Import(bytes.str(), "'" + path + "'", shapes);
+}
+
+ir::IRModule ImportOnnxBytes(const std::string& bytes, const InputShapes& shapes) {
+  return Import(bytes, "the ONNX bytes", shapes);
+}
+
+KILN_REGISTER_GLOBAL("frontend.from_onnx_file")
+    .set_body_typed([](const String& path, const std::optional<InputShapes>& shapes) {
+      return ImportOnnxFile(path.str(), shapes.value_or(InputShapes()));
+    });
+KILN_REGISTER_GLOBAL("frontend.from_onnx_bytes")
+    .set_body_typed([](const Bytes& bytes, const std::optional<InputShapes>& shapes) {
+      return ImportOnnxBytes(std::string(bytes.view()), shapes.value_or(InputShapes()));
+    });
+
+}  // namespace frontend
+}  // namespace kiln

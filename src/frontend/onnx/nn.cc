@@ -1,0 +1,251 @@
+// Neural-network ONNX ops: convolutions, Gemm/MatMul, pooling, normalization, softmax.
+#include <kiln/ffi/error.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "converter.h"
+#include "tensor_proto.h"
+#include "window.h"
+
+namespace kiln {
+namespace frontend {
+namespace onnx_import {
+namespace {
+
+constexpr size_t kSpatialRank = 2;
+
+Map<String, Any> WindowAttrs(const Window& window) {
+  return {{"strides", ToArray(window.strides)},
+          {"padding", ToArray(window.pads)},
+          {"dilation", ToArray(window.dilations)}};
+}
+
+/// `out` plus the per-channel bias of input 2, if given, broadcast over (N, C, H, W).
+ir::Expr AddChannelBias(const NodeContext& node, ir::Expr out) {
+  if (!node.HasInput(2)) return out;
+  ir::Expr bias = MakeCall("reshape", {node.Input(2)}, {{"newshape", Array<int64_t>{1, -1, 1, 1}}});
+  return MakeCall("add", {std::move(out), bias});
+}
+
+std::vector<int64_t> KernelOfWeight(const NodeContext& node) {
+  const std::vector<int64_t> weight = node.InputShape(1);
+  KILN_CHECK(weight.size() == kSpatialRank + 2, ValueError)
+      << node.Describe() << ": the weight must be 4-D, it has rank " << weight.size();
+  return {weight[2], weight[3]};
+}
+
+ir::Expr ConvertConv(const NodeContext& node) {
+  const std::vector<int64_t> spatial = SpatialShape(node);  // checks the input's rank first
+  const Window window = ForwardWindow(node, spatial, KernelOfWeight(node));
+  Map<String, Any> attrs = WindowAttrs(window);
+  attrs.Set("groups", node.Int("group", 1));
+  return AddChannelBias(node, MakeCall("nn.conv2d", {node.Input(0), node.Input(1)}, attrs));
+}
+
+/// ConvTranspose's output extents when the node asks for them (output_shape, or SAME auto_pad
+/// which asks for input * stride); nullopt when its pads are explicit.
+std::optional<std::vector<int64_t>> TransposeTarget(const NodeContext& node,
+                                                    const std::vector<int64_t>& spatial,
+                                                    const Window& window) {
+  if (std::optional<std::vector<int64_t>> shape = node.Ints("output_shape")) {
+    KILN_CHECK(shape->size() >= kSpatialRank, ValueError)
+        << node.Describe() << ": output_shape needs " << kSpatialRank << " extents";
+    return std::vector<int64_t>(shape->end() - kSpatialRank, shape->end());
+  }
+  if (node.Str("auto_pad", "NOTSET").rfind("SAME", 0) != 0) return std::nullopt;
+  return std::vector<int64_t>{spatial[0] * window.strides[0], spatial[1] * window.strides[1]};
+}
+
+/// Sets the pads (and output_padding) that give ConvTranspose its output extents `target`:
+/// the spec's total padding, split as auto_pad says; a negative total (the target is larger
+/// than the unpadded result) becomes extra output_padding, as onnxruntime does.
+void PadToTarget(const NodeContext& node, const std::vector<int64_t>& spatial,
+                 const std::vector<int64_t>& target, Window& window,
+                 std::vector<int64_t>& output_padding) {
+  const bool upper = node.Str("auto_pad", "NOTSET") == "SAME_UPPER";
+  window.pads.assign(2 * kSpatialRank, 0);
+  for (size_t i = 0; i < kSpatialRank; ++i) {
+    const int64_t total = window.strides[i] * (spatial[i] - 1) + output_padding[i] +
+                          (window.kernel[i] - 1) * window.dilations[i] + 1 - target[i];
+    if (total < 0) {
+      output_padding[i] -= total;
+      continue;
+    }
+    window.pads[i] = upper ? total / 2 : total - total / 2;
+    window.pads[i + kSpatialRank] = total - window.pads[i];
+  }
+}
+
+ir::Expr ConvertConvTranspose(const NodeContext& node) {
+  const std::vector<int64_t> spatial = SpatialShape(node);
+  Window window;
+  window.kernel = KernelOfWeight(node);
+  window.strides = WindowInts(node, "strides", 1, kSpatialRank);
+  window.dilations = WindowInts(node, "dilations", 1, kSpatialRank);
+  std::vector<int64_t> output_padding = WindowInts(node, "output_padding", 0, kSpatialRank);
+  if (std::optional<std::vector<int64_t>> target = TransposeTarget(node, spatial, window)) {
+    PadToTarget(node, spatial, *target, window, output_padding);
+  } else if (node.Str("auto_pad", "NOTSET") == "VALID") {
+    window.pads.assign(2 * kSpatialRank, 0);
+  } else {
+    window.pads = WindowInts(node, "pads", 0, 2 * kSpatialRank);
+  }
+  Map<String, Any> attrs = WindowAttrs(window);
+  attrs.Set("groups", node.Int("group", 1));
+  attrs.Set("output_padding", ToArray(output_padding));
+  return AddChannelBias(node,
+                        MakeCall("nn.conv2d_transpose", {node.Input(0), node.Input(1)}, attrs));
+}
+
+ir::Expr Scaled(ir::Expr value, double factor, DLDataType dtype) {
+  if (factor == 1.0) return value;
+  return MakeCall("multiply", {std::move(value), MakeScalar(factor, dtype)});
+}
+
+// Y = alpha * A' B' + beta * C with nn.dense, which takes its weight as (N, K) = B'^T.
+ir::Expr ConvertGemm(const NodeContext& node) {
+  const DLDataType dtype = node.InputDType(0);
+  ir::Expr a = node.Input(0);
+  if (node.Int("transA", 0) != 0) a = MakeCall("transpose", {a});
+  ir::Expr b = node.Input(1);
+  if (node.Int("transB", 0) == 0) b = MakeCall("transpose", {b});
+  ir::Expr out = Scaled(MakeCall("nn.dense", {a, b}), node.Float("alpha", 1.0), dtype);
+  if (!node.HasInput(2)) return out;
+  return MakeCall("add", {out, Scaled(node.Input(2), node.Float("beta", 1.0), dtype)});
+}
+
+ir::Expr ConvertMatMul(const NodeContext& node) {
+  return MakeCall("matmul", {node.Input(0), node.Input(1)});
+}
+
+void CheckSingleOutput(const NodeContext& node) {
+  KILN_CHECK(node.NumOutputs() == 1, NotImplementedError)
+      << node.Describe() << ": only the first output is supported (inference)";
+}
+
+Map<String, Any> PoolAttrs(const NodeContext& node) {
+  CheckSingleOutput(node);
+  std::optional<std::vector<int64_t>> kernel = node.Ints("kernel_shape");
+  KILN_CHECK(kernel.has_value(), ValueError) << node.Describe() << " needs kernel_shape";
+  const Window window = ForwardWindow(node, SpatialShape(node), *kernel);
+  Map<String, Any> attrs = WindowAttrs(window);
+  attrs.Set("pool_size", ToArray(window.kernel));
+  attrs.Set("ceil_mode", node.Int("ceil_mode", 0) != 0);
+  return attrs;
+}
+
+ir::Expr ConvertMaxPool(const NodeContext& node) {
+  return MakeCall("nn.max_pool2d", {node.Input(0)}, PoolAttrs(node));
+}
+
+ir::Expr ConvertAveragePool(const NodeContext& node) {
+  Map<String, Any> attrs = PoolAttrs(node);
+  attrs.Set("count_include_pad", node.Int("count_include_pad", 0) != 0);
+  return MakeCall("nn.avg_pool2d", {node.Input(0)}, attrs);
+}
+
+ir::Expr ConvertGlobalPool(const NodeContext& node, const char* op) {
+  SpatialShape(node);
+  return MakeCall(op, {node.Input(0)});
+}
+
+ir::Expr ConvertBatchNorm(const NodeContext& node) {
+  CheckSingleOutput(node);
+  KILN_CHECK(node.Int("training_mode", 0) == 0, NotImplementedError)
+      << node.Describe() << ": training_mode is not supported (inference only)";
+  // Opsets 7-8 could normalize per element (spatial=0), which nn.batch_norm does not.
+  KILN_CHECK(node.Int("spatial", 1) == 1, NotImplementedError)
+      << node.Describe() << ": spatial=0 is not supported";
+  return MakeCall("nn.batch_norm",
+                  {node.Input(0), node.Input(1), node.Input(2), node.Input(3), node.Input(4)},
+                  {{"epsilon", node.Float("epsilon", 1e-5)}});
+}
+
+ir::Expr ConvertLayerNorm(const NodeContext& node) {
+  CheckSingleOutput(node);
+  const std::vector<int64_t> shape = node.InputShape(0);
+  const int64_t axis = NormalizeAxis(node.Int("axis", -1), static_cast<int64_t>(shape.size()));
+  // Kiln's layer_norm always takes a bias; ONNX's B defaults to zeros.
+  ir::Expr bias =
+      node.HasInput(2)
+          ? node.Input(2)
+          : ir::Expr(ir::Constant(FilledTensor(
+                std::vector<int64_t>(shape.begin() + axis, shape.end()), node.InputDType(0), 0.0)));
+  return MakeCall("nn.layer_norm", {node.Input(0), node.Input(1), bias},
+                  {{"axis", axis}, {"epsilon", node.Float("epsilon", 1e-5)}});
+}
+
+// Before opset 13 Softmax treats its input as the 2-D matrix [prod(shape[:axis]),
+// prod(shape[axis:])] and normalizes each row, so the result differs from a softmax over `axis`
+// alone whenever axis is not the last dimension.
+ir::Expr ConvertSoftmaxFlattened(const NodeContext& node, const char* op) {
+  const std::vector<int64_t> shape = node.InputShape(0);
+  const auto rank = static_cast<int64_t>(shape.size());
+  const auto axis = static_cast<size_t>(NormalizeAxis(node.Int("axis", 1), rank));
+  if (axis + 1 == shape.size()) return MakeCall(op, {node.Input(0)}, {{"axis", int64_t{-1}}});
+  const Array<int64_t> matrix{Product(shape, 0, axis), Product(shape, axis, shape.size())};
+  ir::Expr flat = MakeCall("reshape", {node.Input(0)}, {{"newshape", matrix}});
+  ir::Expr normalized = MakeCall(op, {flat}, {{"axis", int64_t{-1}}});
+  return MakeCall("reshape", {normalized}, {{"newshape", ToArray(shape)}});
+}
+
+ir::Expr ConvertSoftmax(const NodeContext& node, const char* op) {
+  return MakeCall(op, {node.Input(0)}, {{"axis", node.Int("axis", -1)}});
+}
+
+ir::Expr ConvertPadAttrs(const NodeContext& node) {
+  std::optional<std::vector<int64_t>> pads = node.Ints("pads");
+  KILN_CHECK(pads.has_value(), ValueError) << node.Describe() << " needs pads";
+  return MakeCall("nn.pad", {node.Input(0)},
+                  {{"pads", ToArray(*pads)},
+                   {"mode", String(node.Str("mode", "constant"))},
+                   {"pad_value", node.Float("value", 0.0)}});
+}
+
+ir::Expr ConvertPadInputs(const NodeContext& node) {
+  double value = 0.0;
+  if (node.HasInput(2)) {
+    const std::vector<double> values = node.ConstantFloats(2);
+    KILN_CHECK(values.size() == 1, ValueError)
+        << node.Describe() << ": constant_value must hold one value";
+    value = values[0];
+  }
+  return MakeCall("nn.pad", {node.Input(0)},
+                  {{"pads", ToArray(node.ConstantInts(1))},
+                   {"mode", String(node.Str("mode", "constant"))},
+                   {"pad_value", value}});
+}
+
+}  // namespace
+
+void AddNNConverters(std::vector<ConverterEntry>& table) {
+  auto add = [&](const char* op_type, int64_t since, int64_t until, Converter convert) {
+    table.push_back({op_type, std::max(since, kMinOpset), until, std::move(convert)});
+  };
+  add("Conv", 1, kMaxOpset, ConvertConv);
+  add("ConvTranspose", 1, kMaxOpset, ConvertConvTranspose);
+  add("Gemm", 7, kMaxOpset, ConvertGemm);
+  add("MatMul", 1, kMaxOpset, ConvertMatMul);
+  add("MaxPool", 1, kMaxOpset, ConvertMaxPool);
+  add("AveragePool", 7, kMaxOpset, ConvertAveragePool);
+  add("GlobalAveragePool", 1, kMaxOpset,
+      [](const NodeContext& node) { return ConvertGlobalPool(node, "nn.global_avg_pool2d"); });
+  add("GlobalMaxPool", 1, kMaxOpset,
+      [](const NodeContext& node) { return ConvertGlobalPool(node, "nn.global_max_pool2d"); });
+  add("BatchNormalization", 7, kMaxOpset, ConvertBatchNorm);
+  add("LayerNormalization", 17, kMaxOpset, ConvertLayerNorm);
+  for (const auto& [onnx_op, kiln_op] :
+       {std::pair{"Softmax", "nn.softmax"}, std::pair{"LogSoftmax", "nn.log_softmax"}}) {
+    add(onnx_op, 1, 12,
+        [op = kiln_op](const NodeContext& node) { return ConvertSoftmaxFlattened(node, op); });
+    add(onnx_op, 13, kMaxOpset,
+        [op = kiln_op](const NodeContext& node) { return ConvertSoftmax(node, op); });
+  }
+  add("Pad", 2, 10, ConvertPadAttrs);
+  add("Pad", 11, kMaxOpset, ConvertPadInputs);
+}
+
+}  // namespace onnx_import
+}  // namespace frontend
+}  // namespace kiln

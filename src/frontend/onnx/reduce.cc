@@ -1,0 +1,113 @@
+// Reductions: ReduceSum/Mean/Max/Min/Prod and ArgMax/ArgMin.
+#include <kiln/ffi/error.h>
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "converter.h"
+
+namespace kiln {
+namespace frontend {
+namespace onnx_import {
+namespace {
+
+/// `op` over `data` along the attribute axes (every axis when there are none), keeping the
+/// reduced dimensions as the node says unless `keepdims` overrides it.
+ir::Expr ReduceAttrAxes(const NodeContext& node, const std::string& op, ir::Expr data,
+                        std::optional<bool> keepdims = std::nullopt) {
+  std::optional<std::vector<int64_t>> axes = node.Ints("axes");
+  return MakeCall(op, {std::move(data)},
+                  {{"axis", axes.has_value() ? Any(ToArray(*axes)) : Any(nullptr)},
+                   {"keepdims", keepdims.value_or(node.Int("keepdims", 1) != 0)}});
+}
+
+ir::Expr ReduceWithAttrAxes(const NodeContext& node, const std::string& op) {
+  return ReduceAttrAxes(node, op, node.Input(0));
+}
+
+ir::Expr Square(const ir::Expr& x) { return MakeCall("multiply", {x, x}); }
+
+// log(sum(exp(x))) with the maximum taken out first, so that exp cannot overflow.
+ir::Expr ReduceLogSumExp(const NodeContext& node) {
+  const ir::Expr& x = node.Input(0);
+  ir::Expr shifted = MakeCall("subtract", {x, ReduceAttrAxes(node, "max", x, true)});
+  ir::Expr log_sum = MakeCall("log", {ReduceAttrAxes(node, "sum", MakeCall("exp", {shifted}))});
+  return MakeCall("add", {log_sum, ReduceAttrAxes(node, "max", x)});
+}
+
+// ReduceSum-13 takes axes as an optional constant input; without axes it reduces everything,
+// or nothing when noop_with_empty_axes is set (Kiln's empty axis list).
+ir::Expr ReduceWithInputAxes(const NodeContext& node, const std::string& op) {
+  std::vector<int64_t> axes;
+  if (node.HasInput(1)) axes = node.ConstantInts(1);
+  const bool reduce_all = axes.empty() && node.Int("noop_with_empty_axes", 0) == 0;
+  return MakeCall(op, {node.Input(0)},
+                  {{"axis", reduce_all ? Any(nullptr) : Any(ToArray(axes))},
+                   {"keepdims", node.Int("keepdims", 1) != 0}});
+}
+
+ir::Expr ArgReduce(const NodeContext& node, const std::string& op) {
+  KILN_CHECK(node.Int("select_last_index", 0) == 0, NotImplementedError)
+      << node.Describe() << ": select_last_index=1 is not supported";
+  return MakeCall(op, {node.Input(0)},
+                  {{"axis", node.Int("axis", 0)}, {"keepdims", node.Int("keepdims", 1) != 0}});
+}
+
+struct ReduceOp {
+  const char* onnx;
+  const char* kiln;
+};
+
+constexpr ReduceOp kReduceOps[] = {{"ReduceSum", "sum"},
+                                   {"ReduceMean", "mean"},
+                                   {"ReduceMax", "max"},
+                                   {"ReduceMin", "min"},
+                                   {"ReduceProd", "prod"}};
+
+}  // namespace
+
+void AddReduceConverters(std::vector<ConverterEntry>& table) {
+  for (const ReduceOp& op : kReduceOps) {
+    // Only ReduceSum moved axes to an input at 13; the others follow at opset 18.
+    const bool sum = std::string(op.onnx) == "ReduceSum";
+    table.push_back(
+        {op.onnx, kMinOpset, sum ? 12 : kMaxOpset, [kiln_op = op.kiln](const NodeContext& node) {
+           return ReduceWithAttrAxes(node, kiln_op);
+         }});
+    if (sum) {
+      table.push_back({op.onnx, 13, kMaxOpset, [kiln_op = op.kiln](const NodeContext& node) {
+                         return ReduceWithInputAxes(node, kiln_op);
+                       }});
+    }
+  }
+  // Reductions ONNX defines over a transformed input, composed from Kiln's.
+  const std::pair<const char*, Converter> composites[] = {
+      {"ReduceSumSquare",
+       [](const NodeContext& node) { return ReduceAttrAxes(node, "sum", Square(node.Input(0))); }},
+      {"ReduceL1",
+       [](const NodeContext& node) {
+         return ReduceAttrAxes(node, "sum", MakeCall("abs", {node.Input(0)}));
+       }},
+      {"ReduceL2",
+       [](const NodeContext& node) {
+         return MakeCall("sqrt", {ReduceAttrAxes(node, "sum", Square(node.Input(0)))});
+       }},
+      {"ReduceLogSum",
+       [](const NodeContext& node) {
+         return MakeCall("log", {ReduceAttrAxes(node, "sum", node.Input(0))});
+       }},
+      {"ReduceLogSumExp", ReduceLogSumExp}};
+  for (const auto& [op_type, convert] : composites) {
+    table.push_back({op_type, kMinOpset, kMaxOpset, convert});
+  }
+  table.push_back({"ArgMax", kMinOpset, kMaxOpset,
+                   [](const NodeContext& node) { return ArgReduce(node, "argmax"); }});
+  table.push_back({"ArgMin", kMinOpset, kMaxOpset,
+                   [](const NodeContext& node) { return ArgReduce(node, "argmin"); }});
+}
+
+}  // namespace onnx_import
+}  // namespace frontend
+}  // namespace kiln

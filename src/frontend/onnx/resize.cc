@@ -1,0 +1,78 @@
+// Resize and Upsample as image.resize2d: constant scales or sizes become the output size.
+#include <kiln/ffi/error.h>
+
+#include <cmath>
+
+#include "converter.h"
+
+namespace kiln {
+namespace frontend {
+namespace onnx_import {
+namespace {
+
+/// The output (H, W) of scaling the 4-D input by `scales` (one per dimension); batch and
+/// channels must keep their extents.
+std::vector<int64_t> ScaledSize(const NodeContext& node, const std::vector<double>& scales) {
+  const std::vector<int64_t> shape = node.InputShape(0);
+  KILN_CHECK(shape.size() == 4 && scales.size() == 4, NotImplementedError)
+      << node.Describe() << ": only 4-D inputs resized over (H, W) are supported";
+  KILN_CHECK(scales[0] == 1.0 && scales[1] == 1.0, NotImplementedError)
+      << node.Describe() << ": resizing the batch or channel dimension is not supported";
+  return {static_cast<int64_t>(std::floor(static_cast<double>(shape[2]) * scales[2])),
+          static_cast<int64_t>(std::floor(static_cast<double>(shape[3]) * scales[3]))};
+}
+
+ir::Expr Resize(const NodeContext& node, const std::vector<int64_t>& size,
+                const std::string& coordinate_mode, const std::string& rounding) {
+  return MakeCall("image.resize2d", {node.Input(0)},
+                  {{"size", ToArray(size)},
+                   {"method", String(node.Str("mode", "nearest"))},
+                   {"coordinate_transformation_mode", String(coordinate_mode)},
+                   {"rounding_method", String(rounding)},
+                   {"cubic_alpha", node.Float("cubic_coeff_a", -0.75)},
+                   {"cubic_exclude", node.Int("exclude_outside", 0) != 0}});
+}
+
+bool HasElements(const NodeContext& node, size_t index) {
+  return node.HasInput(index) && node.ConstantInput(index).NumElements() > 0;
+}
+
+// Upsample (and Resize-10, which copied it) maps output pixels to input pixels as
+// x_in = x_out / scale and takes the nearest pixel below.
+ir::Expr ConvertUpsampleLike(const NodeContext& node) {
+  const bool scales_attr = node.proto().op_type() == "Upsample" && node.opset() < 9;
+  std::vector<double> scales;
+  if (scales_attr) {
+    scales = node.Floats("scales").value_or(std::vector<double>{});
+  } else {
+    scales = node.ConstantFloats(1);
+  }
+  return Resize(node, ScaledSize(node, scales), "asymmetric", "floor");
+}
+
+/// The output (H, W) that Resize's `sizes` input asks for.
+std::vector<int64_t> RequestedSize(const NodeContext& node) {
+  const std::vector<int64_t> sizes = node.ConstantInts(3);
+  KILN_CHECK(sizes.size() == 4, NotImplementedError)
+      << node.Describe() << ": sizes must give the 4 extents of the input";
+  return {sizes[2], sizes[3]};
+}
+
+ir::Expr ConvertResize(const NodeContext& node) {
+  const std::vector<int64_t> size =
+      HasElements(node, 3) ? RequestedSize(node) : ScaledSize(node, node.ConstantFloats(2));
+  return Resize(node, size, node.Str("coordinate_transformation_mode", "half_pixel"),
+                node.Str("nearest_mode", "round_prefer_floor"));
+}
+
+}  // namespace
+
+void AddResizeConverters(std::vector<ConverterEntry>& table) {
+  table.push_back({"Upsample", kMinOpset, 9, ConvertUpsampleLike});
+  table.push_back({"Resize", 10, 10, ConvertUpsampleLike});
+  table.push_back({"Resize", 11, kMaxOpset, ConvertResize});
+}
+
+}  // namespace onnx_import
+}  // namespace frontend
+}  // namespace kiln

@@ -1,0 +1,166 @@
+#include "tensor_proto.h"
+
+#include <kiln/ffi/error.h>
+#include <kiln/runtime/memory.h>
+
+#include <cstring>
+#include <type_traits>
+
+namespace kiln {
+namespace frontend {
+namespace onnx_import {
+namespace {
+
+using onnx::TensorProto;
+
+constexpr DLDevice kHost{kDLCPU, 0};
+
+/// Calls `visit(T{})` with the C++ type of `dtype`'s elements.
+template <typename Visit>
+auto VisitElementType(DLDataType dtype, Visit&& visit) {
+  switch (dtype.code) {
+    case kDLFloat:
+      if (dtype.bits == 64) return visit(double{});
+      KILN_ICHECK(dtype.bits == 32) << "float" << int{dtype.bits};
+      return visit(float{});
+    case kDLUInt:
+      // Kiln's bool is uint1, stored one byte per element.
+      if (dtype.bits == 1) return visit(bool{});
+      KILN_ICHECK(dtype.bits == 8) << "uint" << int{dtype.bits};
+      return visit(uint8_t{});
+    default: break;
+  }
+  switch (dtype.bits) {
+    case 8: return visit(int8_t{});
+    case 32: return visit(int32_t{});
+    default: KILN_ICHECK(dtype.bits == 64) << "int" << int{dtype.bits}; return visit(int64_t{});
+  }
+}
+
+/// Converts `values` into `tensor`'s elements, in order.
+template <typename Source>
+void StoreElements(const Tensor& tensor, const Source& values) {
+  VisitElementType(tensor.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    auto* out = static_cast<T*>(tensor.data());
+    int64_t i = 0;
+    for (const auto& value : values) out[i++] = static_cast<T>(value);
+  });
+}
+
+template <typename Result>
+std::vector<Result> LoadElements(const Tensor& tensor) {
+  return VisitElementType(tensor.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const auto* in = static_cast<const T*>(tensor.data());
+    return std::vector<Result>(in, in + tensor.NumElements());
+  });
+}
+
+/// Number of elements of the typed field that holds `proto`'s data (ONNX stores int8, uint8
+/// and bool in int32_data, one element per entry).
+int64_t TypedFieldSize(const TensorProto& proto) {
+  switch (proto.data_type()) {
+    case TensorProto::FLOAT: return proto.float_data_size();
+    case TensorProto::DOUBLE: return proto.double_data_size();
+    case TensorProto::INT64: return proto.int64_data_size();
+    default: return proto.int32_data_size();
+  }
+}
+
+void StoreTypedField(const TensorProto& proto, const Tensor& tensor) {
+  switch (proto.data_type()) {
+    case TensorProto::FLOAT: StoreElements(tensor, proto.float_data()); break;
+    case TensorProto::DOUBLE: StoreElements(tensor, proto.double_data()); break;
+    case TensorProto::INT64: StoreElements(tensor, proto.int64_data()); break;
+    default: StoreElements(tensor, proto.int32_data()); break;
+  }
+}
+
+}  // namespace
+
+DLDataType DTypeFromOnnx(int32_t elem_type, const std::string& what) {
+  switch (elem_type) {
+    case TensorProto::FLOAT: return DLDataType{kDLFloat, 32, 1};
+    case TensorProto::DOUBLE: return DLDataType{kDLFloat, 64, 1};
+    case TensorProto::INT32: return DLDataType{kDLInt, 32, 1};
+    case TensorProto::INT64: return DLDataType{kDLInt, 64, 1};
+    case TensorProto::INT8: return DLDataType{kDLInt, 8, 1};
+    case TensorProto::UINT8: return DLDataType{kDLUInt, 8, 1};
+    case TensorProto::BOOL: return DLDataType{kDLUInt, 1, 1};
+    default: break;
+  }
+  const std::string name = TensorProto::DataType_IsValid(elem_type)
+                               ? TensorProto::DataType_Name(elem_type)
+                               : std::to_string(elem_type);
+  KILN_THROW(NotImplementedError)
+      << what << " has ONNX element type " << name
+      << ", which Kiln does not import (float, double, int8, uint8, int32, int64, bool)";
+}
+
+/// The number of elements `proto`'s dims give; ValueError for negative dims or an overflow.
+int64_t ElementCount(const TensorProto& proto, const std::string& what) {
+  int64_t count = 1;
+  for (int64_t dim : proto.dims()) {
+    KILN_CHECK(dim >= 0 && !__builtin_mul_overflow(count, dim, &count), ValueError)
+        << what << " has an invalid shape (a negative dimension or more than 2^63 elements)";
+  }
+  return count;
+}
+
+void CheckDataInside(const TensorProto& proto) {
+  KILN_CHECK(proto.data_location() != TensorProto::EXTERNAL, NotImplementedError)
+      << "tensor '" << proto.name()
+      << "' keeps its data in an external file, which Kiln does not import yet; "
+      << "save the model with its tensors inside (onnx.save(model, path, "
+      << "save_as_external_data=False))";
+}
+
+Tensor TensorFromProto(const TensorProto& proto) {
+  const std::string what = "tensor '" + proto.name() + "'";
+  CheckDataInside(proto);
+  const DLDataType dtype = DTypeFromOnnx(proto.data_type(), what);
+  const int64_t count = ElementCount(proto, what);
+  // The data are checked against the shape before allocating, so a model cannot make Kiln
+  // allocate more than it holds.
+  const bool raw = proto.has_raw_data();
+  const auto given = static_cast<int64_t>(raw ? proto.raw_data().size() / ElementBytes(dtype)
+                                              : TypedFieldSize(proto));
+  KILN_CHECK(given == count && (!raw || proto.raw_data().size() % ElementBytes(dtype) == 0),
+             ValueError)
+      << what << " holds " << (raw ? proto.raw_data().size() : TypedFieldSize(proto))
+      << (raw ? " bytes of raw_data" : " elements") << ", but its shape needs " << count
+      << " elements";
+  Tensor tensor =
+      runtime::Empty(std::vector<int64_t>(proto.dims().begin(), proto.dims().end()), dtype, kHost);
+  if (!raw) {
+    StoreTypedField(proto, tensor);
+  } else if (count > 0) {
+    std::memcpy(tensor.data(), proto.raw_data().data(), proto.raw_data().size());
+  }
+  return tensor;
+}
+
+std::vector<double> TensorAsDoubles(const Tensor& tensor) { return LoadElements<double>(tensor); }
+
+std::vector<int64_t> TensorAsInts(const Tensor& tensor) { return LoadElements<int64_t>(tensor); }
+
+Tensor FilledTensor(const std::vector<int64_t>& shape, DLDataType dtype, double value) {
+  Tensor tensor = runtime::Empty(shape, dtype, kHost);
+  StoreElements(tensor, std::vector<double>(tensor.NumElements(), value));
+  return tensor;
+}
+
+Tensor Int64Tensor(const std::vector<int64_t>& values,
+                   const std::optional<std::vector<int64_t>>& shape) {
+  Tensor tensor =
+      runtime::Empty(shape.value_or(std::vector<int64_t>{static_cast<int64_t>(values.size())}),
+                     DLDataType{kDLInt, 64, 1}, kHost);
+  KILN_ICHECK(tensor.NumElements() == static_cast<int64_t>(values.size()));
+  StoreElements(tensor, values);
+  return tensor;
+}
+
+}  // namespace onnx_import
+}  // namespace frontend
+}  // namespace kiln

@@ -1,0 +1,42 @@
+// ONNX tensors and element types as Kiln tensors and dtypes.
+#ifndef KILN_SRC_FRONTEND_ONNX_TENSOR_PROTO_H_
+#define KILN_SRC_FRONTEND_ONNX_TENSOR_PROTO_H_
+
+#include <kiln/ffi/tensor.h>
+#include <onnx/onnx_pb.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln {
+namespace frontend {
+namespace onnx_import {
+
+/// The Kiln dtype of ONNX element type `elem_type` (TensorProto::DataType); NotImplementedError
+/// naming `what` for types Kiln has no tensors of (strings, complex, float16, ...).
+DLDataType DTypeFromOnnx(int32_t elem_type, const std::string& what);
+
+/// NotImplementedError naming the tensor when its data live in an external file.
+void CheckDataInside(const onnx::TensorProto& proto);
+
+/// A host tensor holding `proto`'s elements, from raw_data or the typed fields; ValueError
+/// naming the tensor when the data do not match its shape, NotImplementedError for external
+/// data.
+Tensor TensorFromProto(const onnx::TensorProto& proto);
+
+/// The elements of a host tensor of a float or integer (or bool) dtype, converted.
+std::vector<double> TensorAsDoubles(const Tensor& tensor);
+std::vector<int64_t> TensorAsInts(const Tensor& tensor);
+
+/// A host tensor of `shape` and `dtype` with every element `value`.
+Tensor FilledTensor(const std::vector<int64_t>& shape, DLDataType dtype, double value);
+/// An int64 host tensor holding `values`, 1-D unless `shape` is given.
+Tensor Int64Tensor(const std::vector<int64_t>& values,
+                   const std::optional<std::vector<int64_t>>& shape = std::nullopt);
+
+}  // namespace onnx_import
+}  // namespace frontend
+}  // namespace kiln
+
+#endif  // KILN_SRC_FRONTEND_ONNX_TENSOR_PROTO_H_

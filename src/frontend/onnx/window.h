@@ -1,0 +1,38 @@
+// Kernel windows of ONNX's Conv, ConvTranspose and pooling ops: strides, dilations and the
+// explicit pads that auto_pad stands for.
+#ifndef KILN_SRC_FRONTEND_ONNX_WINDOW_H_
+#define KILN_SRC_FRONTEND_ONNX_WINDOW_H_
+
+#include <string>
+#include <vector>
+
+#include "node_context.h"
+
+namespace kiln {
+namespace frontend {
+namespace onnx_import {
+
+struct Window {
+  std::vector<int64_t> kernel;     ///< [KH, KW]
+  std::vector<int64_t> strides;    ///< [SH, SW]
+  std::vector<int64_t> dilations;  ///< [DH, DW]
+  std::vector<int64_t> pads;       ///< [top, left, bottom, right], ONNX's and Kiln's order
+};
+
+/// Integer attribute `name` holding `size` values; `size` copies of `fill` when absent.
+std::vector<int64_t> WindowInts(const NodeContext& node, const std::string& name, int64_t fill,
+                                size_t size);
+
+/// Checks that input 0 is 4-D (Kiln has 2-D windows only) and returns its (H, W).
+std::vector<int64_t> SpatialShape(const NodeContext& node);
+
+/// The window of a forward op (Conv, pooling) over `spatial` with kernel `kernel`, auto_pad
+/// SAME_UPPER / SAME_LOWER / VALID resolved into explicit pads.
+Window ForwardWindow(const NodeContext& node, const std::vector<int64_t>& spatial,
+                     std::vector<int64_t> kernel);
+
+}  // namespace onnx_import
+}  // namespace frontend
+}  // namespace kiln
+
+#endif  // KILN_SRC_FRONTEND_ONNX_WINDOW_H_

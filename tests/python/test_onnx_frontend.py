@@ -1,0 +1,492 @@
+"""The ONNX frontend: small models built with onnx.helper, imported and type-checked.
+
+Kiln has no CPU kernels on this branch yet, so the checks are structural: which core ops the
+importer emits, and that InferType gives every output the type ONNX's shape inference gives it.
+"""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import kiln
+from kiln import ir, transform
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper, shape_inference  # noqa: E402
+
+import kiln.frontend  # noqa: E402
+
+TESTDATA = pathlib.Path("/usr/share/libonnx-testdata/data/node")
+F32 = TensorProto.FLOAT
+
+
+def make_model(nodes, inputs, opset=13, inits=None, outputs=("y",)):
+    """A model of ``nodes`` over ``inputs`` ({name: shape} of float32, or (shape, elem_type)),
+    with ``inits`` ({name: numpy array}) as initializers; ONNX's shape inference types the
+    outputs (the checker wants them typed), which is what the import is compared with."""
+    graph_inputs = []
+    for name, spec in inputs.items():
+        shape, elem = spec if isinstance(spec, tuple) and isinstance(spec[1], int) else (spec, F32)
+        graph_inputs.append(helper.make_tensor_value_info(name, elem, shape))
+    graph = helper.make_graph(
+        nodes,
+        "test",
+        graph_inputs,
+        [helper.make_empty_tensor_value_info(name) for name in outputs],
+        initializer=[numpy_helper.from_array(np.asarray(v), k) for k, v in (inits or {}).items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    return shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+
+
+def with_output_type(model, shape, elem=F32):
+    """``model`` with its output typed by hand, where ONNX's shape inference cannot tell (the
+    checker wants output shapes)."""
+    name = model.graph.output[0].name
+    model.graph.output[0].CopyFrom(helper.make_tensor_value_info(name, elem, shape))
+    return model
+
+
+def node(op_type, inputs, outputs=("y",), **attrs):
+    return helper.make_node(op_type, list(inputs), list(outputs), name=f"{op_type.lower()}_0",
+                            **attrs)
+
+
+def ops_used(expr):
+    """Names of the ops called anywhere under ``expr``."""
+    names, stack = set(), [expr]
+    while stack:
+        e = stack.pop()
+        key = e.type_key
+        if key == "kiln.ir.Call":
+            names.add(e.op.name)
+            stack.extend(e.args)
+        elif key == "kiln.ir.Tuple":
+            stack.extend(e.fields)
+        elif key == "kiln.ir.TupleGetItem":
+            stack.append(e.tuple)
+    return names
+
+
+def kiln_type(t):
+    if t.type_key == "kiln.ir.TupleType":
+        return [kiln_type(f) for f in t.fields]
+    return (tuple(d.value for d in t.shape), str(t.dtype))
+
+
+_ONNX_DTYPES = {F32: "float32", TensorProto.DOUBLE: "float64", TensorProto.INT64: "int64",
+                TensorProto.INT32: "int32", TensorProto.INT8: "int8", TensorProto.UINT8: "uint8",
+                TensorProto.BOOL: "bool"}
+
+
+def onnx_types(model):
+    types = []
+    for out in model.graph.output:
+        tt = out.type.tensor_type
+        types.append((tuple(d.dim_value for d in tt.shape.dim), _ONNX_DTYPES[tt.elem_type]))
+    return types[0] if len(types) == 1 else types
+
+
+def import_and_check(model, expected_ops, shapes=None):
+    """Imports ``model``, checks the ops used and that the result type matches ONNX's."""
+    mod = kiln.frontend.from_onnx(model, shapes=shapes)
+    main = transform.InferType()(mod)["main"]
+    assert expected_ops <= ops_used(main.body), ops_used(main.body)
+    assert kiln_type(main.ret_type) == onnx_types(model)
+    return main
+
+
+X23 = {"x": [2, 3]}
+IMG = {"x": [1, 3, 8, 8]}
+ALL_UNARY = {"Relu": "nn.relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp", "Log": "log",
+             "Sqrt": "sqrt", "Abs": "abs", "Neg": "negative", "Erf": "erf", "Floor": "floor",
+             "Ceil": "ceil", "Reciprocal": "reciprocal", "Softplus": "nn.softplus"}
+
+
+@pytest.mark.parametrize("op_type", sorted(ALL_UNARY))
+def test_unary(op_type):
+    import_and_check(make_model([node(op_type, ["x"])], X23), {ALL_UNARY[op_type]})
+
+
+@pytest.mark.parametrize("op_type,op", [("Add", "add"), ("Sub", "subtract"), ("Mul", "multiply"),
+                                        ("Div", "divide"), ("Pow", "power")])
+def test_binary_broadcasts(op_type, op):
+    import_and_check(make_model([node(op_type, ["x", "b"])], {"x": [2, 3], "b": [3]}), {op})
+
+
+@pytest.mark.parametrize("op_type,ops", [("Max", {"maximum"}), ("Min", {"minimum"}),
+                                         ("Sum", {"add"}), ("Mean", {"add", "divide"})])
+def test_variadic_chains(op_type, ops):
+    model = make_model([node(op_type, ["a", "b", "c"])], {"a": [2, 3], "b": [3], "c": [1, 3]})
+    main = import_and_check(model, ops)
+    assert len(main.params) == 3
+
+
+def test_comparison_logic_and_where():
+    model = make_model(
+        [node("Less", ["x", "z"], ["lt"]), node("Equal", ["x", "z"], ["eq"]),
+         node("Or", ["lt", "eq"], ["le"]), node("Not", ["le"], ["gt"]),
+         node("Where", ["gt", "x", "z"])],
+        {"x": [2, 3], "z": [2, 3]})
+    import_and_check(model, {"less", "equal", "logical_or", "logical_not", "where"})
+
+
+@pytest.mark.parametrize("op_type,attrs,op", [
+    ("LeakyRelu", {"alpha": 0.2}, "nn.leaky_relu"), ("Elu", {}, "nn.elu"),
+    ("HardSigmoid", {"beta": 0.4}, "nn.hard_sigmoid")])
+def test_activations_with_attributes(op_type, attrs, op):
+    main = import_and_check(make_model([node(op_type, ["x"], **attrs)], X23), {op})
+    for name, value in attrs.items():
+        assert main.body.attrs[name] == pytest.approx(value)
+
+
+def test_clip_bounds_from_inputs_and_attributes():
+    inits = {"lo": np.float32(0.0), "hi": np.float32(6.0)}
+    main = import_and_check(make_model([node("Clip", ["x", "lo", "hi"])], X23, 13, inits),
+                            {"clip"})
+    assert (main.body.attrs["a_min"], main.body.attrs["a_max"]) == (0.0, 6.0)
+    main = import_and_check(make_model([node("Clip", ["x"], min=-1.0)], X23, 7), {"clip"})
+    assert main.body.attrs["a_min"] == -1.0
+
+
+def test_cast_identity_dropout():
+    model = make_model([node("Identity", ["x"], ["i"]), node("Dropout", ["i"], ["d"]),
+                        node("Cast", ["d"], to=TensorProto.INT64)], X23)
+    main = import_and_check(model, {"cast"})
+    assert ops_used(main.body) == {"cast"}
+
+
+def test_conv_with_bias_and_same_padding():
+    inits = {"w": np.zeros((4, 3, 3, 3), np.float32), "b": np.zeros(4, np.float32)}
+    model = make_model([node("Conv", ["x", "w", "b"], auto_pad="SAME_UPPER", strides=[2, 2])],
+                       IMG, 13, inits)
+    main = import_and_check(model, {"nn.conv2d", "add", "reshape"})
+    assert len(main.params) == 1
+
+
+def test_conv_1d_is_unsupported():
+    model = make_model([node("Conv", ["x", "w"])], {"x": [1, 3, 8]}, 13,
+                       {"w": np.zeros((4, 3, 3), np.float32)})
+    with pytest.raises(kiln.NotImplementedError, match="2-D"):
+        kiln.frontend.from_onnx(model)
+
+
+def test_conv_transpose():
+    model = make_model([node("ConvTranspose", ["x", "w"], strides=[2, 2], pads=[1, 1, 1, 1])],
+                       IMG, 13, {"w": np.zeros((3, 2, 3, 3), np.float32)})
+    import_and_check(model, {"nn.conv2d_transpose"})
+
+
+def test_gemm_alpha_beta_transpose():
+    model = make_model([node("Gemm", ["a", "b", "c"], alpha=0.5, beta=2.0, transA=1)],
+                       {"a": [4, 2], "b": [4, 5], "c": [5]})
+    import_and_check(model, {"nn.dense", "transpose", "multiply", "add"})
+
+
+def test_matmul():
+    import_and_check(make_model([node("MatMul", ["a", "b"])], {"a": [2, 3, 4], "b": [4, 5]}),
+                     {"matmul"})
+
+
+@pytest.mark.parametrize("op_type,attrs,op", [
+    ("MaxPool", {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]},
+     "nn.max_pool2d"),
+    ("AveragePool", {"kernel_shape": [2, 2], "auto_pad": "SAME_LOWER", "count_include_pad": 1},
+     "nn.avg_pool2d"),
+    ("MaxPool", {"kernel_shape": [3, 3], "ceil_mode": 1, "strides": [2, 2]}, "nn.max_pool2d"),
+    ("GlobalAveragePool", {}, "nn.global_avg_pool2d"),
+    ("GlobalMaxPool", {}, "nn.global_max_pool2d")])
+def test_pooling(op_type, attrs, op):
+    import_and_check(make_model([node(op_type, ["x"], **attrs)], IMG), {op})
+
+
+def test_batch_norm_and_layer_norm():
+    c = np.ones(3, np.float32)
+    model = make_model([node("BatchNormalization", ["x", "s", "b", "m", "v"])], IMG, 15,
+                       {"s": c, "b": c, "m": c, "v": c})
+    import_and_check(model, {"nn.batch_norm"})
+    model = make_model([node("LayerNormalization", ["x", "s"], axis=-2)], {"x": [2, 3, 4]}, 17,
+                       {"s": np.ones((3, 4), np.float32)})
+    import_and_check(model, {"nn.layer_norm"})
+
+
+def test_softmax_before_13_flattens_at_axis():
+    model = make_model([node("Softmax", ["x"], axis=1)], {"x": [2, 3, 4]}, 11)
+    main = import_and_check(model, {"nn.softmax", "reshape"})
+    assert list(main.body.args[0].args[0].attrs["newshape"]) == [2, 12]
+    main = import_and_check(make_model([node("LogSoftmax", ["x"], axis=1)], {"x": [2, 3, 4]}),
+                            {"nn.log_softmax"})
+    assert main.body.attrs["axis"] == 1
+
+
+def test_reductions():
+    model = make_model([node("ReduceSum", ["x", "axes"], keepdims=0)], {"x": [2, 3, 4]}, 13,
+                       {"axes": np.array([1], np.int64)})
+    import_and_check(model, {"sum"})
+    model = make_model([node("ReduceMean", ["x"], axes=[-1])], {"x": [2, 3, 4]}, 11)
+    import_and_check(model, {"mean"})
+    model = make_model([node("ReduceMax", ["x"])], {"x": [2, 3, 4]}, 13)
+    import_and_check(model, {"max"})
+    model = make_model([node("ArgMax", ["x"], axis=2, keepdims=0)], {"x": [2, 3, 4]}, 13)
+    import_and_check(model, {"argmax"})
+
+
+@pytest.mark.parametrize("op_type,ops", [
+    ("ReduceSumSquare", {"sum", "multiply"}), ("ReduceL1", {"sum", "abs"}),
+    ("ReduceL2", {"sqrt", "sum", "multiply"}), ("ReduceLogSum", {"log", "sum"}),
+    ("ReduceLogSumExp", {"log", "sum", "exp", "max", "subtract", "add"})])
+@pytest.mark.parametrize("keepdims", [0, 1])
+def test_composite_reductions(op_type, ops, keepdims):
+    model = make_model([node(op_type, ["x"], axes=[1], keepdims=keepdims)], {"x": [2, 3, 4]})
+    import_and_check(model, ops)
+
+
+def test_cast_like_and_size():
+    model = make_model([node("CastLike", ["x", "t"])],
+                       {"x": [2, 3], "t": ([1], TensorProto.INT32)}, 15)
+    import_and_check(model, {"cast"})
+    model = make_model([node("Size", ["x"], ["n"]), node("Cast", ["n"], to=F32)], X23)
+    main = import_and_check(model, {"cast"})
+    assert int(main.body.args[0].data.numpy()) == 6
+
+
+def test_reshape_flatten_transpose_concat():
+    model = make_model(
+        [node("Reshape", ["x", "shape"], ["r"]), node("Transpose", ["r"], ["t"], perm=[1, 0]),
+         node("Flatten", ["x"], ["f"], axis=0), node("Concat", ["t", "t"], ["y"], axis=0)],
+        {"x": [2, 3]}, 13, {"shape": np.array([3, -1], np.int64)}, outputs=("y", "f"))
+    import_and_check(model, {"reshape", "transpose", "concatenate"})
+
+
+@pytest.mark.parametrize("opset,inputs,attrs,inits", [
+    (11, ["x"], {"split": [1, 2], "axis": 1}, {}),
+    (13, ["x", "s"], {"axis": 1}, {"s": np.array([2, 1], np.int64)}),
+    (13, ["x"], {"axis": 1}, {})])
+def test_split(opset, inputs, attrs, inits):
+    outputs = ("y0", "y1", "y2") if not inits and "split" not in attrs else ("y0", "y1")
+    model = make_model([node("Split", inputs, outputs, **attrs)], {"x": [2, 3]}, opset, inits,
+                       outputs=outputs)
+    import_and_check(model, {"split"})
+
+
+def test_slice_attributes_and_inputs():
+    model = make_model([node("Slice", ["x"], starts=[1], ends=[100], axes=[1])], {"x": [2, 5]}, 9)
+    import_and_check(model, {"strided_slice"})
+    inits = {"s": np.array([0, 4], np.int64), "e": np.array([2, -6], np.int64),
+             "a": np.array([0, 1], np.int64), "st": np.array([1, -2], np.int64)}
+    model = make_model([node("Slice", ["x", "s", "e", "a", "st"])], {"x": [2, 5]}, 13, inits)
+    import_and_check(model, {"strided_slice"})
+
+
+def test_gather_squeeze_unsqueeze_expand():
+    model = make_model(
+        [node("Gather", ["x", "i"], ["g"], axis=1), node("Unsqueeze", ["g", "ax"], ["u"]),
+         node("Squeeze", ["u", "ax"], ["s"]), node("Expand", ["s", "shape"])],
+        {"x": [2, 3]}, 13,
+        {"i": np.array([0, 2], np.int64), "ax": np.array([0], np.int64),
+         "shape": np.array([3, 2, 2], np.int64)})
+    import_and_check(model, {"take", "unsqueeze", "squeeze", "expand"})
+    model = make_model([node("Unsqueeze", ["x"], ["u"], axes=[0]), node("Squeeze", ["u"])],
+                       {"x": [2, 3]}, 11)
+    with_output_type(model, [2, 3])
+    import_and_check(model, {"unsqueeze", "squeeze"})
+
+
+def test_pad_attribute_and_input_forms():
+    model = make_model([node("Pad", ["x"], pads=[0, 1, 0, 1], mode="edge")], {"x": [2, 3]}, 7)
+    import_and_check(model, {"nn.pad"})
+    model = make_model([node("Pad", ["x", "p", "v"])], {"x": [2, 3]}, 13,
+                       {"p": np.array([1, 0, 1, 0], np.int64), "v": np.float32(1.5)})
+    main = import_and_check(model, {"nn.pad"})
+    assert main.body.attrs["pad_value"] == 1.5
+
+
+def test_resize_and_upsample():
+    model = make_model([node("Resize", ["x", "", "scales"], mode="linear")], IMG, 13,
+                       {"scales": np.array([1, 1, 2, 2], np.float32)})
+    main = import_and_check(model, {"image.resize2d"})
+    assert list(main.body.attrs["size"]) == [16, 16]
+    model = make_model([node("Resize", ["x", "", "", "sizes"])], IMG, 13,
+                       {"sizes": np.array([1, 3, 5, 4], np.int64)})
+    import_and_check(model, {"image.resize2d"})
+    model = make_model([node("Upsample", ["x", "scales"])], IMG, 9,
+                       {"scales": np.array([1, 1, 2, 3], np.float32)})
+    import_and_check(model, {"image.resize2d"})
+
+
+def test_shape_constant_and_constant_of_shape_fold_to_constants():
+    model = make_model(
+        [node("Shape", ["x"], ["s"]), node("Reshape", ["z", "s"], ["r"]),
+         helper.make_node("Constant", [], ["c"], value=numpy_helper.from_array(
+             np.array([2, 3], np.int64))),
+         node("ConstantOfShape", ["c"], ["k"], value=numpy_helper.from_array(
+             np.array([1.0], np.float32))),
+         node("Add", ["r", "k"])],
+        {"x": [2, 3], "z": [6]})
+    with_output_type(model, [2, 3])
+    import_and_check(model, {"reshape", "add"})
+
+
+def test_shape_arithmetic_chain_folds_through_onnx_data_propagation():
+    # As PyTorch exports x.view(x.size(0), -1): Shape -> Gather -> Unsqueeze -> Concat -> Reshape.
+    model = make_model(
+        [node("Shape", ["x"], ["s"]), node("Gather", ["s", "i"], ["b"]),
+         node("Unsqueeze", ["b", "ax"], ["bu"]), node("Concat", ["bu", "rest"], ["ns"], axis=0),
+         node("Reshape", ["x", "ns"])],
+        {"x": [2, 3, 4]}, 13,
+        {"i": np.array(0, np.int64), "ax": np.array([0], np.int64),
+         "rest": np.array([-1], np.int64)})
+    if not model.graph.output[0].type.tensor_type.shape.dim:
+        with_output_type(model, [2, 12])
+    main = import_and_check(model, {"reshape"})
+    assert list(main.body.attrs["newshape"]) == [2, -1]
+
+
+def test_shape_start_and_end_slice_the_shape():
+    model = make_model([node("Shape", ["x"], start=1, end=-1)], {"x": [2, 3, 4, 5]}, 15)
+    main = import_and_check(model, set())
+    assert list(main.body.data.numpy()) == [3, 4]
+
+
+def test_initializer_that_is_also_an_input_is_a_constant():
+    model = make_model([node("Add", ["x", "w"])], {"x": [2, 3], "w": [2, 3]}, 13,
+                       {"w": np.ones((2, 3), np.float32)})
+    main = import_and_check(model, {"add"})
+    assert [p.name_hint for p in main.params] == ["x"]
+    assert main.body.args[1].type_key == "kiln.ir.Constant"
+
+
+def test_several_outputs_make_a_tuple():
+    model = make_model([node("Relu", ["x"], ["a"]), node("Neg", ["x"], ["b"])], X23,
+                       outputs=("a", "b"))
+    main = import_and_check(model, {"nn.relu", "negative"})
+    assert main.body.type_key == "kiln.ir.Tuple"
+
+
+def test_dynamic_dimension_needs_shapes():
+    model = make_model([node("Relu", ["x"])], {"x": ["batch", 3]})
+    with pytest.raises(kiln.ValueError, match=r"'x'.*'batch'.*shapes="):
+        kiln.frontend.from_onnx(model)
+    main = kiln.frontend.from_onnx(model, shapes={"x": [4, 3]})["main"]
+    assert kiln_type(main.params[0].type_annotation) == ((4, 3), "float32")
+    with pytest.raises(kiln.KeyError, match="'nope'.*'x'"):
+        kiln.frontend.from_onnx(model, shapes={"nope": [1]})
+
+
+def test_shape_deciding_input_must_be_constant():
+    model = make_model([node("Reshape", ["x", "s"])], {"x": [2, 3], "s": ([2], TensorProto.INT64)})
+    with_output_type(model, [3, 2])
+    with pytest.raises(kiln.ValueError, match=r"reshape_0.*'s'.*constant"):
+        kiln.frontend.from_onnx(model)
+
+
+def test_unsupported_ops_are_listed_together():
+    model = make_model([node("Hardmax", ["x"], ["h"]), node("Det", ["h"], ["d"]),
+                        node("Hardmax", ["x"], ["y"])], {"x": [3, 3]}, 13, outputs=("y", "d"))
+    with pytest.raises(kiln.NotImplementedError) as info:
+        kiln.frontend.from_onnx(model)
+    message = str(info.value)
+    assert "Hardmax (opset 13), first at node 'hardmax_0'" in message
+    assert "Det (opset 13), first at node 'det_0'" in message
+
+
+def test_malformed_bytes_and_truncated_file(tmp_path):
+    with pytest.raises(kiln.ValueError, match="not a valid ONNX model"):
+        kiln.frontend.from_onnx(b"\x08\x07\x12\xffgarbage")
+    data = make_model([node("Relu", ["x"])], X23).SerializeToString()
+    path = tmp_path / "truncated.onnx"
+    path.write_bytes(data[: len(data) - 7])
+    with pytest.raises(kiln.ValueError, match="truncated.onnx.*not a valid ONNX model"):
+        kiln.frontend.from_onnx(path)
+    with pytest.raises(kiln.ValueError, match="cannot open"):
+        kiln.frontend.from_onnx(str(tmp_path / "missing.onnx"))
+
+
+def test_from_onnx_rejects_other_argument_types():
+    with pytest.raises(TypeError, match="path, bytes or an onnx.ModelProto, not int"):
+        kiln.frontend.from_onnx(42)
+
+
+def test_path_and_bytes_import_the_same_model(tmp_path):
+    model = make_model([node("Relu", ["x"])], X23)
+    path = tmp_path / "relu.onnx"
+    onnx.save(model, str(path))
+    from_path = kiln.frontend.from_onnx(path)
+    from_bytes = kiln.frontend.from_onnx(path.read_bytes())
+    assert ir.StructuralEqual(from_path, from_bytes, False)
+
+
+_CLASSIFY = r"""
+import json, pathlib, sys
+import kiln, kiln.frontend
+counts = {"imported": 0, "unsupported": 0, "other": 0}
+other, leaked = {}, []
+for path in sorted(pathlib.Path(sys.argv[1]).glob("*/model.onnx")):
+    try:
+        kiln.frontend.from_onnx(path)
+        counts["imported"] += 1
+    except kiln.NotImplementedError:
+        counts["unsupported"] += 1
+    except kiln.KilnError as error:
+        counts["other"] += 1
+        other[path.parent.name] = f"{type(error).__name__}: {str(error).splitlines()[0]}"
+    except Exception as error:  # a non-Kiln exception leaked out of the importer
+        leaked.append(f"{path.parent.name}: {type(error).__name__}: {error}")
+print(json.dumps({"counts": counts, "other": other, "leaked": leaked}))
+"""
+
+
+@pytest.mark.skipif(not TESTDATA.is_dir(), reason="libonnx-testdata is not installed")
+def test_onnx_node_testdata_imports_or_fails_cleanly():
+    # A child process, so that a crash in the importer fails this test instead of pytest.
+    run = subprocess.run([sys.executable, "-c", _CLASSIFY, str(TESTDATA)], capture_output=True,
+                         text=True, env=dict(os.environ), timeout=600)
+    assert run.returncode == 0, run.stderr[-4000:]
+    result = json.loads(run.stdout.splitlines()[-1])
+    print("ONNX node testdata:", result["counts"])
+    for name, error in sorted(result["other"].items()):
+        print(f"  {name}: {error}")
+    assert result["leaked"] == []
+    assert result["counts"]["imported"] > 0
+
+
+def constant_model(tensor):
+    """A model whose output is the initializer ``tensor``."""
+    graph = helper.make_graph([], "constant", [], [helper.make_tensor_value_info(
+        tensor.name, tensor.data_type, list(tensor.dims))], initializer=[tensor])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize("raw", [False, True])
+@pytest.mark.parametrize("elem,np_dtype,name", [
+    (F32, np.float32, "float32"), (TensorProto.DOUBLE, np.float64, "float64"),
+    (TensorProto.INT32, np.int32, "int32"), (TensorProto.INT64, np.int64, "int64"),
+    (TensorProto.INT8, np.int8, "int8"), (TensorProto.UINT8, np.uint8, "uint8"),
+    (TensorProto.BOOL, np.bool_, "bool")])
+def test_initializers_of_every_type_from_typed_fields_and_raw_data(elem, np_dtype, name, raw):
+    values = np.array([[1, 0, 3], [4, 5, 1]]).astype(np_dtype)
+    vals = values.tobytes() if raw else values.flatten().tolist()
+    model = constant_model(helper.make_tensor("c", elem, [2, 3], vals, raw=raw))
+    main = import_and_check(model, set())
+    assert main.body.type_key == "kiln.ir.Constant"
+    if name != "bool":  # bool is uint1 in Kiln, which numpy has no dtype for
+        np.testing.assert_array_equal(main.body.data.numpy(), values)
+
+
+def test_initializer_data_must_match_its_shape_and_live_inside_the_model():
+    bad = helper.make_tensor("c", F32, [2, 3], b"\x00" * 24, raw=True)
+    bad.raw_data = b"\x00" * 20
+    with pytest.raises(kiln.ValueError, match="tensor 'c' holds 20 bytes"):
+        kiln.frontend.from_onnx(constant_model(bad))
+    external = helper.make_tensor("c", F32, [2, 3], [0.0] * 6)
+    external.ClearField("float_data")
+    external.data_location = TensorProto.EXTERNAL
+    entry = external.external_data.add()
+    entry.key, entry.value = "location", "weights.bin"
+    with pytest.raises(kiln.NotImplementedError, match="tensor 'c'.*external"):
+        kiln.frontend.from_onnx(constant_model(external))
