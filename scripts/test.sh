@@ -8,7 +8,7 @@
 #   build      configure (once) + build build/ and install it into install/
 #   ctest      every test of build/: GoogleTest (label unit) and pytest (python.ffi)
 #   asan       build-asan/: clang-14 with address+undefined sanitizers, `ctest -L unit`
-#   fuzz       libFuzzer (build-asan/) on the artifact reader, bounded time, seeds + tests/fuzz/corpus
+#   fuzz       libFuzzer (build-asan/) on the artifact reader and the ONNX importer, bounded time
 #   format     clang-format-14 --dry-run --Werror over the repository's C/C++ files
 #   tidy       clang-tidy (.clang-tidy) over src/, with build/compile_commands.json
 #   extension  examples/extension built against install/ only, then its tests
@@ -54,20 +54,34 @@ stage_asan() {
     ctest --test-dir "$KILN_ASAN_BUILD_DIR" -L unit --output-on-failure -j "$KILN_JOBS"
 }
 
-# Fuzzes the artifact reader for KILN_FUZZ_SECONDS (default 60) from fresh seeds plus the
-# corpus kept in the repository; a crash leaves its input in build-asan/fuzz-artifacts/.
+# Fuzzes the artifact reader and the ONNX importer, each for KILN_FUZZ_SECONDS (default 60),
+# from the corpora kept in the repository (plus fresh artifact seeds); a crash leaves its input
+# in build-asan/fuzz-artifacts/.
 stage_fuzz() {
-  local fuzzer="$KILN_ASAN_BUILD_DIR/tests/fuzz/kiln_artifact_fuzzer"
-  [ -x "$fuzzer" ] || {
-    kiln_log "no $fuzzer: the asan stage builds it (with clang)"
+  local fuzz_dir="$KILN_ASAN_BUILD_DIR/tests/fuzz"
+  [ -x "$fuzz_dir/kiln_artifact_fuzzer" ] && [ -x "$fuzz_dir/kiln_onnx_fuzzer" ] || {
+    kiln_log "no fuzzers in $fuzz_dir: the asan stage builds them (with clang)"
     return 1
   }
-  local corpus="$KILN_ASAN_BUILD_DIR/fuzz-corpus" crashes="$KILN_ASAN_BUILD_DIR/fuzz-artifacts"
-  rm -rf "$corpus" && mkdir -p "$corpus" "$crashes"
-  "$KILN_ASAN_BUILD_DIR/tests/fuzz/kiln_artifact_fuzz_seeds" "$corpus"
+  local crashes="$KILN_ASAN_BUILD_DIR/fuzz-artifacts"
+  mkdir -p "$crashes"
+  local artifact_corpus="$KILN_ASAN_BUILD_DIR/fuzz-corpus"
+  rm -rf "$artifact_corpus" && mkdir -p "$artifact_corpus"
+  "$fuzz_dir/kiln_artifact_fuzz_seeds" "$artifact_corpus"
+  run_fuzzer "$fuzz_dir/kiln_artifact_fuzzer" "$artifact_corpus" \
+    "$KILN_REPO/tests/fuzz/corpus/artifact" || return 1
+  local onnx_corpus="$KILN_ASAN_BUILD_DIR/fuzz-corpus-onnx"
+  rm -rf "$onnx_corpus" && mkdir -p "$onnx_corpus"
+  run_fuzzer "$fuzz_dir/kiln_onnx_fuzzer" "$onnx_corpus" "$KILN_REPO/tests/fuzz/corpus/onnx"
+}
+
+# run_fuzzer FUZZER CORPUS... : one bounded libFuzzer run under ASan/UBSan.
+run_fuzzer() {
+  local fuzzer=$1
+  shift
   ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
     "$fuzzer" -max_total_time="${KILN_FUZZ_SECONDS:-60}" -timeout=10 -print_final_stats=1 \
-    -artifact_prefix="$crashes/" "$corpus" "$KILN_REPO/tests/fuzz/corpus/artifact"
+    -artifact_prefix="$KILN_ASAN_BUILD_DIR/fuzz-artifacts/" "$@"
 }
 
 # Tracked C/C++ files, plus new files git does not ignore (so a check before `git add` sees them).
