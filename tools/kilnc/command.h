@@ -22,6 +22,7 @@ struct Command {
 /// Every subcommand, in the order `kilnc --help` lists them.
 const std::vector<Command>& Commands();
 
+int RunInspect(const std::vector<std::string>& args);
 int RunPlugins(const std::vector<std::string>& args);
 
 }  // namespace kilnc

@@ -10,6 +10,12 @@ namespace kilnc {
 
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
+      {"inspect", "show a model's inputs, output, ops and (--ir) its typed IR",
+       "kilnc inspect model.onnx [--shape name=d0,d1,...]... [--ir]\n\n"
+       "Imports the model, infers its types and prints its inputs, output and how often each\n"
+       "op occurs. --shape fixes an input's shape (needed for dynamic dimensions); --ir also\n"
+       "prints the IR with each value's type as a comment.\n",
+       RunInspect},
       {"plugins", "list the compiler plugins and runtime backends found, with their status",
        "kilnc plugins\n\n"
        "Loads the compiler plugins of <libdir>/kiln/plugins and KILN_PLUGIN_PATH and the\n"

@@ -1,0 +1,103 @@
+// `kilnc inspect model.onnx`: what Kiln makes of a model before compiling it: its inputs and
+// outputs with their types, how often each op occurs, and (with --ir) the typed IR.
+#include <kiln/frontend/onnx.h>
+#include <kiln/ir/expr_functor.h>
+#include <kiln/ir/text_format.h>
+#include <kiln/transform/passes.h>
+
+#include <charconv>
+#include <iostream>
+#include <map>
+
+#include "command.h"
+
+namespace kilnc {
+namespace {
+
+struct InspectOptions {
+  std::string model;
+  kiln::frontend::InputShapes shapes;
+  bool print_ir = false;
+};
+
+/// "name=1,3,224,224" into `shapes`; false when it is not of that form.
+bool ParseShape(const std::string& text, kiln::frontend::InputShapes* shapes) {
+  const size_t equals = text.find('=');
+  if (equals == std::string::npos || equals == 0) return false;
+  kiln::Array<int64_t> dims;
+  const char* cursor = text.data() + equals + 1;
+  const char* const end = text.data() + text.size();
+  while (cursor < end) {
+    int64_t dim = 0;
+    auto [next, error] = std::from_chars(cursor, end, dim);
+    if (error != std::errc() || dim < 0 || (next != end && *next != ',')) return false;
+    dims.push_back(dim);
+    cursor = next == end ? end : next + 1;
+  }
+  shapes->Set(kiln::String(text.substr(0, equals)), dims);
+  return true;
+}
+
+/// The options, or nullopt after printing what is wrong.
+std::optional<InspectOptions> ParseOptions(const std::vector<std::string>& args) {
+  InspectOptions options;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--ir") {
+      options.print_ir = true;
+    } else if (args[i] == "--shape" && i + 1 < args.size()) {
+      if (!ParseShape(args[++i], &options.shapes)) {
+        std::cerr << "kilnc inspect: --shape takes name=d0,d1,..., got '" << args[i] << "'\n";
+        return std::nullopt;
+      }
+    } else if (options.model.empty() && args[i].rfind("--", 0) != 0) {
+      options.model = args[i];
+    } else {
+      std::cerr << "kilnc inspect: unexpected argument '" << args[i] << "'\n";
+      return std::nullopt;
+    }
+  }
+  if (options.model.empty()) {
+    std::cerr << "kilnc inspect: which model? (kilnc inspect model.onnx)\n";
+    return std::nullopt;
+  }
+  return options;
+}
+
+std::string TypeText(const kiln::ir::Type& type) {
+  std::string text = kiln::ir::AsText(type);
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
+void PrintSummary(const kiln::ir::Function& main) {
+  std::cout << "inputs:\n";
+  for (const kiln::ir::Var& param : main->params()) {
+    std::cout << "  " << param->name_hint().str() << ": " << TypeText(param->type_annotation())
+              << "\n";
+  }
+  std::cout << "output: " << TypeText(main->ret_type()) << "\n";
+  std::map<std::string, int> op_counts;
+  kiln::ir::PostOrderVisit(main->body(), [&](const kiln::ir::Expr& expr) {
+    const auto* call = expr.as<kiln::ir::CallObj>();
+    if (call == nullptr) return;
+    if (const auto* op = call->op().as<kiln::ir::OpObj>()) ++op_counts[op->name().str()];
+  });
+  std::cout << "ops:\n";
+  for (const auto& [name, count] : op_counts) std::cout << "  " << name << " x" << count << "\n";
+}
+
+}  // namespace
+
+int RunInspect(const std::vector<std::string>& args) {
+  const std::optional<InspectOptions> options = ParseOptions(args);
+  if (!options.has_value()) return kExitUsage;
+  const kiln::ir::IRModule mod =
+      kiln::transform::InferType()(kiln::frontend::ImportOnnxFile(options->model, options->shapes));
+  PrintSummary(mod.Lookup("main"));
+  if (options->print_ir) {
+    std::cout << "\n" << kiln::ir::AsText(mod, nullptr, /*show_checked_types=*/true);
+  }
+  return kExitOk;
+}
+
+}  // namespace kilnc
