@@ -1,0 +1,297 @@
+"""CPU kernels (libkiln_kernels_cpu.so): each `kernel.cpu.<op>` against numpy or PyTorch, on
+random data with odd sizes (not multiples of the GEMM blocks), broadcasting and strides."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import kiln
+from kiln._lib import load_kiln_library
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+# The runtime side alone (no compiler) must provide the kernels.
+_load_error = load_kiln_library("kiln_kernels_cpu")
+if _load_error:
+    pytest.fail(f"libkiln_kernels_cpu.so did not load: {_load_error}", pytrace=False)
+
+RNG = np.random.default_rng(1234)
+
+# Attribute defaults of the ops' schemas (docs/ops.md): kernels get normalized attributes.
+DEFAULTS = {
+    "nn.leaky_relu": {"alpha": 0.01},
+    "nn.elu": {"alpha": 1.0},
+    "nn.hard_sigmoid": {"alpha": 0.2, "beta": 0.5},
+    "clip": {"a_min": float("-inf"), "a_max": float("inf")},
+    "transpose": {"axes": None},
+    "concatenate": {"axis": 0},
+    "split": {"axis": 0},
+    "strided_slice": {"axes": None, "strides": None},
+    "take": {"axis": 0},
+    "nn.batch_matmul": {"transpose_a": False, "transpose_b": False},
+    "sum": {"axis": None, "keepdims": True},
+    "argmax": {"axis": 0, "keepdims": True},
+    "nn.conv2d": {"strides": [1, 1], "padding": [0, 0, 0, 0], "dilation": [1, 1], "groups": 1},
+    "nn.conv2d_transpose": {
+        "strides": [1, 1],
+        "padding": [0, 0, 0, 0],
+        "output_padding": [0, 0],
+        "dilation": [1, 1],
+        "groups": 1,
+    },
+    "nn.max_pool2d": {
+        "strides": [1, 1],
+        "padding": [0, 0, 0, 0],
+        "dilation": [1, 1],
+        "ceil_mode": False,
+    },
+    "nn.softmax": {"axis": -1},
+    "nn.batch_norm": {"axis": 1, "epsilon": 1e-5},
+    "nn.layer_norm": {"axis": -1, "epsilon": 1e-5},
+    "nn.pad": {"mode": "constant", "pad_value": 0.0},
+    "image.resize2d": {
+        "method": "nearest",
+        "coordinate_transformation_mode": "half_pixel",
+        "rounding_method": "round_prefer_floor",
+        "cubic_alpha": -0.75,
+        "cubic_exclude": False,
+    },
+}
+for _op, _base in [("mean", "sum"), ("max", "sum"), ("min", "sum"), ("prod", "sum"),
+                   ("argmin", "argmax"), ("nn.avg_pool2d", "nn.max_pool2d"),
+                   ("nn.log_softmax", "nn.softmax")]:
+    DEFAULTS[_op] = dict(DEFAULTS[_base])
+DEFAULTS["nn.avg_pool2d"]["count_include_pad"] = False
+
+
+def run(op, inputs, outputs_like, **attrs):
+    """Runs kernel.cpu.<op> on numpy `inputs` into outputs shaped and typed like
+    `outputs_like`; returns the outputs as numpy arrays."""
+    kernel = kiln.get_global_func("kernel.cpu." + op)
+    args = [kiln.tensor(np.ascontiguousarray(x)) for x in inputs]
+    outs = [kiln.empty(list(ref.shape), str(ref.dtype)) for ref in outputs_like]
+    kernel(args, outs, {**DEFAULTS.get(op, {}), **attrs})
+    return [out.numpy().copy() for out in outs]
+
+
+def check(op, inputs, expected, rtol=1e-5, atol=1e-6, **attrs):
+    expected = np.asarray(expected)
+    (got,) = run(op, inputs, [expected], **attrs)
+    assert got.dtype == expected.dtype
+    np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol)
+
+
+def rand(*shape, dtype=np.float32, low=-2.0, high=2.0):
+    if np.issubdtype(dtype, np.integer):
+        return RNG.integers(int(low) - 3, int(high) + 4, size=shape).astype(dtype)
+    if dtype == np.bool_:
+        return RNG.random(shape) < 0.5
+    return RNG.uniform(low, high, size=shape).astype(dtype)
+
+
+def t(x):
+    return torch.from_numpy(np.ascontiguousarray(x))
+
+
+# ---- elementwise ----------------------------------------------------------------------------
+
+def _erf(x):
+    return torch.erf(t(x)).numpy()
+
+
+UNARY = {
+    "negative": np.negative,
+    "abs": np.abs,
+    "exp": np.exp,
+    "log": np.log,
+    "sqrt": np.sqrt,
+    "reciprocal": lambda x: 1 / x,
+    "erf": _erf,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "round": np.round,
+    "sign": np.sign,
+    "sin": np.sin,
+    "cos": np.cos,
+    "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+    "tanh": np.tanh,
+    "nn.relu": lambda x: np.maximum(x, 0),
+    "nn.gelu": lambda x: F.gelu(t(x)).numpy(),
+    "nn.softplus": lambda x: F.softplus(t(x)).numpy(),
+    "nn.leaky_relu": lambda x: np.where(x >= 0, x, 0.01 * x),
+    "nn.elu": lambda x: F.elu(t(x)).numpy(),
+    "nn.hard_sigmoid": lambda x: np.clip(0.2 * x + 0.5, 0, 1),
+}
+# Inputs in the domain of log, sqrt and reciprocal.
+UNARY_INPUT = {"log": lambda x: np.abs(x) + 0.1, "sqrt": np.abs,
+               "reciprocal": lambda x: np.abs(x) + 0.1}
+
+
+@pytest.mark.parametrize("op", sorted(UNARY))
+@pytest.mark.parametrize("shape", [(), (7,), (3, 5, 17), (40, 1001)])
+def test_unary(op, shape):
+    x = UNARY_INPUT.get(op, lambda v: v)(rand(*shape, low=-4, high=4)).astype(np.float32)
+    if op == "round":
+        x = np.append(x.ravel(), [0.5, 1.5, -2.5]).astype(np.float32)  # halves go to even
+    check(op, [x], np.asarray(UNARY[op](x), dtype=np.float32))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float64])
+@pytest.mark.parametrize("op,ref", [("negative", np.negative), ("abs", np.abs),
+                                    ("sign", np.sign), ("nn.relu", lambda x: np.maximum(x, 0))])
+def test_unary_integers(op, ref, dtype):
+    x = rand(5, 9, dtype=dtype, low=-5, high=5)
+    check(op, [x], ref(x).astype(dtype))
+
+
+def test_unary_attrs_and_clip():
+    x = rand(6, 11)
+    check("nn.leaky_relu", [x], np.where(x >= 0, x, 0.3 * x), alpha=0.3)
+    check("nn.hard_sigmoid", [x], np.clip(0.1 * x + 0.6, 0, 1), alpha=0.1, beta=0.6)
+    check("clip", [x], np.clip(x, -0.5, 0.75), a_min=-0.5, a_max=0.75)
+    check("clip", [x], np.clip(x, None, 0.25), a_max=0.25)
+    i = rand(20, dtype=np.int64, low=-10, high=10)
+    check("clip", [i], np.clip(i, -3, 100), a_min=-3.0)  # infinite a_max on integers
+    b = rand(4, 5, dtype=np.bool_)
+    check("logical_not", [b], ~b)
+
+
+CAST_TYPES = [np.float32, np.float64, np.int32, np.int64, np.bool_, np.uint8, np.int8]
+
+
+@pytest.mark.parametrize("src", CAST_TYPES)
+@pytest.mark.parametrize("dst", CAST_TYPES)
+def test_cast(src, dst):
+    # Values every destination holds (out-of-range float to integer casts are undefined).
+    x = rand(3, 7, dtype=src, low=0, high=100)
+    dtype_name = "bool" if dst == np.bool_ else np.dtype(dst).name
+    check("cast", [x], x.astype(dst), dtype=dtype_name)
+
+
+BINARY = {
+    "add": np.add,
+    "subtract": np.subtract,
+    "multiply": np.multiply,
+    "divide": np.divide,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "power": np.power,
+    "mod": np.mod,
+}
+COMPARE = {
+    "equal": np.equal,
+    "not_equal": np.not_equal,
+    "less": np.less,
+    "less_equal": np.less_equal,
+    "greater": np.greater,
+    "greater_equal": np.greater_equal,
+}
+BROADCAST_SHAPES = [
+    ((4, 5), (4, 5)),
+    ((), (3, 7)),
+    ((3, 1, 5), (4, 1)),
+    ((2, 3, 17, 19), (3, 1, 1)),
+    ((1, 129), (257, 1)),
+    ((64, 1, 300), (64, 7, 300)),
+]
+
+
+def _binary_inputs(op, a_shape, b_shape, dtype):
+    a = rand(*a_shape, dtype=dtype)
+    b = rand(*b_shape, dtype=dtype)
+    if op in ("divide", "mod"):
+        b = np.where(b == 0, 3, b).astype(dtype)
+    if op == "power":
+        a = (np.abs(a) + 1).astype(dtype)
+        b = np.clip(b, 0, 3).astype(dtype)
+    return a, b
+
+
+@pytest.mark.parametrize("op", sorted(BINARY) + sorted(COMPARE))
+@pytest.mark.parametrize("shapes", BROADCAST_SHAPES)
+def test_binary_float32(op, shapes):
+    a, b = _binary_inputs(op, *shapes, np.float32)
+    ref = {**BINARY, **COMPARE}[op](a, b)
+    check(op, [a, b], np.asarray(ref, dtype=ref.dtype), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("op", sorted(BINARY) + sorted(COMPARE))
+def test_binary_integers(op, dtype):
+    a, b = _binary_inputs(op, (3, 1, 6), (5, 1), dtype)
+    if op == "divide":
+        expected = np.trunc(a / b).astype(dtype)  # ONNX Div truncates
+    else:
+        expected = {**BINARY, **COMPARE}[op](a, b)
+    check(op, [a, b], expected)
+
+
+@pytest.mark.parametrize("op", ["logical_and", "logical_or", "logical_xor", "equal"])
+def test_logical(op):
+    a, b = rand(4, 1, 3, dtype=np.bool_), rand(5, 3, dtype=np.bool_)
+    ref = {"logical_and": np.logical_and, "logical_or": np.logical_or,
+           "logical_xor": np.logical_xor, "equal": np.equal}[op]
+    check(op, [a, b], ref(a, b))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.bool_])
+def test_where(dtype):
+    cond = rand(3, 1, 9, dtype=np.bool_)
+    x, y = rand(4, 1, dtype=dtype), rand(3, 4, 9, dtype=dtype)
+    check("where", [cond, x, y], np.where(cond, x, y))
+
+
+def test_unsupported_dtype_names_the_kernel():
+    with pytest.raises(ValueError, match=r"kernel\.cpu\.exp: dtype int32 is not supported"):
+        run("exp", [np.zeros(3, np.int32)], [np.zeros(3, np.int32)])
+    with pytest.raises(ValueError, match=r"kernel\.cpu\.add: inputs 0 and 1 differ in dtype"):
+        run("add", [np.zeros(3, np.float32), np.zeros(3)], [np.zeros(3, np.float32)])
+
+
+# ---- threads and the compiler ---------------------------------------------------------------
+
+@pytest.mark.skipif(os.environ.get("KILN_NUM_THREADS") == "5", reason="already the 5-thread run")
+def test_with_five_threads():
+    """The heavier tests again with 5 threads (more than this machine's cores), so work is
+    split unevenly and every kernel's parallel path runs."""
+    env = dict(os.environ, KILN_NUM_THREADS="5")
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k",
+         "dense or matmul or conv or pool or softmax or reduce or binary_float32 or transpose"
+         " or layer_norm or resize"],
+        env=env, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+
+
+def test_fold_constant_runs_the_cpu_kernel():
+    """The compiler's FKernel of a core op forwards to kernel.cpu.<op>, so FoldConstant folds."""
+    a, b = rand(2, 3), rand(3)
+    mod = kiln.ir.ParseModule(
+        "def @main() { add(meta[Constant][0], meta[Constant][1]) }",
+        [kiln.tensor(a), kiln.tensor(b)])
+    folded = kiln.transform.FoldConstant()(kiln.transform.InferType()(mod))
+    body = folded["main"].body
+    assert isinstance(body, kiln.ir.Constant)
+    np.testing.assert_allclose(body.data.numpy(), a + b, rtol=1e-6)
+
+
+def test_overriding_the_global_changes_what_fold_constant_runs():
+    """FKernel looks kernel.cpu.<op> up on every call, so a plugin's override takes effect."""
+    original = kiln.get_global_func("kernel.cpu.subtract")
+
+    def fill_sevens(inputs, outputs, attrs):
+        outputs[0].numpy()[...] = 7
+
+    a = rand(4)
+    mod = kiln.ir.ParseModule("def @main() { subtract(meta[Constant][0], meta[Constant][0]) }",
+                              [kiln.tensor(a)])
+    kiln.register_func("kernel.cpu.subtract", fill_sevens, override=True)
+    try:
+        folded = kiln.transform.FoldConstant()(kiln.transform.InferType()(mod))
+    finally:
+        kiln.register_func("kernel.cpu.subtract", original, override=True)
+    np.testing.assert_array_equal(folded["main"].body.data.numpy(), np.full(4, 7, np.float32))
