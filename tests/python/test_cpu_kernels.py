@@ -252,6 +252,56 @@ def test_unsupported_dtype_names_the_kernel():
         run("add", [np.zeros(3, np.float32), np.zeros(3)], [np.zeros(3, np.float32)])
 
 
+# ---- reductions, softmax --------------------------------------------------------------------
+
+REDUCE = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min, "prod": np.prod}
+
+
+@pytest.mark.parametrize("op", sorted(REDUCE))
+@pytest.mark.parametrize("axis", [None, [0], [-1], [1, 2], [0, 2], [0, 1, 2, 3], []])
+@pytest.mark.parametrize("keepdims", [True, False])
+def test_reduce(op, axis, keepdims):
+    x = rand(3, 5, 7, 11, low=0.5, high=1.5)
+    np_axis = None if axis is None else tuple(axis)
+    # The reference accumulates in float64 too: float32 products of 1155 values drift.
+    expected = x.copy() if axis == [] else REDUCE[op](x.astype(np.float64), axis=np_axis,
+                                                      keepdims=keepdims)
+    check(op, [x], np.asarray(expected, np.float32), rtol=1e-5, atol=1e-5, axis=axis,
+          keepdims=keepdims)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("op", ["sum", "max", "min", "prod"])
+def test_reduce_integers(op, dtype):
+    x = rand(4, 6, 5, dtype=dtype, low=-2, high=2)
+    check(op, [x], REDUCE[op](x, axis=(0, 2), keepdims=False).astype(dtype), axis=[0, 2],
+          keepdims=False)
+
+
+def test_reduce_large_is_accurate():
+    x = rand(1000, 1003, low=0, high=1)
+    check("sum", [x], np.float32(x.astype(np.float64).sum()).reshape(1, 1), rtol=1e-6)
+
+
+@pytest.mark.parametrize("op,ref", [("argmax", np.argmax), ("argmin", np.argmin)])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_arg_reduce(op, ref, axis, dtype):
+    x = rand(6, 9, 5, dtype=dtype, low=-3, high=3)  # integers repeat: first index wins
+    expected = np.expand_dims(ref(x, axis=axis), axis).astype(np.int64)
+    check(op, [x], expected, axis=axis)
+    check(op, [x], ref(x, axis=axis).astype(np.int64), axis=axis, keepdims=False)
+
+
+@pytest.mark.parametrize("op", ["nn.softmax", "nn.log_softmax"])
+@pytest.mark.parametrize("shape,axis", [((7,), 0), ((4, 33), -1), ((3, 5, 7), 1),
+                                        ((2, 1000, 3), -2), ((64, 513), 1)])
+def test_softmax(op, shape, axis):
+    x = rand(*shape, low=-20, high=20)
+    fn = F.softmax if op == "nn.softmax" else F.log_softmax
+    check(op, [x], fn(t(x), dim=axis).numpy(), rtol=1e-5, atol=1e-6, axis=axis)
+
+
 # ---- threads and the compiler ---------------------------------------------------------------
 
 @pytest.mark.skipif(os.environ.get("KILN_NUM_THREADS") == "5", reason="already the 5-thread run")
