@@ -302,6 +302,80 @@ def test_softmax(op, shape, axis):
     check(op, [x], fn(t(x), dim=axis).numpy(), rtol=1e-5, atol=1e-6, axis=axis)
 
 
+# ---- data movement --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.bool_, np.uint8])
+def test_reshape_squeeze_unsqueeze(dtype):
+    x = rand(2, 1, 6, dtype=dtype)
+    check("reshape", [x], x.reshape(3, 4), newshape=[3, 4])
+    check("squeeze", [x], x.reshape(2, 6), axes=[1])
+    check("unsqueeze", [x], x.reshape(1, 2, 1, 6), axes=[0])
+
+
+@pytest.mark.parametrize("shape,axes", [((3, 4), None), ((2, 3, 5), [1, 0, 2]),
+                                        ((2, 3, 5, 7), [0, 2, 3, 1]), ((4, 1, 6), [2, 1, 0]),
+                                        ((129, 67), [1, 0])])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_])
+def test_transpose(shape, axes, dtype):
+    x = rand(*shape, dtype=dtype)
+    check("transpose", [x], np.transpose(x, axes), axes=axes)
+
+
+def test_expand():
+    x = rand(3, 1, 5)
+    check("expand", [x], np.broadcast_to(x, (2, 3, 4, 5)), shape=[2, 3, 4, 5])
+    y = rand(4, 1, dtype=np.int64)
+    check("expand", [y], np.broadcast_to(y, (4, 6)), shape=[1, 6])
+
+
+@pytest.mark.parametrize("begin,end,axes,strides,index", [
+    ([1], [4], None, None, np.s_[1:4]),
+    ([0, 1], [5, -1], [0, 2], [2, 1], np.s_[0:5:2, :, 1:-1]),
+    ([-1], [-(2**63)], [1], [-1], np.s_[:, ::-1]),
+    ([10, 2], [2**63 - 1, -100], [2, 0], [1, -2], np.s_[2::-2, :, 10:]),
+    ([-100], [2], [-1], [3], np.s_[..., 0:2:3]),
+])
+def test_strided_slice(begin, end, axes, strides, index):
+    x = rand(6, 7, 8)
+    check("strided_slice", [x], x[index], begin=begin, end=end, axes=axes, strides=strides)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_concatenate_and_split(axis):
+    sizes = [1, 0, 3]
+    parts = [rand(*[s if d == axis % 3 else (3, 4, 5)[d] for d in range(3)]) for s in sizes]
+    whole = np.concatenate(parts, axis=axis)
+    check("concatenate", parts, whole, axis=axis)
+    got = run("split", [whole], parts, axis=axis, sections=sizes)
+    for g, p in zip(got, parts):
+        np.testing.assert_array_equal(g, p)
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_take(axis, index_dtype):
+    x = rand(4, 5, 6)
+    idx = np.array([[0, -1], [2, 3], [1, 1]], dtype=index_dtype)
+    check("take", [x, idx], np.take(x, idx, axis=axis), axis=axis)
+    with pytest.raises(ValueError, match="out of range"):
+        run("take", [x, np.array([7], index_dtype)], [np.zeros((1,) + x.shape[1:], np.float32)])
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge"])
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+def test_pad(mode, dtype):
+    x = rand(3, 4, 5, dtype=dtype)
+    pads = [1, 0, 2, 2, 1, 4]
+    np_pads = [(pads[d], pads[d + 3]) for d in range(3)]
+    kwargs = {"constant_values": 1.5 if dtype == np.float32 else 2} if mode == "constant" else {}
+    expected = np.pad(x, np_pads, mode={"edge": "edge", "reflect": "reflect",
+                                        "constant": "constant"}[mode], **kwargs)
+    check("nn.pad", [x], expected, pads=pads, mode=mode, pad_value=1.5 if dtype == np.float32
+          else 2.0)
+    # Negative pads crop.
+    check("nn.pad", [x], x[:, 1:, 1:3], pads=[0, -1, -1, 0, 0, -2])
+
+
 # ---- threads and the compiler ---------------------------------------------------------------
 
 @pytest.mark.skipif(os.environ.get("KILN_NUM_THREADS") == "5", reason="already the 5-thread run")
