@@ -376,6 +376,45 @@ def test_pad(mode, dtype):
     check("nn.pad", [x], x[:, 1:, 1:3], pads=[0, -1, -1, 0, 0, -2])
 
 
+# ---- GEMM -----------------------------------------------------------------------------------
+
+GEMM_SIZES = [(1, 1, 1), (5, 7, 3), (6, 8, 256), (73, 259, 300), (130, 17, 513), (1, 1000, 97)]
+
+
+@pytest.mark.parametrize("m,n,k", GEMM_SIZES)
+def test_dense(m, n, k):
+    x, w = rand(m, k), rand(n, k)
+    check("nn.dense", [x, w], x @ w.T, rtol=1e-4, atol=1e-4)
+    x3 = rand(2, 3, k)
+    check("nn.dense", [x3, w], x3 @ w.T, rtol=1e-4, atol=1e-4)
+
+
+def test_gemm_kernels_take_float32_only():
+    with pytest.raises(ValueError, match=r"kernel\.cpu\.nn\.dense: dtype float64"):
+        run("nn.dense", [np.zeros((2, 3)), np.zeros((4, 3))], [np.zeros((2, 4))])
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [((5,), (5,)), ((4,), (4, 6)), ((3, 7), (7,)),
+                                             ((9, 31), (31, 17)), ((2, 1, 5, 8), (3, 8, 4)),
+                                             ((4, 65, 33), (33, 70))])
+def test_matmul(a_shape, b_shape):
+    a, b = rand(*a_shape), rand(*b_shape)
+    check("matmul", [a, b], np.matmul(a, b), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("transpose_a", [False, True])
+@pytest.mark.parametrize("transpose_b", [False, True])
+@pytest.mark.parametrize("batches", [(3, 3), (1, 4), (4, 1)])
+def test_batch_matmul(transpose_a, transpose_b, batches):
+    m, n, k = 13, 21, 35
+    a = rand(batches[0], *((k, m) if transpose_a else (m, k)))
+    b = rand(batches[1], *((n, k) if transpose_b else (k, n)))
+    ref = np.matmul(a.transpose(0, 2, 1) if transpose_a else a,
+                    b.transpose(0, 2, 1) if transpose_b else b)
+    check("nn.batch_matmul", [a, b], ref, rtol=1e-4, atol=1e-4, transpose_a=transpose_a,
+          transpose_b=transpose_b)
+
+
 # ---- threads and the compiler ---------------------------------------------------------------
 
 @pytest.mark.skipif(os.environ.get("KILN_NUM_THREADS") == "5", reason="already the 5-thread run")
