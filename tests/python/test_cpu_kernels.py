@@ -415,6 +415,78 @@ def test_batch_matmul(transpose_a, transpose_b, batches):
           transpose_b=transpose_b)
 
 
+# ---- convolution and pooling ----------------------------------------------------------------
+
+CONV_CASES = [
+    # (N, C, H, W), (O, KH, KW), strides, padding (t, l, b, r), dilation, groups
+    ((1, 3, 9, 11), (5, 3, 3), [1, 1], [0, 0, 0, 0], [1, 1], 1),
+    ((2, 4, 10, 7), (6, 3, 2), [2, 1], [1, 0, 2, 1], [1, 2], 2),
+    ((1, 8, 12, 12), (8, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 8),
+    ((2, 4, 9, 9), (8, 5, 3), [2, 3], [2, 1, 0, 1], [2, 1], 4),
+    ((3, 16, 7, 5), (33, 1, 1), [1, 1], [0, 0, 0, 0], [1, 1], 1),
+    ((1, 6, 8, 8), (4, 1, 1), [2, 2], [0, 0, 0, 0], [1, 1], 2),
+    ((1, 64, 30, 31), (70, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1),
+]
+
+
+def _torch_padded(x, padding):
+    return F.pad(t(x), (padding[1], padding[3], padding[0], padding[2]))
+
+
+@pytest.mark.parametrize("case", CONV_CASES)
+def test_conv2d(case):
+    shape, (o, kh, kw), strides, padding, dilation, groups = case
+    x = rand(*shape)
+    w = rand(o, shape[1] // groups, kh, kw)
+    ref = F.conv2d(_torch_padded(x, padding), t(w), stride=strides, dilation=dilation,
+                   groups=groups).numpy()
+    check("nn.conv2d", [x, w], ref, rtol=1e-4, atol=1e-4, strides=strides, padding=padding,
+          dilation=dilation, groups=groups)
+
+
+@pytest.mark.parametrize("case", [
+    # (N, C, H, W), (O/groups, KH, KW), strides, padding, output_padding, dilation, groups
+    ((1, 3, 5, 6), (4, 3, 3), [1, 1], [0, 0, 0, 0], [0, 0], [1, 1], 1),
+    ((2, 4, 5, 4), (3, 3, 2), [2, 3], [1, 0, 1, 0], [1, 2], [1, 1], 2),
+    ((1, 6, 4, 7), (2, 2, 3), [2, 2], [1, 1, 1, 1], [0, 1], [2, 1], 3),
+])
+def test_conv2d_transpose(case):
+    shape, (og, kh, kw), strides, padding, output_padding, dilation, groups = case
+    x = rand(*shape)
+    w = rand(shape[1], og, kh, kw)
+    assert padding[0] == padding[2] and padding[1] == padding[3]  # torch pads symmetrically
+    ref = F.conv_transpose2d(t(x), t(w), stride=strides, padding=(padding[0], padding[1]),
+                             output_padding=output_padding, groups=groups,
+                             dilation=dilation).numpy()
+    check("nn.conv2d_transpose", [x, w], ref, rtol=1e-4, atol=1e-4, strides=strides,
+          padding=padding, output_padding=output_padding, dilation=dilation, groups=groups)
+
+
+@pytest.mark.parametrize("pool_size,strides,padding,dilation,ceil_mode", [
+    ([2, 2], [2, 2], [0, 0, 0, 0], [1, 1], False),
+    ([3, 3], [2, 2], [1, 1, 1, 1], [1, 1], True),
+    ([3, 2], [1, 2], [1, 0, 1, 0], [2, 1], False),
+    ([2, 3], [3, 2], [0, 1, 0, 1], [1, 1], True),
+])
+def test_pool2d(pool_size, strides, padding, dilation, ceil_mode):
+    x = rand(2, 3, 11, 10)
+    pad = (padding[0], padding[1])
+    attrs = {"pool_size": pool_size, "strides": strides, "padding": padding,
+             "dilation": dilation, "ceil_mode": ceil_mode}
+    ref = F.max_pool2d(t(x), pool_size, strides, pad, dilation, ceil_mode).numpy()
+    check("nn.max_pool2d", [x], ref, **attrs)
+    if dilation == [1, 1]:
+        for include in (False, True):
+            ref = F.avg_pool2d(t(x), pool_size, strides, pad, ceil_mode, include).numpy()
+            check("nn.avg_pool2d", [x], ref, count_include_pad=include, **attrs)
+
+
+def test_global_pool2d():
+    x = rand(2, 5, 7, 9)
+    check("nn.global_max_pool2d", [x], x.max(axis=(2, 3), keepdims=True))
+    check("nn.global_avg_pool2d", [x], x.mean(axis=(2, 3), keepdims=True))
+
+
 # ---- threads and the compiler ---------------------------------------------------------------
 
 @pytest.mark.skipif(os.environ.get("KILN_NUM_THREADS") == "5", reason="already the 5-thread run")
