@@ -487,6 +487,31 @@ def test_global_pool2d():
     check("nn.global_avg_pool2d", [x], x.mean(axis=(2, 3), keepdims=True))
 
 
+# ---- normalization --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("axis", [1, -1])
+def test_batch_norm(axis):
+    x = rand(2, 5, 6, 7)
+    c = x.shape[axis]
+    gamma, beta, mean = rand(c), rand(c), rand(c)
+    var = rand(c, low=0.1, high=2)
+    shape = [1] * 4
+    shape[axis] = c
+    ref = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + 1e-3) * gamma.reshape(shape) \
+        + beta.reshape(shape)
+    check("nn.batch_norm", [x, gamma, beta, mean, var], ref.astype(np.float32), rtol=1e-5,
+          atol=1e-5, axis=axis, epsilon=1e-3)
+
+
+@pytest.mark.parametrize("axis", [-1, 1, 2])
+def test_layer_norm(axis):
+    x = rand(3, 4, 5, 33)
+    norm_shape = x.shape[axis:]
+    gamma, beta = rand(*norm_shape), rand(*norm_shape)
+    ref = F.layer_norm(t(x), norm_shape, t(gamma), t(beta), eps=1e-5).numpy()
+    check("nn.layer_norm", [x, gamma, beta], ref, rtol=1e-4, atol=1e-5, axis=axis)
+
+
 # ---- threads and the compiler ---------------------------------------------------------------
 
 @pytest.mark.skipif(os.environ.get("KILN_NUM_THREADS") == "5", reason="already the 5-thread run")
