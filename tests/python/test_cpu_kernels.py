@@ -512,6 +512,34 @@ def test_layer_norm(axis):
     check("nn.layer_norm", [x, gamma, beta], ref, rtol=1e-4, atol=1e-5, axis=axis)
 
 
+# ---- resize ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("size", [(14, 9), (3, 4), (7, 7)])
+def test_resize2d(size):
+    x = rand(2, 3, 7, 5)
+    check("image.resize2d", [x], F.interpolate(t(x), size=size, mode="nearest").numpy(),
+          size=list(size), method="nearest", coordinate_transformation_mode="asymmetric",
+          rounding_method="floor")
+    for mode, method in [("bilinear", "linear"), ("bicubic", "cubic")]:
+        for align, transform in [(False, "half_pixel"), (True, "align_corners")]:
+            ref = F.interpolate(t(x), size=size, mode=mode, align_corners=align).numpy()
+            check("image.resize2d", [x], ref, rtol=1e-4, atol=1e-5, size=list(size),
+                  method=method, coordinate_transformation_mode=transform)
+
+
+def test_resize2d_nearest_half_pixel_and_exclude():
+    x = rand(1, 1, 4, 4)
+    # 4 -> 8 with half_pixel and round_prefer_floor: output i reads floor-preferring round of
+    # (i + 0.5) / 2 - 0.5.
+    idx = [max(0, min(3, int(np.ceil((i + 0.5) / 2 - 0.5 - 0.5)))) for i in range(8)]
+    check("image.resize2d", [x], x[:, :, idx][:, :, :, idx], size=[8, 8])
+    # With exclude_outside, weights of taps outside the image are dropped and renormalized,
+    # so a constant image stays constant.
+    ones = np.ones((1, 1, 4, 4), np.float32)
+    check("image.resize2d", [ones], np.ones((1, 1, 9, 9), np.float32), rtol=1e-5, atol=1e-5,
+          size=[9, 9], method="cubic", cubic_exclude=True, cubic_alpha=-0.5)
+
+
 # ---- threads and the compiler ---------------------------------------------------------------
 
 @pytest.mark.skipif(os.environ.get("KILN_NUM_THREADS") == "5", reason="already the 5-thread run")
