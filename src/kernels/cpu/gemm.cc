@@ -69,6 +69,28 @@ void MicroKernel(int64_t kc, const float* __restrict__ a, const float* __restric
   }
 }
 
+// The block loop is compiled twice, for the baseline and for x86-64-v3 (AVX2, FMA), and the
+// dynamic loader picks the clone the CPU runs (an ifunc), so one binary uses AVX2 where there
+// is one and still runs everywhere. The micro-kernel inlines into each clone.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#define KILN_GEMM_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define KILN_GEMM_CLONES
+#endif
+
+/// C block (rows x cols) = or += packed A block x packed B panel (strips of the block's
+/// columns).
+KILN_GEMM_CLONES void MultiplyBlock(const float* packed_a, const float* packed_b, int64_t rows,
+                                    int64_t cols, int64_t kc, float* c, int64_t ldc,
+                                    bool accumulate) {
+  for (int64_t j = 0; j < cols; j += kNR) {
+    for (int64_t i = 0; i < rows; i += kMR) {
+      MicroKernel(kc, packed_a + i * kc, packed_b + j * kc, c + i * ldc + j, ldc,
+                  std::min(kMR, rows - i), std::min(kNR, cols - j), accumulate);
+    }
+  }
+}
+
 }  // namespace
 
 void Gemm(int64_t m, int64_t n, int64_t k, const MatrixView& a, const MatrixView& b, float* c,
@@ -95,13 +117,8 @@ void Gemm(int64_t m, int64_t n, int64_t k, const MatrixView& a, const MatrixView
         const int64_t rows = std::min(kMC, m - row0);
         const int64_t cols = std::min(kNC, n - col0);
         PackA(a, row0, rows, p0, kc, packed_a.data());
-        for (int64_t j = 0; j < cols; j += kNR) {
-          const float* b_strip = &packed_b[(col0 + j) / kNR * kNR * kc];
-          for (int64_t i = 0; i < rows; i += kMR) {
-            MicroKernel(kc, &packed_a[i * kc], b_strip, c + (row0 + i) * ldc + col0 + j, ldc,
-                        std::min(kMR, rows - i), std::min(kNR, cols - j), p0 > 0);
-          }
-        }
+        MultiplyBlock(packed_a.data(), &packed_b[col0 * kc], rows, cols, kc, c + row0 * ldc + col0,
+                      ldc, p0 > 0);
       }
     });
   }
