@@ -555,6 +555,26 @@ def test_with_five_threads():
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
 
 
+CHECK_EVERY_OP = """
+import kiln, kiln.ir
+kernels = {name[len("kernel.cpu."):] for name in kiln.list_global_funcs()
+           if name.startswith("kernel.cpu.")}
+ops = set(kiln.ir.list_ops())
+assert ops <= kernels, f"core ops without a CPU kernel: {sorted(ops - kernels)}"
+missing = [op for op in sorted(ops) if "FKernel" not in kiln.ir.op_attrs(op)]
+assert not missing, f"ops without FKernel: {missing}"
+"""
+
+
+def test_every_core_op_has_its_kernel():
+    """Every core op has a kernel.cpu.<op> and an FKernel forwarding to it. kernel_attrs.cc sets
+    FKernel while libkiln initializes, which works only after the op registrations, so this
+    catches a change of link order. In a fresh process: other tests register ops of their own."""
+    result = subprocess.run([sys.executable, "-c", CHECK_EVERY_OP], capture_output=True,
+                            text=True, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
 def test_fold_constant_runs_the_cpu_kernel():
     """The compiler's FKernel of a core op forwards to kernel.cpu.<op>, so FoldConstant folds."""
     a, b = rand(2, 3), rand(3)
