@@ -1,0 +1,314 @@
+// Elementwise kernels: unary math and activations, clip and cast (one input), broadcasting
+// binary arithmetic, logic and comparisons, and where. Each op is a small functor; the loops
+// that apply them are shared templates, so every op gets the same contiguous fast paths.
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "kernel_util.h"
+
+namespace kiln {
+namespace kernels {
+namespace cpu {
+namespace {
+
+// ---- one input -----------------------------------------------------------------------------
+
+/// Applies `Fn` (constructed from the call, so it can read attributes) to every element.
+template <unsigned Allowed, typename Fn>
+void Unary(const KernelCall& call) {
+  const Tensor in = call.input(0);
+  const Tensor out = call.output(0);
+  const Fn fn(call);
+  DispatchDType<Allowed>(call, in.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* __restrict__ x = Data<const T>(in);
+    T* __restrict__ y = Data<T>(out);
+    runtime::ParallelFor(0, in.NumElements(), kElementGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) y[i] = fn(x[i]);
+    });
+  });
+}
+
+/// Base of functors without attributes.
+struct NoAttrs {
+  explicit NoAttrs(const KernelCall& /*call*/) {}
+};
+
+#define KILN_UNARY_FN(Name, Expr)  \
+  struct Name : NoAttrs {          \
+    using NoAttrs::NoAttrs;        \
+    template <typename T>          \
+    T operator()(T x) const {      \
+      return static_cast<T>(Expr); \
+    }                              \
+  }
+
+KILN_UNARY_FN(Negative, -x);
+KILN_UNARY_FN(Abs, x < 0 ? -x : x);
+KILN_UNARY_FN(Sign, (x > T(0)) - (x < T(0)));
+KILN_UNARY_FN(Relu, x > T(0) ? x : T(0));
+KILN_UNARY_FN(Exp, std::exp(x));
+KILN_UNARY_FN(Log, std::log(x));
+KILN_UNARY_FN(Sqrt, std::sqrt(x));
+KILN_UNARY_FN(Reciprocal, T(1) / x);
+KILN_UNARY_FN(Erf, std::erf(x));
+KILN_UNARY_FN(Floor, std::floor(x));
+KILN_UNARY_FN(Ceil, std::ceil(x));
+KILN_UNARY_FN(Round, std::nearbyint(x));  // halves to even, as ONNX Round
+KILN_UNARY_FN(Sin, std::sin(x));
+KILN_UNARY_FN(Cos, std::cos(x));
+KILN_UNARY_FN(Tanh, std::tanh(x));
+KILN_UNARY_FN(Sigmoid, T(1) / (T(1) + std::exp(-x)));
+KILN_UNARY_FN(LogicalNot, !x);
+// ONNX Gelu with approximate = "none".
+KILN_UNARY_FN(Gelu, T(0.5) * x * (T(1) + std::erf(x * T(M_SQRT1_2))));
+// log(1 + e^x) without overflow for large x.
+KILN_UNARY_FN(Softplus, x > T(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)));
+
+#undef KILN_UNARY_FN
+
+struct LeakyRelu {
+  explicit LeakyRelu(const KernelCall& call) : alpha(call.Float("alpha")) {}
+  template <typename T>
+  T operator()(T x) const {
+    return x >= T(0) ? x : static_cast<T>(alpha) * x;
+  }
+  double alpha;
+};
+
+struct Elu {
+  explicit Elu(const KernelCall& call) : alpha(call.Float("alpha")) {}
+  template <typename T>
+  T operator()(T x) const {
+    return x >= T(0) ? x : static_cast<T>(alpha) * std::expm1(x);
+  }
+  double alpha;
+};
+
+struct HardSigmoid {
+  explicit HardSigmoid(const KernelCall& call)
+      : alpha(call.Float("alpha")), beta(call.Float("beta")) {}
+  template <typename T>
+  T operator()(T x) const {
+    const T y = static_cast<T>(alpha) * x + static_cast<T>(beta);
+    return std::min(T(1), std::max(T(0), y));
+  }
+  double alpha;
+  double beta;
+};
+
+/// `bound` in T's range (clip's default bounds are infinities, which no integer holds).
+template <typename T>
+T ClampToType(double bound) {
+  const auto lowest = static_cast<double>(std::numeric_limits<T>::lowest());
+  const auto highest = static_cast<double>(std::numeric_limits<T>::max());
+  return static_cast<T>(std::min(highest, std::max(lowest, bound)));
+}
+
+struct Clip {
+  explicit Clip(const KernelCall& call) : low(call.Float("a_min")), high(call.Float("a_max")) {}
+  template <typename T>
+  T operator()(T x) const {
+    return std::min(ClampToType<T>(high), std::max(ClampToType<T>(low), x));
+  }
+  double low;
+  double high;
+};
+
+constexpr unsigned kSigned = kNumericTypes;
+
+KILN_CPU_KERNEL("negative", (Unary<kSigned, Negative>));
+KILN_CPU_KERNEL("abs", (Unary<kSigned, Abs>));
+KILN_CPU_KERNEL("sign", (Unary<kSigned, Sign>));
+KILN_CPU_KERNEL("nn.relu", (Unary<kSigned, Relu>));
+KILN_CPU_KERNEL("clip", (Unary<kSigned, Clip>));
+KILN_CPU_KERNEL("exp", (Unary<kFloatTypes, Exp>));
+KILN_CPU_KERNEL("log", (Unary<kFloatTypes, Log>));
+KILN_CPU_KERNEL("sqrt", (Unary<kFloatTypes, Sqrt>));
+KILN_CPU_KERNEL("reciprocal", (Unary<kFloatTypes, Reciprocal>));
+KILN_CPU_KERNEL("erf", (Unary<kFloatTypes, Erf>));
+KILN_CPU_KERNEL("floor", (Unary<kFloatTypes, Floor>));
+KILN_CPU_KERNEL("ceil", (Unary<kFloatTypes, Ceil>));
+KILN_CPU_KERNEL("round", (Unary<kFloatTypes, Round>));
+KILN_CPU_KERNEL("sin", (Unary<kFloatTypes, Sin>));
+KILN_CPU_KERNEL("cos", (Unary<kFloatTypes, Cos>));
+KILN_CPU_KERNEL("tanh", (Unary<kFloatTypes, Tanh>));
+KILN_CPU_KERNEL("sigmoid", (Unary<kFloatTypes, Sigmoid>));
+KILN_CPU_KERNEL("nn.gelu", (Unary<kFloatTypes, Gelu>));
+KILN_CPU_KERNEL("nn.softplus", (Unary<kFloatTypes, Softplus>));
+KILN_CPU_KERNEL("nn.leaky_relu", (Unary<kFloatTypes, LeakyRelu>));
+KILN_CPU_KERNEL("nn.elu", (Unary<kFloatTypes, Elu>));
+KILN_CPU_KERNEL("nn.hard_sigmoid", (Unary<kFloatTypes, HardSigmoid>));
+KILN_CPU_KERNEL("logical_not", (Unary<kBoolBit, LogicalNot>));
+
+/// cast: every pair of the supported dtypes, C++ conversion semantics (floats truncate toward
+/// zero into integers; anything non-zero is true).
+void Cast(const KernelCall& call) {
+  const Tensor in = call.input(0);
+  const Tensor out = call.output(0);
+  DispatchDType<kAllTypes>(call, in.dtype(), [&](auto from_tag) {
+    using From = decltype(from_tag);
+    DispatchDType<kAllTypes>(call, out.dtype(), [&](auto to_tag) {
+      using To = decltype(to_tag);
+      const From* __restrict__ x = Data<const From>(in);
+      To* __restrict__ y = Data<To>(out);
+      runtime::ParallelFor(0, in.NumElements(), kElementGrain, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          // NOLINTNEXTLINE(bugprone-signed-char-misuse): int8 is a number; widening keeps sign
+          y[i] = static_cast<To>(x[i]);
+        }
+      });
+    });
+  });
+}
+KILN_CPU_KERNEL("cast", Cast);
+
+// ---- two inputs, broadcast -----------------------------------------------------------------
+
+/// Applies `Fn` to lhs and rhs broadcast together; the output dtype is what `Fn` returns (T,
+/// or bool for comparisons). The inner loop is specialized for the stride patterns that occur
+/// (both contiguous, one a scalar) so the common cases vectorize.
+template <unsigned Allowed, typename Fn>
+void Binary(const KernelCall& call) {
+  const Tensor lhs = call.input(0);
+  const Tensor rhs = call.input(1);
+  const Tensor out = call.output(0);
+  RequireSameDType(call, 0, 1);
+  const Fn fn{};
+  DispatchDType<Allowed>(call, lhs.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using Out = decltype(fn(T{}, T{}));
+    const T* a_base = Data<const T>(lhs);
+    const T* b_base = Data<const T>(rhs);
+    Out* y_base = Data<Out>(out);
+    ForEachBroadcastRow<2>(
+        out, {lhs, rhs},
+        [&](int64_t out_offset, const auto& offsets, int64_t n, const auto& strides) {
+          const T* __restrict__ a = a_base + offsets[0];
+          const T* __restrict__ b = b_base + offsets[1];
+          Out* __restrict__ y = y_base + out_offset;
+          if (strides[0] == 1 && strides[1] == 1) {
+            for (int64_t j = 0; j < n; ++j) y[j] = fn(a[j], b[j]);
+          } else if (strides[0] == 1 && strides[1] == 0) {
+            const T b0 = *b;
+            for (int64_t j = 0; j < n; ++j) y[j] = fn(a[j], b0);
+          } else if (strides[0] == 0 && strides[1] == 1) {
+            const T a0 = *a;
+            for (int64_t j = 0; j < n; ++j) y[j] = fn(a0, b[j]);
+          } else {
+            for (int64_t j = 0; j < n; ++j) y[j] = fn(a[j * strides[0]], b[j * strides[1]]);
+          }
+        });
+  });
+}
+
+#define KILN_BINARY_FN(Name, Expr)    \
+  struct Name {                       \
+    template <typename T>             \
+    auto operator()(T a, T b) const { \
+      return Expr;                    \
+    }                                 \
+  }
+
+KILN_BINARY_FN(Add, static_cast<T>(a + b));
+KILN_BINARY_FN(Subtract, static_cast<T>(a - b));
+KILN_BINARY_FN(Multiply, static_cast<T>(a* b));
+KILN_BINARY_FN(Maximum, std::max(a, b));
+KILN_BINARY_FN(Minimum, std::min(a, b));
+KILN_BINARY_FN(Power, static_cast<T>(std::pow(a, b)));
+KILN_BINARY_FN(LogicalAnd, static_cast<bool>(a&& b));
+KILN_BINARY_FN(LogicalOr, static_cast<bool>(a || b));
+KILN_BINARY_FN(LogicalXor, static_cast<bool>(a != b));
+KILN_BINARY_FN(Equal, static_cast<bool>(a == b));
+KILN_BINARY_FN(NotEqual, static_cast<bool>(a != b));
+KILN_BINARY_FN(Less, static_cast<bool>(a < b));
+KILN_BINARY_FN(LessEqual, static_cast<bool>(a <= b));
+KILN_BINARY_FN(Greater, static_cast<bool>(a > b));
+KILN_BINARY_FN(GreaterEqual, static_cast<bool>(a >= b));
+
+#undef KILN_BINARY_FN
+
+/// Integer division by zero is undefined behaviour in C++; report it instead.
+template <typename T>
+void CheckDivisor(T b) {
+  if constexpr (std::is_integral_v<T>) {
+    KILN_CHECK(b != 0, ValueError) << "kernel.cpu: integer division by zero";
+  }
+}
+
+/// ONNX Div: integers truncate toward zero.
+struct Divide {
+  template <typename T>
+  T operator()(T a, T b) const {
+    CheckDivisor(b);
+    return static_cast<T>(a / b);
+  }
+};
+
+/// ONNX Mod with fmod = 0 (numpy's mod): the result takes the divisor's sign.
+struct Mod {
+  template <typename T>
+  T operator()(T a, T b) const {
+    CheckDivisor(b);
+    T r;
+    if constexpr (std::is_integral_v<T>) {
+      r = static_cast<T>(a % b);
+    } else {
+      r = std::fmod(a, b);
+    }
+    return (r != 0 && ((r < 0) != (b < 0))) ? static_cast<T>(r + b) : r;
+  }
+};
+
+KILN_CPU_KERNEL("add", (Binary<kNumericTypes, Add>));
+KILN_CPU_KERNEL("subtract", (Binary<kNumericTypes, Subtract>));
+KILN_CPU_KERNEL("multiply", (Binary<kNumericTypes, Multiply>));
+KILN_CPU_KERNEL("divide", (Binary<kNumericTypes, Divide>));
+KILN_CPU_KERNEL("power", (Binary<kNumericTypes, Power>));
+KILN_CPU_KERNEL("maximum", (Binary<kNumericTypes, Maximum>));
+KILN_CPU_KERNEL("minimum", (Binary<kNumericTypes, Minimum>));
+KILN_CPU_KERNEL("mod", (Binary<kNumericTypes, Mod>));
+KILN_CPU_KERNEL("logical_and", (Binary<kBoolBit, LogicalAnd>));
+KILN_CPU_KERNEL("logical_or", (Binary<kBoolBit, LogicalOr>));
+KILN_CPU_KERNEL("logical_xor", (Binary<kBoolBit, LogicalXor>));
+KILN_CPU_KERNEL("equal", (Binary<kNumericTypes | kBoolBit, Equal>));
+KILN_CPU_KERNEL("not_equal", (Binary<kNumericTypes | kBoolBit, NotEqual>));
+KILN_CPU_KERNEL("less", (Binary<kNumericTypes, Less>));
+KILN_CPU_KERNEL("less_equal", (Binary<kNumericTypes, LessEqual>));
+KILN_CPU_KERNEL("greater", (Binary<kNumericTypes, Greater>));
+KILN_CPU_KERNEL("greater_equal", (Binary<kNumericTypes, GreaterEqual>));
+
+// ---- where ---------------------------------------------------------------------------------
+
+void Where(const KernelCall& call) {
+  const Tensor cond = call.input(0);
+  const Tensor x = call.input(1);
+  const Tensor y = call.input(2);
+  const Tensor out = call.output(0);
+  RequireSameDType(call, 1, 2);
+  DispatchElementBytes(call, x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const bool* c_base = Data<const bool>(cond);
+    const T* x_base = Data<const T>(x);
+    const T* y_base = Data<const T>(y);
+    T* out_base = Data<T>(out);
+    ForEachBroadcastRow<3>(
+        out, {cond, x, y},
+        [&](int64_t out_offset, const auto& offsets, int64_t n, const auto& strides) {
+          const bool* __restrict__ c = c_base + offsets[0];
+          const T* __restrict__ a = x_base + offsets[1];
+          const T* __restrict__ b = y_base + offsets[2];
+          T* __restrict__ o = out_base + out_offset;
+          for (int64_t j = 0; j < n; ++j) {
+            o[j] = c[j * strides[0]] ? a[j * strides[1]] : b[j * strides[2]];
+          }
+        });
+  });
+}
+KILN_CPU_KERNEL("where", Where);
+
+}  // namespace
+}  // namespace cpu
+}  // namespace kernels
+}  // namespace kiln

@@ -1,0 +1,34 @@
+// The blocked float32 GEMM shared by dense, matmul, batch_matmul, conv2d and conv2d_transpose.
+#ifndef KILN_SRC_KERNELS_CPU_GEMM_H_
+#define KILN_SRC_KERNELS_CPU_GEMM_H_
+
+#include <cstdint>
+#include <functional>
+
+namespace kiln {
+namespace kernels {
+namespace cpu {
+
+/// A read-only matrix: element (i, j) is data[i * row_stride + j * col_stride], so a
+/// transposed operand is only a swap of strides.
+struct MatrixView {
+  const float* data;
+  int64_t row_stride;
+  int64_t col_stride;
+};
+
+/// C (m x n, rows `ldc` apart) = A (m x k) * B (k x n). Blocks of C run on the thread pool
+/// (serially when called from inside a parallel region).
+void Gemm(int64_t m, int64_t n, int64_t k, const MatrixView& a, const MatrixView& b, float* c,
+          int64_t ldc);
+
+/// Runs body(i) for i in [0, count): over the thread pool when there are at least as many
+/// items as threads (each then runs its GEMMs serially), else one after another so each GEMM
+/// gets every thread.
+void ForEachMatrix(int64_t count, const std::function<void(int64_t)>& body);
+
+}  // namespace cpu
+}  // namespace kernels
+}  // namespace kiln
+
+#endif  // KILN_SRC_KERNELS_CPU_GEMM_H_

@@ -1,0 +1,232 @@
+// Shared by the CPU kernels: the call's arguments and attributes, registration as
+// `kernel.cpu.<op>`, dispatch from a runtime dtype to a C++ type, and broadcast iteration.
+#ifndef KILN_SRC_KERNELS_CPU_KERNEL_UTIL_H_
+#define KILN_SRC_KERNELS_CPU_KERNEL_UTIL_H_
+
+#include <kiln/ffi/array.h>
+#include <kiln/ffi/map.h>
+#include <kiln/ffi/registry.h>
+#include <kiln/ffi/string.h>
+#include <kiln/ffi/tensor.h>
+#include <kiln/runtime/thread_pool.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln {
+namespace kernels {
+namespace cpu {
+
+/// One kernel invocation: FKernel's (inputs, outputs, attrs) plus the op name for errors.
+class KernelCall {
+ public:
+  KernelCall(std::string op, const Array<Tensor>& inputs, const Array<Tensor>& outputs,
+             const Map<String, Any>& attrs)
+      : op_(std::move(op)), inputs_(inputs), outputs_(outputs), attrs_(attrs) {}
+
+  const std::string& op() const { return op_; }
+  size_t num_inputs() const { return inputs_.size(); }
+  size_t num_outputs() const { return outputs_.size(); }
+  /// Input/output `i`; ValueError naming the kernel when it is missing or not a compact CPU
+  /// tensor.
+  Tensor input(size_t i) const { return Checked(inputs_, i, "input"); }
+  Tensor output(size_t i) const { return Checked(outputs_, i, "output"); }
+
+  int64_t Int(const char* name) const { return Attr(name).cast<int64_t>(); }
+  double Float(const char* name) const { return Attr(name).cast<double>(); }
+  bool Bool(const char* name) const { return Attr(name).cast<bool>(); }
+  std::string Str(const char* name) const { return Attr(name).cast<String>().str(); }
+  std::vector<int64_t> Ints(const char* name) const;
+  std::vector<double> Floats(const char* name) const;
+  /// An ints attribute that may be absent or None (transpose's axes, ...).
+  std::optional<std::vector<int64_t>> OptionalInts(const char* name) const;
+
+  /// "kernel.cpu.<op>: " for error messages.
+  std::string Prefix() const { return "kernel.cpu." + op_ + ": "; }
+  /// ValueError: `dtype` is not one this kernel implements.
+  [[noreturn]] void UnsupportedDType(DLDataType dtype) const;
+  /// `axis` counted from the end when negative; ValueError when outside [0, rank).
+  int64_t NormalizeAxis(int64_t axis, int64_t rank) const;
+
+ private:
+  Any Attr(const char* name) const;
+  Tensor Checked(const Array<Tensor>& tensors, size_t i, const char* what) const;
+
+  std::string op_;
+  const Array<Tensor>& inputs_;
+  const Array<Tensor>& outputs_;
+  const Map<String, Any>& attrs_;
+};
+
+using KernelBody = void (*)(const KernelCall&);
+
+/// Registers `body` as the global function `kernel.cpu.<op>` with FKernel's signature.
+bool RegisterKernel(const char* op, KernelBody body);
+
+#define KILN_CPU_KERNEL(OpName, Body)                                     \
+  [[maybe_unused]] static const bool KILN_UNIQUE_NAME(kiln_cpu_kernel_) = \
+      ::kiln::kernels::cpu::RegisterKernel(OpName, Body)
+
+template <typename T>
+T* Data(const Tensor& tensor) {
+  return static_cast<T*>(tensor.data());
+}
+
+std::vector<int64_t> ShapeOf(const Tensor& tensor);
+
+/// Elements per grain of ParallelFor for cheap per-element work: below this threads cost more
+/// than they save.
+constexpr int64_t kElementGrain = 1 << 14;
+
+// ---- dtype dispatch ------------------------------------------------------------------------
+
+/// Bit sets of dtypes a kernel implements; a template argument so only those are instantiated.
+constexpr unsigned kF32 = 1U << 0;
+constexpr unsigned kF64 = 1U << 1;
+constexpr unsigned kI32 = 1U << 2;
+constexpr unsigned kI64 = 1U << 3;
+constexpr unsigned kBoolBit = 1U << 4;
+constexpr unsigned kU8 = 1U << 5;
+constexpr unsigned kI8 = 1U << 6;
+constexpr unsigned kFloatTypes = kF32 | kF64;
+constexpr unsigned kNumericTypes = kFloatTypes | kI32 | kI64;
+constexpr unsigned kAllTypes = kNumericTypes | kBoolBit | kU8 | kI8;
+
+/// The bit (kF32, ...) of `dtype`; 0 for a dtype no kernel implements.
+unsigned DTypeBit(DLDataType dtype);
+
+/// ValueError naming the kernel unless inputs `first`.. `last` share one dtype.
+void RequireSameDType(const KernelCall& call, size_t first, size_t last);
+
+/// ValueError naming the kernel unless every input is float32 (GEMM-based kernels).
+void RequireFloat32Inputs(const KernelCall& call);
+
+/// Calls `f(T{})` with T the C++ type of `dtype` (bool for bool) when `dtype` is in `Allowed`,
+/// else ValueError naming the kernel and the dtype.
+template <unsigned Allowed, typename F>
+void DispatchDType(const KernelCall& call, DLDataType dtype, F&& f) {
+  const unsigned bit = DTypeBit(dtype) & Allowed;
+  if constexpr ((Allowed & kF32) != 0) {
+    if (bit == kF32) return f(float{});
+  }
+  if constexpr ((Allowed & kF64) != 0) {
+    if (bit == kF64) return f(double{});
+  }
+  if constexpr ((Allowed & kI32) != 0) {
+    if (bit == kI32) return f(int32_t{});
+  }
+  if constexpr ((Allowed & kI64) != 0) {
+    if (bit == kI64) return f(int64_t{});
+  }
+  if constexpr ((Allowed & kBoolBit) != 0) {
+    if (bit == kBoolBit) return f(bool{});
+  }
+  if constexpr ((Allowed & kU8) != 0) {
+    if (bit == kU8) return f(uint8_t{});
+  }
+  if constexpr ((Allowed & kI8) != 0) {
+    if (bit == kI8) return f(int8_t{});
+  }
+  call.UnsupportedDType(dtype);
+}
+
+/// Calls `f(U{})` with U an unsigned integer as wide as one element of `dtype`: copies and
+/// gathers move elements without looking at them, so they work for every dtype of 1-8 bytes.
+template <typename F>
+void DispatchElementBytes(const KernelCall& call, DLDataType dtype, F&& f) {
+  switch (ElementBytes(dtype) * (dtype.lanes == 1 ? 1 : 0)) {
+    case 1: return f(uint8_t{});
+    case 2: return f(uint16_t{});
+    case 4: return f(uint32_t{});
+    case 8: return f(uint64_t{});
+    default: call.UnsupportedDType(dtype);
+  }
+}
+
+// ---- broadcasting --------------------------------------------------------------------------
+
+/// Output shape and, per operand, element strides along each output dim (0 where the operand
+/// broadcasts), with adjacent dims merged where every operand allows it, so the innermost loop
+/// is as long as possible.
+struct BroadcastPlan {
+  std::vector<int64_t> shape;
+  std::vector<std::vector<int64_t>> strides;
+
+  int64_t inner() const { return shape.empty() ? 1 : shape.back(); }
+  int64_t rows() const;
+  /// Element offset of row `row` (a multi-index over all dims but the last) in operand `i`.
+  int64_t RowOffset(size_t i, int64_t row) const;
+  int64_t InnerStride(size_t i) const { return shape.empty() ? 0 : strides[i].back(); }
+};
+
+/// The plan of operands read with arbitrary element `strides` (one list per operand, one
+/// stride per dim of `shape`): extent-1 dims dropped, mergeable neighbours merged.
+BroadcastPlan PlanStrided(const std::vector<int64_t>& shape,
+                          const std::vector<std::vector<int64_t>>& strides);
+
+/// The plan of operands of `operand_shapes` broadcast to `out_shape` (numpy rules).
+BroadcastPlan PlanBroadcast(const std::vector<int64_t>& out_shape,
+                            const std::vector<std::vector<int64_t>>& operand_shapes);
+
+/// Row-major element strides of `shape`.
+std::vector<int64_t> CompactStrides(const std::vector<int64_t>& shape);
+
+/// dst (compact, `plan.shape`) = src read through operand 0 of `plan`, rows split over the
+/// thread pool.
+template <typename U>
+void CopyStrided(const BroadcastPlan& plan, const U* src, U* dst) {
+  const int64_t inner = plan.inner();
+  const int64_t stride = plan.InnerStride(0);
+  const int64_t grain = std::max<int64_t>(1, kElementGrain / std::max<int64_t>(inner, 1));
+  runtime::ParallelFor(0, plan.rows(), grain, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const U* __restrict__ from = src + plan.RowOffset(0, row);
+      U* __restrict__ to = dst + row * inner;
+      if (stride == 1) {
+        std::copy_n(from, inner, to);
+      } else {
+        for (int64_t j = 0; j < inner; ++j) to[j] = from[j * stride];
+      }
+    }
+  });
+}
+
+/// Runs `row_body(out_offset, offsets_of_operands, inner, inner_strides)` over every row of
+/// the broadcast of `operands` into `out`, rows split over the thread pool.
+template <size_t N, typename RowBody>
+void ForEachBroadcastRow(const Tensor& out, const std::array<Tensor, N>& operands,
+                         const RowBody& row_body) {
+  std::vector<std::vector<int64_t>> shapes;
+  shapes.reserve(N);
+  for (const Tensor& operand : operands) shapes.push_back(ShapeOf(operand));
+  const BroadcastPlan plan = PlanBroadcast(ShapeOf(out), shapes);
+  const int64_t inner = plan.inner();
+  std::array<int64_t, N> inner_strides{};
+  for (size_t i = 0; i < N; ++i) inner_strides[i] = plan.InnerStride(i);
+  const int64_t grain = std::max<int64_t>(1, kElementGrain / std::max<int64_t>(inner, 1));
+  runtime::ParallelFor(0, plan.rows(), grain, [&](int64_t begin, int64_t end) {
+    std::array<int64_t, N> offsets{};
+    for (int64_t row = begin; row < end; ++row) {
+      for (size_t i = 0; i < N; ++i) offsets[i] = plan.RowOffset(i, row);
+      row_body(row * inner, offsets, inner, inner_strides);
+    }
+  });
+}
+
+/// [outer, axis extent, inner] of `shape` around `axis`.
+struct AxisSplit {
+  int64_t outer = 1;
+  int64_t extent = 1;
+  int64_t inner = 1;
+};
+AxisSplit SplitAtAxis(const std::vector<int64_t>& shape, int64_t axis);
+
+}  // namespace cpu
+}  // namespace kernels
+}  // namespace kiln
+
+#endif  // KILN_SRC_KERNELS_CPU_KERNEL_UTIL_H_

@@ -1,0 +1,103 @@
+// nn.dense, matmul and nn.batch_matmul: each maps its operands onto MatrixViews (transposes
+// and broadcast batches are strides and offsets) and runs the shared GEMM per batch.
+#include "gemm.h"
+#include "kernel_util.h"
+
+namespace kiln {
+namespace kernels {
+namespace cpu {
+namespace {
+
+/// data (..., K) x weight (N, K)^T -> (..., N).
+void Dense(const KernelCall& call) {
+  RequireFloat32Inputs(call);
+  const Tensor data = call.input(0);
+  const Tensor weight = call.input(1);
+  const int64_t n = weight.shape(0);
+  const int64_t k = weight.shape(1);
+  int64_t m = 1;
+  for (int32_t d = 0; d + 1 < data.ndim(); ++d) m *= data.shape(d);
+  Gemm(m, n, k, {Data<const float>(data), k, 1}, {Data<const float>(weight), 1, k},
+       Data<float>(call.output(0)), n);
+}
+KILN_CPU_KERNEL("nn.dense", Dense);
+
+/// A batch of GEMMs C[b] = A[b] x B[b]: `a_shape` and `b_shape` are the operands' batch
+/// shapes, broadcast together (numpy) into the output's batch.
+struct BatchedGemm {
+  int64_t m, n, k;
+  std::vector<int64_t> a_batch, b_batch;
+  bool transpose_a = false;
+  bool transpose_b = false;
+
+  void Run(const Tensor& a, const Tensor& b, const Tensor& c) const {
+    std::vector<int64_t> batch(std::max(a_batch.size(), b_batch.size()), 1);
+    for (const std::vector<int64_t>* shape : {&a_batch, &b_batch}) {
+      for (size_t d = 0; d < shape->size(); ++d) {
+        int64_t& extent = batch[batch.size() - shape->size() + d];
+        extent = std::max(extent, (*shape)[d]);
+      }
+    }
+    const BroadcastPlan plan = PlanBroadcast(batch, {a_batch, b_batch});
+    int64_t count = 1;
+    for (int64_t extent : batch) count *= extent;
+    const MatrixView a_view = transpose_a ? MatrixView{Data<const float>(a), 1, m}
+                                          : MatrixView{Data<const float>(a), k, 1};
+    const MatrixView b_view = transpose_b ? MatrixView{Data<const float>(b), 1, k}
+                                          : MatrixView{Data<const float>(b), n, 1};
+    float* c_data = Data<float>(c);
+    ForEachMatrix(count, [&](int64_t i) {
+      const int64_t row = i / plan.inner();
+      const int64_t col = i % plan.inner();
+      const int64_t a_index = plan.RowOffset(0, row) + col * plan.InnerStride(0);
+      const int64_t b_index = plan.RowOffset(1, row) + col * plan.InnerStride(1);
+      MatrixView a_i = a_view;
+      MatrixView b_i = b_view;
+      a_i.data += a_index * m * k;
+      b_i.data += b_index * k * n;
+      Gemm(m, n, k, a_i, b_i, c_data + i * m * n, n);
+    });
+  }
+};
+
+/// numpy matmul: a 1-D lhs is a row (1, K), a 1-D rhs a column (K, 1); the dims added are
+/// absent from the output, which does not change its memory layout.
+void Matmul(const KernelCall& call) {
+  RequireFloat32Inputs(call);
+  const Tensor lhs = call.input(0);
+  const Tensor rhs = call.input(1);
+  std::vector<int64_t> a = ShapeOf(lhs);
+  std::vector<int64_t> b = ShapeOf(rhs);
+  if (a.size() == 1) a.insert(a.begin(), 1);
+  if (b.size() == 1) b.push_back(1);
+  BatchedGemm gemm;
+  gemm.m = a[a.size() - 2];
+  gemm.k = a.back();
+  gemm.n = b.back();
+  gemm.a_batch.assign(a.begin(), a.end() - 2);
+  gemm.b_batch.assign(b.begin(), b.end() - 2);
+  gemm.Run(lhs, rhs, call.output(0));
+}
+KILN_CPU_KERNEL("matmul", Matmul);
+
+/// (B, M, K) x (B, K, N) after the optional transposes; a batch of 1 broadcasts.
+void BatchMatmul(const KernelCall& call) {
+  RequireFloat32Inputs(call);
+  const Tensor lhs = call.input(0);
+  const Tensor rhs = call.input(1);
+  BatchedGemm gemm;
+  gemm.transpose_a = call.Bool("transpose_a");
+  gemm.transpose_b = call.Bool("transpose_b");
+  gemm.m = lhs.shape(gemm.transpose_a ? 2 : 1);
+  gemm.k = lhs.shape(gemm.transpose_a ? 1 : 2);
+  gemm.n = rhs.shape(gemm.transpose_b ? 1 : 2);
+  gemm.a_batch = {lhs.shape(0)};
+  gemm.b_batch = {rhs.shape(0)};
+  gemm.Run(lhs, rhs, call.output(0));
+}
+KILN_CPU_KERNEL("nn.batch_matmul", BatchMatmul);
+
+}  // namespace
+}  // namespace cpu
+}  // namespace kernels
+}  // namespace kiln

@@ -1,0 +1,142 @@
+// image.resize2d (ONNX Resize on the H and W axes of NCHW float32). Interpolation is
+// separable: each output row and column gets up to four (input index, weight) taps, computed
+// once per axis, and every output value is the weighted sum over the taps of both axes.
+#include <cmath>
+#include <string>
+
+#include "kernel_util.h"
+
+namespace kiln {
+namespace kernels {
+namespace cpu {
+namespace {
+
+struct ResizeMode {
+  std::string method;
+  std::string transform;
+  std::string rounding;
+  double cubic_alpha;
+  bool cubic_exclude;
+};
+
+/// The input coordinate output position `x` maps to (ONNX coordinate_transformation_mode). The
+/// size is computed from the scale, so half_pixel_symmetric coincides with half_pixel.
+double SourceCoordinate(const ResizeMode& mode, int64_t x, int64_t in, int64_t out) {
+  const double scale = static_cast<double>(out) / static_cast<double>(in);
+  const auto xd = static_cast<double>(x);
+  if (mode.transform == "align_corners") {
+    return out == 1 ? 0.0 : xd * static_cast<double>(in - 1) / static_cast<double>(out - 1);
+  }
+  if (mode.transform == "asymmetric") return xd / scale;
+  if (mode.transform == "pytorch_half_pixel" && out == 1) return 0.0;
+  return (xd + 0.5) / scale - 0.5;
+}
+
+int64_t RoundNearest(const std::string& rounding, double x) {
+  if (rounding == "floor") return static_cast<int64_t>(std::floor(x));
+  if (rounding == "ceil") return static_cast<int64_t>(std::ceil(x));
+  if (rounding == "round_prefer_ceil") return static_cast<int64_t>(std::floor(x + 0.5));
+  return static_cast<int64_t>(std::ceil(x - 0.5));  // round_prefer_floor
+}
+
+/// Keys' cubic convolution weights of the four taps around a point `r` past its floor.
+void CubicWeights(double r, double a, double* w) {
+  const double s = 1.0 + r;
+  const double t = 1.0 - r;
+  const double u = 2.0 - r;
+  w[0] = ((a * s - 5 * a) * s + 8 * a) * s - 4 * a;
+  w[1] = ((a + 2) * r - (a + 3)) * r * r + 1;
+  w[2] = ((a + 2) * t - (a + 3)) * t * t + 1;
+  w[3] = ((a * u - 5 * a) * u + 8 * a) * u - 4 * a;
+}
+
+/// Interpolation taps of one output position along one axis.
+struct Taps {
+  int64_t count = 0;
+  int64_t index[4] = {};
+  float weight[4] = {};
+};
+
+Taps AxisTaps(const ResizeMode& mode, int64_t x, int64_t in, int64_t out) {
+  const double src = SourceCoordinate(mode, x, in, out);
+  const auto clamp = [in](int64_t i) { return std::min(std::max<int64_t>(i, 0), in - 1); };
+  Taps taps;
+  if (mode.method == "nearest") {
+    taps.count = 1;
+    taps.index[0] = clamp(RoundNearest(mode.rounding, src));
+    taps.weight[0] = 1.F;
+    return taps;
+  }
+  const double base = std::floor(src);
+  const double r = src - base;
+  const auto first = static_cast<int64_t>(base);
+  double weights[4] = {1.0 - r, r, 0.0, 0.0};
+  int64_t start = first;
+  taps.count = 2;
+  if (mode.method == "cubic") {
+    CubicWeights(r, mode.cubic_alpha, weights);
+    start = first - 1;
+    taps.count = 4;
+  }
+  double total = 0.0;
+  for (int64_t t = 0; t < taps.count; ++t) {
+    const int64_t i = start + t;
+    if (mode.cubic_exclude && (i < 0 || i >= in)) weights[t] = 0.0;
+    total += weights[t];
+  }
+  for (int64_t t = 0; t < taps.count; ++t) {
+    taps.index[t] = clamp(start + t);
+    // exclude_outside renormalizes the remaining weights to sum to 1.
+    taps.weight[t] = static_cast<float>(mode.cubic_exclude ? weights[t] / total : weights[t]);
+  }
+  return taps;
+}
+
+std::vector<Taps> AxisTapsAll(const ResizeMode& mode, int64_t in, int64_t out) {
+  std::vector<Taps> all;
+  for (int64_t x = 0; x < out; ++x) all.push_back(AxisTaps(mode, x, in, out));
+  return all;
+}
+
+void Resize2D(const KernelCall& call) {
+  RequireFloat32Inputs(call);
+  const Tensor in = call.input(0);
+  const Tensor out = call.output(0);
+  const ResizeMode mode{call.Str("method"), call.Str("coordinate_transformation_mode"),
+                        call.Str("rounding_method"), call.Float("cubic_alpha"),
+                        call.Bool("cubic_exclude")};
+  const int64_t h = in.shape(2);
+  const int64_t w = in.shape(3);
+  const int64_t oh = out.shape(2);
+  const int64_t ow = out.shape(3);
+  const std::vector<Taps> rows = AxisTapsAll(mode, h, oh);
+  const std::vector<Taps> cols = AxisTapsAll(mode, w, ow);
+  const float* x = Data<const float>(in);
+  float* y = Data<float>(out);
+  runtime::ParallelFor(0, in.shape(0) * in.shape(1), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      const float* plane = x + p * h * w;
+      float* out_plane = y + p * oh * ow;
+      for (int64_t oy = 0; oy < oh; ++oy) {
+        const Taps& ty = rows[oy];
+        for (int64_t ox = 0; ox < ow; ++ox) {
+          const Taps& tx = cols[ox];
+          float sum = 0.F;
+          for (int64_t i = 0; i < ty.count; ++i) {
+            const float* line = plane + ty.index[i] * w;
+            float line_sum = 0.F;
+            for (int64_t j = 0; j < tx.count; ++j) line_sum += tx.weight[j] * line[tx.index[j]];
+            sum += ty.weight[i] * line_sum;
+          }
+          out_plane[oy * ow + ox] = sum;
+        }
+      }
+    }
+  });
+}
+KILN_CPU_KERNEL("image.resize2d", Resize2D);
+
+}  // namespace
+}  // namespace cpu
+}  // namespace kernels
+}  // namespace kiln

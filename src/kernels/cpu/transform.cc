@@ -1,0 +1,234 @@
+// Data movement: reshape, squeeze, unsqueeze (a copy), transpose, expand and strided_slice (a
+// strided read), concatenate, split, take and nn.pad. Elements are moved as unsigned integers
+// of their width, so every dtype of 1-8 bytes works without a type switch per op.
+#include <cstring>
+
+#include "kernel_util.h"
+
+namespace kiln {
+namespace kernels {
+namespace cpu {
+namespace {
+
+/// The element layout does not change: the output is the input's bytes.
+void CopyBytes(const KernelCall& call) {
+  const Tensor in = call.input(0);
+  const Tensor out = call.output(0);
+  KILN_CHECK(in.NumBytes() == out.NumBytes(), ValueError)
+      << call.Prefix() << "output has " << out.NumBytes() << " bytes, input " << in.NumBytes();
+  if (in.data() != out.data() && in.NumBytes() > 0) {
+    std::memcpy(out.data(), in.data(), in.NumBytes());
+  }
+}
+
+KILN_CPU_KERNEL("reshape", CopyBytes);
+KILN_CPU_KERNEL("squeeze", CopyBytes);
+KILN_CPU_KERNEL("unsqueeze", CopyBytes);
+
+/// out = in read with `strides` (per output dim) from element `offset`.
+void StridedRead(const KernelCall& call, int64_t offset, const std::vector<int64_t>& strides) {
+  const Tensor in = call.input(0);
+  const Tensor out = call.output(0);
+  const BroadcastPlan plan = PlanStrided(ShapeOf(out), {strides});
+  DispatchElementBytes(call, in.dtype(), [&](auto tag) {
+    using U = decltype(tag);
+    CopyStrided(plan, Data<const U>(in) + offset, Data<U>(out));
+  });
+}
+
+void Transpose(const KernelCall& call) {
+  const Tensor in = call.input(0);
+  const int64_t rank = in.ndim();
+  std::vector<int64_t> axes(rank);
+  for (int64_t d = 0; d < rank; ++d) axes[d] = rank - 1 - d;
+  if (std::optional<std::vector<int64_t>> given = call.OptionalInts("axes")) axes = *given;
+  const std::vector<int64_t> in_strides = CompactStrides(ShapeOf(in));
+  std::vector<int64_t> strides;
+  strides.reserve(axes.size());
+  for (int64_t axis : axes) strides.push_back(in_strides[call.NormalizeAxis(axis, rank)]);
+  StridedRead(call, 0, strides);
+}
+KILN_CPU_KERNEL("transpose", Transpose);
+
+void Expand(const KernelCall& call) {
+  const Tensor in = call.input(0);
+  const Tensor out = call.output(0);
+  const BroadcastPlan plan = PlanBroadcast(ShapeOf(out), {ShapeOf(in)});
+  DispatchElementBytes(call, in.dtype(), [&](auto tag) {
+    using U = decltype(tag);
+    CopyStrided(plan, Data<const U>(in), Data<U>(out));
+  });
+}
+KILN_CPU_KERNEL("expand", Expand);
+
+/// First index ONNX Slice reads along an axis of `extent` (negative counts from the end,
+/// clamped into range for the step's direction).
+int64_t SliceStart(int64_t begin, int64_t extent, int64_t step) {
+  if (begin < 0) begin = std::max<int64_t>(begin, -extent) + extent;
+  return step > 0 ? std::min(begin, extent) : std::min(begin, extent - 1);
+}
+
+void StridedSlice(const KernelCall& call) {
+  const Tensor in = call.input(0);
+  const int64_t rank = in.ndim();
+  const std::vector<int64_t> shape = ShapeOf(in);
+  const std::vector<int64_t> begin = call.Ints("begin");
+  std::vector<int64_t> axes(begin.size());
+  for (size_t i = 0; i < axes.size(); ++i) axes[i] = static_cast<int64_t>(i);
+  if (std::optional<std::vector<int64_t>> given = call.OptionalInts("axes")) axes = *given;
+  std::vector<int64_t> steps(begin.size(), 1);
+  if (std::optional<std::vector<int64_t>> given = call.OptionalInts("strides")) steps = *given;
+  KILN_CHECK(axes.size() == begin.size() && steps.size() == begin.size(), ValueError)
+      << call.Prefix() << "begin, axes and strides differ in length";
+  std::vector<int64_t> strides = CompactStrides(shape);
+  int64_t offset = 0;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t axis = call.NormalizeAxis(axes[i], rank);
+    KILN_CHECK(steps[i] != 0, ValueError) << call.Prefix() << "a slice step cannot be 0";
+    if (shape[axis] == 0) continue;
+    offset += SliceStart(begin[i], shape[axis], steps[i]) * strides[axis];
+    strides[axis] *= steps[i];
+  }
+  StridedRead(call, offset, strides);
+}
+KILN_CPU_KERNEL("strided_slice", StridedSlice);
+
+/// concatenate (inputs are the tuple's fields) and split (outputs are the pieces) both move
+/// [outer, extent_i * inner] blocks between one whole tensor and its pieces along `axis`.
+template <bool kConcat>
+void MoveBlocks(const KernelCall& call) {
+  const Tensor whole = kConcat ? call.output(0) : call.input(0);
+  const size_t pieces = kConcat ? call.num_inputs() : call.num_outputs();
+  const int64_t axis = call.NormalizeAxis(call.Int("axis"), whole.ndim());
+  const AxisSplit split = SplitAtAxis(ShapeOf(whole), axis);
+  const int64_t bytes = ElementBytes(whole.dtype());
+  const int64_t whole_row = split.extent * split.inner * bytes;
+  int64_t start = 0;  // bytes into a row of `whole`
+  for (size_t p = 0; p < pieces; ++p) {
+    const Tensor piece = kConcat ? call.input(p) : call.output(p);
+    const int64_t piece_row = piece.shape(static_cast<int32_t>(axis)) * split.inner * bytes;
+    auto* whole_bytes = static_cast<char*>(whole.data());
+    auto* piece_bytes = static_cast<char*>(piece.data());
+    runtime::ParallelFor(0, split.outer, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t o = begin; o < end; ++o) {
+        char* w = whole_bytes + o * whole_row + start;
+        char* q = piece_bytes + o * piece_row;
+        if (piece_row == 0) continue;
+        if constexpr (kConcat) {
+          std::memcpy(w, q, piece_row);
+        } else {
+          std::memcpy(q, w, piece_row);
+        }
+      }
+    });
+    start += piece_row;
+  }
+}
+KILN_CPU_KERNEL("concatenate", MoveBlocks<true>);
+KILN_CPU_KERNEL("split", MoveBlocks<false>);
+
+/// take (ONNX Gather): out[o, j, i] = data[o, indices[j], i]; negative indices count from the
+/// end, others out of range are a ValueError.
+void Take(const KernelCall& call) {
+  const Tensor data = call.input(0);
+  const Tensor indices = call.input(1);
+  const Tensor out = call.output(0);
+  const AxisSplit split =
+      SplitAtAxis(ShapeOf(data), call.NormalizeAxis(call.Int("axis"), data.ndim()));
+  const int64_t count = indices.NumElements();
+  const int64_t row_bytes = split.inner * ElementBytes(data.dtype());
+  DispatchDType<kI32 | kI64>(call, indices.dtype(), [&](auto tag) {
+    using Index = decltype(tag);
+    const Index* index = Data<const Index>(indices);
+    const auto* src = static_cast<const char*>(data.data());
+    auto* dst = static_cast<char*>(out.data());
+    runtime::ParallelFor(0, split.outer * count, 64, [&](int64_t begin, int64_t end) {
+      for (int64_t k = begin; k < end; ++k) {
+        const int64_t o = k / count;
+        int64_t j = index[k % count];
+        if (j < 0) j += split.extent;
+        KILN_CHECK(j >= 0 && j < split.extent, ValueError)
+            << call.Prefix() << "index " << index[k % count] << " is out of range for extent "
+            << split.extent;
+        if (row_bytes == 0) continue;
+        std::memcpy(dst + k * row_bytes, src + (o * split.extent + j) * row_bytes, row_bytes);
+      }
+    });
+  });
+}
+KILN_CPU_KERNEL("take", Take);
+
+/// For each output index along one dim of nn.pad, the input index it copies, or -1 for the
+/// constant.
+std::vector<int64_t> PadIndexMap(int64_t extent, int64_t before, int64_t out_extent,
+                                 const std::string& mode) {
+  std::vector<int64_t> map(out_extent);
+  for (int64_t k = 0; k < out_extent; ++k) {
+    int64_t s = k - before;
+    if (s < 0 || s >= extent) {
+      if (mode == "edge") {
+        s = std::min(std::max<int64_t>(s, 0), extent - 1);
+      } else if (mode == "reflect") {
+        s = s < 0 ? -s : 2 * (extent - 1) - s;
+      } else {
+        s = -1;
+      }
+    }
+    map[k] = s;
+  }
+  return map;
+}
+
+void Pad(const KernelCall& call) {
+  const Tensor in = call.input(0);
+  const Tensor out = call.output(0);
+  const std::vector<int64_t> in_shape = ShapeOf(in);
+  const std::vector<int64_t> out_shape = ShapeOf(out);
+  const std::vector<int64_t> pads = call.Ints("pads");
+  const std::string mode = call.Str("mode");
+  const size_t rank = in_shape.size();
+  KILN_CHECK(pads.size() == 2 * rank, ValueError)
+      << call.Prefix() << "pads needs " << 2 * rank << " values, got " << pads.size();
+  std::vector<std::vector<int64_t>> maps;
+  for (size_t d = 0; d < rank; ++d) {
+    maps.push_back(PadIndexMap(in_shape[d], pads[d], out_shape[d], mode));
+  }
+  const std::vector<int64_t> in_strides = CompactStrides(in_shape);
+  const int64_t inner = rank == 0 ? 1 : out_shape.back();
+  const int64_t rows = inner == 0 ? 0 : out.NumElements() / inner;
+  const double pad_value = call.Float("pad_value");
+  DispatchDType<kAllTypes>(call, in.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T value = static_cast<T>(pad_value);
+    const T* x = Data<const T>(in);
+    T* y = Data<T>(out);
+    runtime::ParallelFor(0, rows, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin; row < end; ++row) {
+        // Input offset of this row, or -1 when an outer index lies in constant padding.
+        int64_t offset = 0;
+        for (int64_t d = static_cast<int64_t>(rank) - 2, r = row; d >= 0 && offset >= 0; --d) {
+          const int64_t s = maps[d][r % out_shape[d]];
+          r /= out_shape[d];
+          offset = s < 0 ? -1 : offset + s * in_strides[d];
+        }
+        T* to = y + row * inner;
+        if (offset < 0) {
+          std::fill_n(to, inner, value);
+          continue;
+        }
+        if (rank == 0) {
+          *to = *x;
+          continue;
+        }
+        const std::vector<int64_t>& last = maps.back();
+        for (int64_t j = 0; j < inner; ++j) to[j] = last[j] < 0 ? value : x[offset + last[j]];
+      }
+    });
+  });
+}
+KILN_CPU_KERNEL("nn.pad", Pad);
+
+}  // namespace
+}  // namespace cpu
+}  // namespace kernels
+}  // namespace kiln

@@ -1,0 +1,605 @@
+"""CPU kernels (libkiln_kernels_cpu.so): each `kernel.cpu.<op>` against numpy or PyTorch, on
+random data with odd sizes (not multiples of the GEMM blocks), broadcasting and strides."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import kiln
+from kiln._lib import load_kiln_library
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+# The runtime side alone (no compiler) must provide the kernels.
+_load_error = load_kiln_library("kiln_kernels_cpu")
+if _load_error:
+    pytest.fail(f"libkiln_kernels_cpu.so did not load: {_load_error}", pytrace=False)
+
+RNG = np.random.default_rng(1234)
+
+# Attribute defaults of the ops' schemas (docs/ops.md): kernels get normalized attributes.
+DEFAULTS = {
+    "nn.leaky_relu": {"alpha": 0.01},
+    "nn.elu": {"alpha": 1.0},
+    "nn.hard_sigmoid": {"alpha": 0.2, "beta": 0.5},
+    "clip": {"a_min": float("-inf"), "a_max": float("inf")},
+    "transpose": {"axes": None},
+    "concatenate": {"axis": 0},
+    "split": {"axis": 0},
+    "strided_slice": {"axes": None, "strides": None},
+    "take": {"axis": 0},
+    "nn.batch_matmul": {"transpose_a": False, "transpose_b": False},
+    "sum": {"axis": None, "keepdims": True},
+    "argmax": {"axis": 0, "keepdims": True},
+    "nn.conv2d": {"strides": [1, 1], "padding": [0, 0, 0, 0], "dilation": [1, 1], "groups": 1},
+    "nn.conv2d_transpose": {
+        "strides": [1, 1],
+        "padding": [0, 0, 0, 0],
+        "output_padding": [0, 0],
+        "dilation": [1, 1],
+        "groups": 1,
+    },
+    "nn.max_pool2d": {
+        "strides": [1, 1],
+        "padding": [0, 0, 0, 0],
+        "dilation": [1, 1],
+        "ceil_mode": False,
+    },
+    "nn.softmax": {"axis": -1},
+    "nn.batch_norm": {"axis": 1, "epsilon": 1e-5},
+    "nn.layer_norm": {"axis": -1, "epsilon": 1e-5},
+    "nn.pad": {"mode": "constant", "pad_value": 0.0},
+    "image.resize2d": {
+        "method": "nearest",
+        "coordinate_transformation_mode": "half_pixel",
+        "rounding_method": "round_prefer_floor",
+        "cubic_alpha": -0.75,
+        "cubic_exclude": False,
+    },
+}
+for _op, _base in [("mean", "sum"), ("max", "sum"), ("min", "sum"), ("prod", "sum"),
+                   ("argmin", "argmax"), ("nn.avg_pool2d", "nn.max_pool2d"),
+                   ("nn.log_softmax", "nn.softmax")]:
+    DEFAULTS[_op] = dict(DEFAULTS[_base])
+DEFAULTS["nn.avg_pool2d"]["count_include_pad"] = False
+
+
+def run(op, inputs, outputs_like, **attrs):
+    """Runs kernel.cpu.<op> on numpy `inputs` into outputs shaped and typed like
+    `outputs_like`; returns the outputs as numpy arrays."""
+    kernel = kiln.get_global_func("kernel.cpu." + op)
+    args = [kiln.tensor(np.ascontiguousarray(x)) for x in inputs]
+    outs = [kiln.empty(list(ref.shape), str(ref.dtype)) for ref in outputs_like]
+    kernel(args, outs, {**DEFAULTS.get(op, {}), **attrs})
+    return [out.numpy().copy() for out in outs]
+
+
+def check(op, inputs, expected, rtol=1e-5, atol=1e-6, **attrs):
+    expected = np.asarray(expected)
+    (got,) = run(op, inputs, [expected], **attrs)
+    assert got.dtype == expected.dtype
+    np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol)
+
+
+def rand(*shape, dtype=np.float32, low=-2.0, high=2.0):
+    if np.issubdtype(dtype, np.integer):
+        return RNG.integers(int(low) - 3, int(high) + 4, size=shape).astype(dtype)
+    if dtype == np.bool_:
+        return RNG.random(shape) < 0.5
+    return RNG.uniform(low, high, size=shape).astype(dtype)
+
+
+def t(x):
+    return torch.from_numpy(np.ascontiguousarray(x))
+
+
+# ---- elementwise ----------------------------------------------------------------------------
+
+def _erf(x):
+    return torch.erf(t(x)).numpy()
+
+
+UNARY = {
+    "negative": np.negative,
+    "abs": np.abs,
+    "exp": np.exp,
+    "log": np.log,
+    "sqrt": np.sqrt,
+    "reciprocal": lambda x: 1 / x,
+    "erf": _erf,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "round": np.round,
+    "sign": np.sign,
+    "sin": np.sin,
+    "cos": np.cos,
+    "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+    "tanh": np.tanh,
+    "nn.relu": lambda x: np.maximum(x, 0),
+    "nn.gelu": lambda x: F.gelu(t(x)).numpy(),
+    "nn.softplus": lambda x: F.softplus(t(x)).numpy(),
+    "nn.leaky_relu": lambda x: np.where(x >= 0, x, 0.01 * x),
+    "nn.elu": lambda x: F.elu(t(x)).numpy(),
+    "nn.hard_sigmoid": lambda x: np.clip(0.2 * x + 0.5, 0, 1),
+}
+# Inputs in the domain of log, sqrt and reciprocal.
+UNARY_INPUT = {"log": lambda x: np.abs(x) + 0.1, "sqrt": np.abs,
+               "reciprocal": lambda x: np.abs(x) + 0.1}
+
+
+@pytest.mark.parametrize("op", sorted(UNARY))
+@pytest.mark.parametrize("shape", [(), (7,), (3, 5, 17), (40, 1001)])
+def test_unary(op, shape):
+    x = UNARY_INPUT.get(op, lambda v: v)(rand(*shape, low=-4, high=4)).astype(np.float32)
+    if op == "round":
+        x = np.append(x.ravel(), [0.5, 1.5, -2.5]).astype(np.float32)  # halves go to even
+    check(op, [x], np.asarray(UNARY[op](x), dtype=np.float32))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float64])
+@pytest.mark.parametrize("op,ref", [("negative", np.negative), ("abs", np.abs),
+                                    ("sign", np.sign), ("nn.relu", lambda x: np.maximum(x, 0))])
+def test_unary_integers(op, ref, dtype):
+    x = rand(5, 9, dtype=dtype, low=-5, high=5)
+    check(op, [x], ref(x).astype(dtype))
+
+
+def test_unary_attrs_and_clip():
+    x = rand(6, 11)
+    check("nn.leaky_relu", [x], np.where(x >= 0, x, 0.3 * x), alpha=0.3)
+    check("nn.hard_sigmoid", [x], np.clip(0.1 * x + 0.6, 0, 1), alpha=0.1, beta=0.6)
+    check("clip", [x], np.clip(x, -0.5, 0.75), a_min=-0.5, a_max=0.75)
+    check("clip", [x], np.clip(x, None, 0.25), a_max=0.25)
+    i = rand(20, dtype=np.int64, low=-10, high=10)
+    check("clip", [i], np.clip(i, -3, 100), a_min=-3.0)  # infinite a_max on integers
+    b = rand(4, 5, dtype=np.bool_)
+    check("logical_not", [b], ~b)
+
+
+CAST_TYPES = [np.float32, np.float64, np.int32, np.int64, np.bool_, np.uint8, np.int8]
+
+
+@pytest.mark.parametrize("src", CAST_TYPES)
+@pytest.mark.parametrize("dst", CAST_TYPES)
+def test_cast(src, dst):
+    # Values every destination holds (out-of-range float to integer casts are undefined).
+    x = rand(3, 7, dtype=src, low=0, high=100)
+    dtype_name = "bool" if dst == np.bool_ else np.dtype(dst).name
+    check("cast", [x], x.astype(dst), dtype=dtype_name)
+
+
+BINARY = {
+    "add": np.add,
+    "subtract": np.subtract,
+    "multiply": np.multiply,
+    "divide": np.divide,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "power": np.power,
+    "mod": np.mod,
+}
+COMPARE = {
+    "equal": np.equal,
+    "not_equal": np.not_equal,
+    "less": np.less,
+    "less_equal": np.less_equal,
+    "greater": np.greater,
+    "greater_equal": np.greater_equal,
+}
+BROADCAST_SHAPES = [
+    ((4, 5), (4, 5)),
+    ((), (3, 7)),
+    ((3, 1, 5), (4, 1)),
+    ((2, 3, 17, 19), (3, 1, 1)),
+    ((1, 129), (257, 1)),
+    ((64, 1, 300), (64, 7, 300)),
+]
+
+
+def _binary_inputs(op, a_shape, b_shape, dtype):
+    a = rand(*a_shape, dtype=dtype)
+    b = rand(*b_shape, dtype=dtype)
+    if op in ("divide", "mod"):
+        b = np.where(b == 0, 3, b).astype(dtype)
+    if op == "power":
+        a = (np.abs(a) + 1).astype(dtype)
+        b = np.clip(b, 0, 3).astype(dtype)
+    return a, b
+
+
+@pytest.mark.parametrize("op", sorted(BINARY) + sorted(COMPARE))
+@pytest.mark.parametrize("shapes", BROADCAST_SHAPES)
+def test_binary_float32(op, shapes):
+    a, b = _binary_inputs(op, *shapes, np.float32)
+    ref = {**BINARY, **COMPARE}[op](a, b)
+    check(op, [a, b], np.asarray(ref, dtype=ref.dtype), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("op", sorted(BINARY) + sorted(COMPARE))
+def test_binary_integers(op, dtype):
+    a, b = _binary_inputs(op, (3, 1, 6), (5, 1), dtype)
+    if op == "divide":
+        expected = np.trunc(a / b).astype(dtype)  # ONNX Div truncates
+    else:
+        expected = {**BINARY, **COMPARE}[op](a, b)
+    check(op, [a, b], expected)
+
+
+@pytest.mark.parametrize("op", ["logical_and", "logical_or", "logical_xor", "equal"])
+def test_logical(op):
+    a, b = rand(4, 1, 3, dtype=np.bool_), rand(5, 3, dtype=np.bool_)
+    ref = {"logical_and": np.logical_and, "logical_or": np.logical_or,
+           "logical_xor": np.logical_xor, "equal": np.equal}[op]
+    check(op, [a, b], ref(a, b))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.bool_])
+def test_where(dtype):
+    cond = rand(3, 1, 9, dtype=np.bool_)
+    x, y = rand(4, 1, dtype=dtype), rand(3, 4, 9, dtype=dtype)
+    check("where", [cond, x, y], np.where(cond, x, y))
+
+
+def test_unsupported_dtype_names_the_kernel():
+    with pytest.raises(ValueError, match=r"kernel\.cpu\.exp: dtype int32 is not supported"):
+        run("exp", [np.zeros(3, np.int32)], [np.zeros(3, np.int32)])
+    with pytest.raises(ValueError, match=r"kernel\.cpu\.add: inputs 0 and 1 differ in dtype"):
+        run("add", [np.zeros(3, np.float32), np.zeros(3)], [np.zeros(3, np.float32)])
+
+
+# ---- reductions, softmax --------------------------------------------------------------------
+
+REDUCE = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min, "prod": np.prod}
+
+
+@pytest.mark.parametrize("op", sorted(REDUCE))
+@pytest.mark.parametrize("axis", [None, [0], [-1], [1, 2], [0, 2], [0, 1, 2, 3], []])
+@pytest.mark.parametrize("keepdims", [True, False])
+def test_reduce(op, axis, keepdims):
+    x = rand(3, 5, 7, 11, low=0.5, high=1.5)
+    np_axis = None if axis is None else tuple(axis)
+    # The reference accumulates in float64 too: float32 products of 1155 values drift.
+    expected = x.copy() if axis == [] else REDUCE[op](x.astype(np.float64), axis=np_axis,
+                                                      keepdims=keepdims)
+    check(op, [x], np.asarray(expected, np.float32), rtol=1e-5, atol=1e-5, axis=axis,
+          keepdims=keepdims)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("op", ["sum", "max", "min", "prod"])
+def test_reduce_integers(op, dtype):
+    x = rand(4, 6, 5, dtype=dtype, low=-2, high=2)
+    check(op, [x], REDUCE[op](x, axis=(0, 2), keepdims=False).astype(dtype), axis=[0, 2],
+          keepdims=False)
+
+
+def test_reduce_large_is_accurate():
+    x = rand(1000, 1003, low=0, high=1)
+    check("sum", [x], np.float32(x.astype(np.float64).sum()).reshape(1, 1), rtol=1e-6)
+
+
+@pytest.mark.parametrize("op,ref", [("argmax", np.argmax), ("argmin", np.argmin)])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_arg_reduce(op, ref, axis, dtype):
+    x = rand(6, 9, 5, dtype=dtype, low=-3, high=3)  # integers repeat: first index wins
+    expected = np.expand_dims(ref(x, axis=axis), axis).astype(np.int64)
+    check(op, [x], expected, axis=axis)
+    check(op, [x], ref(x, axis=axis).astype(np.int64), axis=axis, keepdims=False)
+
+
+@pytest.mark.parametrize("op", ["nn.softmax", "nn.log_softmax"])
+@pytest.mark.parametrize("shape,axis", [((7,), 0), ((4, 33), -1), ((3, 5, 7), 1),
+                                        ((2, 1000, 3), -2), ((64, 513), 1)])
+def test_softmax(op, shape, axis):
+    x = rand(*shape, low=-20, high=20)
+    fn = F.softmax if op == "nn.softmax" else F.log_softmax
+    check(op, [x], fn(t(x), dim=axis).numpy(), rtol=1e-5, atol=1e-6, axis=axis)
+
+
+# ---- data movement --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.bool_, np.uint8])
+def test_reshape_squeeze_unsqueeze(dtype):
+    x = rand(2, 1, 6, dtype=dtype)
+    check("reshape", [x], x.reshape(3, 4), newshape=[3, 4])
+    check("squeeze", [x], x.reshape(2, 6), axes=[1])
+    check("unsqueeze", [x], x.reshape(1, 2, 1, 6), axes=[0])
+
+
+@pytest.mark.parametrize("shape,axes", [((3, 4), None), ((2, 3, 5), [1, 0, 2]),
+                                        ((2, 3, 5, 7), [0, 2, 3, 1]), ((4, 1, 6), [2, 1, 0]),
+                                        ((129, 67), [1, 0])])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_])
+def test_transpose(shape, axes, dtype):
+    x = rand(*shape, dtype=dtype)
+    check("transpose", [x], np.transpose(x, axes), axes=axes)
+
+
+def test_expand():
+    x = rand(3, 1, 5)
+    check("expand", [x], np.broadcast_to(x, (2, 3, 4, 5)), shape=[2, 3, 4, 5])
+    y = rand(4, 1, dtype=np.int64)
+    check("expand", [y], np.broadcast_to(y, (4, 6)), shape=[1, 6])
+
+
+@pytest.mark.parametrize("begin,end,axes,strides,index", [
+    ([1], [4], None, None, np.s_[1:4]),
+    ([0, 1], [5, -1], [0, 2], [2, 1], np.s_[0:5:2, :, 1:-1]),
+    ([-1], [-(2**63)], [1], [-1], np.s_[:, ::-1]),
+    ([10, 2], [2**63 - 1, -100], [2, 0], [1, -2], np.s_[2::-2, :, 10:]),
+    ([-100], [2], [-1], [3], np.s_[..., 0:2:3]),
+])
+def test_strided_slice(begin, end, axes, strides, index):
+    x = rand(6, 7, 8)
+    check("strided_slice", [x], x[index], begin=begin, end=end, axes=axes, strides=strides)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_concatenate_and_split(axis):
+    sizes = [1, 0, 3]
+    parts = [rand(*[s if d == axis % 3 else (3, 4, 5)[d] for d in range(3)]) for s in sizes]
+    whole = np.concatenate(parts, axis=axis)
+    check("concatenate", parts, whole, axis=axis)
+    got = run("split", [whole], parts, axis=axis, sections=sizes)
+    for g, p in zip(got, parts):
+        np.testing.assert_array_equal(g, p)
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_take(axis, index_dtype):
+    x = rand(4, 5, 6)
+    idx = np.array([[0, -1], [2, 3], [1, 1]], dtype=index_dtype)
+    check("take", [x, idx], np.take(x, idx, axis=axis), axis=axis)
+    with pytest.raises(ValueError, match="out of range"):
+        run("take", [x, np.array([7], index_dtype)], [np.zeros((1,) + x.shape[1:], np.float32)])
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge"])
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+def test_pad(mode, dtype):
+    x = rand(3, 4, 5, dtype=dtype)
+    pads = [1, 0, 2, 2, 1, 4]
+    np_pads = [(pads[d], pads[d + 3]) for d in range(3)]
+    kwargs = {"constant_values": 1.5 if dtype == np.float32 else 2} if mode == "constant" else {}
+    expected = np.pad(x, np_pads, mode={"edge": "edge", "reflect": "reflect",
+                                        "constant": "constant"}[mode], **kwargs)
+    check("nn.pad", [x], expected, pads=pads, mode=mode, pad_value=1.5 if dtype == np.float32
+          else 2.0)
+    # Negative pads crop.
+    check("nn.pad", [x], x[:, 1:, 1:3], pads=[0, -1, -1, 0, 0, -2])
+
+
+# ---- GEMM -----------------------------------------------------------------------------------
+
+GEMM_SIZES = [(1, 1, 1), (5, 7, 3), (6, 8, 256), (73, 259, 300), (130, 17, 513), (1, 1000, 97)]
+
+
+@pytest.mark.parametrize("m,n,k", GEMM_SIZES)
+def test_dense(m, n, k):
+    x, w = rand(m, k), rand(n, k)
+    check("nn.dense", [x, w], x @ w.T, rtol=1e-4, atol=1e-4)
+    x3 = rand(2, 3, k)
+    check("nn.dense", [x3, w], x3 @ w.T, rtol=1e-4, atol=1e-4)
+
+
+def test_gemm_kernels_take_float32_only():
+    with pytest.raises(ValueError, match=r"kernel\.cpu\.nn\.dense: dtype float64"):
+        run("nn.dense", [np.zeros((2, 3)), np.zeros((4, 3))], [np.zeros((2, 4))])
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [((5,), (5,)), ((4,), (4, 6)), ((3, 7), (7,)),
+                                             ((9, 31), (31, 17)), ((2, 1, 5, 8), (3, 8, 4)),
+                                             ((4, 65, 33), (33, 70))])
+def test_matmul(a_shape, b_shape):
+    a, b = rand(*a_shape), rand(*b_shape)
+    check("matmul", [a, b], np.matmul(a, b), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("transpose_a", [False, True])
+@pytest.mark.parametrize("transpose_b", [False, True])
+@pytest.mark.parametrize("batches", [(3, 3), (1, 4), (4, 1)])
+def test_batch_matmul(transpose_a, transpose_b, batches):
+    m, n, k = 13, 21, 35
+    a = rand(batches[0], *((k, m) if transpose_a else (m, k)))
+    b = rand(batches[1], *((n, k) if transpose_b else (k, n)))
+    ref = np.matmul(a.transpose(0, 2, 1) if transpose_a else a,
+                    b.transpose(0, 2, 1) if transpose_b else b)
+    check("nn.batch_matmul", [a, b], ref, rtol=1e-4, atol=1e-4, transpose_a=transpose_a,
+          transpose_b=transpose_b)
+
+
+# ---- convolution and pooling ----------------------------------------------------------------
+
+CONV_CASES = [
+    # (N, C, H, W), (O, KH, KW), strides, padding (t, l, b, r), dilation, groups
+    ((1, 3, 9, 11), (5, 3, 3), [1, 1], [0, 0, 0, 0], [1, 1], 1),
+    ((2, 4, 10, 7), (6, 3, 2), [2, 1], [1, 0, 2, 1], [1, 2], 2),
+    ((1, 8, 12, 12), (8, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 8),
+    ((2, 4, 9, 9), (8, 5, 3), [2, 3], [2, 1, 0, 1], [2, 1], 4),
+    ((3, 16, 7, 5), (33, 1, 1), [1, 1], [0, 0, 0, 0], [1, 1], 1),
+    ((1, 6, 8, 8), (4, 1, 1), [2, 2], [0, 0, 0, 0], [1, 1], 2),
+    ((1, 64, 30, 31), (70, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1),
+]
+
+
+def _torch_padded(x, padding):
+    return F.pad(t(x), (padding[1], padding[3], padding[0], padding[2]))
+
+
+@pytest.mark.parametrize("case", CONV_CASES)
+def test_conv2d(case):
+    shape, (o, kh, kw), strides, padding, dilation, groups = case
+    x = rand(*shape)
+    w = rand(o, shape[1] // groups, kh, kw)
+    ref = F.conv2d(_torch_padded(x, padding), t(w), stride=strides, dilation=dilation,
+                   groups=groups).numpy()
+    check("nn.conv2d", [x, w], ref, rtol=1e-4, atol=1e-4, strides=strides, padding=padding,
+          dilation=dilation, groups=groups)
+
+
+@pytest.mark.parametrize("case", [
+    # (N, C, H, W), (O/groups, KH, KW), strides, padding, output_padding, dilation, groups
+    ((1, 3, 5, 6), (4, 3, 3), [1, 1], [0, 0, 0, 0], [0, 0], [1, 1], 1),
+    ((2, 4, 5, 4), (3, 3, 2), [2, 3], [1, 0, 1, 0], [1, 2], [1, 1], 2),
+    ((1, 6, 4, 7), (2, 2, 3), [2, 2], [1, 1, 1, 1], [0, 1], [2, 1], 3),
+])
+def test_conv2d_transpose(case):
+    shape, (og, kh, kw), strides, padding, output_padding, dilation, groups = case
+    x = rand(*shape)
+    w = rand(shape[1], og, kh, kw)
+    assert padding[0] == padding[2] and padding[1] == padding[3]  # torch pads symmetrically
+    ref = F.conv_transpose2d(t(x), t(w), stride=strides, padding=(padding[0], padding[1]),
+                             output_padding=output_padding, groups=groups,
+                             dilation=dilation).numpy()
+    check("nn.conv2d_transpose", [x, w], ref, rtol=1e-4, atol=1e-4, strides=strides,
+          padding=padding, output_padding=output_padding, dilation=dilation, groups=groups)
+
+
+@pytest.mark.parametrize("pool_size,strides,padding,dilation,ceil_mode", [
+    ([2, 2], [2, 2], [0, 0, 0, 0], [1, 1], False),
+    ([3, 3], [2, 2], [1, 1, 1, 1], [1, 1], True),
+    ([3, 2], [1, 2], [1, 0, 1, 0], [2, 1], False),
+    ([2, 3], [3, 2], [0, 1, 0, 1], [1, 1], True),
+])
+def test_pool2d(pool_size, strides, padding, dilation, ceil_mode):
+    x = rand(2, 3, 11, 10)
+    pad = (padding[0], padding[1])
+    attrs = {"pool_size": pool_size, "strides": strides, "padding": padding,
+             "dilation": dilation, "ceil_mode": ceil_mode}
+    ref = F.max_pool2d(t(x), pool_size, strides, pad, dilation, ceil_mode).numpy()
+    check("nn.max_pool2d", [x], ref, **attrs)
+    if dilation == [1, 1]:
+        for include in (False, True):
+            ref = F.avg_pool2d(t(x), pool_size, strides, pad, ceil_mode, include).numpy()
+            check("nn.avg_pool2d", [x], ref, count_include_pad=include, **attrs)
+
+
+def test_global_pool2d():
+    x = rand(2, 5, 7, 9)
+    check("nn.global_max_pool2d", [x], x.max(axis=(2, 3), keepdims=True))
+    check("nn.global_avg_pool2d", [x], x.mean(axis=(2, 3), keepdims=True))
+
+
+# ---- normalization --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("axis", [1, -1])
+def test_batch_norm(axis):
+    x = rand(2, 5, 6, 7)
+    c = x.shape[axis]
+    gamma, beta, mean = rand(c), rand(c), rand(c)
+    var = rand(c, low=0.1, high=2)
+    shape = [1] * 4
+    shape[axis] = c
+    ref = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + 1e-3) * gamma.reshape(shape) \
+        + beta.reshape(shape)
+    check("nn.batch_norm", [x, gamma, beta, mean, var], ref.astype(np.float32), rtol=1e-5,
+          atol=1e-5, axis=axis, epsilon=1e-3)
+
+
+@pytest.mark.parametrize("axis", [-1, 1, 2])
+def test_layer_norm(axis):
+    x = rand(3, 4, 5, 33)
+    norm_shape = x.shape[axis:]
+    gamma, beta = rand(*norm_shape), rand(*norm_shape)
+    ref = F.layer_norm(t(x), norm_shape, t(gamma), t(beta), eps=1e-5).numpy()
+    check("nn.layer_norm", [x, gamma, beta], ref, rtol=1e-4, atol=1e-5, axis=axis)
+
+
+# ---- resize ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("size", [(14, 9), (3, 4), (7, 7)])
+def test_resize2d(size):
+    x = rand(2, 3, 7, 5)
+    check("image.resize2d", [x], F.interpolate(t(x), size=size, mode="nearest").numpy(),
+          size=list(size), method="nearest", coordinate_transformation_mode="asymmetric",
+          rounding_method="floor")
+    for mode, method in [("bilinear", "linear"), ("bicubic", "cubic")]:
+        for align, transform in [(False, "half_pixel"), (True, "align_corners")]:
+            ref = F.interpolate(t(x), size=size, mode=mode, align_corners=align).numpy()
+            check("image.resize2d", [x], ref, rtol=1e-4, atol=1e-5, size=list(size),
+                  method=method, coordinate_transformation_mode=transform)
+
+
+def test_resize2d_nearest_half_pixel_and_exclude():
+    x = rand(1, 1, 4, 4)
+    # 4 -> 8 with half_pixel and round_prefer_floor: output i reads floor-preferring round of
+    # (i + 0.5) / 2 - 0.5.
+    idx = [max(0, min(3, int(np.ceil((i + 0.5) / 2 - 0.5 - 0.5)))) for i in range(8)]
+    check("image.resize2d", [x], x[:, :, idx][:, :, :, idx], size=[8, 8])
+    # With exclude_outside, weights of taps outside the image are dropped and renormalized,
+    # so a constant image stays constant.
+    ones = np.ones((1, 1, 4, 4), np.float32)
+    check("image.resize2d", [ones], np.ones((1, 1, 9, 9), np.float32), rtol=1e-5, atol=1e-5,
+          size=[9, 9], method="cubic", cubic_exclude=True, cubic_alpha=-0.5)
+
+
+# ---- threads and the compiler ---------------------------------------------------------------
+
+@pytest.mark.skipif(os.environ.get("KILN_NUM_THREADS") == "5", reason="already the 5-thread run")
+def test_with_five_threads():
+    """The heavier tests again with 5 threads (more than this machine's cores), so work is
+    split unevenly and every kernel's parallel path runs."""
+    env = dict(os.environ, KILN_NUM_THREADS="5")
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k",
+         "dense or matmul or conv or pool or softmax or reduce or binary_float32 or transpose"
+         " or layer_norm or resize"],
+        env=env, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+
+
+CHECK_EVERY_OP = """
+import kiln, kiln.ir
+kernels = {name[len("kernel.cpu."):] for name in kiln.list_global_funcs()
+           if name.startswith("kernel.cpu.")}
+ops = set(kiln.ir.list_ops())
+assert ops <= kernels, f"core ops without a CPU kernel: {sorted(ops - kernels)}"
+missing = [op for op in sorted(ops) if "FKernel" not in kiln.ir.op_attrs(op)]
+assert not missing, f"ops without FKernel: {missing}"
+"""
+
+
+def test_every_core_op_has_its_kernel():
+    """Every core op has a kernel.cpu.<op> and an FKernel forwarding to it. kernel_attrs.cc sets
+    FKernel while libkiln initializes, which works only after the op registrations, so this
+    catches a change of link order. In a fresh process: other tests register ops of their own."""
+    result = subprocess.run([sys.executable, "-c", CHECK_EVERY_OP], capture_output=True,
+                            text=True, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_fold_constant_runs_the_cpu_kernel():
+    """The compiler's FKernel of a core op forwards to kernel.cpu.<op>, so FoldConstant folds."""
+    a, b = rand(2, 3), rand(3)
+    mod = kiln.ir.ParseModule(
+        "def @main() { add(meta[Constant][0], meta[Constant][1]) }",
+        [kiln.tensor(a), kiln.tensor(b)])
+    folded = kiln.transform.FoldConstant()(kiln.transform.InferType()(mod))
+    body = folded["main"].body
+    assert isinstance(body, kiln.ir.Constant)
+    np.testing.assert_allclose(body.data.numpy(), a + b, rtol=1e-6)
+
+
+def test_overriding_the_global_changes_what_fold_constant_runs():
+    """FKernel looks kernel.cpu.<op> up on every call, so a plugin's override takes effect."""
+    original = kiln.get_global_func("kernel.cpu.subtract")
+
+    def fill_sevens(inputs, outputs, attrs):
+        outputs[0].numpy()[...] = 7
+
+    a = rand(4)
+    mod = kiln.ir.ParseModule("def @main() { subtract(meta[Constant][0], meta[Constant][0]) }",
+                              [kiln.tensor(a)])
+    kiln.register_func("kernel.cpu.subtract", fill_sevens, override=True)
+    try:
+        folded = kiln.transform.FoldConstant()(kiln.transform.InferType()(mod))
+    finally:
+        kiln.register_func("kernel.cpu.subtract", original, override=True)
+    np.testing.assert_array_equal(folded["main"].body.data.numpy(), np.full(4, 7, np.float32))
