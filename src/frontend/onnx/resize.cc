@@ -10,6 +10,17 @@ namespace frontend {
 namespace onnx_import {
 namespace {
 
+/// floor(extent * scale), checked before the conversion: a NaN, infinite or huge scale (as in a
+/// corrupt file) would make the cast undefined behaviour.
+int64_t ScaledExtent(const NodeContext& node, int64_t extent, double scale) {
+  constexpr double kMaxExtent = 1e12;
+  const double scaled = std::floor(static_cast<double>(extent) * scale);
+  KILN_CHECK(std::isfinite(scale) && scale > 0 && scaled <= kMaxExtent, ValueError)
+      << node.Describe() << ": scale " << scale << " of a dimension of extent " << extent
+      << " is not usable: a scale must be positive and finite and give an extent below 1e12";
+  return static_cast<int64_t>(scaled);
+}
+
 /// The output (H, W) of scaling the 4-D input by `scales` (one per dimension); batch and
 /// channels must keep their extents.
 std::vector<int64_t> ScaledSize(const NodeContext& node, const std::vector<double>& scales) {
@@ -18,8 +29,7 @@ std::vector<int64_t> ScaledSize(const NodeContext& node, const std::vector<doubl
       << node.Describe() << ": only 4-D inputs resized over (H, W) are supported";
   KILN_CHECK(scales[0] == 1.0 && scales[1] == 1.0, NotImplementedError)
       << node.Describe() << ": resizing the batch or channel dimension is not supported";
-  return {static_cast<int64_t>(std::floor(static_cast<double>(shape[2]) * scales[2])),
-          static_cast<int64_t>(std::floor(static_cast<double>(shape[3]) * scales[3]))};
+  return {ScaledExtent(node, shape[2], scales[2]), ScaledExtent(node, shape[3], scales[3])};
 }
 
 ir::Expr Resize(const NodeContext& node, const std::vector<int64_t>& size,
