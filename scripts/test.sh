@@ -54,9 +54,11 @@ stage_asan() {
     ctest --test-dir "$KILN_ASAN_BUILD_DIR" -L unit --output-on-failure -j "$KILN_JOBS"
 }
 
-# Fuzzes the artifact reader and the ONNX importer, each for KILN_FUZZ_SECONDS (default 60),
-# from the corpora kept in the repository (plus fresh artifact seeds); a crash leaves its input
-# in build-asan/fuzz-artifacts/.
+# Fuzzes the artifact reader and the ONNX importer from the corpora kept in the repository (plus
+# fresh artifact seeds); a crash leaves its input in build-asan/fuzz-artifacts/. Each run is
+# KILN_FUZZ_RUNS inputs (default 300000) from seed KILN_FUZZ_SEED (default 1), so CI is
+# repeatable: the same commit fuzzes the same inputs. KILN_FUZZ_SECONDS (default 60) caps each
+# run. For exploratory fuzzing: KILN_FUZZ_SEED=0 (random) KILN_FUZZ_RUNS=-1 KILN_FUZZ_SECONDS=600.
 stage_fuzz() {
   local fuzz_dir="$KILN_ASAN_BUILD_DIR/tests/fuzz"
   [ -x "$fuzz_dir/kiln_artifact_fuzzer" ] && [ -x "$fuzz_dir/kiln_onnx_fuzzer" ] || {
@@ -80,7 +82,8 @@ run_fuzzer() {
   local fuzzer=$1
   shift
   ASAN_OPTIONS="detect_leaks=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
-    "$fuzzer" -max_total_time="${KILN_FUZZ_SECONDS:-60}" -timeout=10 -print_final_stats=1 \
+    "$fuzzer" -seed="${KILN_FUZZ_SEED:-1}" -runs="${KILN_FUZZ_RUNS:-300000}" \
+    -max_total_time="${KILN_FUZZ_SECONDS:-60}" -timeout=10 -print_final_stats=1 \
     -artifact_prefix="$KILN_ASAN_BUILD_DIR/fuzz-artifacts/" "$@"
 }
 

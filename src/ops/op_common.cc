@@ -33,6 +33,17 @@ Type CompareRelation(const TypeRelationContext& ctx) {
   return TypeRelationContext::TensorResult(BroadcastArgShapes(ctx, 0), kBool);
 }
 
+int64_t NumElements(const TypeRelationContext& ctx, const std::vector<int64_t>& shape) {
+  constexpr int64_t kMaxElements = int64_t{1} << 62;
+  int64_t count = 1;
+  for (int64_t extent : shape) {
+    KILN_CHECK(extent == 0 || count <= kMaxElements / extent, TypeError)
+        << ctx.Describe("the shape " + ir::ShapeToText(shape) + " has more than 2^62 elements");
+    count *= extent;
+  }
+  return count;
+}
+
 DLDataType DTypeAttr(const TypeRelationContext& ctx, const char* name) {
   // The schema (AttrKind::kDType) guarantees the string parses.
   return *ParseDataType(ctx.Attr<String>(name).str());

@@ -29,6 +29,10 @@ Type CompareRelation(const TypeRelationContext& ctx);
 /// broadcast. Dtypes are not checked.
 std::vector<int64_t> BroadcastArgShapes(const TypeRelationContext& ctx, int64_t first_arg);
 
+/// The number of elements of `shape`; TypeError (naming the op) when it exceeds 2^62, where
+/// sizes in bytes would overflow.
+int64_t NumElements(const TypeRelationContext& ctx, const std::vector<int64_t>& shape);
+
 /// DLDataType of a dtype attribute value ("float32").
 DLDataType DTypeAttr(const TypeRelationContext& ctx, const char* name);
 

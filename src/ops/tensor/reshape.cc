@@ -2,19 +2,16 @@
 // input): 0 copies the input's extent at that position, -1 is inferred from the rest.
 #include <kiln/ir/op.h>
 
-#include <numeric>
-
 #include "../op_common.h"
 
 namespace kiln {
 namespace op {
 namespace {
 
-int64_t Product(const std::vector<int64_t>& shape) {
-  return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
-}
-
 Type ReshapeRelation(const TypeRelationContext& ctx) {
+  const auto Product = [&ctx](const std::vector<int64_t>& shape) {
+    return NumElements(ctx, shape);
+  };
   const std::vector<int64_t> data = ctx.StaticShape(0);
   std::vector<int64_t> shape = ctx.IntsAttr("newshape");
   const std::string target = "newshape " + ir::ShapeToText(shape);
