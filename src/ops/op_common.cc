@@ -50,13 +50,14 @@ DLDataType DTypeAttr(const TypeRelationContext& ctx, const char* name) {
 }
 
 std::vector<int64_t> ReadBoundedInts(const TypeRelationContext& ctx, const char* name,
-                                     size_t length, int64_t minimum) {
+                                     size_t length, int64_t minimum, int64_t maximum) {
   std::vector<int64_t> values = ctx.IntsAttr(name);
   bool ok = values.size() == length;
-  for (int64_t value : values) ok = ok && value >= minimum;
+  for (int64_t value : values) ok = ok && value >= minimum && value <= maximum;
   KILN_CHECK(ok, TypeError) << ctx.Describe(
-      std::string("attribute '") + name + "' must be " + std::to_string(length) +
-      " integers >= " + std::to_string(minimum) + ", got " + ir::ShapeToText(values));
+      std::string("attribute '") + name + "' must be " + std::to_string(length) + " integers in [" +
+      std::to_string(minimum) + ", " + std::to_string(maximum) + "], got " +
+      ir::ShapeToText(values));
   return values;
 }
 

@@ -36,10 +36,15 @@ int64_t NumElements(const TypeRelationContext& ctx, const std::vector<int64_t>& 
 /// DLDataType of a dtype attribute value ("float32").
 DLDataType DTypeAttr(const TypeRelationContext& ctx, const char* name);
 
-/// The ints attribute `name`, required to have `length` values each >= `minimum`; TypeError
-/// naming the attribute otherwise.
+/// The largest value ReadBoundedInts accepts by default: window attributes (strides, padding,
+/// dilation) beyond it are nonsense, and bounding them keeps shape arithmetic from overflowing.
+constexpr int64_t kMaxWindowValue = int64_t{1} << 20;
+
+/// The ints attribute `name`, required to have `length` values each in [minimum, maximum];
+/// TypeError naming the attribute otherwise.
 std::vector<int64_t> ReadBoundedInts(const TypeRelationContext& ctx, const char* name,
-                                     size_t length, int64_t minimum);
+                                     size_t length, int64_t minimum,
+                                     int64_t maximum = kMaxWindowValue);
 
 /// Each of `axes` (attribute `attr`) normalized against `rank`; TypeError naming the attribute
 /// when one is out of range or repeated.

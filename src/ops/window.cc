@@ -5,6 +5,11 @@ namespace kiln {
 namespace op {
 
 Window ReadWindow(const TypeRelationContext& ctx, std::vector<int64_t> kernel) {
+  for (int64_t extent : kernel) {
+    KILN_CHECK(extent >= 1 && extent <= kMaxWindowValue, TypeError)
+        << ctx.Describe("the window " + ir::ShapeToText(kernel) + " must have extents in [1, " +
+                        std::to_string(kMaxWindowValue) + "]");
+  }
   Window window;
   const size_t rank = kernel.size();
   window.kernel = std::move(kernel);
@@ -23,6 +28,11 @@ std::vector<int64_t> WindowOutputShape(const TypeRelationContext& ctx, const Win
   const size_t rank = input.size();
   std::vector<int64_t> output(rank);
   for (size_t i = 0; i < rank; ++i) {
+    // With the window bounded by kMaxWindowValue, this keeps every product below 2^62.
+    constexpr int64_t kMaxSpatialExtent = int64_t{1} << 40;
+    KILN_CHECK(input[i] <= kMaxSpatialExtent, TypeError)
+        << ctx.Describe("spatial dimension " + std::to_string(i) + " of extent " +
+                        std::to_string(input[i]) + " is too large");
     const int64_t padded = input[i] + window.padding[i] + window.padding[i + rank];
     const int64_t extent = window.dilation[i] * (window.kernel[i] - 1) + 1;
     KILN_CHECK(padded >= extent, TypeError) << ctx.Describe(

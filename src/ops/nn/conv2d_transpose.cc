@@ -32,6 +32,9 @@ Type Conv2DTransposeRelation(const TypeRelationContext& ctx) {
     KILN_CHECK(output_padding[i] < std::max(window.strides[i], window.dilation[i]), TypeError)
         << ctx.Describe("attribute 'output_padding' = " + ir::ShapeToText(output_padding) +
                         " must be smaller than the stride or the dilation of its dimension");
+    // The same bound as WindowOutputShape's, so the products below stay under 2^62.
+    KILN_CHECK(data[i + 2] <= (int64_t{1} << 40), TypeError)
+        << ctx.Describe("spatial dimension " + std::to_string(i) + " of 'data' is too large");
     const int64_t extent = (data[i + 2] - 1) * window.strides[i] +
                            window.dilation[i] * (window.kernel[i] - 1) + 1 + output_padding[i] -
                            window.padding[i] - window.padding[i + 2];
