@@ -3,6 +3,8 @@
 #include <kiln/ffi/error.h>
 #include <kiln/ir/op.h>
 
+#include <algorithm>
+
 #include "tensor_proto.h"
 
 namespace kiln {
@@ -21,6 +23,11 @@ const std::vector<ConverterEntry>& ConverterTable() {
     return entries;
   }();
   return *table;
+}
+
+void AddConverter(std::vector<ConverterEntry>& table, const char* op_type, int64_t since,
+                  int64_t until, Converter convert) {
+  table.push_back({op_type, std::max(since, kMinOpset), until, std::move(convert)});
 }
 
 const Converter* FindConverter(const std::string& op_type, int64_t opset) {

@@ -29,6 +29,11 @@ struct ConverterEntry {
   Converter convert;
 };
 
+/// Appends `convert` for `op_type` at opsets [max(since, kMinOpset), until]: ONNX numbers an op's
+/// behaviour from the opset it changed in, which may predate the opsets Kiln imports.
+void AddConverter(std::vector<ConverterEntry>& table, const char* op_type, int64_t since,
+                  int64_t until, Converter convert);
+
 /// The converter of `op_type` at `opset`, or nullptr when there is none.
 const Converter* FindConverter(const std::string& op_type, int64_t opset);
 /// Every entry, in registration order (for documentation and tests).

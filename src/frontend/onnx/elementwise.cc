@@ -138,35 +138,33 @@ ir::Expr ConvertIdentity(const NodeContext& node) {
 }  // namespace
 
 void AddElementwiseConverters(std::vector<ConverterEntry>& table) {
-  auto add = [&](const char* op_type, int64_t since, Converter convert) {
-    table.push_back({op_type, std::max(since, kMinOpset), kMaxOpset, std::move(convert)});
-  };
   for (const OpPair& op : kUnaryOps) {
-    add(op.onnx, op.since, [kiln_op = op.kiln](const NodeContext& node) {
+    AddConverter(table, op.onnx, op.since, kMaxOpset, [kiln_op = op.kiln](const NodeContext& node) {
       return MakeCall(kiln_op, {node.Input(0)});
     });
   }
   for (const OpPair& op : kBinaryOps) {
-    add(op.onnx, op.since, [kiln_op = op.kiln](const NodeContext& node) {
+    AddConverter(table, op.onnx, op.since, kMaxOpset, [kiln_op = op.kiln](const NodeContext& node) {
       return MakeCall(kiln_op, {node.Input(0), node.Input(1)});
     });
   }
   for (const OpPair& op : kVariadicOps) {
-    add(op.onnx, op.since,
-        [kiln_op = op.kiln](const NodeContext& node) { return Chain(kiln_op, node.Inputs()); });
+    AddConverter(table, op.onnx, op.since, kMaxOpset, [kiln_op = op.kiln](const NodeContext& node) {
+      return Chain(kiln_op, node.Inputs());
+    });
   }
-  add("Mean", 6, ConvertMean);
-  add("Pow", 7, ConvertPow);
-  add("LeakyRelu", 6, ConvertLeakyRelu);
-  add("Elu", 6, ConvertElu);
-  add("HardSigmoid", 6, ConvertHardSigmoid);
+  AddConverter(table, "Mean", 6, kMaxOpset, ConvertMean);
+  AddConverter(table, "Pow", 7, kMaxOpset, ConvertPow);
+  AddConverter(table, "LeakyRelu", 6, kMaxOpset, ConvertLeakyRelu);
+  AddConverter(table, "Elu", 6, kMaxOpset, ConvertElu);
+  AddConverter(table, "HardSigmoid", 6, kMaxOpset, ConvertHardSigmoid);
   table.push_back({"Clip", kMinOpset, 10, ConvertClipAttrs});
-  add("Clip", 11, ConvertClipInputs);
-  add("Cast", 6, ConvertCast);
-  add("CastLike", 15, ConvertCastLike);
-  add("Where", 9, ConvertWhere);
-  add("Identity", 1, ConvertIdentity);
-  add("Dropout", 7, ConvertIdentity);
+  AddConverter(table, "Clip", 11, kMaxOpset, ConvertClipInputs);
+  AddConverter(table, "Cast", 6, kMaxOpset, ConvertCast);
+  AddConverter(table, "CastLike", 15, kMaxOpset, ConvertCastLike);
+  AddConverter(table, "Where", 9, kMaxOpset, ConvertWhere);
+  AddConverter(table, "Identity", 1, kMaxOpset, ConvertIdentity);
+  AddConverter(table, "Dropout", 7, kMaxOpset, ConvertIdentity);
 }
 
 }  // namespace onnx_import

@@ -220,30 +220,30 @@ ir::Expr ConvertPadInputs(const NodeContext& node) {
 }  // namespace
 
 void AddNNConverters(std::vector<ConverterEntry>& table) {
-  auto add = [&](const char* op_type, int64_t since, int64_t until, Converter convert) {
-    table.push_back({op_type, std::max(since, kMinOpset), until, std::move(convert)});
-  };
-  add("Conv", 1, kMaxOpset, ConvertConv);
-  add("ConvTranspose", 1, kMaxOpset, ConvertConvTranspose);
-  add("Gemm", 7, kMaxOpset, ConvertGemm);
-  add("MatMul", 1, kMaxOpset, ConvertMatMul);
-  add("MaxPool", 1, kMaxOpset, ConvertMaxPool);
-  add("AveragePool", 7, kMaxOpset, ConvertAveragePool);
-  add("GlobalAveragePool", 1, kMaxOpset,
-      [](const NodeContext& node) { return ConvertGlobalPool(node, "nn.global_avg_pool2d"); });
-  add("GlobalMaxPool", 1, kMaxOpset,
-      [](const NodeContext& node) { return ConvertGlobalPool(node, "nn.global_max_pool2d"); });
-  add("BatchNormalization", 7, kMaxOpset, ConvertBatchNorm);
-  add("LayerNormalization", 17, kMaxOpset, ConvertLayerNorm);
+  AddConverter(table, "Conv", 1, kMaxOpset, ConvertConv);
+  AddConverter(table, "ConvTranspose", 1, kMaxOpset, ConvertConvTranspose);
+  AddConverter(table, "Gemm", 7, kMaxOpset, ConvertGemm);
+  AddConverter(table, "MatMul", 1, kMaxOpset, ConvertMatMul);
+  AddConverter(table, "MaxPool", 1, kMaxOpset, ConvertMaxPool);
+  AddConverter(table, "AveragePool", 7, kMaxOpset, ConvertAveragePool);
+  AddConverter(table, "GlobalAveragePool", 1, kMaxOpset, [](const NodeContext& node) {
+    return ConvertGlobalPool(node, "nn.global_avg_pool2d");
+  });
+  AddConverter(table, "GlobalMaxPool", 1, kMaxOpset, [](const NodeContext& node) {
+    return ConvertGlobalPool(node, "nn.global_max_pool2d");
+  });
+  AddConverter(table, "BatchNormalization", 7, kMaxOpset, ConvertBatchNorm);
+  AddConverter(table, "LayerNormalization", 17, kMaxOpset, ConvertLayerNorm);
   for (const auto& [onnx_op, kiln_op] :
        {std::pair{"Softmax", "nn.softmax"}, std::pair{"LogSoftmax", "nn.log_softmax"}}) {
-    add(onnx_op, 1, 12,
-        [op = kiln_op](const NodeContext& node) { return ConvertSoftmaxFlattened(node, op); });
-    add(onnx_op, 13, kMaxOpset,
-        [op = kiln_op](const NodeContext& node) { return ConvertSoftmax(node, op); });
+    AddConverter(table, onnx_op, 1, 12, [op = kiln_op](const NodeContext& node) {
+      return ConvertSoftmaxFlattened(node, op);
+    });
+    AddConverter(table, onnx_op, 13, kMaxOpset,
+                 [op = kiln_op](const NodeContext& node) { return ConvertSoftmax(node, op); });
   }
-  add("Pad", 2, 10, ConvertPadAttrs);
-  add("Pad", 11, kMaxOpset, ConvertPadInputs);
+  AddConverter(table, "Pad", 2, 10, ConvertPadAttrs);
+  AddConverter(table, "Pad", 11, kMaxOpset, ConvertPadInputs);
 }
 
 }  // namespace onnx_import

@@ -108,19 +108,16 @@ ir::Expr ConvertExpand(const NodeContext& node) {
 }  // namespace
 
 void AddTensorConverters(std::vector<ConverterEntry>& table) {
-  auto add = [&](const char* op_type, int64_t since, Converter convert) {
-    table.push_back({op_type, std::max(since, kMinOpset), kMaxOpset, std::move(convert)});
-  };
-  add("Reshape", 5, ConvertReshape);
-  add("Flatten", 1, ConvertFlatten);
-  add("Transpose", 1, ConvertTranspose);
-  add("Concat", 4, ConvertConcat);
-  add("Split", 2, ConvertSplit);
-  add("Slice", 1, ConvertSlice);
-  add("Gather", 1, ConvertGather);
-  add("Squeeze", 1, ConvertSqueeze);
-  add("Unsqueeze", 1, ConvertUnsqueeze);
-  add("Expand", 8, ConvertExpand);
+  AddConverter(table, "Reshape", 5, kMaxOpset, ConvertReshape);
+  AddConverter(table, "Flatten", 1, kMaxOpset, ConvertFlatten);
+  AddConverter(table, "Transpose", 1, kMaxOpset, ConvertTranspose);
+  AddConverter(table, "Concat", 4, kMaxOpset, ConvertConcat);
+  AddConverter(table, "Split", 2, kMaxOpset, ConvertSplit);
+  AddConverter(table, "Slice", 1, kMaxOpset, ConvertSlice);
+  AddConverter(table, "Gather", 1, kMaxOpset, ConvertGather);
+  AddConverter(table, "Squeeze", 1, kMaxOpset, ConvertSqueeze);
+  AddConverter(table, "Unsqueeze", 1, kMaxOpset, ConvertUnsqueeze);
+  AddConverter(table, "Expand", 8, kMaxOpset, ConvertExpand);
 }
 
 }  // namespace onnx_import
