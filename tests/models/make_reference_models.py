@@ -1,0 +1,295 @@
+#!/usr/bin/python3
+"""Builds the reference models that Kiln's end-to-end tests and bench/models compare against.
+
+    /usr/bin/python3 tests/models/make_reference_models.py OUT_DIR [--models M ...]
+                                                           [--opsets 13 17]
+
+For each model: randomly initialised weights (torch.manual_seed(0), nothing is downloaded),
+eval mode, batch 1, static shapes. Writes
+
+    OUT_DIR/<model>_opset<N>.onnx   the model exported by torch.onnx (input "input",
+                                    output "output"), checked with onnx.checker
+    OUT_DIR/<model>.npz             "input": a fixed input from a seeded numpy generator,
+                                    "output": what PyTorch computes for it
+
+Every file is written to a temporary name and renamed, so a crash never leaves a half-written
+model that a later run would take for finished. A file is regenerated only when it is missing
+or was made by another recipe: OUT_DIR/<model>.stamp.json records, per file, a fingerprint of
+this script and of the torch/torchvision/onnx/numpy versions. Re-running is therefore cheap.
+
+Nothing generated here belongs in git.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+
+SEED = 0
+INPUT_NAME = "input"
+OUTPUT_NAME = "output"
+DEFAULT_OPSETS = (13, 17)
+
+CNN_INPUT_SHAPE = (1, 3, 224, 224)
+ENCODER_INPUT_SHAPE = (1, 128, 256)  # batch, sequence, d_model
+
+
+# ---- the models -----------------------------------------------------------------------------
+# Each builder returns a torch.nn.Module in eval mode; weights come from the global torch RNG,
+# which build_model seeds first, so the same recipe always yields the same weights.
+
+
+def _torchvision(name):
+    def build():
+        import torchvision
+
+        return getattr(torchvision.models, name)(weights=None)
+
+    return build
+
+
+def _bert_style_encoder():
+    """A BERT-base-shaped encoder at a quarter of the width: post-norm layers, GELU feed-forward,
+    batch_first (1, seq, d_model) tensors."""
+    import torch
+
+    layer = torch.nn.TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024,
+                                             activation="gelu", batch_first=True)
+    return torch.nn.TransformerEncoder(layer, num_layers=4, enable_nested_tensor=False)
+
+
+# name -> (builder, input shape)
+MODELS = {
+    "resnet18": (_torchvision("resnet18"), CNN_INPUT_SHAPE),
+    "resnet50": (_torchvision("resnet50"), CNN_INPUT_SHAPE),
+    "mobilenet_v2": (_torchvision("mobilenet_v2"), CNN_INPUT_SHAPE),
+    "squeezenet1_1": (_torchvision("squeezenet1_1"), CNN_INPUT_SHAPE),
+    "bert_encoder": (_bert_style_encoder, ENCODER_INPUT_SHAPE),
+}
+
+
+def build_model(name):
+    """The model `name` with seeded random weights and calibrated batch norms, in eval mode
+    (dropout off, batch norm uses its running statistics)."""
+    import torch
+
+    torch.manual_seed(SEED)
+    model = MODELS[name][0]()
+    calibrate_batch_norm(model, MODELS[name][1])
+    model.eval()
+    return model
+
+
+def calibrate_batch_norm(model, input_shape, batch=8):
+    """Sets every batch norm's running statistics to those of one random batch.
+
+    With freshly initialised statistics (mean 0, variance 1) batch norm is the identity, and
+    random weights then let activations shrink or grow layer after layer: mobilenet_v2's
+    outputs come out near 1e-9, below the tests' atol, so any result would "match". Calibrated
+    statistics keep every layer's activations near unit scale, so the outputs are O(1) and
+    batch norm's folding is exercised with non-trivial statistics."""
+    import numpy as np
+    import torch
+
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    if not norms:
+        return
+    for norm in norms:
+        norm.reset_running_stats()
+        norm.momentum = None  # a cumulative average: after one batch, exactly its statistics
+    shape = (batch,) + tuple(input_shape[1:])
+    x = np.random.default_rng(SEED + 1).standard_normal(shape, dtype=np.float32)
+    model.train()
+    with torch.no_grad():
+        model(torch.from_numpy(x))
+
+
+def make_input(name):
+    """The fixed float32 input of model `name`: standard normal from a generator seeded per
+    model, so adding a model never changes another model's input."""
+    import numpy as np
+
+    shape = MODELS[name][1]
+    seed = SEED + sum(name.encode())
+    return np.random.default_rng(seed).standard_normal(shape, dtype=np.float32)
+
+
+# ---- paths, fingerprints, atomic writes -----------------------------------------------------
+
+
+def onnx_path(out_dir, name, opset):
+    return os.path.join(out_dir, f"{name}_opset{opset}.onnx")
+
+
+def npz_path(out_dir, name):
+    return os.path.join(out_dir, f"{name}.npz")
+
+
+def stamp_path(out_dir, name):
+    return os.path.join(out_dir, f"{name}.stamp.json")
+
+
+def recipe_fingerprint():
+    """Changes whenever this script or a library that shapes the files changes, which is when
+    the files must be made again."""
+    import numpy
+    import onnx
+    import torch
+    import torchvision
+
+    digest = hashlib.sha256()
+    with open(os.path.abspath(__file__), "rb") as f:
+        digest.update(f.read())
+    for version in (torch.__version__, torchvision.__version__, onnx.__version__,
+                    numpy.__version__):
+        digest.update(version.encode() + b"\0")
+    return digest.hexdigest()
+
+
+def read_stamp(out_dir, name):
+    try:
+        with open(stamp_path(out_dir, name)) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def is_up_to_date(path, stamp, fingerprint):
+    return os.path.exists(path) and stamp.get(os.path.basename(path)) == fingerprint
+
+
+def write_atomically(path, write):
+    """Calls write(tmp_path), then renames tmp_path to path; removes tmp_path on failure."""
+    tmp = f"{path}.tmp{os.getpid()}{os.path.splitext(path)[1]}"
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def record(out_dir, name, path, fingerprint):
+    """Marks `path` as made by the current recipe (after it has been written)."""
+    stamp = read_stamp(out_dir, name)
+    stamp[os.path.basename(path)] = fingerprint
+
+    def write(tmp):
+        with open(tmp, "w") as f:
+            json.dump(stamp, f, indent=1, sort_keys=True)
+
+    write_atomically(stamp_path(out_dir, name), write)
+
+
+# ---- export ---------------------------------------------------------------------------------
+
+
+def export_onnx(model, example, path, opset):
+    """Exports with static shapes and checks the result with onnx.checker.
+
+    Runs with gradients enabled on purpose: under torch.no_grad(), TransformerEncoder takes its
+    fused inference fast path (torch._transformer_encoder_layer_fwd), which torch.onnx cannot
+    export."""
+    import onnx
+    import torch
+
+    def write(tmp):
+        with torch.enable_grad():
+            torch.onnx.export(model, (example,), tmp, opset_version=opset,
+                              input_names=[INPUT_NAME], output_names=[OUTPUT_NAME],
+                              do_constant_folding=True, dynamic_axes=None)
+        onnx.checker.check_model(tmp, full_check=True)
+
+    write_atomically(path, write)
+
+
+def save_reference(model, x, path):
+    """Saves the input and PyTorch's output for it. The forward pass runs with gradients enabled,
+    like the export, so the reference comes from the same code path as the ONNX graph."""
+    import numpy as np
+    import torch
+
+    with torch.enable_grad():
+        output = model(torch.from_numpy(x)).detach().numpy()
+
+    def write(tmp):
+        with open(tmp, "wb") as f:
+            np.savez(f, input=x, output=output)
+
+    write_atomically(path, write)
+
+
+def make_model_files(out_dir, name, opsets, fingerprint, log):
+    """Makes the files of model `name` that are missing or stale; returns how many it wrote."""
+    import torch
+
+    stamp = read_stamp(out_dir, name)
+    wanted = [(npz_path(out_dir, name), None)] + [(onnx_path(out_dir, name, o), o) for o in opsets]
+    todo = [(path, opset) for path, opset in wanted if not is_up_to_date(path, stamp, fingerprint)]
+    if not todo:
+        log(f"{name}: up to date")
+        return 0
+    start = time.monotonic()
+    model = build_model(name)
+    x = make_input(name)
+    example = torch.from_numpy(x)
+    for path, opset in todo:
+        if opset is None:
+            save_reference(model, x, path)
+        else:
+            export_onnx(model, example, path, opset)
+        record(out_dir, name, path, fingerprint)
+        log(f"{name}: wrote {os.path.basename(path)}")
+    log(f"{name}: done in {time.monotonic() - start:.1f} s")
+    return len(todo)
+
+
+# ---- command line ---------------------------------------------------------------------------
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        description="Export Kiln's reference models (random weights, seed 0) to ONNX, with a "
+                    "fixed input and PyTorch's output for it. Skips files that are up to date.",
+        epilog="Models: " + ", ".join(MODELS))
+    parser.add_argument("out_dir", metavar="OUT_DIR", help="folder for the .onnx and .npz files "
+                        "(created if missing)")
+    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS),
+                        metavar="MODEL", help="models to make (default: all)")
+    parser.add_argument("--opsets", nargs="+", type=int, default=list(DEFAULT_OPSETS),
+                        metavar="N", help="ONNX opsets to export (default: 13 17)")
+    args = parser.parse_args(argv)
+    bad = [o for o in args.opsets if not 7 <= o <= 17]
+    if bad:
+        parser.error(f"--opsets: torch {_torch_version()} exports opsets 7 to 17, not {bad}")
+    return args
+
+
+def _torch_version():
+    import torch
+
+    return torch.__version__
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    import torch
+
+    # One thread: the reference outputs do not depend on it, and the machine is shared.
+    torch.set_num_threads(1)
+    os.makedirs(args.out_dir, exist_ok=True)
+    fingerprint = recipe_fingerprint()
+
+    def log(message):
+        print(f"[make_reference_models] {message}", flush=True)
+
+    written = sum(make_model_files(args.out_dir, name, args.opsets, fingerprint, log)
+                  for name in args.models)
+    log(f"{written} file(s) written in {os.path.abspath(args.out_dir)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
