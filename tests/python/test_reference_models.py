@@ -1,0 +1,142 @@
+"""End to end: the reference models (tests/models/make_reference_models.py) imported from ONNX,
+compiled for the CPU and run by Kiln, give PyTorch's outputs.
+
+For every model and opset: the import yields @main(input) with PyTorch's input and output types;
+``kiln.build`` compiles it; running it on the stored input matches PyTorch's stored output at
+rtol=1e-3, atol=1e-5; and the library written by ``export_library`` and read back by
+``kiln.load_module`` computes the same thing.
+
+The models are generated on first use into KILN_MODELS_DIR (ctest sets <build>/models; by
+default the build tree that `import kiln` came from) and reused while up to date, so only the
+first run pays for torch.onnx. Run through ctest (``ctest --test-dir build -L models -V``) or:
+
+    PYTHONPATH=build/python /usr/bin/python3 -m pytest tests/python/test_reference_models.py
+"""
+
+import importlib.util
+import os
+import pathlib
+import subprocess
+import sys
+from collections import namedtuple
+
+import numpy as np
+import pytest
+
+import kiln
+
+pytest.importorskip("onnx")
+pytest.importorskip("torch")
+pytest.importorskip("torchvision")
+
+import kiln.frontend  # noqa: E402
+from kiln import transform  # noqa: E402
+
+GENERATOR = pathlib.Path(__file__).resolve().parents[1] / "models" / "make_reference_models.py"
+OPSETS = (13, 17)
+RTOL, ATOL = 1e-3, 1e-5
+
+
+def _load_generator():
+    """The generator as a module, for its model list and file names (it imports torch lazily,
+    so this is cheap)."""
+    spec = importlib.util.spec_from_file_location("make_reference_models", GENERATOR)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+generator = _load_generator()
+
+Case = namedtuple("Case", "model opset onnx_path")
+Reference = namedtuple("Reference", "input output")
+
+
+def _default_models_dir():
+    """<build>/models when kiln was imported from a build tree (PYTHONPATH=<build>/python)."""
+    build = pathlib.Path(kiln.__file__).parent.parent.parent
+    if (build / "CMakeCache.txt").exists():
+        return build / "models"
+    pytest.fail(f"set KILN_MODELS_DIR: kiln was imported from {kiln.__file__}, not from a build "
+                "tree, so there is no <build>/models to default to", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def models_dir():
+    """The folder of generated models, brought up to date once per session."""
+    path = pathlib.Path(os.environ.get("KILN_MODELS_DIR") or _default_models_dir())
+    command = [sys.executable, str(GENERATOR), str(path), "--opsets", *map(str, OPSETS)]
+    result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if result.returncode != 0:
+        pytest.fail(f"{' '.join(command)} failed ({result.returncode}):\n{result.stdout[-5000:]}",
+                    pytrace=False)
+    return path
+
+
+# Module scope: pytest runs every test of one (model, opset) before the next, so one model at a
+# time is imported and compiled, and each is compiled once.
+@pytest.fixture(scope="module", params=[(m, o) for m in generator.MODELS for o in OPSETS],
+                ids=lambda p: f"{p[0]}-opset{p[1]}")
+def case(request, models_dir):
+    model, opset = request.param
+    return Case(model, opset, generator.onnx_path(models_dir, model, opset))
+
+
+@pytest.fixture(scope="module")
+def reference(case, models_dir):
+    with np.load(generator.npz_path(models_dir, case.model)) as data:
+        return Reference(data["input"], data["output"])
+
+
+@pytest.fixture(scope="module")
+def imported(case):
+    return kiln.frontend.from_onnx(case.onnx_path)
+
+
+@pytest.fixture(scope="module")
+def executable(imported):
+    if not hasattr(kiln, "build"):
+        pytest.skip("kiln.build is not in this tree yet")
+    return kiln.build(imported)
+
+
+def _tensor_type(t):
+    return tuple(d.value for d in t.shape), str(t.dtype)
+
+
+def _assert_matches_pytorch(outputs, reference, what):
+    assert isinstance(outputs, list) and len(outputs) == 1, f"{what}: {outputs!r}"
+    actual = outputs[0]
+    assert isinstance(actual, np.ndarray), f"{what}: {type(actual)}"
+    assert (actual.shape, actual.dtype) == (reference.output.shape, reference.output.dtype)
+    np.testing.assert_allclose(actual, reference.output, rtol=RTOL, atol=ATOL,
+                               err_msg=f"{what} differs from PyTorch")
+
+
+def test_reference_output_is_not_negligible(reference):
+    """An output below atol would match anything; the generator calibrates batch norms so
+    that it never is."""
+    assert np.abs(reference.output).max() > 1000 * ATOL
+
+
+def test_import_gives_pytorch_types(imported, reference):
+    main = transform.InferType()(imported)["main"]
+    assert [p.name_hint for p in main.params] == [generator.INPUT_NAME]
+    assert _tensor_type(main.params[0].type_annotation) == (reference.input.shape, "float32")
+    assert _tensor_type(main.ret_type) == (reference.output.shape, "float32")
+
+
+def test_compiled_model_matches_pytorch(executable, reference):
+    outputs = executable.run(**{generator.INPUT_NAME: reference.input})
+    _assert_matches_pytorch(outputs, reference, "kiln.build(...).run")
+
+
+def test_exported_library_computes_the_same(executable, reference, tmp_path):
+    path = tmp_path / "m.so"
+    executable.export_library(path)
+    loaded = kiln.load_module(path)
+    outputs = loaded.run(**{generator.INPUT_NAME: reference.input})
+    _assert_matches_pytorch(outputs, reference, "the library read back by kiln.load_module")
+    # Same code on the same input: the round trip must not change a single bit.
+    in_memory = executable.run(**{generator.INPUT_NAME: reference.input})
+    np.testing.assert_array_equal(outputs[0], in_memory[0])
