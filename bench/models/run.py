@@ -1,0 +1,509 @@
+#!/usr/bin/python3
+"""Reference models on the CPU: Kiln against PyTorch, the one command.
+
+    /usr/bin/python3 bench/models/run.py [--models M ...] [--threads 1 2] [--runs 30] [--quick]
+
+1. Makes the reference models of tests/models/make_reference_models.py (random weights, seed 0,
+   batch 1) in <build-dir>/models unless they are up to date, and counts each model's FLOPs
+   once: 2 x the multiply-adds of its convolutions, linear layers and attention matmuls, from
+   forward hooks (elementwise ops, pooling and normalization are not counted).
+2. For each thread count, and each model, starts one worker process. Kiln reads
+   KILN_NUM_THREADS once, when its thread pool first starts (src/runtime/thread_pool.cc), so a
+   process cannot switch thread counts; the worker gets KILN_NUM_THREADS=N in its environment
+   and calls torch.set_num_threads(N), and checks that both took effect.
+3. The worker compiles the ONNX model (--opset) with kiln.build (default CPU path) and prepares
+   PyTorch eager (under no_grad), torch.jit.freeze(torch.jit.script(model)) and
+   torch.jit.optimize_for_inference(torch.jit.script(model)) (torch.jit.trace where scripting
+   fails); checks Kiln's output against PyTorch's; warms each up; then times them interleaved
+   round-robin (the starting variant rotates each round), so a slow spell of the machine hits
+   all of them alike.
+4. Refuses a busy machine: before each worker it waits (up to 60 s) until other processes use
+   under 15% of a core (/proc/stat); a worker whose timed rounds overlapped more than that from
+   other processes is run again (3 attempts), never reported. --quick only warns.
+5. Replaces the "Reference models: Kiln vs PyTorch on the CPU" section of docs/benchmarks.md
+   (other sections are kept). --quick writes no file unless --output is given.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "common"))
+import harness  # noqa: E402  (bench/common/harness.py: idle checks, build, doc sections)
+from harness import IDLE_LIMIT_CORES, PYTHON, REPO, log  # noqa: E402
+
+harness.set_name("models")
+
+GENERATOR = os.path.join(REPO, "tests", "models", "make_reference_models.py")
+SECTION = "Reference models: Kiln vs PyTorch on the CPU"
+KILN = "kiln"
+PYTORCH_VARIANTS = ("eager", "jit_freeze", "optimize_for_inference")
+VARIANT_TITLES = {KILN: "Kiln", "eager": "PyTorch eager", "jit_freeze": "`jit.freeze`",
+                  "optimize_for_inference": "`optimize_for_inference`"}
+RESULT_PREFIX = "RESULT "
+MIN_RUNS = 30
+QUICK_RUNS, QUICK_WARMUP = 3, 1
+ATTEMPTS = 3
+
+
+def load_generator():
+    """tests/models/make_reference_models.py as a module (model list, builders, file names)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_reference_models", GENERATOR)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# ---- FLOPs ----------------------------------------------------------------------------------
+
+
+def count_flops(model, x):
+    """2 x multiply-adds of Conv2d, Linear and MultiheadAttention in one forward pass.
+
+    Runs with gradients enabled: under no_grad, TransformerEncoder's fused fast path bypasses
+    the modules whose hooks count. MultiheadAttention calls its output projection functionally,
+    so it is counted by the attention hook, never twice."""
+    import torch
+
+    macs = [0]
+
+    def conv(module, inputs, output):
+        macs[0] += output.numel() * module.weight[0].numel()
+
+    def linear(module, inputs, output):
+        macs[0] += output.numel() * module.in_features
+
+    def attention(module, inputs, output):
+        query, key = inputs[0], inputs[1]
+        if not module.batch_first:
+            query, key = query.transpose(0, 1), key.transpose(0, 1)
+        batch, target, embed = query.shape
+        source = key.shape[1]
+        projections = 4 * batch * target * embed * embed  # q, k, v in; out
+        macs[0] += projections + 2 * batch * target * source * embed  # Q K^T and A V
+
+    hooks = []
+    for module in model.modules():
+        for kind, hook in ((torch.nn.Conv2d, conv), (torch.nn.Linear, linear),
+                           (torch.nn.MultiheadAttention, attention)):
+            if isinstance(module, kind):
+                hooks.append(module.register_forward_hook(hook))
+    try:
+        with torch.enable_grad():
+            model(x)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return 2 * macs[0]
+
+
+# ---- the worker: one model, one thread count ------------------------------------------------
+
+
+def make_pytorch_variants(model, example):
+    """{variant: (callable, how it was made)} and {variant: error} for those that failed."""
+    import torch
+
+    def scripted():
+        try:
+            return torch.jit.script(model), "script"
+        except Exception:  # noqa: BLE001  (any scripting failure: fall back to tracing)
+            with torch.no_grad():
+                return torch.jit.trace(model, (example,)), "trace"
+
+    makers = {
+        "eager": lambda: (model, "eager, no_grad"),
+        "jit_freeze": lambda: (lambda s: (torch.jit.freeze(s[0]), s[1]))(scripted()),
+        "optimize_for_inference":
+            lambda: (lambda s: (torch.jit.optimize_for_inference(s[0]), s[1]))(scripted()),
+    }
+    variants, errors = {}, {}
+    for name, make in makers.items():
+        try:
+            module, how = make()
+        except Exception as error:  # noqa: BLE001  (reported in the table)
+            errors[name] = f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"
+            continue
+
+        def run(module=module):
+            with torch.no_grad():
+                return module(example)
+
+        variants[name] = (run, how)
+    return variants, errors
+
+
+def make_kiln_variant(onnx_path, x):
+    """(callable, compile seconds) for the model compiled by kiln.build."""
+    import kiln
+    import kiln.frontend
+
+    if not hasattr(kiln, "build"):
+        raise RuntimeError("kiln.build is not in this build of Kiln")
+    start = time.monotonic()
+    executable = kiln.build(kiln.frontend.from_onnx(onnx_path))
+    compile_s = time.monotonic() - start
+    return (lambda: executable.run(input=x)), compile_s
+
+
+def others_busy_cores(begin, end):
+    """Cores' worth of CPU that processes other than this one used between two snapshots of
+    (busy jiffies, own CPU seconds, wall time)."""
+    hz = os.sysconf("SC_CLK_TCK")
+    wall = max(end[2] - begin[2], 1e-9)
+    others = (end[0] - begin[0]) / hz - (end[1] - begin[1])
+    return max(0.0, others) / wall
+
+
+def cpu_snapshot():
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)  # every thread of this process
+    return harness.read_cpu_times()[0], usage.ru_utime + usage.ru_stime, time.monotonic()
+
+
+def time_round_robin(variants, runs, warmup):
+    """{variant: [ms, ...]}: `warmup` untimed calls each, then `runs` rounds calling every
+    variant once, the first of each round rotating."""
+    names = list(variants)
+    for name in names:
+        for _ in range(warmup):
+            variants[name]()
+    times = {name: [] for name in names}
+    for round_index in range(runs):
+        shift = round_index % len(names)
+        for name in names[shift:] + names[:shift]:
+            start = time.perf_counter()
+            variants[name]()
+            times[name].append((time.perf_counter() - start) * 1e3)
+    return times
+
+
+def worker(spec):
+    """Times one model at one thread count; returns a JSON-able dict."""
+    import numpy as np
+    import torch
+
+    threads = spec["threads"]
+    torch.set_num_threads(threads)
+    torch.set_num_interop_threads(1)
+    generator = load_generator()
+    model = generator.build_model(spec["model"])
+    x = generator.make_input(spec["model"])
+    example = torch.from_numpy(x)
+    result = {"errors": {}, "how": {}}
+
+    import kiln
+
+    kiln_threads = kiln.runtime.num_threads()
+    if kiln_threads != threads or torch.get_num_threads() != threads:
+        raise RuntimeError(f"asked for {threads} threads, got Kiln {kiln_threads}, "
+                           f"PyTorch {torch.get_num_threads()}")
+    variants = {}
+    try:
+        variants[KILN], result["compile_s"] = make_kiln_variant(spec["onnx_path"], x)
+        result["how"][KILN] = f"kiln.build, ONNX opset {spec['opset']}"
+    except Exception as error:  # noqa: BLE001  (reported in the table; PyTorch still timed)
+        result["errors"][KILN] = f"{type(error).__name__}: {str(error).splitlines()[0][:300]}"
+    pytorch, errors = make_pytorch_variants(model, example)
+    result["errors"].update(errors)
+    for name, (run, how) in pytorch.items():
+        variants[name] = run
+        result["how"][name] = how
+
+    if KILN in variants:
+        with torch.no_grad():
+            expected = model(example).numpy()
+        actual = variants[KILN]()[0]
+        result["kiln_max_abs_error"] = float(np.max(np.abs(actual - expected)))
+
+    begin = cpu_snapshot()
+    result["times_ms"] = time_round_robin(variants, spec["runs"], spec["warmup"])
+    result["others_cores"] = others_busy_cores(begin, cpu_snapshot())
+    return result
+
+
+def worker_main(spec_json):
+    result = worker(json.loads(spec_json))
+    print(RESULT_PREFIX + json.dumps(result), flush=True)
+
+
+# ---- the parent: models, idle checks, workers -----------------------------------------------
+
+
+def ensure_models(models_dir, models, opset):
+    log(f"reference models in {models_dir}")
+    subprocess.run([PYTHON, GENERATOR, models_dir, "--models", *models, "--opsets", str(opset)],
+                   check=True)
+
+
+def flops_per_model(models):
+    """{model: FLOPs}, counted in a child process so that the parent, which only waits while
+    the workers are timed, never holds PyTorch's threads or a model's memory."""
+    out = subprocess.run([PYTHON, os.path.abspath(__file__), "--count-flops", *models],
+                         check=True, stdout=subprocess.PIPE, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def count_flops_main(models):
+    import torch
+
+    torch.set_num_threads(1)
+    generator = load_generator()
+    flops = {m: count_flops(generator.build_model(m), torch.from_numpy(generator.make_input(m)))
+             for m in models}
+    print(json.dumps(flops), flush=True)
+
+
+def run_worker(spec, build_dir):
+    env = dict(os.environ)
+    env.update({"PYTHONPATH": os.path.join(build_dir, "python"),
+                "KILN_NUM_THREADS": str(spec["threads"]),
+                "OMP_NUM_THREADS": str(spec["threads"]), "PYTHONDONTWRITEBYTECODE": "1"})
+    proc = subprocess.run([PYTHON, os.path.abspath(__file__), "--worker", json.dumps(spec)],
+                          env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
+    if proc.returncode != 0 or not lines:
+        sys.stdout.write(proc.stdout[-8000:])
+        harness.fail(f"the worker for {spec['model']} at {spec['threads']} thread(s) failed "
+                     f"(exit {proc.returncode})")
+    return json.loads(lines[-1][len(RESULT_PREFIX):])
+
+
+def measure(spec, build_dir, quick):
+    """One worker's result, timed on an idle machine (in --quick mode: warns only)."""
+    what = f"{spec['model']} at {spec['threads']} thread(s)"
+    for attempt in range(1, ATTEMPTS + 1):
+        if quick:
+            busy = harness.busy_cores()
+            if busy > IDLE_LIMIT_CORES:
+                log(f"WARNING: other processes use {busy:.0%} of a core; --quick times anyway")
+        else:
+            harness.wait_until_idle(what)
+        log(f"timing {what} ({spec['runs']} rounds after {spec['warmup']} warm-up calls)")
+        result = run_worker(spec, build_dir)
+        others = result["others_cores"]
+        if others <= IDLE_LIMIT_CORES:
+            return result
+        if quick:
+            log(f"WARNING: other processes used {others:.0%} of a core while {what} was "
+                "timed: these numbers are not worth reporting")
+            return result
+        log(f"other processes used {others:.0%} of a core while {what} was timed "
+            f"(attempt {attempt}/{ATTEMPTS}); timing it again")
+    harness.fail(f"refusing to report {what}: the machine never stayed quiet through it "
+                 f"({ATTEMPTS} attempts). Run again when no build or test is running.")
+
+
+# ---- the document ---------------------------------------------------------------------------
+
+
+def summarize(times):
+    return {"median": statistics.median(times), "min": min(times), "max": max(times)}
+
+
+def cell(stats):
+    return f"{stats['median']:.2f} ({stats['min']:.2f}–{stats['max']:.2f})"
+
+
+def result_row(model, threads, result, flops):
+    variants = [KILN] + list(PYTORCH_VARIANTS)
+    stats = {v: summarize(result["times_ms"][v]) for v in variants if v in result["times_ms"]}
+    cells = [cell(stats[v]) if v in stats else "failed" for v in variants]
+    pytorch = [v for v in PYTORCH_VARIANTS if v in stats]
+    best = min(pytorch, key=lambda v: stats[v]["median"]) if pytorch else None
+    if KILN in stats and best:
+        ratio = f"{stats[KILN]['median'] / stats[best]['median']:.2f}× ({VARIANT_TITLES[best]})"
+    else:
+        ratio = "—"
+
+    def gflops(variant):
+        return f"{flops / stats[variant]['median'] / 1e6:.1f}" if variant in stats else "—"
+
+    return (f"| {model} | {threads} | " + " | ".join(cells) +
+            f" | {ratio} | {gflops(KILN)} | {gflops(best) if best else '—'} |")
+
+
+def results_table(results, flops):
+    header = ["| Model | Threads | " + " | ".join(VARIANT_TITLES[v] for v in
+                                                   [KILN, *PYTORCH_VARIANTS]) +
+              " | Kiln / best PyTorch | Kiln GFLOP/s | best PyTorch GFLOP/s |",
+              "|---|---:|" + "---:|" * (len(PYTORCH_VARIANTS) + 4)]
+    rows = [result_row(m, t, r, flops[m]) for (m, t), r in results.items()]
+    return "\n".join(header + rows)
+
+
+def models_table(results, flops, opset):
+    lines = ["| Model | GFLOP per run | Kiln compile (s) | Kiln max abs error vs PyTorch |",
+             "|---|---:|---:|---:|"]
+    seen = set()
+    for (model, _), result in results.items():
+        if model in seen:
+            continue
+        seen.add(model)
+        compile_s = f"{result['compile_s']:.1f}" if "compile_s" in result else "—"
+        error = (f"{result['kiln_max_abs_error']:.2e}" if "kiln_max_abs_error" in result
+                 else "—")
+        lines.append(f"| {model} | {flops[model] / 1e9:.2f} | {compile_s} | {error} |")
+    return "\n".join(lines)
+
+
+def failures(results):
+    notes = []
+    for (model, threads), result in results.items():
+        for variant, error in result["errors"].items():
+            notes.append(f"- {model}, {threads} thread(s), {VARIANT_TITLES[variant]}: {error}")
+    traced = {m for (m, _), r in results.items()
+              if any(h == "trace" for h in r["how"].values())}
+    if traced:
+        notes.append("- torch.jit.script failed, torch.jit.trace used: " +
+                     ", ".join(sorted(traced)))
+    return ("\n\nNotes:\n\n" + "\n".join(notes)) if notes else ""
+
+
+def build_type(build_dir):
+    try:
+        with open(os.path.join(build_dir, "CMakeCache.txt")) as f:
+            for line in f:
+                if line.startswith("CMAKE_BUILD_TYPE:"):
+                    return line.split("=", 1)[1].strip() or "no build type"
+    except OSError:
+        pass
+    return "unknown build type"
+
+
+def build_line(build_dir):
+    return f"Kiln {build_type(build_dir)} (`{os.path.relpath(build_dir, REPO)}`)"
+
+
+def render(results, flops, args, command):
+    import torch
+
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    software = (f"{build_line(args.build_dir)}; PyTorch {torch.__version__}; "
+                f"Python {platform.python_version()}")
+    return f"""## {SECTION}
+
+Latency of one batch-1 inference of each reference model (tests/models/make_reference_models.py:
+random weights, seed 0; 3x224x224 images, the encoder (1, 128, 256)) compiled by Kiln, next to
+PyTorch run three ways, with the same number of threads.
+
+- Machine: {harness.cpu_model()}, {os.cpu_count()} cores; Linux {platform.release()}
+- Build: {software}; {date}
+- Command: `{command}` (source: `bench/models/run.py`)
+- Method: one process per (model, thread count), because Kiln reads `KILN_NUM_THREADS` once;
+  PyTorch gets `torch.set_num_threads` with the same count. {args.warmup} warm-up calls each,
+  then {args.runs} rounds calling Kiln and the three PyTorch variants once each, round-robin;
+  times in ms as median (min–max) of the rounds. Timing starts only when the rest of the
+  machine uses under {IDLE_LIMIT_CORES:.0%} of a core, and a model whose rounds overlapped more
+  than that is timed again. GFLOP/s is 2 x the multiply-adds of convolutions, linear layers and
+  attention matmuls over the median time. Kiln runs the ONNX export at opset {args.opset};
+  `jit.freeze` is `torch.jit.freeze(torch.jit.script(model))`, `optimize_for_inference` is
+  `torch.jit.optimize_for_inference(torch.jit.script(model))`; all PyTorch runs under no_grad.
+
+{results_table(results, flops)}
+
+A ratio above 1 means Kiln is slower than the fastest PyTorch variant.
+
+{models_table(results, flops, args.opset)}{failures(results)}
+"""
+
+
+# ---- command line ---------------------------------------------------------------------------
+
+
+def parse_args(argv, models):
+    parser = argparse.ArgumentParser(
+        description="Time Kiln against PyTorch (eager, jit.freeze, optimize_for_inference) on "
+                    "the reference models, interleaved, on an idle machine, and write the "
+                    f"'{SECTION}' section of docs/benchmarks.md.",
+        epilog="Run it when no build or test is running: it refuses a busy machine. "
+               "Models: " + ", ".join(models))
+    parser.add_argument("--models", nargs="+", choices=models, default=list(models),
+                        metavar="MODEL", help="models to time (default: all)")
+    parser.add_argument("--threads", nargs="+", type=int, default=[1, 2], metavar="N",
+                        help="thread counts, each for Kiln and PyTorch alike (default: 1 2)")
+    parser.add_argument("--runs", type=int, default=MIN_RUNS,
+                        help=f"timed rounds per model and thread count (at least {MIN_RUNS}; "
+                             f"default {MIN_RUNS})")
+    parser.add_argument("--warmup", type=int, default=5, help="untimed calls each (default 5)")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"smoke run: {QUICK_RUNS} rounds after {QUICK_WARMUP} warm-up "
+                             "call, warns instead of refusing a busy machine, writes no file "
+                             "unless --output is given")
+    parser.add_argument("--opset", type=int, default=17, choices=[13, 17],
+                        help="which ONNX export Kiln compiles (default 17)")
+    parser.add_argument("--build-dir", default=os.path.join(REPO, "build-bench"),
+                        help="Kiln build tree whose python/ is imported (default: build-bench, "
+                             "configured as Release and built if need be)")
+    parser.add_argument("--no-build", action="store_true", help="use --build-dir as it is")
+    parser.add_argument("--models-dir", default=None,
+                        help="where the reference models are made (default: <build-dir>/models)")
+    parser.add_argument("--output", default=None,
+                        help="markdown file to update (default: docs/benchmarks.md; none with "
+                             "--quick)")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.runs, args.warmup = QUICK_RUNS, QUICK_WARMUP
+    elif args.runs < MIN_RUNS:
+        parser.error(f"--runs must be at least {MIN_RUNS} for a median worth reporting "
+                     "(use --quick for a smoke run)")
+    bad = [t for t in args.threads if t < 1]
+    if bad:
+        parser.error(f"--threads must be positive, not {bad}")
+    args.build_dir = os.path.abspath(args.build_dir)
+    args.models_dir = os.path.abspath(args.models_dir or os.path.join(args.build_dir, "models"))
+    if args.output is None and not args.quick:
+        args.output = os.path.join(REPO, "docs", "benchmarks.md")
+    return args
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--worker"]:
+        return worker_main(argv[1])
+    if argv[:1] == ["--count-flops"]:
+        return count_flops_main(argv[1:])
+    generator = load_generator()
+    args = parse_args(argv, list(generator.MODELS))
+    if not args.no_build:
+        harness.build(args.build_dir, ["all"], what="Kiln")
+    ensure_models(args.models_dir, args.models, args.opset)
+    flops = flops_per_model(args.models)
+    for model in args.models:
+        log(f"{model}: {flops[model] / 1e9:.2f} GFLOP per run")
+
+    results = {}
+    for threads in args.threads:
+        for model in args.models:
+            spec = {"model": model, "threads": threads, "runs": args.runs,
+                    "warmup": args.warmup, "opset": args.opset,
+                    "onnx_path": generator.onnx_path(args.models_dir, model, args.opset)}
+            results[(model, threads)] = measure(spec, args.build_dir, args.quick)
+            for variant, error in results[(model, threads)]["errors"].items():
+                log(f"{model}: {VARIANT_TITLES[variant]} failed: {error}")
+
+    command = " ".join(["/usr/bin/python3", "bench/models/run.py"] +
+                       [shlex.quote(a) for a in argv])
+    section = render(results, flops, args, command)
+    print(section)
+    if args.output:
+        harness.write_section(args.output, section)
+        log(f"wrote the '{SECTION}' section of {os.path.relpath(args.output, REPO)}")
+    else:
+        log("--quick: no file written (give --output to write one)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
