@@ -73,6 +73,17 @@ def models_dir():
     return path
 
 
+# Models whose import fails for a known reason: {model: text its error must contain}. Their
+# import tests xfail while they fail that way; the day one imports, its tests fail until it is
+# removed from here, so the list cannot go stale.
+KNOWN_IMPORT_FAILURES = {
+    # torch 1.13 exports MultiheadAttention's packed in-projection `chunk(3, -1)` as Slice whose
+    # ends come from Shape -> Gather -> Add -> Div -> Mul; ONNX's data propagation stops at
+    # Div, so the importer sees a non-constant Slice input (see docs/onnx.md).
+    "bert_encoder": "Slice node '/layers.0/self_attn/Slice': input 2",
+}
+
+
 # Module scope: pytest runs every test of one (model, opset) before the next, so one model at a
 # time is imported and compiled, and each is compiled once.
 @pytest.fixture(scope="module", params=[(m, o) for m in generator.MODELS for o in OPSETS],
@@ -90,13 +101,21 @@ def reference(case, models_dir):
 
 @pytest.fixture(scope="module")
 def imported(case):
-    return kiln.frontend.from_onnx(case.onnx_path)
+    known = KNOWN_IMPORT_FAILURES.get(case.model)
+    try:
+        module = kiln.frontend.from_onnx(case.onnx_path)
+    except kiln.ValueError as error:
+        if known and known in str(error):
+            pytest.xfail(f"known import failure: {known}")
+        raise
+    if known:
+        pytest.fail(f"{case.model} imports now: remove it from KNOWN_IMPORT_FAILURES",
+                    pytrace=False)
+    return module
 
 
 @pytest.fixture(scope="module")
 def executable(imported):
-    if not hasattr(kiln, "build"):
-        pytest.skip("kiln.build is not in this tree yet")
     return kiln.build(imported)
 
 
