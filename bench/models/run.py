@@ -290,7 +290,7 @@ def measure(spec, build_dir, quick):
                 log(f"WARNING: other processes use {busy:.0%} of a core; --quick times anyway")
         else:
             harness.wait_until_idle(what)
-        log(f"timing {what} ({spec['runs']} rounds after {spec['warmup']} warm-up calls)")
+        log(f"timing {what} ({spec['runs']} rounds after {spec['warmup']} warm-up call(s))")
         result = run_worker(spec, build_dir)
         others = result["others_cores"]
         if others <= IDLE_LIMIT_CORES:
@@ -359,10 +359,13 @@ def models_table(results, flops, opset):
 
 
 def failures(results):
-    notes = []
+    """The notes under the tables: each failure once, with the thread counts it happened at."""
+    threads_of = {}
     for (model, threads), result in results.items():
         for variant, error in result["errors"].items():
-            notes.append(f"- {model}, {threads} thread(s), {VARIANT_TITLES[variant]}: {error}")
+            threads_of.setdefault((model, variant, error), []).append(str(threads))
+    notes = [f"- {model}, {VARIANT_TITLES[variant]} ({', '.join(threads)} thread(s)): {error}"
+             for (model, variant, error), threads in threads_of.items()]
     traced = {m for (m, _), r in results.items()
               if any(h == "trace" for h in r["how"].values())}
     if traced:
@@ -386,6 +389,13 @@ def build_line(build_dir):
     return f"Kiln {build_type(build_dir)} (`{os.path.relpath(build_dir, REPO)}`)"
 
 
+def quick_warning(args):
+    if not args.quick:
+        return ""
+    return ("\n- **A --quick smoke run: too few rounds, and the machine was not required to be "
+            "idle. Not for reporting.**")
+
+
 def render(results, flops, args, command):
     import torch
 
@@ -400,9 +410,9 @@ PyTorch run three ways, with the same number of threads.
 
 - Machine: {harness.cpu_model()}, {os.cpu_count()} cores; Linux {platform.release()}
 - Build: {software}; {date}
-- Command: `{command}` (source: `bench/models/run.py`)
+- Command: `{command}` (source: `bench/models/run.py`){quick_warning(args)}
 - Method: one process per (model, thread count), because Kiln reads `KILN_NUM_THREADS` once;
-  PyTorch gets `torch.set_num_threads` with the same count. {args.warmup} warm-up calls each,
+  PyTorch gets `torch.set_num_threads` with the same count. {args.warmup} warm-up call(s) each,
   then {args.runs} rounds calling Kiln and the three PyTorch variants once each, round-robin;
   times in ms as median (min–max) of the rounds. Timing starts only when the rest of the
   machine uses under {IDLE_LIMIT_CORES:.0%} of a core, and a model whose rounds overlapped more
