@@ -4,7 +4,8 @@ compiled for the CPU and run by Kiln, give PyTorch's outputs.
 For every model and opset: the import yields @main(input) with PyTorch's input and output types;
 ``kiln.build`` compiles it; running it on the stored input matches PyTorch's stored output at
 rtol=1e-3, atol=1e-5; and the library written by ``export_library`` and read back by
-``kiln.load_module`` computes the same thing.
+``kiln.load_module`` computes the same thing. ``kilnc compile`` and ``kilnc run`` (with .npy
+files) match PyTorch too, at the newest opset.
 
 The models are generated on first use into KILN_MODELS_DIR (ctest sets <build>/models; by
 default the build tree that `import kiln` came from) and reused while up to date, so only the
@@ -52,10 +53,16 @@ Case = namedtuple("Case", "model opset onnx_path")
 Reference = namedtuple("Reference", "input output")
 
 
+def _build_tree():
+    """The build tree kiln was imported from (PYTHONPATH=<build>/python), or None."""
+    build = pathlib.Path(kiln.__file__).parent.parent.parent
+    return build if (build / "CMakeCache.txt").exists() else None
+
+
 def _default_models_dir():
     """<build>/models when kiln was imported from a build tree (PYTHONPATH=<build>/python)."""
-    build = pathlib.Path(kiln.__file__).parent.parent.parent
-    if (build / "CMakeCache.txt").exists():
+    build = _build_tree()
+    if build is not None:
         return build / "models"
     pytest.fail(f"set KILN_MODELS_DIR: kiln was imported from {kiln.__file__}, not from a build "
                 "tree, so there is no <build>/models to default to", pytrace=False)
@@ -93,10 +100,14 @@ def case(request, models_dir):
     return Case(model, opset, generator.onnx_path(models_dir, model, opset))
 
 
+def _load_reference(models_dir, model):
+    with np.load(generator.npz_path(models_dir, model)) as data:
+        return Reference(data["input"], data["output"])
+
+
 @pytest.fixture(scope="module")
 def reference(case, models_dir):
-    with np.load(generator.npz_path(models_dir, case.model)) as data:
-        return Reference(data["input"], data["output"])
+    return _load_reference(models_dir, case.model)
 
 
 @pytest.fixture(scope="module")
@@ -159,3 +170,38 @@ def test_exported_library_computes_the_same(executable, reference, tmp_path):
     # Same code on the same input: the round trip must not change a single bit.
     in_memory = executable.run(**{generator.INPUT_NAME: reference.input})
     np.testing.assert_array_equal(outputs[0], in_memory[0])
+
+
+@pytest.fixture(scope="session")
+def kilnc():
+    """The kilnc executable: KILN_KILNC (ctest sets it), else <build>/tools/kilnc/kilnc."""
+    path = os.environ.get("KILN_KILNC")
+    if not path and _build_tree() is not None:
+        path = _build_tree() / "tools" / "kilnc" / "kilnc"
+    if not path or not os.access(path, os.X_OK):
+        pytest.fail(f"no kilnc at {path}: build it, or set KILN_KILNC", pytrace=False)
+    return str(path)
+
+
+@pytest.mark.parametrize("model", list(generator.MODELS))
+def test_kilnc_compile_and_run_match_pytorch(model, kilnc, models_dir, tmp_path):
+    """The command-line path: `kilnc compile` writes the library, `kilnc run` reads the input
+    from a .npy file and writes the output as one."""
+    reference = _load_reference(models_dir, model)
+    library, input_npy, out_dir = tmp_path / "m.so", tmp_path / "input.npy", tmp_path / "out"
+    compiled = subprocess.run(
+        [kilnc, "compile", generator.onnx_path(models_dir, model, OPSETS[-1]), "-o", library],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    known = KNOWN_IMPORT_FAILURES.get(model)
+    if known and compiled.returncode != 0 and known in compiled.stdout:
+        pytest.xfail(f"known import failure: {known}")
+    assert compiled.returncode == 0, compiled.stdout[-5000:]
+    assert not known, f"{model} imports now: remove it from KNOWN_IMPORT_FAILURES"
+    np.save(input_npy, reference.input)
+    out_dir.mkdir()
+    ran = subprocess.run(
+        [kilnc, "run", library, "--input", f"{generator.INPUT_NAME}={input_npy}",
+         "--output-dir", out_dir], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert ran.returncode == 0, ran.stdout[-5000:]
+    assert sorted(p.name for p in out_dir.iterdir()) == ["output_0.npy"]
+    _assert_matches_pytorch([np.load(out_dir / "output_0.npy")], reference, "kilnc run")
