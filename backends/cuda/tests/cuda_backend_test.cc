@@ -375,6 +375,33 @@ TEST_F(CUDATest, LaunchesWithDynamicSharedMemory) {
   Api().Free(0, buffer);
 }
 
+TEST_F(CUDATest, OptsInToMoreThan48KiBOfDynamicSharedMemory) {
+  int most = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0), cudaSuccess);
+  if (most <= 48 * 1024) GTEST_SKIP() << "this device allows only " << most << " bytes per block";
+  constexpr int64_t kBlock = 256;
+  std::vector<float> data(kBlock);
+  std::iota(data.begin(), data.end(), 0.0f);
+  void* buffer = Api().Alloc(0, kBlock * sizeof(float), 256);
+  TensorView device(buffer, kBlock, kCUDA0, kFloat32), host(data.data(), kBlock, kCPU, kFloat32);
+  Api().Copy(host.tensor, device.tensor);
+  Function reverse =
+      CreateModule(TestPtx(), {"reverse_in_block"}).GetFunctionRequired("reverse_in_block");
+  // The kernel uses only the first kBlock floats; asking for more must still launch.
+  reverse(&device.tensor, 1, 1, 1, kBlock, 1, 1, int64_t{most});
+  reverse(&device.tensor, 1, 1, 1, kBlock, 1, 1, int64_t{64 * 1024});  // already allowed
+  reverse(&device.tensor, 1, 1, 1, kBlock, 1, 1, int64_t{most});
+  Api().Copy(device.tensor, host.tensor);
+  Api().Sync(0);
+  for (int64_t i = 0; i < kBlock; ++i) ASSERT_EQ(data[i], static_cast<float>(kBlock - 1 - i)) << i;
+  EXPECT_THAT(
+      ErrorMessage("ValueError",
+                   [&] { reverse(&device.tensor, 1, 1, 1, kBlock, 1, 1, int64_t{most} + 1); }),
+      AllOf(HasSubstr("asks for " + std::to_string(most + 1) + " bytes of dynamic shared"),
+            HasSubstr("at most " + std::to_string(most) + " bytes per block")));
+  Api().Free(0, buffer);
+}
+
 TEST_F(CUDATest, AnEmptyGridLaunchesNothing) {
   constexpr int64_t kN = 8;
   std::vector<int64_t> result(kN, 3);
