@@ -371,12 +371,18 @@ def test_torch_reading_on_its_own_stream_sees_kilns_finished_copy():
     target = kiln.empty(n, "float32", "cuda:0")
     torch.from_dlpack(target).fill_(-1.0)
     source = kiln.tensor(torch.ones(n, device="cuda"))
+    side = torch.cuda.Stream()
+    busy = torch.randn(4096, 4096, device="cuda")
+    # A warm-up of what runs below: a first allocation (cudaMalloc) would wait for the whole
+    # device, and so hide the missing synchronization this test is after.
+    for _ in range(2):
+        busy = torch.tanh(busy @ busy)
+    with torch.cuda.stream(side):
+        torch.from_dlpack(target).sum()
     torch.cuda.synchronize()
-    busy = torch.randn(8192, 8192, device="cuda")
-    for _ in range(8):  # keeps the default stream busy, so Kiln's copy waits behind this
+    for _ in range(30):  # keeps the default stream busy, so Kiln's copy waits behind this
         busy = torch.tanh(busy @ busy)
     source.copyto(target)
-    side = torch.cuda.Stream()
     with torch.cuda.stream(side):
         total = torch.from_dlpack(target).sum()
     assert total.item() == n
