@@ -169,9 +169,15 @@ def test_conv_with_bias_and_same_padding():
     assert len(main.params) == 1
 
 
-def test_conv_1d_is_unsupported():
+def test_conv_1d_imports_as_a_2d_window():
     model = make_model([node("Conv", ["x", "w"])], {"x": [1, 3, 8]}, 13,
                        {"w": np.zeros((4, 3, 3), np.float32)})
+    import_and_check(model, {"unsqueeze", "nn.conv2d", "squeeze"})
+
+
+def test_conv_3d_is_unsupported():
+    model = make_model([node("Conv", ["x", "w"])], {"x": [1, 3, 4, 4, 4]}, 13,
+                       {"w": np.zeros((4, 3, 3, 3, 3), np.float32)})
     with pytest.raises(kiln.NotImplementedError, match="2-D"):
         kiln.frontend.from_onnx(model)
 
