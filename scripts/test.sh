@@ -6,7 +6,7 @@
 #
 # Stages:
 #   build      configure (once) + build build/ and install it into install/
-#   ctest      every test of build/: GoogleTest (label unit) and pytest (python.ffi)
+#   ctest      every test of build/: GoogleTest (label unit), pytest (python.ffi, python.models)
 #   asan       build-asan/: clang-14 with address+undefined sanitizers, `ctest -L unit`
 #   fuzz       libFuzzer (build-asan/) on the artifact reader, the ONNX importer and the kernel
 #              program loader, bounded time
