@@ -14,7 +14,8 @@
 3. The worker compiles the ONNX model (--opset) with kiln.build (default CPU path) and prepares
    PyTorch eager (under no_grad), torch.jit.freeze(torch.jit.script(model)) and
    torch.jit.optimize_for_inference(torch.jit.script(model)) (torch.jit.trace where scripting
-   fails); checks Kiln's output against PyTorch's; warms each up; then times them interleaved
+   fails); checks every variant's output against the stored reference (PyTorch in float64);
+   warms each up; then times them interleaved
    round-robin (the starting variant rotates each round), so a slow spell of the machine hits
    all of them alike.
 4. Refuses a busy machine: before each worker it waits (up to 60 s) until other processes use
@@ -189,6 +190,11 @@ def time_round_robin(variants, runs, warmup):
     return times
 
 
+def output_array(output):
+    """The one output of a variant as numpy: Kiln returns a list of arrays, PyTorch a tensor."""
+    return output[0] if isinstance(output, list) else output.numpy()
+
+
 def worker(spec):
     """Times one model at one thread count; returns a JSON-able dict."""
     import numpy as np
@@ -221,11 +227,13 @@ def worker(spec):
         variants[name] = run
         result["how"][name] = how
 
-    if KILN in variants:
-        with torch.no_grad():
-            expected = model(example).numpy()
-        actual = variants[KILN]()[0]
-        result["kiln_max_abs_error"] = float(np.max(np.abs(actual - expected)))
+    # A fast wrong answer is no result: every variant's output against the stored reference
+    # (PyTorch in float64), reported next to the times.
+    with np.load(spec["npz_path"]) as data:
+        expected = data["output"]
+    result["max_abs_error"] = {
+        name: float(np.max(np.abs(np.asarray(output_array(run())) - expected)))
+        for name, run in variants.items()}
 
     begin = cpu_snapshot()
     result["times_ms"] = time_round_robin(variants, spec["runs"], spec["warmup"])
@@ -343,18 +351,21 @@ def results_table(results, flops):
     return "\n".join(header + rows)
 
 
-def models_table(results, flops, opset):
-    lines = ["| Model | GFLOP per run | Kiln compile (s) | Kiln max abs error vs PyTorch |",
-             "|---|---:|---:|---:|"]
+def models_table(results, flops):
+    variants = [KILN, *PYTORCH_VARIANTS]
+    lines = ["| Model | GFLOP per run | Kiln compile (s) | max abs error: " +
+             " | ".join(VARIANT_TITLES[v] for v in variants) + " |",
+             "|---|---:|---:|" + "---:|" * len(variants)]
     seen = set()
     for (model, _), result in results.items():
         if model in seen:
             continue
         seen.add(model)
         compile_s = f"{result['compile_s']:.1f}" if "compile_s" in result else "—"
-        error = (f"{result['kiln_max_abs_error']:.2e}" if "kiln_max_abs_error" in result
-                 else "—")
-        lines.append(f"| {model} | {flops[model] / 1e9:.2f} | {compile_s} | {error} |")
+        errors = result["max_abs_error"]
+        cells = [f"{errors[v]:.1e}" if v in errors else "—" for v in variants]
+        lines.append(f"| {model} | {flops[model] / 1e9:.2f} | {compile_s} | " +
+                     " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -425,7 +436,10 @@ PyTorch run three ways, with the same number of threads.
 
 A ratio above 1 means Kiln is slower than the fastest PyTorch variant.
 
-{models_table(results, flops, args.opset)}{failures(results)}
+Max abs error: each variant's output against the reference output, PyTorch's in float64
+(tests/models), at the first thread count.
+
+{models_table(results, flops)}{failures(results)}
 """
 
 
@@ -498,7 +512,8 @@ def main(argv=None):
         for model in args.models:
             spec = {"model": model, "threads": threads, "runs": args.runs,
                     "warmup": args.warmup, "opset": args.opset,
-                    "onnx_path": generator.onnx_path(args.models_dir, model, args.opset)}
+                    "onnx_path": generator.onnx_path(args.models_dir, model, args.opset),
+                    "npz_path": generator.npz_path(args.models_dir, model)}
             results[(model, threads)] = measure(spec, args.build_dir, args.quick)
             for variant, error in results[(model, threads)]["errors"].items():
                 log(f"{model}: {VARIANT_TITLES[variant]} failed: {error}")
