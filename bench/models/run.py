@@ -15,9 +15,8 @@
    PyTorch eager (under no_grad), torch.jit.freeze(torch.jit.script(model)) and
    torch.jit.optimize_for_inference(torch.jit.script(model)) (torch.jit.trace where scripting
    fails); checks every variant's output against the stored reference (PyTorch in float64);
-   warms each up; then times them interleaved
-   round-robin (the starting variant rotates each round), so a slow spell of the machine hits
-   all of them alike.
+   warms each up; then times them interleaved round-robin (the starting variant rotates each
+   round), so a slow spell of the machine hits all of them alike.
 4. Refuses a busy machine: before each worker it waits (up to 60 s) until other processes use
    under 15% of a core (/proc/stat); a worker whose timed rounds overlapped more than that from
    other processes is run again (3 attempts), never reported. --quick only warns.
