@@ -25,13 +25,8 @@ import numpy as np
 import pytest
 
 import kiln
-
-pytest.importorskip("onnx")
-pytest.importorskip("torch")
-pytest.importorskip("torchvision")
-
-import kiln.frontend  # noqa: E402
-from kiln import transform  # noqa: E402
+import kiln.frontend
+from kiln import transform
 
 GENERATOR = pathlib.Path(__file__).resolve().parents[1] / "models" / "make_reference_models.py"
 OPSETS = (13, 17)
