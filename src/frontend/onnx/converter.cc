@@ -20,6 +20,7 @@ const std::vector<ConverterEntry>& ConverterTable() {
     AddReduceConverters(*entries);
     AddConstantConverters(*entries);
     AddResizeConverters(*entries);
+    AddSequenceConverters(*entries);
     return entries;
   }();
   return *table;

@@ -46,6 +46,11 @@ void AddTensorConverters(std::vector<ConverterEntry>& table);
 void AddReduceConverters(std::vector<ConverterEntry>& table);
 void AddConstantConverters(std::vector<ConverterEntry>& table);
 void AddResizeConverters(std::vector<ConverterEntry>& table);
+void AddSequenceConverters(std::vector<ConverterEntry>& table);
+
+/// Whether `op_type`'s one output is a sequence (a tuple value naming one output, where other
+/// tuple values are a node's several outputs).
+bool ProducesSequence(const std::string& op_type);
 
 /// A call of core op `op`; its schema checks the attributes and fills in defaults.
 ir::Expr MakeCall(const std::string& op, Array<ir::Expr> args,
