@@ -30,6 +30,11 @@ constexpr OpPair kUnaryOps[] = {
     {"Not", "logical_not", 1}, {"Softplus", "nn.softplus", 1},
     {"Round", "round", 11},    {"Sign", "sign", 9},
     {"Sin", "sin", 7},         {"Cos", "cos", 7},
+    {"Tan", "tan", 7},         {"Asin", "asin", 7},
+    {"Acos", "acos", 7},       {"Atan", "atan", 7},
+    {"Sinh", "sinh", 9},       {"Cosh", "cosh", 9},
+    {"Asinh", "asinh", 9},     {"Acosh", "acosh", 9},
+    {"Atanh", "atanh", 9},
 };
 
 constexpr OpPair kBinaryOps[] = {
@@ -73,6 +78,11 @@ ir::Expr ConvertPow(const NodeContext& node) {
     exponent = MakeCall("cast", {exponent}, {{"dtype", String(DataTypeToString(dtype))}});
   }
   return MakeCall("power", {node.Input(0), exponent});
+}
+
+// fmod=1 keeps the dividend's sign (C fmod); the default follows the divisor's (Python's %).
+ir::Expr ConvertMod(const NodeContext& node) {
+  return MakeCall("mod", {node.Input(0), node.Input(1)}, {{"fmod", node.Int("fmod", 0) != 0}});
 }
 
 ir::Expr ConvertLeakyRelu(const NodeContext& node) {
@@ -155,10 +165,11 @@ void AddElementwiseConverters(std::vector<ConverterEntry>& table) {
   }
   AddConverter(table, "Mean", 6, kMaxOpset, ConvertMean);
   AddConverter(table, "Pow", 7, kMaxOpset, ConvertPow);
+  AddConverter(table, "Mod", 10, kMaxOpset, ConvertMod);
   AddConverter(table, "LeakyRelu", 6, kMaxOpset, ConvertLeakyRelu);
   AddConverter(table, "Elu", 6, kMaxOpset, ConvertElu);
   AddConverter(table, "HardSigmoid", 6, kMaxOpset, ConvertHardSigmoid);
-  table.push_back({"Clip", kMinOpset, 10, ConvertClipAttrs});
+  AddConverter(table, "Clip", 6, 10, ConvertClipAttrs);
   AddConverter(table, "Clip", 11, kMaxOpset, ConvertClipInputs);
   AddConverter(table, "Cast", 6, kMaxOpset, ConvertCast);
   AddConverter(table, "CastLike", 15, kMaxOpset, ConvertCastLike);
