@@ -6,11 +6,11 @@ compute the expected outputs.
 Each case is a folder <case>/{model.onnx, test_data_set_0/{input,output}_N.pb}
 (Debian's libonnx-testdata). A case *imports* when kiln.frontend.from_onnx accepts the model;
 inputs that the model uses as shapes, axes or other attributes (the importer's "must be a
-constant" error names them) are bound to the case's own input values with ``values=``, one at a
-time, as a user would. A case *passes* when the imported module computes every output with the
-expected shape and dtype, within ONNX's tolerances (rtol=1e-3, atol=1e-7), evaluated with
-kiln.build when Kiln has it, else by binding every input and folding the module to constants
-with InferType and FoldConstant (the same CPU kernels).
+constant" error names them, or the inputs they are computed from) are bound to the case's own
+input values with ``values=``, as a user would. A case *passes* when the imported module
+computes every output with the expected shape and dtype, within ONNX's tolerances (rtol=1e-3,
+atol=1e-7), evaluated with kiln.build when Kiln has it, else by binding every input and folding
+the module to constants with InferType and FoldConstant (the same CPU kernels).
 """
 
 import argparse
@@ -48,18 +48,37 @@ def load_case(case_dir):
     return model, dict(zip(names, tensors("input"))), tensors("output")
 
 
+def graph_inputs_behind(model, name, inputs):
+    """The graph inputs (of ``inputs``) that value ``name`` is computed from."""
+    producers = {out: node for node in model.graph.node for out in node.output}
+    found, stack, seen = [], [name], set()
+    while stack:
+        value = stack.pop()
+        if value in seen:
+            continue
+        seen.add(value)
+        if value in inputs:
+            found.append(value)
+        elif value in producers:
+            stack.extend(v for v in producers[value].input if v)
+    return found
+
+
 def import_case(model, inputs, bind_all):
-    """(module, bound values); binds inputs the importer needs as constants one at a time."""
+    """(module, bound values). Binds the inputs the importer needs as constants (those that
+    the value it names is computed from), until it needs no more."""
     values = dict(inputs) if bind_all else {}
     while True:
         try:
             return kiln.frontend.from_onnx(model, values=values), values
         except kiln.ValueError as error:
             match = CONSTANT_INPUT.search(str(error))
-            if bind_all or match is None or match.group(1) not in inputs \
-                    or match.group(1) in values:
+            needed = [] if bind_all or match is None else [
+                name for name in graph_inputs_behind(model, match.group(1), inputs)
+                if name not in values]
+            if not needed:
                 raise
-            values[match.group(1)] = inputs[match.group(1)]
+            values.update({name: inputs[name] for name in needed})
 
 
 def evaluate_by_folding(mod):

@@ -337,3 +337,46 @@ def test_einsum(equation, shapes):
     operands = [rand(*shape, dtype=np.float64) for shape in shapes]
     inputs = {f"x{i}": x for i, x in enumerate(operands)}
     check_node("Einsum", inputs, np.einsum(equation, *operands), opset=12, equation=equation)
+
+
+@pytest.mark.parametrize("op_type,ref", [("ArgMax", np.argmax), ("ArgMin", np.argmin)])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_arg_reductions_select_the_last_index(op_type, ref, axis):
+    x = np.array([[2, 5, 5, 1], [7, 7, 0, 0], [2, 5, 0, 7]], np.float32)
+    flipped = np.flip(x, axis)
+    expected = x.shape[axis] - 1 - ref(flipped, axis=axis)
+    check_node(op_type, {"x": x}, np.expand_dims(expected, axis).astype(np.int64), opset=12,
+               axis=axis, select_last_index=1)
+
+
+def test_layer_norm_mean_and_inverse_std_outputs():
+    x, gamma, beta = rand(2, 3, 4), rand(3, 4), rand(3, 4)
+    mean = x.mean(axis=(1, 2), keepdims=True)
+    inv_std = 1 / np.sqrt(x.var(axis=(1, 2), keepdims=True) + 1e-5)
+    y = (x - mean) * inv_std * gamma + beta
+    check_node("LayerNormalization", {"x": x, "g": gamma, "b": beta}, [y, mean, inv_std],
+               opset=17, rtol=1e-4, atol=1e-5, outputs=("y", "mean", "inv_std"), axis=1)
+
+
+def test_dropout_at_inference_passes_through_with_an_all_true_mask():
+    x = rand(3, 4)
+    check_node("Dropout", {"x": x, "r": np.array(0.5, np.float32)},
+               [x, np.ones((3, 4), np.bool_)], opset=13, outputs=("y", "mask"))
+    model = model_of([helper.make_node("Dropout", ["x", "r", "t"], ["y"])],
+                     {"x": x, "r": np.array(0.5, np.float32), "t": np.array(True)},
+                     expected=[x])
+    with pytest.raises(kiln.NotImplementedError, match="training_mode is not supported"):
+        kiln.frontend.from_onnx(model, values={"t": np.array(True)})
+
+
+@pytest.mark.parametrize("op_type,coefficients", [
+    ("HannWindow", [0.5, 0.5]), ("HammingWindow", [25 / 46, 21 / 46]),
+    ("BlackmanWindow", [0.42, 0.5, 0.08])])
+@pytest.mark.parametrize("periodic", [0, 1])
+def test_window_functions(op_type, coefficients, periodic):
+    n = np.arange(10)
+    period = 10 if periodic else 9
+    expected = sum((-1) ** i * a * np.cos(2 * np.pi * i * n / period)
+                   for i, a in enumerate(coefficients))
+    check_node(op_type, {"size": np.array(10, np.int64)}, expected.astype(np.float32), opset=17,
+               atol=1e-6, periodic=periodic)

@@ -19,7 +19,7 @@ namespace onnx_import {
 using Converter = std::function<ir::Expr(const NodeContext& node)>;
 
 /// The opsets Kiln imports.
-constexpr int64_t kMinOpset = 1;
+constexpr int64_t kMinOpset = 7;
 constexpr int64_t kMaxOpset = 17;
 
 struct ConverterEntry {

@@ -138,11 +138,25 @@ ir::Expr ConvertWhere(const NodeContext& node) {
   return MakeCall("where", {node.Input(0), node.Input(1), node.Input(2)});
 }
 
-// Identity, and Dropout at inference: the value passes through unchanged.
+// Identity: the value passes through unchanged.
 ir::Expr ConvertIdentity(const NodeContext& node) {
   KILN_CHECK(node.NumOutputs() == 1, NotImplementedError)
       << node.Describe() << ": only the first output is supported (inference)";
   return node.Input(0);
+}
+
+// Dropout at inference passes the value through and masks nothing (an all-true mask). From
+// opset 12 a training_mode input may ask for training, whose random mask Kiln does not draw.
+ir::Expr ConvertDropout(const NodeContext& node) {
+  if (node.opset() >= 12 && node.HasInput(2)) {
+    const std::vector<int64_t> training = node.ConstantInts(2);
+    KILN_CHECK(training.size() == 1 && training[0] == 0, NotImplementedError)
+        << node.Describe() << ": training_mode is not supported (inference only)";
+  }
+  if (node.NumOutputs() <= 1) return node.Input(0);
+  const DLDataType mask_dtype = node.opset() >= 10 ? DLDataType{kDLUInt, 1, 1} : node.InputDType(0);
+  return ir::Tuple(
+      {node.Input(0), ir::Constant(FilledTensor(node.InputShape(0), mask_dtype, 1.0))});
 }
 
 }  // namespace
@@ -169,13 +183,13 @@ void AddElementwiseConverters(std::vector<ConverterEntry>& table) {
   AddConverter(table, "LeakyRelu", 6, kMaxOpset, ConvertLeakyRelu);
   AddConverter(table, "Elu", 6, kMaxOpset, ConvertElu);
   AddConverter(table, "HardSigmoid", 6, kMaxOpset, ConvertHardSigmoid);
-  AddConverter(table, "Clip", 6, 10, ConvertClipAttrs);
+  table.push_back({"Clip", kMinOpset, 10, ConvertClipAttrs});
   AddConverter(table, "Clip", 11, kMaxOpset, ConvertClipInputs);
   AddConverter(table, "Cast", 6, kMaxOpset, ConvertCast);
   AddConverter(table, "CastLike", 15, kMaxOpset, ConvertCastLike);
   AddConverter(table, "Where", 9, kMaxOpset, ConvertWhere);
   AddConverter(table, "Identity", 1, kMaxOpset, ConvertIdentity);
-  AddConverter(table, "Dropout", 7, kMaxOpset, ConvertIdentity);
+  AddConverter(table, "Dropout", 7, kMaxOpset, ConvertDropout);
 }
 
 }  // namespace onnx_import

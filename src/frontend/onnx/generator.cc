@@ -1,5 +1,6 @@
-// ONNX ops that generate their values from constants at import: Range and EyeLike become
-// Constants; Trilu multiplies its input by a constant triangular mask.
+// ONNX ops that generate their values from constants at import: Range, EyeLike and the window
+// functions (HannWindow, HammingWindow, BlackmanWindow) become Constants; Trilu multiplies its
+// input by a constant triangular mask.
 #include <kiln/ffi/error.h>
 
 #include <cmath>
@@ -75,12 +76,44 @@ ir::Expr ConvertTrilu(const NodeContext& node) {
   return MakeCall("where", {keep, node.Input(0), MakeScalar(0, node.InputDType(0))});
 }
 
+/// A cosine-sum window of constant `size` (input 0): sum_i (-1)^i a_i cos(2 pi i n / N), with
+/// N = size for a periodic window (the default) and size - 1 for a symmetric one.
+ir::Expr CosineWindow(const NodeContext& node, const std::vector<double>& coefficients) {
+  const double size = ScalarInput(node, 0);
+  KILN_CHECK(size >= 0 && size <= kMaxGenerated, ValueError)
+      << node.Describe() << ": size " << size << " is out of range";
+  const auto count = static_cast<int64_t>(size);
+  const double period = node.Int("periodic", 1) != 0 ? size : size - 1;
+  std::vector<double> values(static_cast<size_t>(count));
+  for (int64_t n = 0; n < count; ++n) {
+    double sum = 0;
+    for (size_t i = 0; i < coefficients.size(); ++i) {
+      const double sign = i % 2 == 0 ? 1.0 : -1.0;
+      sum += sign * coefficients[i] *
+             std::cos(2 * M_PI * static_cast<double>(i) * static_cast<double>(n) / period);
+    }
+    values[n] = sum;
+  }
+  const DLDataType dtype = DTypeFromOnnx(static_cast<int32_t>(node.Int("output_datatype", 1)),
+                                         node.Describe() + "'s output_datatype");
+  return ir::Constant(TensorFromDoubles(values, {count}, dtype));
+}
+
 }  // namespace
 
 void AddGeneratorConverters(std::vector<ConverterEntry>& table) {
   AddConverter(table, "Range", 11, kMaxOpset, ConvertRange);
   AddConverter(table, "EyeLike", 9, kMaxOpset, ConvertEyeLike);
   AddConverter(table, "Trilu", 14, kMaxOpset, ConvertTrilu);
+  AddConverter(table, "HannWindow", 17, kMaxOpset, [](const NodeContext& node) {
+    return CosineWindow(node, {0.5, 0.5});
+  });
+  AddConverter(table, "HammingWindow", 17, kMaxOpset, [](const NodeContext& node) {
+    return CosineWindow(node, {25.0 / 46.0, 21.0 / 46.0});
+  });
+  AddConverter(table, "BlackmanWindow", 17, kMaxOpset, [](const NodeContext& node) {
+    return CosineWindow(node, {0.42, 0.5, 0.08});
+  });
 }
 
 }  // namespace onnx_import

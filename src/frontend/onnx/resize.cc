@@ -78,7 +78,7 @@ ir::Expr ConvertResize(const NodeContext& node) {
 }  // namespace
 
 void AddResizeConverters(std::vector<ConverterEntry>& table) {
-  table.push_back({"Upsample", 7, 9, ConvertUpsampleLike});
+  table.push_back({"Upsample", kMinOpset, 9, ConvertUpsampleLike});
   table.push_back({"Resize", 10, 10, ConvertUpsampleLike});
   table.push_back({"Resize", 11, kMaxOpset, ConvertResize});
 }
