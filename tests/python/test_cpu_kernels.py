@@ -66,6 +66,7 @@ DEFAULTS = {
         "rounding_method": "round_prefer_floor",
         "cubic_alpha": -0.75,
         "cubic_exclude": False,
+        "scales": None,
     },
 }
 for _op, _base in [("mean", "sum"), ("max", "sum"), ("min", "sum"), ("prod", "sum"),
@@ -649,6 +650,15 @@ def test_resize2d(size):
             ref = F.interpolate(t(x), size=size, mode=mode, align_corners=align).numpy()
             check("image.resize2d", [x], ref, rtol=1e-4, atol=1e-5, size=list(size),
                   method=method, coordinate_transformation_mode=transform)
+
+
+def test_resize2d_divides_by_the_given_scales():
+    # Linear half_pixel downsampling of 5 by 0.6: 3 outputs at (x + 0.5) / 0.6 - 0.5 (ONNX),
+    # not at the ratio 3/5 of the sizes.
+    x = np.arange(5, dtype=np.float32).reshape(1, 1, 1, 5) ** 2
+    src = np.clip((np.arange(3) + 0.5) / 0.6 - 0.5, 0, 4)
+    expected = np.interp(src, np.arange(5), x.ravel()).astype(np.float32).reshape(1, 1, 1, 3)
+    check("image.resize2d", [x], expected, size=[1, 3], method="linear", scales=[1.0, 0.6])
 
 
 def test_resize2d_nearest_half_pixel_and_exclude():

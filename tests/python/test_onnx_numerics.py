@@ -250,6 +250,16 @@ def test_top_k(largest):
                outputs=("v", "i"), largest=largest)
 
 
+def test_reverse_sequence():
+    x = rand(4, 3, 2)  # (time, batch, feature)
+    lengths = np.array([4, 2, 0], np.int64)
+    expected = x.copy()
+    for b, length in enumerate(lengths):
+        expected[:length, b] = x[:length, b][::-1]
+    check_node("ReverseSequence", {"x": x, "l": lengths}, expected, opset=10, batch_axis=1,
+               time_axis=0)
+
+
 # ---- generators and layout -----------------------------------------------------------------
 
 def test_range_eye_like_and_trilu():
@@ -365,8 +375,11 @@ def test_dropout_at_inference_passes_through_with_an_all_true_mask():
     model = model_of([helper.make_node("Dropout", ["x", "r", "t"], ["y"])],
                      {"x": x, "r": np.array(0.5, np.float32), "t": np.array(True)},
                      expected=[x])
-    with pytest.raises(kiln.NotImplementedError, match="training_mode is not supported"):
-        kiln.frontend.from_onnx(model, values={"t": np.array(True)})
+    with pytest.raises(kiln.NotImplementedError, match="training_mode with a non-zero ratio"):
+        kiln.frontend.from_onnx(model, values={"r": np.array(0.5, np.float32),
+                                               "t": np.array(True)})
+    (y,) = evaluate(model, {"x": x, "r": np.array(0.0, np.float32), "t": np.array(True)})
+    np.testing.assert_array_equal(y, x)
 
 
 @pytest.mark.parametrize("op_type,coefficients", [

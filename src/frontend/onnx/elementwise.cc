@@ -146,12 +146,17 @@ ir::Expr ConvertIdentity(const NodeContext& node) {
 }
 
 // Dropout at inference passes the value through and masks nothing (an all-true mask). From
-// opset 12 a training_mode input may ask for training, whose random mask Kiln does not draw.
+// opset 12 a training_mode input may ask for training, whose random mask Kiln does not draw,
+// unless the ratio is 0: then training drops nothing either.
 ir::Expr ConvertDropout(const NodeContext& node) {
   if (node.opset() >= 12 && node.HasInput(2)) {
     const std::vector<int64_t> training = node.ConstantInts(2);
-    KILN_CHECK(training.size() == 1 && training[0] == 0, NotImplementedError)
-        << node.Describe() << ": training_mode is not supported (inference only)";
+    const bool training_on = training.size() != 1 || training[0] != 0;
+    const bool drops_nothing =
+        !training_on || (node.HasInput(1) && node.ConstantFloats(1) == std::vector<double>{0.0});
+    KILN_CHECK(drops_nothing, NotImplementedError)
+        << node.Describe() << ": training_mode with a non-zero ratio is not supported "
+        << "(inference only)";
   }
   if (node.NumOutputs() <= 1) return node.Input(0);
   const DLDataType mask_dtype = node.opset() >= 10 ? DLDataType{kDLUInt, 1, 1} : node.InputDType(0);

@@ -1,7 +1,8 @@
 // Indexing ONNX ops: GatherElements, ScatterElements (and Scatter before it), GatherND,
-// ScatterND, Compress, OneHot, CumSum and TopK.
+// ScatterND, Compress, OneHot, CumSum, TopK and ReverseSequence.
 #include <kiln/ffi/error.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -101,6 +102,33 @@ ir::Expr ConvertTopK(const NodeContext& node) {
       {{"k", k[0]}, {"axis", node.Int("axis", -1)}, {"largest", node.Int("largest", 1) != 0}});
 }
 
+// Each batch entry's first sequence_lens[b] steps along the time axis reversed, the rest kept:
+// a gather_elements along the time axis with constant positions (sequence_lens must be
+// constant).
+ir::Expr ConvertReverseSequence(const NodeContext& node) {
+  const std::vector<int64_t> shape = node.InputShape(0);
+  const auto rank = static_cast<int64_t>(shape.size());
+  const int64_t batch_axis = NormalizeAxis(node.Int("batch_axis", 1), rank);
+  const int64_t time_axis = NormalizeAxis(node.Int("time_axis", 0), rank);
+  KILN_CHECK(rank >= 2 && batch_axis != time_axis, ValueError)
+      << node.Describe() << ": batch_axis and time_axis must be two different axes";
+  const std::vector<int64_t> lengths = node.ConstantInts(1);
+  KILN_CHECK(static_cast<int64_t>(lengths.size()) == shape[batch_axis], ValueError)
+      << node.Describe() << ": " << lengths.size() << " sequence lengths for a batch of "
+      << shape[batch_axis];
+  const int64_t count = Product(shape, 0, shape.size());
+  std::vector<int64_t> positions(static_cast<size_t>(count));
+  std::vector<int64_t> index(shape.size(), 0);
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t t = index[time_axis];
+    const int64_t length = std::min(lengths[index[batch_axis]], shape[time_axis]);
+    positions[i] = t < length ? length - 1 - t : t;
+    for (int64_t d = rank - 1; d >= 0 && ++index[d] == shape[d]; --d) index[d] = 0;
+  }
+  return MakeCall("gather_elements", {node.Input(0), ir::Constant(Int64Tensor(positions, shape))},
+                  {{"axis", time_axis}});
+}
+
 }  // namespace
 
 void AddIndexingConverters(std::vector<ConverterEntry>& table) {
@@ -114,6 +142,7 @@ void AddIndexingConverters(std::vector<ConverterEntry>& table) {
   AddConverter(table, "OneHot", 9, kMaxOpset, ConvertOneHot);
   AddConverter(table, "CumSum", 11, kMaxOpset, ConvertCumSum);
   AddConverter(table, "TopK", 10, kMaxOpset, ConvertTopK);
+  AddConverter(table, "ReverseSequence", 10, kMaxOpset, ConvertReverseSequence);
 }
 
 }  // namespace onnx_import
