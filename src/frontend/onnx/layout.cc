@@ -21,7 +21,7 @@ ir::Expr Transpose(ir::Expr data, const std::vector<int64_t>& axes) {
 
 /// (N, C, H, W) of input 0 and the blocksize, checked.
 std::vector<int64_t> BlockShape(const NodeContext& node, int64_t* block) {
-  const std::vector<int64_t> shape = node.InputShape(0);
+  std::vector<int64_t> shape = node.InputShape(0);
   KILN_CHECK(shape.size() == 4, ValueError) << node.Describe() << ": the input must be 4-D";
   *block = node.Int("blocksize", 0);
   KILN_CHECK(*block > 0, ValueError) << node.Describe() << ": blocksize must be positive";
