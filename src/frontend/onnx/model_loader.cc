@@ -77,13 +77,46 @@ void UpgradeOldOpset(onnx::ModelProto& model, const std::string& source) {
   }
 }
 
+/// Makes each input named in `values` an initializer holding its tensor, with the tensor's
+/// shape declared on the input. Initializers rather than Constant nodes: the importer already
+/// treats an input with an initializer as a constant, and ONNX's shape inference reads
+/// initializers, so shapes that depend on the bound values are inferred statically too.
+void BindValues(onnx::GraphProto& graph, const InputValues& values, const std::string& source) {
+  for (const auto& [name, tensor] : values) {
+    onnx::ValueInfoProto* input = nullptr;
+    for (onnx::ValueInfoProto& candidate : *graph.mutable_input()) {
+      if (candidate.name() == name.str()) input = &candidate;
+    }
+    KILN_CHECK(input != nullptr, ValueError)
+        << "values= names '" << name.str() << "', which is not an input of " << source
+        << "; its inputs are" << InputNames(graph);
+    onnx::TensorProto proto = TensorToProto(tensor, name.str());
+    onnx::TypeProto::Tensor* type = input->mutable_type()->mutable_tensor_type();
+    KILN_CHECK(!type->has_elem_type() || type->elem_type() == proto.data_type(), ValueError)
+        << "values= binds input '" << name.str() << "' of " << source << " to a "
+        << DataTypeToString(tensor.dtype()) << " tensor, but the input is "
+        << onnx::TensorProto::DataType_Name(type->elem_type());
+    type->set_elem_type(proto.data_type());
+    onnx::TensorShapeProto* dims = type->mutable_shape();
+    dims->clear_dim();
+    for (int64_t extent : proto.dims()) dims->add_dim()->set_dim_value(extent);
+    // A bound value replaces an initializer of that name (an input with a default).
+    for (int i = graph.initializer_size() - 1; i >= 0; --i) {
+      if (graph.initializer(i).name() == name.str())
+        graph.mutable_initializer()->DeleteSubrange(i, 1);
+    }
+    *graph.add_initializer() = std::move(proto);
+  }
+}
+
 }  // namespace
 
 LoadedModel LoadModel(const std::string& bytes, const std::string& source,
-                      const InputShapes& shapes) {
+                      const InputShapes& shapes, const InputValues& values) {
   LoadedModel loaded{Parse(bytes, source), {}};
   onnx::ModelProto& model = loaded.model;
   OverrideShapes(*model.mutable_graph(), shapes, source);
+  BindValues(*model.mutable_graph(), values, source);
   // Before the checker, which would look for the files and fail with a less useful message.
   for (const onnx::TensorProto& initializer : model.graph().initializer()) {
     CheckDataInside(initializer);
