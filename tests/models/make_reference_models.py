@@ -11,7 +11,9 @@ eval mode, batch 1, static shapes. Writes
                                     output "output"), checked with onnx.checker
     OUT_DIR/<model>.npz             "input": a fixed input from a seeded numpy generator,
                                     "output": what PyTorch computes for it (in float64,
-                                    rounded to float32; both arrays are float32)
+                                    rounded to float32), "output_float32": what PyTorch
+                                    computes in float32, whose distance from "output" is
+                                    float32's own rounding error (all arrays float32)
 
 Every file is written to a temporary name and renamed, so a crash never leaves a half-written
 model that a later run would take for finished. A file is regenerated only when it is missing
@@ -222,10 +224,11 @@ def save_reference(model, x, path):
     reference = copy.deepcopy(model).double()  # the float32 model is exported afterwards
     with torch.enable_grad():
         output = reference(torch.from_numpy(x).double()).detach().numpy().astype(np.float32)
+        output_float32 = model(torch.from_numpy(x)).detach().numpy()
 
     def write(tmp):
         with open(tmp, "wb") as f:
-            np.savez(f, input=x, output=output)
+            np.savez(f, input=x, output=output, output_float32=output_float32)
 
     write_atomically(path, write)
 

@@ -45,7 +45,7 @@ def _load_generator():
 generator = _load_generator()
 
 Case = namedtuple("Case", "model opset onnx_path")
-Reference = namedtuple("Reference", "input output")
+Reference = namedtuple("Reference", "input output output_float32")
 
 
 def _build_tree():
@@ -78,12 +78,7 @@ def models_dir():
 # Models whose import fails for a known reason: {model: text its error must contain}. Their
 # import tests xfail while they fail that way; the day one imports, its tests fail until it is
 # removed from here, so the list cannot go stale.
-KNOWN_IMPORT_FAILURES = {
-    # torch 1.13 exports MultiheadAttention's packed in-projection `chunk(3, -1)` as Slice whose
-    # ends come from Shape -> Gather -> Add -> Div -> Mul; ONNX's data propagation stops at
-    # Div, so the importer sees a non-constant Slice input (see docs/onnx.md).
-    "bert_encoder": "Slice node '/layers.0/self_attn/Slice': input 2",
-}
+KNOWN_IMPORT_FAILURES = {}
 
 
 # Module scope: pytest runs every test of one (model, opset) before the next, so one model at a
@@ -97,7 +92,7 @@ def case(request, models_dir):
 
 def _load_reference(models_dir, model):
     with np.load(generator.npz_path(models_dir, model)) as data:
-        return Reference(data["input"], data["output"])
+        return Reference(data["input"], data["output"], data["output_float32"])
 
 
 @pytest.fixture(scope="module")
@@ -130,12 +125,36 @@ def _tensor_type(t):
 
 
 def _assert_matches_pytorch(outputs, reference, what):
+    """Kiln's one output equals the reference at RTOL/ATOL.
+
+    The one exception is a model where PyTorch's own float32 output misses the reference at
+    that tolerance too (resnet50: a few logits near zero, where float32's accumulated rounding
+    exceeds atol): there a mismatch is an xfail if Kiln's error is at most twice PyTorch's
+    float32 error, i.e. float32 noise, not a Kiln bug; a larger error still fails."""
     assert isinstance(outputs, list) and len(outputs) == 1, f"{what}: {outputs!r}"
     actual = outputs[0]
     assert isinstance(actual, np.ndarray), f"{what}: {type(actual)}"
     assert (actual.shape, actual.dtype) == (reference.output.shape, reference.output.dtype)
-    np.testing.assert_allclose(actual, reference.output, rtol=RTOL, atol=ATOL,
-                               err_msg=f"{what} differs from PyTorch")
+    try:
+        np.testing.assert_allclose(actual, reference.output, rtol=RTOL, atol=ATOL,
+                                   err_msg=f"{what} differs from PyTorch")
+    except AssertionError:
+        if _within_tolerance(reference.output_float32, reference.output):
+            raise
+        kiln_error, torch_error = (_max_abs_error(a, reference.output)
+                                   for a in (actual, reference.output_float32))
+        if kiln_error > 2 * torch_error:
+            raise
+        pytest.xfail(f"at float32's noise floor: PyTorch's own float32 output misses the "
+                     f"tolerance too (max abs error {torch_error:.1e}; Kiln {kiln_error:.1e})")
+
+
+def _within_tolerance(actual, expected):
+    return bool(np.all(np.abs(actual - expected) <= ATOL + RTOL * np.abs(expected)))
+
+
+def _max_abs_error(actual, expected):
+    return float(np.max(np.abs(actual.astype(np.float64) - expected)))
 
 
 def test_reference_output_is_not_negligible(reference):
