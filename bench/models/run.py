@@ -399,6 +399,21 @@ def build_line(build_dir):
     return f"Kiln {build_type(build_dir)} (`{os.path.relpath(build_dir, REPO)}`)"
 
 
+def pytorch_backends():
+    """What PyTorch's CPU speed rests on, from torch.__config__: Debian's build has a generic
+    (reference) BLAS, so eager convolutions and matmuls are slow and the MKL-DNN path that
+    optimize_for_inference takes is far faster; the table is read with that in mind."""
+    import re
+
+    import torch
+
+    config = torch.__config__.show()
+    blas = re.search(r"BLAS_INFO=([^,\s]+)", config)
+    mkldnn = re.search(r"MKL-DNN (v[\d.]+)", config)
+    return (f"BLAS {blas.group(1) if blas else 'unknown'}, "
+            f"MKL-DNN {mkldnn.group(1) if mkldnn else 'absent'}")
+
+
 def quick_warning(args):
     if not args.quick:
         return ""
@@ -410,8 +425,8 @@ def render(results, flops, args, command):
     import torch
 
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    software = (f"{build_line(args.build_dir)}; PyTorch {torch.__version__}; "
-                f"Python {platform.python_version()}")
+    software = (f"{build_line(args.build_dir)}; PyTorch {torch.__version__} "
+                f"({pytorch_backends()}); Python {platform.python_version()}")
     return f"""## {SECTION}
 
 Latency of one batch-1 inference of each reference model (tests/models/make_reference_models.py:
@@ -433,7 +448,9 @@ PyTorch run three ways, with the same number of threads.
 
 {results_table(results, flops)}
 
-A ratio above 1 means Kiln is slower than the fastest PyTorch variant.
+A ratio above 1 means Kiln is slower than the fastest PyTorch variant. The Build line says
+which BLAS PyTorch has: with Debian's generic (reference) BLAS, eager PyTorch and `jit.freeze`
+are slow on convolutions, while `optimize_for_inference` converts them to MKL-DNN.
 
 Max abs error: each variant's output against the reference output, PyTorch's in float64
 (tests/models), at the first thread count.
