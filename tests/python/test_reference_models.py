@@ -75,12 +75,6 @@ def models_dir():
     return path
 
 
-# Models whose import fails for a known reason: {model: text its error must contain}. Their
-# import tests xfail while they fail that way; the day one imports, its tests fail until it is
-# removed from here, so the list cannot go stale.
-KNOWN_IMPORT_FAILURES = {}
-
-
 # Module scope: pytest runs every test of one (model, opset) before the next, so one model at a
 # time is imported and compiled, and each is compiled once.
 @pytest.fixture(scope="module", params=[(m, o) for m in generator.MODELS for o in OPSETS],
@@ -102,17 +96,7 @@ def reference(case, models_dir):
 
 @pytest.fixture(scope="module")
 def imported(case):
-    known = KNOWN_IMPORT_FAILURES.get(case.model)
-    try:
-        module = kiln.frontend.from_onnx(case.onnx_path)
-    except kiln.ValueError as error:
-        if known and known in str(error):
-            pytest.xfail(f"known import failure: {known}")
-        raise
-    if known:
-        pytest.fail(f"{case.model} imports now: remove it from KNOWN_IMPORT_FAILURES",
-                    pytrace=False)
-    return module
+    return kiln.frontend.from_onnx(case.onnx_path)
 
 
 @pytest.fixture(scope="module")
@@ -206,11 +190,7 @@ def test_kilnc_compile_and_run_match_pytorch(model, kilnc, models_dir, tmp_path)
     compiled = subprocess.run(
         [kilnc, "compile", generator.onnx_path(models_dir, model, OPSETS[-1]), "-o", library],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    known = KNOWN_IMPORT_FAILURES.get(model)
-    if known and compiled.returncode != 0 and known in compiled.stdout:
-        pytest.xfail(f"known import failure: {known}")
     assert compiled.returncode == 0, compiled.stdout[-5000:]
-    assert not known, f"{model} imports now: remove it from KNOWN_IMPORT_FAILURES"
     np.save(input_npy, reference.input)
     out_dir.mkdir()
     ran = subprocess.run(
