@@ -25,7 +25,12 @@ Tensors and devices
     ``t.numpy()``, ``t.copyto(kiln.cuda(0))``; ``kiln.device("cuda", 0).exist``.
 
 Runtime
-    ``kiln.load_module("model.so")``, ``kiln.runtime.backends()``; see kiln.runtime.
+    ``kiln.load_module("model.so")``, ``kiln.runtime.backends()``; see kiln.runtime. A compiled
+    model loads as a kiln.Executable: ``kiln.load_module("model.so").run(input=x)``.
+
+Building
+    ``kiln.build(mod)`` compiles an IRModule (``kiln.frontend.from_onnx("model.onnx")``) into a
+    kiln.Executable; ``ex.export_library("model.so")`` writes it as one shared library.
 
 Errors
     A failing Kiln call raises kiln.<Kind> (kiln.ValueError is both a kiln.KilnError and a
@@ -77,6 +82,8 @@ from .devices import Device, device, cpu, cuda, opencl
 from .tensors import Tensor, tensor, empty
 from . import runtime
 from .runtime import load_module
+from .executable import Executable
+from .driver import build
 
 __all__ = [
     "KilnError",
@@ -113,6 +120,8 @@ __all__ = [
     "empty",
     "runtime",
     "load_module",
+    "Executable",
+    "build",
 ]  # kiln.TypeError & co. stay out of `import *` so they never shadow the builtins
 
 

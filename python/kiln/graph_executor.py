@@ -104,7 +104,13 @@ class GraphExecutor:
 
 
 def _as_tensor(value):
-    return value if isinstance(value, Tensor) else tensor(value)
+    if isinstance(value, Tensor):
+        return value
+    # DLPack cannot share a read-only array (numpy refuses); set_input copies anyway, so a
+    # private copy costs nothing in meaning (onnx.numpy_helper returns read-only arrays).
+    if getattr(value, "flags", None) is not None and not value.flags.writeable:
+        value = value.copy()
+    return tensor(value)
 
 
 GraphExecutor.__module__ = "kiln.runtime"

@@ -123,8 +123,16 @@ class Module(Object):
 def load_module(path):
     """Loads an artifact written by ``Module.export_library``: checks its manifest and rebuilds
     its module tree (loading the runtime backends it needs). A missing file, a file that is not
-    an artifact, or a damaged one raises a kiln.KilnError that says which and why."""
-    return core_func("runtime.LoadModule")(os.fspath(path))
+    an artifact, or a damaged one raises a kiln.KilnError that says which and why.
+
+    A compiled model (its root is a graph executor, as ``kiln.build`` makes) comes back as a
+    kiln.Executable (``run(**inputs)``; its Module is ``.module``); anything else as a Module."""
+    module = core_func("runtime.LoadModule")(os.fspath(path))
+    if module.kind == "graph_executor":
+        from .executable import Executable
+
+        return Executable(module)
+    return module
 
 
 def backends():

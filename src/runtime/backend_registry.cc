@@ -128,6 +128,25 @@ KILN_REGISTER_GLOBAL("runtime.DiscoverBackends").set_body_typed([]() {
 
 Array<BackendInfo> DiscoverBackends() { return BackendTable::Global().Discover(); }
 
+bool LoadRuntimeLibrary(const std::string& file_name) {
+  // The name comes from an artifact: only a Kiln library's plain file name is looked for, never
+  // a path that could lead out of the search folders.
+  if (file_name.rfind("libkiln_", 0) != 0 || file_name.find('/') != std::string::npos) {
+    return false;
+  }
+  for (const fs::path& dir : SearchDirectories()) {
+    const fs::path path = dir / file_name;
+    std::error_code error;
+    if (!fs::is_regular_file(path, error)) continue;
+    // Never unloaded: the loaders and kernels it registers live as long as the process.
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    KILN_CHECK(handle != nullptr, RuntimeError)
+        << "cannot load " << path.string() << ": " << dlerror();
+    return true;
+  }
+  return false;
+}
+
 std::string DescribeMissingBackend(const std::string& file_name) {
   for (const BackendInfo& info : DiscoverBackends()) {
     const fs::path path = info.at("path").cast<String>().str();

@@ -47,11 +47,14 @@ void CheckElfIsComplete(const std::string& path) {
   }
 }
 
-/// The loader of `kind`, discovering backends if it is not registered yet.
-std::optional<Function> FindLoader(const std::string& kind) {
+/// The loader of `kind`. When it is not registered yet: discovers the backends, then loads
+/// `runtime_library`, the library the artifact says implements the kind.
+std::optional<Function> FindLoader(const std::string& kind, const std::string& runtime_library) {
   const std::string name = "runtime.module.load_bytes." + kind;
   if (std::optional<Function> loader = Function::GetGlobal(name.c_str())) return loader;
   DiscoverBackends();
+  if (std::optional<Function> loader = Function::GetGlobal(name.c_str())) return loader;
+  if (!LoadRuntimeLibrary(runtime_library)) return std::nullopt;
   return Function::GetGlobal(name.c_str());
 }
 
@@ -59,7 +62,7 @@ Module LoadOne(const ArtifactModule& entry, void* handle, const std::string& pat
   if (entry.kind == kHostLibraryKind) {
     return HostLibraryModuleCreate(handle, path, entry.functions);
   }
-  std::optional<Function> loader = FindLoader(entry.kind);
+  std::optional<Function> loader = FindLoader(entry.kind, entry.runtime_library);
   KILN_CHECK(loader.has_value(), RuntimeError)
       << "artifact '" << path << "' contains a module of kind '" << entry.kind << "', which needs "
       << entry.runtime_library << ": " << DescribeMissingBackend(entry.runtime_library);

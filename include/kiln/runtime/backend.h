@@ -19,6 +19,12 @@ using BackendInfo = Map<String, Any>;
 /// for a broken backend: it is skipped and its reason kept. Absent backends are not listed.
 KILN_API Array<BackendInfo> DiscoverBackends();
 
+/// Loads `file_name` ("libkiln_kernels_cpu.so"), a runtime-side library that registers module
+/// loaders but is not a backend, from the first folder of the backend search path holding it.
+/// Used when an artifact needs a module kind whose loader is not registered yet. Returns false
+/// when no folder has it; a RuntimeError with dlerror's reason when it is there but fails to load.
+KILN_API bool LoadRuntimeLibrary(const std::string& file_name);
+
 /// Why the backend library `file_name` ("libkiln_runtime_opencl.so") is not loaded: its
 /// failure reason, or a note that it was not found and where discovery looked.
 KILN_API std::string DescribeMissingBackend(const std::string& file_name);

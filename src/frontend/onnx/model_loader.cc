@@ -3,10 +3,12 @@
 #include <kiln/ffi/error.h>
 #include <onnx/checker.h>
 #include <onnx/shape_inference/implementation.h>
+#include <onnx/version_converter/convert.h>
 
 #include <limits>
 #include <sstream>
 
+#include "converter.h"
 #include "tensor_proto.h"
 
 namespace kiln {
@@ -48,6 +50,29 @@ void OverrideShapes(onnx::GraphProto& graph, const InputShapes& shapes, const st
   }
 }
 
+/// The model's opset of the default ONNX domain; 0 when it imports none.
+int64_t DefaultDomainOpset(const onnx::ModelProto& model) {
+  for (const onnx::OperatorSetIdProto& opset : model.opset_import()) {
+    if (opset.domain().empty() || opset.domain() == "ai.onnx") return opset.version();
+  }
+  return 0;
+}
+
+/// Models older than the converters (opset 6 and before: PyTorch's early exporters, legacy
+/// broadcasting attributes) are upgraded by ONNX's own version converter rather than by a second
+/// set of converters in Kiln.
+void UpgradeOldOpset(onnx::ModelProto& model, const std::string& source) {
+  const int64_t opset = DefaultDomainOpset(model);
+  if (opset == 0 || opset >= kMinOpset) return;
+  try {
+    model = onnx::version_conversion::ConvertVersion(model, static_cast<int>(kMinOpset));
+  } catch (const std::exception& error) {
+    KILN_THROW(NotImplementedError)
+        << source << " uses opset " << opset << "; Kiln imports opsets " << kMinOpset << "-"
+        << kMaxOpset << " and ONNX's version converter could not upgrade it: " << error.what();
+  }
+}
+
 }  // namespace
 
 LoadedModel LoadModel(const std::string& bytes, const std::string& source,
@@ -65,6 +90,7 @@ LoadedModel LoadModel(const std::string& bytes, const std::string& source,
   } catch (const std::exception& error) {
     KILN_THROW(ValueError) << source << " is not a valid ONNX model: " << error.what();
   }
+  UpgradeOldOpset(model, source);
   try {
     // Data propagation gives the values of PyTorch-style shape chains
     // (Shape -> Gather -> Concat -> Reshape), which Kiln needs as constants.

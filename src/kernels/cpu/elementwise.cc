@@ -122,7 +122,7 @@ KILN_CPU_KERNEL("negative", (Unary<kSigned, Negative>));
 KILN_CPU_KERNEL("abs", (Unary<kSigned, Abs>));
 KILN_CPU_KERNEL("sign", (Unary<kSigned, Sign>));
 KILN_CPU_KERNEL("nn.relu", (Unary<kSigned, Relu>));
-KILN_CPU_KERNEL("clip", (Unary<kSigned, Clip>));
+KILN_CPU_KERNEL("clip", (Unary<kNumericTypes | kU8 | kI8, Clip>));
 KILN_CPU_KERNEL("exp", (Unary<kFloatTypes, Exp>));
 KILN_CPU_KERNEL("log", (Unary<kFloatTypes, Log>));
 KILN_CPU_KERNEL("sqrt", (Unary<kFloatTypes, Sqrt>));
@@ -261,14 +261,17 @@ struct Mod {
   }
 };
 
-KILN_CPU_KERNEL("add", (Binary<kNumericTypes, Add>));
-KILN_CPU_KERNEL("subtract", (Binary<kNumericTypes, Subtract>));
-KILN_CPU_KERNEL("multiply", (Binary<kNumericTypes, Multiply>));
-KILN_CPU_KERNEL("divide", (Binary<kNumericTypes, Divide>));
+/// ONNX's arithmetic also takes 8-bit integers (quantized models' bookkeeping).
+constexpr unsigned kArithmeticTypes = kNumericTypes | kU8 | kI8;
+
+KILN_CPU_KERNEL("add", (Binary<kArithmeticTypes, Add>));
+KILN_CPU_KERNEL("subtract", (Binary<kArithmeticTypes, Subtract>));
+KILN_CPU_KERNEL("multiply", (Binary<kArithmeticTypes, Multiply>));
+KILN_CPU_KERNEL("divide", (Binary<kArithmeticTypes, Divide>));
 KILN_CPU_KERNEL("power", (Binary<kNumericTypes, Power>));
-KILN_CPU_KERNEL("maximum", (Binary<kNumericTypes, Maximum>));
-KILN_CPU_KERNEL("minimum", (Binary<kNumericTypes, Minimum>));
-KILN_CPU_KERNEL("mod", (Binary<kNumericTypes, Mod>));
+KILN_CPU_KERNEL("maximum", (Binary<kArithmeticTypes, Maximum>));
+KILN_CPU_KERNEL("minimum", (Binary<kArithmeticTypes, Minimum>));
+KILN_CPU_KERNEL("mod", (Binary<kArithmeticTypes, Mod>));
 KILN_CPU_KERNEL("logical_and", (Binary<kBoolBit, LogicalAnd>));
 KILN_CPU_KERNEL("logical_or", (Binary<kBoolBit, LogicalOr>));
 KILN_CPU_KERNEL("logical_xor", (Binary<kBoolBit, LogicalXor>));

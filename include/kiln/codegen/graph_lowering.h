@@ -1,0 +1,41 @@
+/// Lowering a fused, typed IRModule to what the CPU runtime executes: a graph for the graph
+/// executor (kiln/runtime/graph_executor.h) whose nodes call the functions of a kernel program
+/// (kiln/runtime/kernel_program.h).
+///
+/// Each call in @main becomes one graph node and one program function: a primitive function
+/// (FuseOps' output) becomes the sequence of its op calls, each through the op's CPU kernel
+/// `kernel.cpu.<op>`; an op called directly in @main becomes a function of one step. Constant
+/// arguments are bound inside the program (the graph sees only activations); @main's
+/// parameters become the graph's inputs, its result (a tensor or a tuple of them) its outputs.
+/// The graph's tensors are placed by PlanMemory (kiln/codegen/memory_plan.h).
+#ifndef KILN_CODEGEN_GRAPH_LOWERING_H_
+#define KILN_CODEGEN_GRAPH_LOWERING_H_
+
+#include <kiln/ir/module.h>
+#include <kiln/runtime/module.h>
+
+#include <cstdint>
+#include <string>
+
+namespace kiln {
+namespace codegen {
+
+struct LoweredGraph {
+  /// The graph executor's JSON.
+  std::string graph_json;
+  /// The "kernel_program" module whose functions the graph's nodes call.
+  runtime::Module program;
+  /// Bytes of the constants bound into the program.
+  int64_t constant_bytes = 0;
+};
+
+/// Lowers @main of `mod`, which must be typed (InferType) with static shapes. ValueError for
+/// what the CPU runtime cannot run (a parameter or result that is not a tensor, a call of
+/// something other than an op or a function); one NotImplementedError lists every op without a
+/// CPU kernel.
+KILN_API LoweredGraph LowerToGraph(const ir::IRModule& mod);
+
+}  // namespace codegen
+}  // namespace kiln
+
+#endif  // KILN_CODEGEN_GRAPH_LOWERING_H_

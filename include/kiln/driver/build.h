@@ -1,0 +1,46 @@
+/// kiln::Build: from an IRModule (an imported ONNX model, say) to an Executable.
+///
+///   kiln::ir::IRModule mod = kiln::frontend::ImportOnnxFile("model.onnx");
+///   kiln::Executable model = kiln::Build(mod);
+///   model.export_library("model.so");
+///
+/// The steps, in one function (src/driver/build.cc): bind `params`, run the optimization
+/// pipeline (DefaultPipeline, or `pipeline`), lower @main to a graph executor over a kernel
+/// program (kiln/codegen/graph_lowering.h) with its memory planned, and make the executor.
+#ifndef KILN_DRIVER_BUILD_H_
+#define KILN_DRIVER_BUILD_H_
+
+#include <kiln/ir/module.h>
+#include <kiln/runtime/executable.h>
+#include <kiln/transform/pass.h>
+#include <kiln/transform/pass_context.h>
+
+#include <string>
+
+namespace kiln {
+
+struct BuildOptions {
+  /// Where the model runs; "cpu" is the only target today.
+  std::string target = "cpu";
+  /// Values for parameters of @main, by name: each becomes a constant (weights given apart from
+  /// the model). An unknown name is a ValueError listing the parameters.
+  Map<String, Tensor> params;
+  /// Opt level, disabled passes, instruments (timing, IR dumps), config for the pipeline.
+  transform::PassContext pass_context = transform::PassContext::Create();
+  /// Comma-separated pass names replacing DefaultPipeline (kiln/transform/pass.h's
+  /// ParsePipeline); empty for the default. FuseOps need not be in it: unfused op calls are
+  /// lowered one kernel each.
+  std::string pipeline;
+};
+
+/// InferType, SimplifyExpr, FoldConstant, CanonicalizeBatchNorm, FoldConstant, FuseOps,
+/// InferType: the passes Build runs by default.
+KILN_API transform::Pass DefaultPipeline();
+
+/// Compiles @main of `mod` for `options.target`. Errors name what failed: an unknown target,
+/// a pass (with its name), an op without a kernel (all such ops at once).
+KILN_API Executable Build(const ir::IRModule& mod, const BuildOptions& options = BuildOptions());
+
+}  // namespace kiln
+
+#endif  // KILN_DRIVER_BUILD_H_

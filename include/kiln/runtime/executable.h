@@ -1,0 +1,74 @@
+/// kiln::Executable: a compiled model, ready to run. It wraps the graph executor module that
+/// kiln::Build returns and kiln::Executable::Load reads back from an artifact, so code that
+/// runs models needs only the runtime:
+///
+///   kiln::Executable model = kiln::Executable::Load("model.so");
+///   model.set_input("input", image);          // a Tensor, copied into the planned buffer
+///   model.run();
+///   kiln::Tensor scores = model.get_output(0);  // a view, valid until the next run
+///
+/// An Executable runs one inference at a time (its buffers serve one run); load or copy one per
+/// thread (kiln/runtime/graph_executor.h).
+#ifndef KILN_RUNTIME_EXECUTABLE_H_
+#define KILN_RUNTIME_EXECUTABLE_H_
+
+#include <kiln/ffi/map.h>
+#include <kiln/ffi/tensor.h>
+#include <kiln/runtime/artifact.h>
+#include <kiln/runtime/graph_executor.h>
+
+#include <string>
+#include <utility>
+
+namespace kiln {
+
+class Executable {
+ public:
+  /// Wraps `module`, which must be a graph executor (ValueError otherwise).
+  explicit Executable(runtime::Module module) : module_(std::move(module)) {
+    KILN_CHECK(module_.defined() && module_->kind() == runtime::kGraphExecutorKind, ValueError)
+        << "an Executable wraps a '" << runtime::kGraphExecutorKind << "' module, got "
+        << (module_.defined() ? "'" + module_->kind() + "'" : std::string("none"));
+    set_input_ = module_.GetFunctionRequired("set_input");
+    run_ = module_.GetFunctionRequired("run");
+    get_output_ = module_.GetFunctionRequired("get_output");
+  }
+
+  /// Loads an artifact written by export_library (kiln/runtime/artifact.h).
+  static Executable Load(const std::string& path) { return Executable(runtime::LoadModule(path)); }
+
+  /// Copies `value` into the input `name`; shape and dtype must match (errors name the input).
+  void set_input(const std::string& name, const Tensor& value) const {
+    set_input_(String(name), value);
+  }
+  void set_input(int64_t index, const Tensor& value) const { set_input_(index, value); }
+  /// Runs the model once on the inputs last set.
+  void run() const { run_(); }
+  /// Output `index`, a view of the executor's buffer: valid until the next run.
+  Tensor get_output(int64_t index) const { return get_output_(index).cast<Tensor>(); }
+
+  int64_t num_inputs() const { return Call("get_num_inputs").cast<int64_t>(); }
+  int64_t num_outputs() const { return Call("get_num_outputs").cast<int64_t>(); }
+  /// {"names", "shapes", "dtypes"} of the inputs; {"shapes", "dtypes"} of the outputs.
+  Map<String, Any> input_info() const { return Call("get_input_info").cast<Map<String, Any>>(); }
+  Map<String, Any> output_info() const { return Call("get_output_info").cast<Map<String, Any>>(); }
+  /// {"total_bytes", "storage_bytes", "bytes_without_sharing"}: the planned activation memory.
+  Map<String, Any> memory_plan() const { return Call("memory_plan").cast<Map<String, Any>>(); }
+
+  /// Writes the model as one shared library; nothing is left at `path` on failure.
+  void export_library(const std::string& path) const { runtime::ExportLibrary(module_, path); }
+
+  const runtime::Module& module() const { return module_; }
+
+ private:
+  Any Call(const char* name) const { return module_.GetFunctionRequired(name)(); }
+
+  runtime::Module module_;
+  Function set_input_;
+  Function run_;
+  Function get_output_;
+};
+
+}  // namespace kiln
+
+#endif  // KILN_RUNTIME_EXECUTABLE_H_

@@ -1,0 +1,62 @@
+/// The kernel program: the module kind that runs a compiled model's fused functions on the CPU,
+/// each as a short sequence of calls to the CPU kernels `kernel.cpu.<op>`. `kiln::Build` makes
+/// one and the graph executor calls its functions; it is implemented by libkiln_kernels_cpu.so,
+/// which an artifact's loader finds next to libkiln_runtime.so (design §16).
+///
+/// A kernel program is made from a description (JSON, format version 1) and its constants:
+///
+///   {
+///     "version": 1,
+///     "constants": [{"shape": [64, 3, 7, 7], "dtype": "float32"}],
+///     "functions": [{
+///       "name": "fused_nn_conv2d_add_nn_relu_0",
+///       "num_inputs": 1, "num_outputs": 1,
+///       "temps": [{"shape": [1, 64, 112, 112], "dtype": "float32"}],
+///       "steps": [
+///         {"kernel": "nn.conv2d", "attrs": {"strides": {"ints": [2, 2]}, ...},
+///          "inputs": ["i0", "c0"], "outputs": ["t0"]},
+///         {"kernel": "add", "attrs": {}, "inputs": ["t0", "c1"], "outputs": ["o0"]},
+///         {"copy": "c2", "to": "o1"}
+///       ]
+///     }]
+///   }
+///
+/// - A function is called as the graph executor calls node functions: one DLTensor* per input,
+///   then one per output (compact CPU tensors of any shape the steps accept).
+/// - Each step either calls the global function `kernel.cpu.<kernel>(inputs, outputs, attrs)`
+///   (the FKernel signature, see kiln/ir/op.h) or copies one tensor into another ("copy").
+///   Tensors are named by a letter and an index: "i" the function's inputs, "o" its outputs,
+///   "c" the program's constants, "t" the function's temporaries (allocated per call from the
+///   caching allocator, so a program may serve several executors at once).
+/// - Attribute values are tagged so that their kind survives JSON: {"int": 3},
+///   {"float": 0.5} (or "inf", "-inf", "nan"), {"bool": true}, {"str": "linear"},
+///   {"ints": [1, 1]}, {"floats": [0.5]}, or null for None.
+///
+/// Every kernel a program names is looked up when the program is made or loaded; the error
+/// lists all missing ones (a plugin's op whose plugin is not loaded, say).
+///
+/// Serialized (SaveToBytes): the description's length as 8 little-endian bytes, the
+/// description, then each constant's compact bytes in order.
+///
+/// Functions of the module besides the program's own: none. Global functions:
+///   runtime.KernelProgramCreate(description: str, constants: Array<Tensor>) -> Module
+///   runtime.module.load_bytes.kernel_program(bytes) -> Module
+#ifndef KILN_RUNTIME_KERNEL_PROGRAM_H_
+#define KILN_RUNTIME_KERNEL_PROGRAM_H_
+
+#include <cstdint>
+
+namespace kiln {
+namespace runtime {
+
+/// The module kind, and the suffix of its loader's name.
+constexpr const char* kKernelProgramKind = "kernel_program";
+/// The description format version this runtime reads and the compiler writes.
+constexpr int64_t kKernelProgramFormatVersion = 1;
+/// The library implementing the kind, named when an artifact needs it and it is missing.
+constexpr const char* kKernelProgramLibrary = "libkiln_kernels_cpu.so";
+
+}  // namespace runtime
+}  // namespace kiln
+
+#endif  // KILN_RUNTIME_KERNEL_PROGRAM_H_

@@ -1,0 +1,36 @@
+"""kiln.build: compiles an IRModule (an imported ONNX model, say) into a kiln.Executable.
+
+    mod = kiln.frontend.from_onnx("model.onnx")
+    ex = kiln.build(mod)                                  # default pipeline, CPU
+    ex = kiln.build(mod, pass_context={"opt_level": 3, "disabled_passes": ["FuseOps"]})
+    ex = kiln.build(mod, pipeline="InferType,FoldConstant")  # a pipeline of your own
+
+The steps are C++'s kiln::Build (include/kiln/driver/build.h): bind ``params``, run the pass
+pipeline, lower to a graph executor over the CPU kernels with its memory planned.
+"""
+
+from .executable import Executable
+from .function import get_global_func
+
+__all__ = ["build", "default_pipeline"]
+
+
+def build(mod, target="cpu", params=None, pass_context=None, pipeline=""):
+    """Compiles @main of ``mod`` for ``target`` ("cpu").
+
+    ``params`` maps parameter names of @main to arrays that become constants. ``pass_context``
+    is a dict of the settings ``kiln.transform.run_pipeline`` takes (``opt_level``,
+    ``disabled_passes``, ``required_passes``, ``instruments``, config keys). ``pipeline``, when
+    not empty, replaces the default pass list with comma-separated pass names.
+    """
+    from . import ir as _ir  # noqa: F401  (loads libkiln.so, where driver.Build lives)
+
+    module = get_global_func("driver.Build")(mod, target, params or {}, pass_context, pipeline)
+    return Executable(module)
+
+
+def default_pipeline():
+    """The Sequential of passes ``build`` runs unless given ``pipeline``."""
+    from . import transform as _transform  # noqa: F401  (registers the Pass classes)
+
+    return get_global_func("driver.DefaultPipeline")()

@@ -1,0 +1,546 @@
+// LowerToGraph (kiln/codegen/graph_lowering.h): @main's calls become graph nodes, their bodies
+// kernel program functions, and the graph's tensors are placed by PlanMemory.
+#include <kiln/codegen/graph_lowering.h>
+#include <kiln/codegen/memory_plan.h>
+#include <kiln/ffi/registry.h>
+#include <kiln/ir/function.h>
+#include <kiln/ir/op.h>
+#include <kiln/runtime/kernel_program.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace kiln {
+namespace codegen {
+namespace {
+
+using Json = nlohmann::json;
+using ir::Expr;
+
+/// Tensors a function's program names, as kiln/runtime/kernel_program.h spells them ("i0").
+using Refs = std::vector<std::string>;
+
+// ---------------------------------------------------------------------------------------------
+// Types and expressions
+// ---------------------------------------------------------------------------------------------
+
+/// The tensor types of `type` in order (itself, or a tuple's fields flattened); ValueError
+/// naming `what` for anything else or a dimension that is not static.
+std::vector<ir::TensorType> FlattenTensorTypes(const ir::Type& type, const std::string& what) {
+  if (const auto* tuple = type.as<ir::TupleTypeObj>()) {
+    std::vector<ir::TensorType> flat;
+    for (const ir::Type& field : tuple->fields()) {
+      std::vector<ir::TensorType> inner = FlattenTensorTypes(field, what);
+      flat.insert(flat.end(), inner.begin(), inner.end());
+    }
+    return flat;
+  }
+  const auto* tensor = type.as<ir::TensorTypeObj>();
+  KILN_CHECK(tensor != nullptr, ValueError)
+      << "cannot lower " << what << ": its type is not a tensor or a tuple of tensors (run "
+      << "InferType first)";
+  for (const ir::Dim& dim : tensor->shape()) {
+    KILN_CHECK(dim.as_static().has_value(), ValueError)
+        << "cannot lower " << what << ": its shape has a dimension that is not static";
+  }
+  return {Downcast<ir::TensorType>(type)};
+}
+
+std::vector<int64_t> StaticShape(const ir::TensorType& type) {
+  std::vector<int64_t> shape;
+  for (const ir::Dim& dim : type->shape()) shape.push_back(*dim.as_static());
+  return shape;
+}
+
+Json SpecJson(const std::vector<int64_t>& shape, DLDataType dtype) {
+  return Json{{"shape", shape}, {"dtype", DataTypeToString(dtype)}};
+}
+
+/// Where field `index` of a tuple of type `tuple_type` starts among the flattened tensors, and
+/// how many tensors it has.
+std::pair<size_t, size_t> FieldRange(const ir::Type& tuple_type, int64_t index) {
+  const auto* tuple = tuple_type.as<ir::TupleTypeObj>();
+  KILN_CHECK(tuple != nullptr && index >= 0 && index < static_cast<int64_t>(tuple->fields().size()),
+             ValueError)
+      << "cannot lower a tuple field access " << index << " of a value that has no such field";
+  size_t start = 0;
+  for (int64_t i = 0; i < index; ++i) {
+    start += FlattenTensorTypes(tuple->fields()[i], "a tuple field").size();
+  }
+  return {start, FlattenTensorTypes(tuple->fields()[index], "a tuple field").size()};
+}
+
+/// The direct operands lowering looks through; functions are not entered (a called function
+/// is lowered as a whole).
+std::vector<Expr> Operands(const Expr& expr) {
+  if (const auto* call = expr.as<ir::CallObj>()) {
+    std::vector<Expr> operands(call->args().begin(), call->args().end());
+    return operands;
+  }
+  if (const auto* tuple = expr.as<ir::TupleObj>()) {
+    return std::vector<Expr>(tuple->fields().begin(), tuple->fields().end());
+  }
+  if (const auto* item = expr.as<ir::TupleGetItemObj>()) return {item->tuple()};
+  return {};
+}
+
+/// The nodes under `root` (not inside called functions), children before parents, each once.
+/// Iterative: a model's graph can be deeper than the stack.
+std::vector<Expr> PostOrder(const Expr& root) {
+  std::vector<Expr> order;
+  std::set<const Object*> done;
+  std::vector<std::pair<Expr, bool>> stack{{root, false}};
+  while (!stack.empty()) {
+    auto [expr, expanded] = stack.back();
+    stack.pop_back();
+    if (done.count(expr.get()) != 0) continue;
+    if (expanded) {
+      done.insert(expr.get());
+      order.push_back(expr);
+      continue;
+    }
+    stack.emplace_back(expr, true);
+    for (const Expr& operand : Operands(expr)) {
+      if (done.count(operand.get()) == 0) stack.emplace_back(operand, false);
+    }
+  }
+  return order;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Attributes, as kiln/runtime/kernel_program.h tags them
+// ---------------------------------------------------------------------------------------------
+
+Json FloatJson(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  return value;
+}
+
+Json AttrJson(const Any& value, const std::string& op, const std::string& name) {
+  switch (value.type_index()) {
+    case kKilnTypeNone: return nullptr;
+    case kKilnTypeInt: return Json{{"int", value.cast<int64_t>()}};
+    case kKilnTypeFloat: return Json{{"float", FloatJson(value.cast<double>())}};
+    case kKilnTypeBool: return Json{{"bool", value.cast<bool>()}};
+    default: break;
+  }
+  if (std::optional<String> text = value.as<String>()) return Json{{"str", text->str()}};
+  if (std::optional<Array<Any>> items = value.as<Array<Any>>()) {
+    const bool floats = std::any_of(items->begin(), items->end(), [](const Any& item) {
+      return item.type_index() == kKilnTypeFloat;
+    });
+    Json list = Json::array();
+    for (const Any& item : *items) {
+      list.push_back(floats ? FloatJson(item.cast<double>()) : Json(item.cast<int64_t>()));
+    }
+    return Json{{floats ? "floats" : "ints", list}};
+  }
+  KILN_THROW(ValueError) << "cannot lower attribute '" << name << "' of op '" << op
+                         << "': a value of type " << value.type_str()
+                         << " has no kernel program encoding";
+  return nullptr;  // not reached; KILN_THROW throws from a destructor the compiler cannot see
+}
+
+Json AttrsJson(const Map<String, Any>& attrs, const std::string& op) {
+  Json result = Json::object();
+  for (const auto& [key, value] : attrs) result[key.str()] = AttrJson(value, op, key.str());
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The lowering
+// ---------------------------------------------------------------------------------------------
+
+struct GraphEntry {
+  std::vector<int64_t> shape;
+  DLDataType dtype{};
+  int64_t first_use = 0;
+  int64_t last_use = 0;
+  bool pinned = false;
+};
+
+struct GraphNode {
+  std::string func;
+  std::vector<int64_t> inputs;
+  std::vector<int64_t> outputs;
+};
+
+class GraphLowering {
+ public:
+  LoweredGraph Lower(const ir::IRModule& mod) {
+    mod_ = mod;
+    const ir::Function main = mod.Lookup("main");
+    for (const ir::Var& param : main->params()) {
+      const std::vector<ir::TensorType> types =
+          FlattenTensorTypes(param->checked_type(), "parameter '" + param->name_hint().str() + "'");
+      KILN_CHECK(types.size() == 1, ValueError)
+          << "cannot lower parameter '" << param->name_hint().str()
+          << "': the graph's inputs must be tensors, not tuples";
+      const int64_t entry = NewEntry(types[0], /*pinned=*/true);
+      inputs_.emplace_back(param->name_hint().str(), entry);
+      entries_of_[param.get()] = {entry};
+    }
+    for (const Expr& expr : PostOrder(main->body())) LowerMainNode(expr);
+    ReportMissingKernels();
+    const std::vector<int64_t> outputs = EntriesOf(main->body());
+    for (int64_t entry : outputs) entries_[entry].pinned = true;
+
+    LoweredGraph result;
+    result.graph_json = GraphJson(outputs);
+    Array<Tensor> constants(constants_.begin(), constants_.end());
+    for (const Tensor& constant : constants_)
+      result.constant_bytes += CompactBytes(constant.dl_tensor());
+    const Json description{{"version", runtime::kKernelProgramFormatVersion},
+                           {"constants", constant_specs_},
+                           {"functions", functions_}};
+    result.program =
+        Function::GetGlobalRequired("runtime.KernelProgramCreate")(description.dump(), constants)
+            .cast<runtime::Module>();
+    return result;
+  }
+
+ private:
+  // ---- @main -------------------------------------------------------------------------------
+
+  void LowerMainNode(const Expr& expr) {
+    if (const auto* tuple = expr.as<ir::TupleObj>()) {
+      std::vector<int64_t> entries;
+      for (const Expr& field : tuple->fields()) {
+        const std::vector<int64_t> inner = EntriesOf(field);
+        entries.insert(entries.end(), inner.begin(), inner.end());
+      }
+      entries_of_[expr.get()] = entries;
+    } else if (const auto* item = expr.as<ir::TupleGetItemObj>()) {
+      const std::vector<int64_t> whole = EntriesOf(item->tuple());
+      const auto [start, count] = FieldRange(item->tuple()->checked_type(), item->index());
+      entries_of_[expr.get()] =
+          std::vector<int64_t>(whole.begin() + start, whole.begin() + start + count);
+    } else if (const auto* call = expr.as<ir::CallObj>()) {
+      LowerMainCall(Downcast<ir::Call>(expr), *call);
+    } else {
+      KILN_CHECK(expr.as<ir::VarObj>() != nullptr || expr.as<ir::ConstantObj>() != nullptr,
+                 ValueError)
+          << "cannot lower a " << expr->GetTypeKey() << " in @main: only calls, tuples, "
+          << "parameters and constants are lowered";
+    }
+  }
+
+  /// The graph entries holding `expr`'s value; a constant used as a graph value (an output,
+  /// say) gets a node that copies it into an entry.
+  std::vector<int64_t> EntriesOf(const Expr& expr) {
+    auto it = entries_of_.find(expr.get());
+    if (it != entries_of_.end()) return it->second;
+    const auto* constant = expr.as<ir::ConstantObj>();
+    KILN_CHECK(constant != nullptr, ValueError)
+        << "cannot lower @main: a " << expr->GetTypeKey() << " is used before it is defined";
+    FunctionBuilder builder(NewFunctionName("constant"), 0);
+    const std::string source = ConstantRef(*constant);
+    const std::vector<int64_t> outputs = AddNode(builder, {source}, expr->checked_type(), {});
+    entries_of_[expr.get()] = outputs;
+    return outputs;
+  }
+
+  void LowerMainCall(const ir::Call& call, const ir::CallObj& node) {
+    ir::Function callee;
+    if (const auto* gvar = node.op().as<ir::GlobalVarObj>()) {
+      callee = mod_.Lookup(gvar->name_hint().str());
+    } else if (node.op().as<ir::FunctionObj>() != nullptr) {
+      callee = Downcast<ir::Function>(node.op());
+    }
+    // Each argument is bound inside the program when constant, else read from the graph.
+    std::vector<Refs> param_refs;
+    std::vector<int64_t> node_inputs;
+    for (const Expr& arg : node.args()) {
+      Refs refs;
+      if (const auto* constant = arg.as<ir::ConstantObj>()) {
+        refs.push_back(ConstantRef(*constant));
+      } else {
+        for (int64_t entry : EntriesOf(arg)) {
+          refs.push_back("i" + std::to_string(node_inputs.size()));
+          node_inputs.push_back(entry);
+        }
+      }
+      param_refs.push_back(refs);
+    }
+    if (callee.defined()) {
+      FunctionBuilder builder(NewFunctionName(FusedName(callee)), node_inputs.size());
+      KILN_CHECK(callee->params().size() == static_cast<int64_t>(param_refs.size()), ValueError)
+          << "cannot lower a call with " << param_refs.size() << " arguments to a function of "
+          << callee->params().size() << " parameters";
+      for (size_t i = 0; i < param_refs.size(); ++i) {
+        builder.Bind(callee->params()[i].get(), param_refs[i]);
+      }
+      const Refs results = LowerBody(builder, callee->body());
+      entries_of_[call.get()] = AddNode(builder, results, call->checked_type(), node_inputs);
+      return;
+    }
+    const auto* op = node.op().as<ir::OpObj>();
+    KILN_CHECK(op != nullptr, ValueError) << "cannot lower a call of a " << node.op()->GetTypeKey()
+                                          << ": only ops and functions can be called";
+    FunctionBuilder builder(NewFunctionName(op->name().str()), node_inputs.size());
+    Refs inputs;
+    for (const Refs& refs : param_refs) inputs.insert(inputs.end(), refs.begin(), refs.end());
+    const Refs results = builder.AddStep(*op, node.attrs(), inputs, call->checked_type());
+    NoteKernel(op->name().str());
+    entries_of_[call.get()] = AddNode(builder, results, call->checked_type(), node_inputs);
+  }
+
+  // ---- program functions -----------------------------------------------------------------
+
+  class FunctionBuilder {
+   public:
+    FunctionBuilder(std::string name, size_t num_inputs)
+        : name_(std::move(name)), num_inputs_(num_inputs) {}
+
+    const std::string& name() const { return name_; }
+    void Bind(const Object* var, Refs refs) { refs_[var] = std::move(refs); }
+    std::optional<Refs> Find(const Object* expr) const {
+      auto it = refs_.find(expr);
+      if (it == refs_.end()) return std::nullopt;
+      return it->second;
+    }
+
+    /// A step calling `op`'s kernel; returns the temporaries it writes.
+    Refs AddStep(const ir::OpObj& op, const Map<String, Any>& attrs, const Refs& inputs,
+                 const ir::Type& result_type) {
+      Refs outputs;
+      for (const ir::TensorType& type : FlattenTensorTypes(result_type, "op " + op.name().str())) {
+        outputs.push_back("T" + std::to_string(temps_.size()));
+        temps_.push_back(SpecJson(StaticShape(type), type->dtype()));
+      }
+      steps_.push_back(Json{{"kernel", op.name().str()},
+                            {"attrs", AttrsJson(attrs, op.name().str())},
+                            {"inputs", inputs},
+                            {"outputs", outputs}});
+      return outputs;
+    }
+
+    /// The function's JSON, its result `results` written to outputs o0, o1, ...: a temporary
+    /// is renamed to its output (the step writes there directly); anything else is copied.
+    Json Finish(const Refs& results) {
+      std::map<std::string, std::string> rename;
+      for (size_t k = 0; k < results.size(); ++k) {
+        const std::string output = "o" + std::to_string(k);
+        if (results[k][0] == 'T' && rename.count(results[k]) == 0) {
+          rename[results[k]] = output;
+        } else {
+          steps_.push_back(Json{{"copy", results[k]}, {"to", output}});
+        }
+      }
+      Json temps = Json::array();
+      for (size_t t = 0; t < temps_.size(); ++t) {
+        const std::string name = "T" + std::to_string(t);
+        if (rename.count(name) != 0) continue;
+        rename[name] = "t" + std::to_string(temps.size());
+        temps.push_back(temps_[t]);
+      }
+      for (Json& step : steps_) {
+        for (const char* key : {"inputs", "outputs", "copy"}) {
+          if (!step.contains(key)) continue;
+          Json& value = step[key];
+          if (value.is_string()) value = Renamed(rename, value.get<std::string>());
+          for (Json& ref : value) {
+            if (ref.is_string()) ref = Renamed(rename, ref.get<std::string>());
+          }
+        }
+      }
+      return Json{{"name", name_},
+                  {"num_inputs", num_inputs_},
+                  {"num_outputs", results.size()},
+                  {"temps", temps},
+                  {"steps", steps_}};
+    }
+
+   private:
+    static std::string Renamed(const std::map<std::string, std::string>& rename,
+                               const std::string& ref) {
+      auto it = rename.find(ref);
+      return it == rename.end() ? ref : it->second;
+    }
+
+    std::string name_;
+    size_t num_inputs_;
+    std::unordered_map<const Object*, Refs> refs_;
+    Json temps_ = Json::array();
+    Json steps_ = Json::array();
+  };
+
+  /// Adds `body`'s op calls as steps of `builder`; returns the refs of its result.
+  Refs LowerBody(FunctionBuilder& builder, const Expr& body) {
+    for (const Expr& expr : PostOrder(body)) {
+      if (builder.Find(expr.get()).has_value()) continue;
+      builder.Bind(expr.get(), LowerBodyNode(builder, expr));
+    }
+    return *builder.Find(body.get());
+  }
+
+  Refs LowerBodyNode(FunctionBuilder& builder, const Expr& expr) {
+    auto refs_of = [&](const Expr& operand) { return *builder.Find(operand.get()); };
+    if (const auto* constant = expr.as<ir::ConstantObj>()) return {ConstantRef(*constant)};
+    if (const auto* tuple = expr.as<ir::TupleObj>()) {
+      Refs refs;
+      for (const Expr& field : tuple->fields()) {
+        const Refs inner = refs_of(field);
+        refs.insert(refs.end(), inner.begin(), inner.end());
+      }
+      return refs;
+    }
+    if (const auto* item = expr.as<ir::TupleGetItemObj>()) {
+      const Refs whole = refs_of(item->tuple());
+      const auto [start, count] = FieldRange(item->tuple()->checked_type(), item->index());
+      return Refs(whole.begin() + start, whole.begin() + start + count);
+    }
+    const auto* call = expr.as<ir::CallObj>();
+    const auto* op = call != nullptr ? call->op().as<ir::OpObj>() : nullptr;
+    KILN_CHECK(op != nullptr, ValueError)
+        << "cannot lower function '" << builder.name() << "': it contains a "
+        << (call != nullptr ? call->op()->GetTypeKey() : expr->GetTypeKey())
+        << " where only op calls, tuples, parameters and constants can be lowered";
+    Refs inputs;
+    for (const Expr& arg : call->args()) {
+      const Refs inner = refs_of(arg);
+      inputs.insert(inputs.end(), inner.begin(), inner.end());
+    }
+    NoteKernel(op->name().str());
+    return builder.AddStep(*op, call->attrs(), inputs, expr->checked_type());
+  }
+
+  /// Finishes `builder`'s function as a graph node reading `inputs` and writing new entries
+  /// for the tensors of `result_type`; returns those entries.
+  std::vector<int64_t> AddNode(FunctionBuilder& builder, const Refs& results,
+                               const ir::Type& result_type, const std::vector<int64_t>& inputs) {
+    functions_.push_back(builder.Finish(results));
+    const auto node = static_cast<int64_t>(nodes_.size());
+    std::vector<int64_t> outputs;
+    for (const ir::TensorType& type : FlattenTensorTypes(result_type, builder.name())) {
+      outputs.push_back(NewEntry(type, /*pinned=*/false));
+      entries_.back().first_use = node;
+      entries_.back().last_use = node;
+    }
+    for (int64_t entry : inputs) {
+      if (!entries_[entry].pinned) entries_[entry].last_use = node;
+    }
+    nodes_.push_back(GraphNode{builder.name(), inputs, outputs});
+    return outputs;
+  }
+
+  // ---- names, constants, kernels ----------------------------------------------------------
+
+  /// "fused_nn_conv2d_add_nn_relu" from the ops a primitive function calls, in order.
+  static std::string FusedName(const ir::Function& func) {
+    std::string name = "fused";
+    for (const Expr& expr : PostOrder(func->body())) {
+      const auto* call = expr.as<ir::CallObj>();
+      const auto* op = call != nullptr ? call->op().as<ir::OpObj>() : nullptr;
+      if (op == nullptr || name.size() > 48) continue;
+      std::string op_name = op->name().str();
+      std::replace(op_name.begin(), op_name.end(), '.', '_');
+      name += "_" + op_name;
+    }
+    return name;
+  }
+
+  /// `base` with a counter that makes it unique among the program's functions.
+  std::string NewFunctionName(std::string base) {
+    std::replace(base.begin(), base.end(), '.', '_');
+    return base + "_" + std::to_string(name_counts_[base]++);
+  }
+
+  std::string ConstantRef(const ir::ConstantObj& constant) {
+    auto [it, inserted] = constant_ids_.emplace(&constant, constants_.size());
+    if (inserted) {
+      const Tensor& data = constant.data();
+      constants_.push_back(data);
+      const Shape shape = data.shape();
+      constant_specs_.push_back(
+          SpecJson(std::vector<int64_t>(shape.begin(), shape.end()), data.dtype()));
+    }
+    return "c" + std::to_string(it->second);
+  }
+
+  void NoteKernel(const std::string& op) {
+    const std::string global = "kernel.cpu." + op;
+    if (!Function::GetGlobal(global.c_str()).has_value()) missing_kernels_.insert(op);
+  }
+
+  void ReportMissingKernels() const {
+    if (missing_kernels_.empty()) return;
+    std::string names;
+    for (const std::string& op : missing_kernels_) names += (names.empty() ? "" : ", ") + op;
+    KILN_THROW(NotImplementedError)
+        << "no CPU kernel for op(s) " << names << " (each needs a global function "
+        << "kernel.cpu.<op>; load the plugin that provides it)";
+  }
+
+  int64_t NewEntry(const ir::TensorType& type, bool pinned) {
+    entries_.push_back(GraphEntry{StaticShape(type), type->dtype(), 0, 0, pinned});
+    if (pinned) entries_.back().last_use = std::numeric_limits<int64_t>::max();
+    return static_cast<int64_t>(entries_.size()) - 1;
+  }
+
+  // ---- the graph JSON ------------------------------------------------------------------
+
+  std::string GraphJson(const std::vector<int64_t>& outputs) const {
+    const auto last_node = std::max<int64_t>(static_cast<int64_t>(nodes_.size()) - 1, 0);
+    std::vector<BufferRequest> requests;
+    for (const GraphEntry& entry : entries_) {
+      int64_t bytes = ElementBytes(entry.dtype);
+      for (int64_t extent : entry.shape) bytes *= extent;
+      requests.push_back(BufferRequest{bytes, std::min(entry.first_use, last_node),
+                                       std::min(entry.last_use, last_node), entry.pinned});
+    }
+    const MemoryPlan plan = PlanMemory(requests);
+    Json storages = Json::array();
+    for (int64_t bytes : plan.storage_bytes) storages.push_back(Json{{"bytes", bytes}});
+    Json entries = Json::array();
+    for (size_t i = 0; i < entries_.size(); ++i) {
+      Json entry = SpecJson(entries_[i].shape, entries_[i].dtype);
+      entry["storage"] = plan.storage_of[i];
+      entry["offset"] = plan.offset_of[i];
+      entries.push_back(entry);
+    }
+    Json inputs = Json::array();
+    for (const auto& [name, entry] : inputs_)
+      inputs.push_back(Json{{"name", name}, {"entry", entry}});
+    Json nodes = Json::array();
+    for (const GraphNode& node : nodes_) {
+      nodes.push_back(Json{{"name", node.func},
+                           {"func", node.func},
+                           {"inputs", node.inputs},
+                           {"outputs", node.outputs}});
+    }
+    return Json{{"version", 1},     {"storages", storages}, {"entries", entries},
+                {"inputs", inputs}, {"nodes", nodes},       {"outputs", outputs}}
+        .dump();
+  }
+
+  ir::IRModule mod_;
+  std::vector<GraphEntry> entries_;
+  std::vector<std::pair<std::string, int64_t>> inputs_;
+  std::vector<GraphNode> nodes_;
+  std::unordered_map<const Object*, std::vector<int64_t>> entries_of_;
+  Json functions_ = Json::array();
+  std::vector<Tensor> constants_;
+  Json constant_specs_ = Json::array();
+  std::unordered_map<const Object*, size_t> constant_ids_;
+  std::map<std::string, int64_t> name_counts_;
+  std::set<std::string> missing_kernels_;
+};
+
+}  // namespace
+
+LoweredGraph LowerToGraph(const ir::IRModule& mod) { return GraphLowering().Lower(mod); }
+
+}  // namespace codegen
+}  // namespace kiln

@@ -1,0 +1,352 @@
+// The kernel program module (kiln/runtime/kernel_program.h): parses and checks a description
+// once, resolves every kernel once, and runs a function as its list of kernel calls.
+#include <kiln/ffi/map.h>
+#include <kiln/ffi/registry.h>
+#include <kiln/runtime/kernel_program.h>
+#include <kiln/runtime/memory.h>
+#include <kiln/runtime/module.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kiln {
+namespace runtime {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr const char* kPrefix = "kernel_program: ";
+
+struct TensorSpec {
+  std::vector<int64_t> shape;
+  DLDataType dtype{};
+  int64_t bytes = 0;  ///< compact size
+};
+
+/// A tensor a step reads or writes: which list ('i', 'o', 'c', 't') and the index in it.
+struct TensorRef {
+  char list = 'i';
+  size_t index = 0;
+};
+
+struct Step {
+  std::string kernel;  ///< empty for a copy
+  Function function;
+  Map<String, Any> attrs;
+  std::vector<TensorRef> inputs;
+  std::vector<TensorRef> outputs;
+};
+
+struct ProgramFunction {
+  std::string name;
+  size_t num_inputs = 0;
+  size_t num_outputs = 0;
+  std::vector<TensorSpec> temps;
+  std::vector<Step> steps;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Reading the description
+// ---------------------------------------------------------------------------------------------
+
+TensorSpec ReadSpec(const Json& value) {
+  TensorSpec spec;
+  spec.shape = value.at("shape").get<std::vector<int64_t>>();
+  const auto dtype_name = value.at("dtype").get<std::string>();
+  const std::optional<DLDataType> dtype = ParseDataType(dtype_name);
+  KILN_CHECK(dtype.has_value(), ValueError) << kPrefix << "unknown dtype '" << dtype_name << "'";
+  spec.dtype = *dtype;
+  spec.bytes = ElementBytes(spec.dtype);
+  for (int64_t extent : spec.shape) {
+    KILN_CHECK(extent >= 0 && !__builtin_mul_overflow(spec.bytes, extent, &spec.bytes), ValueError)
+        << kPrefix << "a tensor of shape " << Shape(spec.shape) << " is negative or too large";
+  }
+  return spec;
+}
+
+double ReadFloat(const Json& value) {
+  if (!value.is_string()) return value.get<double>();
+  const auto text = value.get<std::string>();
+  if (text == "inf") return std::numeric_limits<double>::infinity();
+  if (text == "-inf") return -std::numeric_limits<double>::infinity();
+  KILN_CHECK(text == "nan", ValueError) << kPrefix << "'" << text << "' is not a float";
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+/// One tagged attribute value ({"int": 3}, ...; null for None).
+Any ReadAttr(const Json& value) {
+  if (value.is_null()) return Any();
+  KILN_CHECK(value.is_object() && value.size() == 1, ValueError)
+      << kPrefix << "an attribute value must be null or an object with one tag";
+  const std::string& tag = value.begin().key();
+  const Json& item = value.begin().value();
+  if (tag == "int") return item.get<int64_t>();
+  if (tag == "float") return ReadFloat(item);
+  if (tag == "bool") return item.get<bool>();
+  if (tag == "str") return String(item.get<std::string>());
+  Array<Any> items;
+  KILN_CHECK(tag == "ints" || tag == "floats", ValueError)
+      << kPrefix << "unknown attribute tag '" << tag << "'";
+  for (const Json& element : item) {
+    items.push_back(tag == "ints" ? Any(element.get<int64_t>()) : Any(ReadFloat(element)));
+  }
+  return items;
+}
+
+TensorRef ReadRef(const Json& value, const ProgramFunction& func, size_t num_constants) {
+  const auto text = value.get<std::string>();
+  KILN_CHECK(text.size() >= 2 && std::strchr("iotc", text[0]) != nullptr, ValueError)
+      << kPrefix << "'" << text << "' does not name a tensor (i<n>, o<n>, c<n> or t<n>)";
+  size_t index = 0;
+  const char* end = text.data() + text.size();
+  const bool parsed = std::from_chars(text.data() + 1, end, index).ptr == end;
+  const size_t count = text[0] == 'i'   ? func.num_inputs
+                       : text[0] == 'o' ? func.num_outputs
+                       : text[0] == 'c' ? num_constants
+                                        : func.temps.size();
+  KILN_CHECK(parsed && index < count, ValueError)
+      << kPrefix << "function '" << func.name << "' refers to '" << text << "', but has only "
+      << count << " of that kind";
+  return TensorRef{text[0], index};
+}
+
+std::vector<TensorRef> ReadRefs(const Json& value, const ProgramFunction& func,
+                                size_t num_constants) {
+  std::vector<TensorRef> refs;
+  for (const Json& item : value) refs.push_back(ReadRef(item, func, num_constants));
+  return refs;
+}
+
+Step ReadStep(const Json& value, const ProgramFunction& func, size_t num_constants) {
+  Step step;
+  if (value.contains("copy")) {
+    step.inputs = {ReadRef(value.at("copy"), func, num_constants)};
+    step.outputs = {ReadRef(value.at("to"), func, num_constants)};
+    return step;
+  }
+  step.kernel = value.at("kernel").get<std::string>();
+  KILN_CHECK(!step.kernel.empty(), ValueError) << kPrefix << "a step names an empty kernel";
+  for (const auto& attr : value.at("attrs").items()) {
+    step.attrs.Set(String(attr.key()), ReadAttr(attr.value()));
+  }
+  step.inputs = ReadRefs(value.at("inputs"), func, num_constants);
+  step.outputs = ReadRefs(value.at("outputs"), func, num_constants);
+  return step;
+}
+
+ProgramFunction ReadFunction(const Json& value, size_t num_constants) {
+  ProgramFunction func;
+  func.name = value.at("name").get<std::string>();
+  func.num_inputs = value.at("num_inputs").get<size_t>();
+  func.num_outputs = value.at("num_outputs").get<size_t>();
+  for (const Json& temp : value.at("temps")) func.temps.push_back(ReadSpec(temp));
+  for (const Json& step : value.at("steps")) {
+    func.steps.push_back(ReadStep(step, func, num_constants));
+  }
+  return func;
+}
+
+/// Sets each step's kernel function; one error lists every kernel that is not registered.
+void ResolveKernels(std::vector<ProgramFunction>& functions) {
+  std::vector<std::string> missing;
+  for (ProgramFunction& func : functions) {
+    for (Step& step : func.steps) {
+      if (step.kernel.empty()) continue;
+      const std::string name = "kernel.cpu." + step.kernel;
+      if (std::optional<Function> kernel = Function::GetGlobal(name.c_str())) {
+        step.function = *kernel;
+      } else if (std::find(missing.begin(), missing.end(), name) == missing.end()) {
+        missing.push_back(name);
+      }
+    }
+  }
+  if (missing.empty()) return;
+  std::string names;
+  for (const std::string& name : missing) names += (names.empty() ? "" : ", ") + name;
+  KILN_THROW(RuntimeError) << kPrefix << "no CPU kernel registered for " << names
+                           << "; load the plugin that provides these ops before the model";
+}
+
+// ---------------------------------------------------------------------------------------------
+// The module
+// ---------------------------------------------------------------------------------------------
+
+/// A view of a DLTensor argument as a Tensor (no ownership: valid during the call).
+Tensor ViewOf(const AnyView& arg, const std::string& func, size_t position) {
+  std::optional<DLTensor*> tensor = arg.as<DLTensor*>();
+  KILN_CHECK(tensor.has_value() && *tensor != nullptr, TypeError)
+      << kPrefix << "argument " << position << " of '" << func << "' must be a DLTensor*, got "
+      << arg.type_str();
+  const DLTensor& dl = **tensor;
+  std::vector<int64_t> shape(dl.shape, dl.shape + dl.ndim);
+  std::vector<int64_t> strides;
+  if (dl.strides != nullptr) strides.assign(dl.strides, dl.strides + dl.ndim);
+  return Tensor::FromMemory(static_cast<char*>(dl.data) + dl.byte_offset, shape, dl.dtype,
+                            dl.device, nullptr, strides);
+}
+
+class KernelProgramObj : public ModuleObj {
+ public:
+  KernelProgramObj(std::string description, std::vector<ProgramFunction> functions,
+                   std::vector<Tensor> constants)
+      : description_(std::move(description)),
+        functions_(std::move(functions)),
+        constants_(std::move(constants)) {}
+
+  std::string kind() const override { return kKernelProgramKind; }
+  std::string runtime_library() const override { return kKernelProgramLibrary; }
+
+  std::optional<Function> GetFunction(const std::string& name) override {
+    for (size_t i = 0; i < functions_.size(); ++i) {
+      if (functions_[i].name != name) continue;
+      const auto self = ObjectPtr<KernelProgramObj>::FromBorrowed(this);
+      return Function::FromPacked([self, i](const AnyView* args, int32_t num_args, Any*) {
+        self->Call(self->functions_[i], args, num_args);
+      });
+    }
+    return std::nullopt;
+  }
+
+  std::vector<std::string> ListFunctions() const override {
+    std::vector<std::string> names;
+    for (const ProgramFunction& func : functions_) names.push_back(func.name);
+    return names;
+  }
+
+  std::optional<Bytes> SaveToBytes() const override {
+    std::string bytes(8, '\0');
+    uint64_t length = description_.size();
+    for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>((length >> (8 * i)) & 0xFF);
+    bytes += description_;
+    for (const Tensor& constant : constants_) {
+      bytes.append(static_cast<const char*>(constant.data()),
+                   static_cast<size_t>(CompactBytes(constant.dl_tensor())));
+    }
+    return Bytes(std::move(bytes));
+  }
+
+ private:
+  void Call(const ProgramFunction& func, const AnyView* args, int32_t num_args) const {
+    KILN_CHECK(static_cast<size_t>(num_args) == func.num_inputs + func.num_outputs, TypeError)
+        << kPrefix << "'" << func.name << "' takes " << func.num_inputs << " inputs and "
+        << func.num_outputs << " outputs, got " << num_args << " arguments";
+    std::vector<Tensor> inputs;
+    std::vector<Tensor> outputs;
+    for (size_t i = 0; i < func.num_inputs; ++i) inputs.push_back(ViewOf(args[i], func.name, i));
+    for (size_t i = 0; i < func.num_outputs; ++i) {
+      outputs.push_back(ViewOf(args[func.num_inputs + i], func.name, func.num_inputs + i));
+    }
+    std::vector<Tensor> temps;
+    for (const TensorSpec& spec : func.temps) {
+      temps.push_back(Empty(spec.shape, spec.dtype, DLDevice{kDLCPU, 0}));
+    }
+    auto lookup = [&](const TensorRef& ref) -> const Tensor& {
+      switch (ref.list) {
+        case 'i': return inputs[ref.index];
+        case 'o': return outputs[ref.index];
+        case 'c': return constants_[ref.index];
+        default: return temps[ref.index];
+      }
+    };
+    for (const Step& step : func.steps) {
+      if (step.kernel.empty()) {
+        CopyTensor(lookup(step.inputs[0]), lookup(step.outputs[0]));
+        continue;
+      }
+      Array<Tensor> step_inputs;
+      Array<Tensor> step_outputs;
+      for (const TensorRef& ref : step.inputs) step_inputs.push_back(lookup(ref));
+      for (const TensorRef& ref : step.outputs) step_outputs.push_back(lookup(ref));
+      step.function(step_inputs, step_outputs, step.attrs);
+    }
+  }
+
+  std::string description_;
+  std::vector<ProgramFunction> functions_;
+  std::vector<Tensor> constants_;
+};
+
+/// Parses `description`; `constant_at(i, spec)` supplies constant i, which must match `spec`.
+template <typename ConstantSource>
+Module MakeProgram(std::string description, ConstantSource constant_at) {
+  std::vector<ProgramFunction> functions;
+  std::vector<Tensor> constants;
+  try {
+    const Json json = Json::parse(description);
+    const auto version = json.at("version").get<int64_t>();
+    KILN_CHECK(version == kKernelProgramFormatVersion, ValueError)
+        << kPrefix << "format version " << version << " is not supported (this runtime reads "
+        << kKernelProgramFormatVersion << ")";
+    const Json& constant_specs = json.at("constants");
+    for (size_t i = 0; i < constant_specs.size(); ++i) {
+      constants.push_back(constant_at(i, ReadSpec(constant_specs[i])));
+    }
+    for (const Json& func : json.at("functions")) {
+      functions.push_back(ReadFunction(func, constants.size()));
+    }
+  } catch (const Json::exception& error) {
+    KILN_THROW(ValueError) << kPrefix << "malformed description: " << error.what();
+  }
+  ResolveKernels(functions);
+  return Module(make_object<KernelProgramObj>(std::move(description), std::move(functions),
+                                              std::move(constants)));
+}
+
+bool SameSpec(const Tensor& tensor, const TensorSpec& spec) {
+  const Shape shape = tensor.shape();
+  return std::vector<int64_t>(shape.begin(), shape.end()) == spec.shape &&
+         DataTypeEqual(tensor.dtype(), spec.dtype) && tensor.device().device_type == kDLCPU &&
+         tensor.IsContiguous() && tensor.dl_tensor().byte_offset == 0;
+}
+
+Module CreateProgram(const String& description, const Array<Tensor>& constants) {
+  return MakeProgram(description.str(), [&](size_t i, const TensorSpec& spec) {
+    KILN_CHECK(static_cast<int64_t>(i) < constants.size() && SameSpec(constants[i], spec),
+               ValueError)
+        << kPrefix << "constant " << i << " is missing or does not match its description";
+    return constants[i];
+  });
+}
+
+Module LoadProgram(const Bytes& bytes) {
+  const std::string_view data = bytes.view();
+  KILN_CHECK(data.size() >= 8, ValueError) << kPrefix << "truncated (" << data.size() << " bytes)";
+  uint64_t length = 0;
+  for (int i = 0; i < 8; ++i) length |= uint64_t{static_cast<uint8_t>(data[i])} << (8 * i);
+  KILN_CHECK(length <= data.size() - 8, ValueError)
+      << kPrefix << "truncated: the description needs " << length << " bytes, " << data.size() - 8
+      << " remain";
+  size_t offset = 8 + static_cast<size_t>(length);
+  return MakeProgram(std::string(data.substr(8, length)), [&](size_t, const TensorSpec& spec) {
+    const auto size = static_cast<size_t>(spec.bytes);
+    KILN_CHECK(size <= data.size() - offset, ValueError)
+        << kPrefix << "truncated: the constants need more than the " << data.size()
+        << " bytes stored";
+    Tensor constant = Empty(spec.shape, spec.dtype, DLDevice{kDLCPU, 0});
+    if (size > 0) std::memcpy(constant.data(), data.data() + offset, size);
+    offset += size;
+    return constant;
+  });
+}
+
+KILN_REGISTER_GLOBAL("runtime.KernelProgramCreate").set_body_typed(CreateProgram);
+
+KILN_REGISTER_GLOBAL("runtime.module.load_bytes.kernel_program")
+    .set_body_typed([](const Bytes& bytes) {
+      try {
+        return LoadProgram(bytes);
+      } catch (const Error& error) {
+        throw error.WithContext("while loading a kernel_program module");
+      }
+    });
+
+}  // namespace
+}  // namespace runtime
+}  // namespace kiln

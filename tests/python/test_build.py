@@ -1,0 +1,164 @@
+"""kiln.build and kiln.Executable from Python: ONNX in, PyTorch-checked answers out, the
+artifact round trip (also in a process that has only the runtime), and the errors users see."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+torch = pytest.importorskip("torch")
+
+import onnx.helper as oh  # noqa: E402
+import onnx.numpy_helper as onh  # noqa: E402
+
+import kiln  # noqa: E402
+import kiln.frontend  # noqa: E402
+
+RNG = np.random.default_rng(7)
+
+
+def conv_model():
+    """Conv(3->4, 3x3, pad 1) + Relu + GlobalAveragePool + Flatten, and its weights."""
+    w = RNG.standard_normal((4, 3, 3, 3)).astype("float32")
+    b = RNG.standard_normal(4).astype("float32")
+    graph = oh.make_graph(
+        [
+            oh.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+            oh.make_node("Relu", ["c"], ["r"]),
+            oh.make_node("GlobalAveragePool", ["r"], ["g"]),
+            oh.make_node("Flatten", ["g"], ["y"]),
+        ],
+        "conv",
+        [oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 3, 8, 8])],
+        [oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 4])],
+        [onh.from_array(w, "w"), onh.from_array(b, "b")],
+    )
+    return oh.make_model(graph, opset_imports=[oh.make_opsetid("", 13)]), w, b
+
+
+def torch_conv(x, w, b):
+    out = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), padding=1)
+    return out.relu().mean((2, 3)).numpy()
+
+
+def test_build_matches_pytorch_and_reports_memory():
+    model, w, b = conv_model()
+    ex = kiln.build(kiln.frontend.from_onnx(model))
+    assert isinstance(ex, kiln.Executable)
+    assert ex.input_names == ["x"]
+    x = RNG.standard_normal((1, 3, 8, 8)).astype("float32")
+    (y,) = ex.run(x=x)
+    np.testing.assert_allclose(y, torch_conv(x, w, b), rtol=1e-5, atol=1e-6)
+    plan = ex.memory_plan
+    assert plan["total_bytes"] >= x.nbytes + y.nbytes
+    assert len(plan["storage_bytes"]) >= 2
+
+
+def test_run_returns_copies_that_survive_the_next_run():
+    model, w, b = conv_model()
+    ex = kiln.build(kiln.frontend.from_onnx(model))
+    x1 = RNG.standard_normal((1, 3, 8, 8)).astype("float32")
+    x2 = RNG.standard_normal((1, 3, 8, 8)).astype("float32")
+    (y1,) = ex.run(x=x1)
+    ex.run(x=x2)
+    np.testing.assert_allclose(y1, torch_conv(x1, w, b), rtol=1e-5, atol=1e-6)
+
+
+def test_pass_context_and_pipeline_change_the_compile_not_the_answer():
+    model, w, b = conv_model()
+    mod = kiln.frontend.from_onnx(model)
+    x = RNG.standard_normal((1, 3, 8, 8)).astype("float32")
+    expected = torch_conv(x, w, b)
+    unfused = kiln.build(mod, pass_context={"disabled_passes": ["FuseOps"]})
+    fused = kiln.build(mod)
+    # Without fusion each op is its own graph node.
+    assert len(unfused.module.imports[0].functions) > len(fused.module.imports[0].functions)
+    np.testing.assert_allclose(unfused.run(x=x)[0], expected, rtol=1e-5, atol=1e-6)
+    minimal = kiln.build(mod, pipeline="InferType")
+    np.testing.assert_allclose(minimal.run(x=x)[0], expected, rtol=1e-5, atol=1e-6)
+    assert kiln.driver.default_pipeline().info["name"] == "DefaultPipeline"
+
+
+def test_params_bind_weights_given_apart_from_the_model():
+    graph = oh.make_graph(
+        [oh.make_node("MatMul", ["x", "w"], ["y"])],
+        "mm",
+        [
+            oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3]),
+            oh.make_tensor_value_info("w", onnx.TensorProto.FLOAT, [3, 2]),
+        ],
+        [oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 2])],
+    )
+    mod = kiln.frontend.from_onnx(oh.make_model(graph, opset_imports=[oh.make_opsetid("", 13)]))
+    w = RNG.standard_normal((3, 2)).astype("float32")
+    ex = kiln.build(mod, params={"w": w})
+    assert ex.input_names == ["x"]
+    x = RNG.standard_normal((2, 3)).astype("float32")
+    np.testing.assert_allclose(ex.run(x=x)[0], x @ w, rtol=1e-5, atol=1e-6)
+    with pytest.raises(kiln.ValueError, match="no parameter 'weights'.*its parameters: x, w"):
+        kiln.build(mod, params={"weights": w})
+
+
+def test_bad_target_and_bad_input_are_named():
+    model, _, _ = conv_model()
+    mod = kiln.frontend.from_onnx(model)
+    with pytest.raises(kiln.ValueError, match="unknown build target 'gpu'"):
+        kiln.build(mod, target="gpu")
+    ex = kiln.build(mod)
+    with pytest.raises(kiln.KilnError, match="x"):
+        ex.run(x=np.zeros((1, 3, 4, 4), dtype="float32"))
+
+
+def test_artifact_runs_in_a_process_with_only_the_runtime(tmp_path):
+    model, w, b = conv_model()
+    ex = kiln.build(kiln.frontend.from_onnx(model))
+    path = tmp_path / "model.so"
+    ex.export_library(path)
+    x = RNG.standard_normal((1, 3, 8, 8)).astype("float32")
+    np.save(tmp_path / "x.npy", x)
+    # The child never touches kiln.ir / kiln.frontend: libkiln.so (the compiler) must stay
+    # unloaded, and the kernels library is found from the artifact's manifest.
+    script = textwrap.dedent(
+        f"""
+        import sys, numpy as np, kiln
+        ex = kiln.load_module({str(path)!r})
+        y = ex.run(x=np.load({str(tmp_path / "x.npy")!r}))[0]
+        np.save({str(tmp_path / "y.npy")!r}, y)
+        maps = open("/proc/self/maps").read()
+        assert "libkiln.so" not in maps, "the compiler was loaded"
+        assert "libkiln_kernels_cpu.so" in maps
+        print(type(ex).__name__)
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=os.environ.copy())
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "Executable"
+    np.testing.assert_allclose(np.load(tmp_path / "y.npy"), torch_conv(x, w, b), rtol=1e-5, atol=1e-6)
+
+
+def test_corrupt_kernel_program_bytes_are_a_clear_error():
+    load = kiln.get_global_func("runtime.module.load_bytes.kernel_program")
+    with pytest.raises(kiln.ValueError, match="truncated"):
+        load(b"\x01\x02")
+    with pytest.raises(kiln.ValueError, match="truncated"):
+        load((1000).to_bytes(8, "little") + b"{}")
+    description = b'{"version": 1, "constants": [{"shape": [4], "dtype": "float32"}], "functions": []}'
+    with pytest.raises(kiln.ValueError, match="constants need more"):
+        load(len(description).to_bytes(8, "little") + description + b"\x00" * 8)
+    description = b'{"version": 9, "constants": [], "functions": []}'
+    with pytest.raises(kiln.ValueError, match="format version 9"):
+        load(len(description).to_bytes(8, "little") + description)
+
+
+def test_a_kernel_missing_at_load_is_named():
+    description = (
+        '{"version": 1, "constants": [], "functions": [{"name": "f", "num_inputs": 1, '
+        '"num_outputs": 1, "temps": [], "steps": [{"kernel": "my_ext.nothing", "attrs": {}, '
+        '"inputs": ["i0"], "outputs": ["o0"]}]}]}'
+    )
+    with pytest.raises(kiln.RuntimeError, match="kernel.cpu.my_ext.nothing"):
+        kiln.get_global_func("runtime.KernelProgramCreate")(description, [])
