@@ -24,16 +24,20 @@ import run_conformance
 # Helpers
 
 
-def write_case(root, suite, name, model, inputs, outputs, data_json=None):
-    """A case folder as libonnx-testdata lays it out; returns its path."""
+def write_case(root, suite, name, model, inputs, outputs, data_json=None, more_sets=()):
+    """A case folder as libonnx-testdata lays it out, with test_data_set_0 holding ``inputs``
+    and ``outputs`` and one more data set per (inputs, outputs) in ``more_sets``; returns its
+    path."""
     case_dir = os.path.join(root, suite, name)
-    data_dir = os.path.join(case_dir, "test_data_set_0")
-    os.makedirs(data_dir)
+    os.makedirs(case_dir)
     onnx.save(model, os.path.join(case_dir, "model.onnx"))
-    for prefix, arrays in (("input", inputs), ("output", outputs)):
-        for k, array in enumerate(arrays):
-            with open(os.path.join(data_dir, f"{prefix}_{k}.pb"), "wb") as f:
-                f.write(numpy_helper.from_array(array).SerializeToString())
+    for index, (set_inputs, set_outputs) in enumerate([(inputs, outputs)] + list(more_sets)):
+        data_dir = os.path.join(case_dir, f"test_data_set_{index}")
+        os.makedirs(data_dir)
+        for prefix, arrays in (("input", set_inputs), ("output", set_outputs)):
+            for k, array in enumerate(arrays):
+                with open(os.path.join(data_dir, f"{prefix}_{k}.pb"), "wb") as f:
+                    f.write(numpy_helper.from_array(array).SerializeToString())
     if data_json is not None:
         with open(os.path.join(case_dir, "data.json"), "w") as f:
             json.dump(data_json, f)
@@ -64,11 +68,11 @@ def unknown_op_model():
                                                                        1)])
 
 
-def reshape_by_input_model():
+def reshape_by_input_model(out_shape=(3, 2)):
     """Reshape whose target shape is a graph input: Kiln needs it as a constant."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
     shape = helper.make_tensor_value_info("shape", TensorProto.INT64, [2])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, list(out_shape))
     graph = helper.make_graph([helper.make_node("Reshape", ["x", "shape"], ["y"])], "reshape",
                               [x, shape], [y])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
@@ -237,20 +241,82 @@ def test_wrong_dtype_of_stored_output_fails(tmp_path):
     assert result["detail"] == "output 0: dtype float32, expected float64"
 
 
-def test_shape_deciding_input_is_bound_when_the_importer_can(tmp_path):
-    kiln = kiln_frontend()
+def test_shape_deciding_input_is_an_error_without_values(tmp_path, monkeypatch):
+    frontend = kiln_frontend()
+    monkeypatch.setattr(frontend, "from_onnx", without_values(frontend.from_onnx))
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
-    shape = np.array([3, 2], dtype=np.int64)
     case_dir = write_case(str(tmp_path), "node", "reshape", reshape_by_input_model(),
-                          [x, shape], [x.reshape(3, 2)])
+                          [x, np.array([3, 2], np.int64)], [x.reshape(3, 2)])
     result = case_eval.evaluate_case(case_dir)
-    if not case_eval.supports_values(kiln.from_onnx):
-        assert result["status"] == "error"
-        assert "input 1 ('shape') must be a constant" in result["detail"]
-        return
+    assert result["status"] == "error"
+    assert "input 1 ('shape') must be a constant" in result["detail"]
+
+
+def test_shape_deciding_inputs_are_bound_one_after_another(tmp_path, monkeypatch):
+    frontend = kiln_frontend()
     needs_build()
+    if not case_eval.supports_values(frontend.from_onnx):
+        monkeypatch.setattr(frontend, "from_onnx", binding_by_initializers(frontend.from_onnx))
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    first, second = np.array([3, 2], np.int64), np.array([1, 6], np.int64)
+    case_dir = write_case(str(tmp_path), "node", "reshape2", two_reshapes_model(),
+                          [x, first, second], [x.reshape(1, 6)])
+    result = case_eval.evaluate_case(case_dir)
     assert result["status"] == "pass", result
+    assert result["bound_inputs"] == ["shape", "shape2"]
+
+
+def test_bound_inputs_are_rebound_for_each_data_set(tmp_path, monkeypatch):
+    frontend = kiln_frontend()
+    needs_build()
+    if not case_eval.supports_values(frontend.from_onnx):
+        monkeypatch.setattr(frontend, "from_onnx", binding_by_initializers(frontend.from_onnx))
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    shape = np.array([3, 2], np.int64)
+    model = reshape_by_input_model(["rows", "columns"])  # differs between the data sets
+    second_set = ([x, np.array([6, 1], np.int64)], [x.reshape(6, 1)])
+    case_dir = write_case(str(tmp_path), "node", "reshape", model, [x, shape],
+                          [x.reshape(3, 2)], more_sets=[second_set])
+    result = case_eval.evaluate_case(case_dir)
+    assert result["status"] == "pass", result
+    wrong_set = ([x, np.array([6, 1], np.int64)], [x.reshape(1, 6)])
+    case_dir = write_case(str(tmp_path), "node", "reshape_wrong", model, [x, shape],
+                          [x.reshape(3, 2)], more_sets=[wrong_set])
+    result = case_eval.evaluate_case(case_dir)
+    assert result["status"] == "fail"
+    assert result["detail"] == "test_data_set_1: output 0: shape [6, 1], expected [1, 6]"
     assert result["bound_inputs"] == ["shape"]
+
+
+def without_values(from_onnx):
+    """from_onnx as a Kiln without ``values=`` has it."""
+    return lambda model, shapes=None: from_onnx(model, shapes=shapes)
+
+
+def binding_by_initializers(from_onnx):
+    """from_onnx with ``values=``, done by turning the bound inputs into initializers: what
+    the runner expects of kiln.frontend.from_onnx(values=...), for Kilns that lack it."""
+    def bind(model, shapes=None, values=None):
+        proto = onnx.load(model)
+        for name, array in (values or {}).items():
+            proto.graph.initializer.append(numpy_helper.from_array(np.asarray(array), name))
+            kept = [value for value in proto.graph.input if value.name != name]
+            del proto.graph.input[:]
+            proto.graph.input.extend(kept)
+        return from_onnx(proto, shapes=shapes)
+    return bind
+
+
+def two_reshapes_model():
+    """Reshape(Reshape(x, shape), shape2): two graph inputs that Kiln needs as constants."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    shapes = [helper.make_tensor_value_info(n, TensorProto.INT64, [2]) for n in ("shape",
+                                                                                 "shape2")]
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 6])
+    nodes = [helper.make_node("Reshape", ["x", "shape"], ["t"]),
+             helper.make_node("Reshape", ["t", "shape2"], ["y"])]
+    graph = helper.make_graph(nodes, "reshape2", [x] + shapes, [y])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
 
 # ---------------------------------------------------------------------------------------------
