@@ -288,6 +288,20 @@ def test_bound_inputs_are_rebound_for_each_data_set(tmp_path, monkeypatch):
     assert result["bound_inputs"] == ["shape"]
 
 
+def test_symbolic_input_dimension_takes_its_shape_from_the_data(tmp_path):
+    kiln_frontend()
+    needs_build()
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "relu", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    data = np.array([[-1, 2, -3], [4, -5, 6]], dtype=np.float32)
+    result = case_eval.evaluate_case(write_case(str(tmp_path), "node", "relu", model, [data],
+                                                [np.maximum(data, 0)]))
+    assert result["status"] == "pass", result
+    assert result["bound_shapes"] == ["x"] and result["bound_inputs"] == []
+
+
 def without_values(from_onnx):
     """from_onnx as a Kiln without ``values=`` has it."""
     return lambda model, shapes=None: from_onnx(model, shapes=shapes)
