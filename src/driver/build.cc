@@ -77,7 +77,8 @@ Executable Build(const ir::IRModule& mod, const BuildOptions& options) {
       options.pipeline.empty() ? DefaultPipeline() : transform::ParsePipeline(options.pipeline);
   ir::IRModule optimized = pipeline(BindParams(mod, options.params), options.pass_context);
   // Lowering reads checked types; a custom pipeline may end with a pass that leaves none.
-  optimized = transform::InferType()(optimized, options.pass_context);
+  if (!options.pipeline.empty())
+    optimized = transform::InferType()(optimized, options.pass_context);
   const codegen::LoweredGraph lowered = codegen::LowerToGraph(optimized);
   return Executable(
       runtime::GraphExecutorCreate(lowered.graph_json, lowered.program, DLDevice{kDLCPU, 0}));

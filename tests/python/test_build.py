@@ -162,3 +162,29 @@ def test_a_kernel_missing_at_load_is_named():
     )
     with pytest.raises(kiln.RuntimeError, match="kernel.cpu.my_ext.nothing"):
         kiln.get_global_func("runtime.KernelProgramCreate")(description, [])
+
+
+def test_1d_convolution_and_pooling_run_as_2d_windows():
+    # PyTorch's Conv1d / MaxPool1d / AvgPool1d export as ONNX Conv and pooling over (N, C, W).
+    w = RNG.standard_normal((5, 2, 3)).astype("float32")
+    b = RNG.standard_normal(5).astype("float32")
+    graph = oh.make_graph(
+        [
+            oh.make_node("Conv", ["x", "w", "b"], ["c"], pads=[2, 1], strides=[2], dilations=[2]),
+            oh.make_node("MaxPool", ["c"], ["m"], kernel_shape=[2], pads=[1, 0]),
+            oh.make_node("AveragePool", ["m"], ["y"], kernel_shape=[2], strides=[1]),
+        ],
+        "conv1d",
+        [oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 2, 11])],
+        [oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 5, 4])],
+        [onh.from_array(w, "w"), onh.from_array(b, "b")],
+    )
+    mod = kiln.frontend.from_onnx(oh.make_model(graph, opset_imports=[oh.make_opsetid("", 13)]))
+    x = RNG.standard_normal((1, 2, 11)).astype("float32")
+    # ONNX pads [2, 1] are asymmetric: pad by hand, then convolve without padding.
+    xp = torch.nn.functional.pad(torch.from_numpy(x), (2, 1))
+    c = torch.nn.functional.conv1d(xp, torch.from_numpy(w), torch.from_numpy(b), stride=2, dilation=2)
+    m = torch.nn.functional.max_pool1d(torch.nn.functional.pad(c, (1, 0), value=float("-inf")), 2, stride=1)
+    expected = torch.nn.functional.avg_pool1d(m, 2, stride=1).numpy()
+    (y,) = kiln.build(mod).run(x=x)
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-6)

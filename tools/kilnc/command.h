@@ -22,8 +22,12 @@ struct Command {
 /// Every subcommand, in the order `kilnc --help` lists them.
 const std::vector<Command>& Commands();
 
+int RunCompile(const std::vector<std::string>& args);
+/// `kilnc inspect model.so`, which RunInspect hands artifacts to.
+int InspectArtifact(const std::string& path);
 int RunInspect(const std::vector<std::string>& args);
 int RunPlugins(const std::vector<std::string>& args);
+int RunRun(const std::vector<std::string>& args);
 
 }  // namespace kilnc
 

@@ -5,10 +5,11 @@
 #include <kiln/ir/text_format.h>
 #include <kiln/transform/passes.h>
 
-#include <charconv>
+#include <filesystem>
 #include <iostream>
 #include <map>
 
+#include "arguments.h"
 #include "command.h"
 
 namespace kilnc {
@@ -19,24 +20,6 @@ struct InspectOptions {
   kiln::frontend::InputShapes shapes;
   bool print_ir = false;
 };
-
-/// "name=1,3,224,224" into `shapes`; false when it is not of that form.
-bool ParseShape(const std::string& text, kiln::frontend::InputShapes* shapes) {
-  const size_t equals = text.find('=');
-  if (equals == std::string::npos || equals == 0) return false;
-  kiln::Array<int64_t> dims;
-  const char* cursor = text.data() + equals + 1;
-  const char* const end = text.data() + text.size();
-  while (cursor < end) {
-    int64_t dim = 0;
-    auto [next, error] = std::from_chars(cursor, end, dim);
-    if (error != std::errc() || dim < 0 || (next != end && *next != ',')) return false;
-    dims.push_back(dim);
-    cursor = next == end ? end : next + 1;
-  }
-  shapes->Set(kiln::String(text.substr(0, equals)), dims);
-  return true;
-}
 
 /// The options, or nullopt after printing what is wrong.
 std::optional<InspectOptions> ParseOptions(const std::vector<std::string>& args) {
@@ -91,6 +74,9 @@ void PrintSummary(const kiln::ir::Function& main) {
 int RunInspect(const std::vector<std::string>& args) {
   const std::optional<InspectOptions> options = ParseOptions(args);
   if (!options.has_value()) return kExitUsage;
+  if (std::filesystem::path(options->model).extension() == ".so") {
+    return InspectArtifact(options->model);
+  }
   const kiln::ir::IRModule mod =
       kiln::transform::InferType()(kiln::frontend::ImportOnnxFile(options->model, options->shapes));
   PrintSummary(mod.Lookup("main"));

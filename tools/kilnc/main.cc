@@ -2,6 +2,7 @@
 #include <kiln/ffi/error.h>
 
 #include <cstring>
+#include <exception>
 #include <iostream>
 
 #include "command.h"
@@ -10,11 +11,32 @@ namespace kilnc {
 
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
-      {"inspect", "show a model's inputs, output, ops and (--ir) its typed IR",
-       "kilnc inspect model.onnx [--shape name=d0,d1,...]... [--ir]\n\n"
-       "Imports the model, infers its types and prints its inputs, output and how often each\n"
-       "op occurs. --shape fixes an input's shape (needed for dynamic dimensions); --ir also\n"
-       "prints the IR with each value's type as a comment.\n",
+      {"compile", "compile an ONNX model into one shared library",
+       "kilnc compile model.onnx -o model.so [--shape name=d0,d1,...]... [--passes P1,P2,...]\n"
+       "                    [--dump-ir DIR] [--time-passes]\n\n"
+       "Imports the model, runs the default pass pipeline (or --passes, comma-separated pass\n"
+       "names such as InferType,FoldConstant,FuseOps), lowers it to the CPU runtime and writes\n"
+       "the artifact, which `kilnc run` and kiln.load_module load. Progress goes to stderr, one\n"
+       "line per step and per pass. --dump-ir writes the IR before and after every pass into\n"
+       "DIR; --time-passes prints each pass's time. --shape fixes an input's shape.\n",
+       RunCompile},
+      {"run", "run a compiled model and print its outputs and latency",
+       "kilnc run model.so [--input name=file.npy]... [--repeat N] [--warmup N]\n"
+       "                [--output-dir DIR]\n\n"
+       "Loads the artifact (the runtime alone, no compiler), sets each input from its .npy file\n"
+       "or, when not given, from seeded random values (said on stderr), runs --warmup times\n"
+       "(default 1), then --repeat times (default 1), and prints each output's dtype, shape,\n"
+       "min/max/mean and first values, and the latency min/median/max. --output-dir writes\n"
+       "the outputs as output_<i>.npy.\n",
+       RunRun},
+      {"inspect", "show a model's inputs, outputs, ops; for a .so its graph and kernels",
+       "kilnc inspect model.onnx [--shape name=d0,d1,...]... [--ir]\n"
+       "kilnc inspect model.so\n\n"
+       "For an ONNX model: imports it, infers its types and prints its inputs, output and how\n"
+       "often each op occurs. --shape fixes an input's shape (needed for dynamic dimensions);\n"
+       "--ir also prints the IR with each value's type as a comment.\n"
+       "For a compiled model: its inputs and outputs, the memory plan, and each graph node\n"
+       "with its tensors and the kernel that runs each of its ops.\n",
        RunInspect},
       {"plugins", "list the compiler plugins and runtime backends found, with their status",
        "kilnc plugins\n\n"
@@ -65,6 +87,9 @@ int Main(int argc, char** argv) {
   try {
     return command->run(args);
   } catch (const kiln::Error& error) {
+    std::cerr << "kilnc " << command->name << ": " << error.what() << "\n";
+    return kExitFailure;
+  } catch (const std::exception& error) {  // a damaged artifact's JSON, a file system error
     std::cerr << "kilnc " << command->name << ": " << error.what() << "\n";
     return kExitFailure;
   }

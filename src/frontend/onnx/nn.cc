@@ -220,12 +220,13 @@ ir::Expr ConvertPadInputs(const NodeContext& node) {
 }  // namespace
 
 void AddNNConverters(std::vector<ConverterEntry>& table) {
-  AddConverter(table, "Conv", 1, kMaxOpset, ConvertConv);
-  AddConverter(table, "ConvTranspose", 1, kMaxOpset, ConvertConvTranspose);
+  AddConverter(table, "Conv", 1, kMaxOpset, LiftWindow1D(ConvertConv, /*lift_weight=*/true));
+  AddConverter(table, "ConvTranspose", 1, kMaxOpset,
+               LiftWindow1D(ConvertConvTranspose, /*lift_weight=*/true));
   AddConverter(table, "Gemm", 7, kMaxOpset, ConvertGemm);
   AddConverter(table, "MatMul", 1, kMaxOpset, ConvertMatMul);
-  AddConverter(table, "MaxPool", 1, kMaxOpset, ConvertMaxPool);
-  AddConverter(table, "AveragePool", 7, kMaxOpset, ConvertAveragePool);
+  AddConverter(table, "MaxPool", 1, kMaxOpset, LiftWindow1D(ConvertMaxPool, false));
+  AddConverter(table, "AveragePool", 7, kMaxOpset, LiftWindow1D(ConvertAveragePool, false));
   AddConverter(table, "GlobalAveragePool", 1, kMaxOpset, [](const NodeContext& node) {
     return ConvertGlobalPool(node, "nn.global_avg_pool2d");
   });

@@ -1,8 +1,10 @@
 #include "window.h"
 
 #include <kiln/ffi/error.h>
+#include <kiln/transform/infer_type.h>
 
 #include <algorithm>
+#include <utility>
 
 namespace kiln {
 namespace frontend {
@@ -27,7 +29,55 @@ std::vector<int64_t> SamePads(const std::vector<int64_t>& spatial, const Window&
   return pads;
 }
 
+/// `value` with an extent-1 axis inserted at 2, typed (NodeContext needs checked types).
+ir::Expr InsertUnitAxis(const ir::Expr& value) {
+  ir::Expr lifted = MakeCall("unsqueeze", {value}, {{"axes", Array<int64_t>{2}}});
+  transform::InferExprType(lifted);
+  return lifted;
+}
+
+/// The node's window attributes for the (1, W) window equal to its 1-D one.
+onnx::NodeProto LiftAttributes(const onnx::NodeProto& node) {
+  onnx::NodeProto lifted = node;
+  for (onnx::AttributeProto& attr : *lifted.mutable_attribute()) {
+    const std::string& name = attr.name();
+    std::vector<int64_t> values(attr.ints().begin(), attr.ints().end());
+    if (name == "kernel_shape" || name == "strides" || name == "dilations") {
+      values.insert(values.begin(), 1);
+    } else if (name == "output_padding") {
+      values.insert(values.begin(), 0);
+    } else if (name == "output_shape") {
+      values.insert(values.end() - std::min<size_t>(values.size(), 1), 1);
+    } else if (name == "pads" && values.size() == 2) {
+      values = {0, values[0], 0, values[1]};
+    } else {
+      continue;
+    }
+    attr.clear_ints();
+    for (int64_t value : values) attr.add_ints(value);
+  }
+  return lifted;
+}
+
 }  // namespace
+
+Converter LiftWindow1D(Converter convert_2d, bool lift_weight) {
+  return [convert_2d = std::move(convert_2d), lift_weight](const NodeContext& node) {
+    if (node.InputShape(0).size() != kSpatialRank + 1) return convert_2d(node);
+    std::vector<ir::Expr> inputs;
+    std::vector<std::optional<Tensor>> propagated;
+    for (int i = 0; i < node.proto().input_size(); ++i) {
+      const bool lift = i == 0 || (i == 1 && lift_weight);
+      inputs.push_back(!node.HasInput(i) ? ir::Expr()
+                       : lift            ? InsertUnitAxis(node.Input(i))
+                                         : node.Input(i));
+      propagated.emplace_back(std::nullopt);
+    }
+    const onnx::NodeProto proto = LiftAttributes(node.proto());  // the context refers to it
+    const NodeContext lifted(proto, node.opset(), std::move(inputs), std::move(propagated));
+    return MakeCall("squeeze", {convert_2d(lifted)}, {{"axes", Array<int64_t>{2}}});
+  };
+}
 
 std::vector<int64_t> WindowInts(const NodeContext& node, const std::string& name, int64_t fill,
                                 size_t size) {

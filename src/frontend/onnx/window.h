@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "converter.h"
 #include "node_context.h"
 
 namespace kiln {
@@ -30,6 +31,12 @@ std::vector<int64_t> SpatialShape(const NodeContext& node);
 /// SAME_UPPER / SAME_LOWER / VALID resolved into explicit pads.
 Window ForwardWindow(const NodeContext& node, const std::vector<int64_t>& spatial,
                      std::vector<int64_t> kernel);
+
+/// `convert_2d` made to take 1-D windows too: a node whose input 0 is 3-D (N, C, W) is converted
+/// as the 2-D node over (N, C, 1, W), its window attributes given a leading extent-1 axis (and
+/// the weight, input 1, when `lift_weight`), and the result squeezed back. PyTorch's Conv1d and
+/// pooling export this way; Kiln's kernels stay 2-D.
+Converter LiftWindow1D(Converter convert_2d, bool lift_weight);
 
 }  // namespace onnx_import
 }  // namespace frontend

@@ -1,0 +1,79 @@
+"""kilnc compile / run / inspect as a user runs them, on one of ONNX's own test models: the
+outputs `kilnc run` writes must match the outputs ONNX stores with the model."""
+
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+import onnx.numpy_helper as onh  # noqa: E402
+
+KILNC = os.environ.get("KILN_KILNC") or shutil.which("kilnc")
+CASE = "/usr/share/libonnx-testdata/data/node/test_conv_with_strides_padding"
+
+pytestmark = [
+    pytest.mark.skipif(KILNC is None, reason="kilnc not built (KILN_KILNC unset, not on PATH)"),
+    pytest.mark.skipif(not os.path.isdir(CASE), reason="libonnx-testdata is not installed"),
+]
+
+
+def kilnc(*args):
+    return subprocess.run([KILNC, *map(str, args)], capture_output=True, text=True)
+
+
+def load_pb(path):
+    return onh.to_array(onnx.load_tensor(path))
+
+
+def test_compile_run_inspect_match_onnx_outputs(tmp_path):
+    artifact = tmp_path / "conv.so"
+    compiled = kilnc("compile", f"{CASE}/model.onnx", "-o", artifact, "--time-passes")
+    assert compiled.returncode == 0, compiled.stderr
+    assert "pass transform.FuseOps" in compiled.stderr  # the progress line per pass
+    assert "pass times:" in compiled.stderr
+    assert "planned activation memory" in compiled.stdout
+
+    inputs = {}
+    model = onnx.load(f"{CASE}/model.onnx")
+    initializers = {i.name for i in model.graph.initializer}
+    names = [i.name for i in model.graph.input if i.name not in initializers]
+    for k, name in enumerate(names):
+        np.save(tmp_path / f"{name}.npy", load_pb(f"{CASE}/test_data_set_0/input_{k}.pb"))
+        inputs[name] = tmp_path / f"{name}.npy"
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    args = []
+    for name, path in inputs.items():
+        args += ["--input", f"{name}={path}"]
+    ran = kilnc("run", artifact, *args, "--repeat", 3, "--output-dir", out_dir)
+    assert ran.returncode == 0, ran.stderr
+    assert "latency over 3 run(s): min" in ran.stdout
+    expected = load_pb(f"{CASE}/test_data_set_0/output_0.pb")
+    np.testing.assert_allclose(np.load(out_dir / "output_0.npy"), expected, rtol=1e-5, atol=1e-6)
+
+    inspected = kilnc("inspect", artifact)
+    assert inspected.returncode == 0, inspected.stderr
+    assert "kernel.cpu.nn.conv2d" in inspected.stdout
+    assert "bytes of activations" in inspected.stdout
+
+
+def test_errors_exit_with_a_message(tmp_path):
+    missing = kilnc("run", tmp_path / "missing.so")
+    assert missing.returncode == 1
+    assert "does not exist" in missing.stderr
+    usage = kilnc("compile", f"{CASE}/model.onnx")
+    assert usage.returncode == 2
+    assert "needs a model and -o" in usage.stderr
+    artifact = tmp_path / "conv.so"
+    assert kilnc("compile", f"{CASE}/model.onnx", "-o", artifact).returncode == 0
+    bad_input = kilnc("run", artifact, "--input", f"nope={tmp_path / 'x.npy'}")
+    assert bad_input.returncode == 1
+    assert "'nope', which is not an input" in bad_input.stderr
+    (tmp_path / "bad.npy").write_bytes(b"not numpy at all")
+    name = onnx.load(f"{CASE}/model.onnx").graph.input[0].name
+    corrupt = kilnc("run", artifact, "--input", f"{name}={tmp_path / 'bad.npy'}")
+    assert corrupt.returncode == 1
+    assert "is not a .npy file" in corrupt.stderr
