@@ -8,7 +8,8 @@
 #   build      configure (once) + build build/ and install it into install/
 #   ctest      every test of build/: GoogleTest (label unit) and pytest (python.ffi)
 #   asan       build-asan/: clang-14 with address+undefined sanitizers, `ctest -L unit`
-#   fuzz       libFuzzer (build-asan/) on the artifact reader and the ONNX importer, bounded time
+#   fuzz       libFuzzer (build-asan/) on the artifact reader, the ONNX importer and the kernel
+#              program loader, bounded time
 #   format     clang-format-14 --dry-run --Werror over the repository's C/C++ files
 #   tidy       clang-tidy (.clang-tidy) over src/, with build/compile_commands.json
 #   extension  examples/extension built against install/ only, then its tests
@@ -54,14 +55,15 @@ stage_asan() {
     ctest --test-dir "$KILN_ASAN_BUILD_DIR" -L unit --output-on-failure -j "$KILN_JOBS"
 }
 
-# Fuzzes the artifact reader and the ONNX importer from the corpora kept in the repository (plus
+# Fuzzes the artifact reader, the ONNX importer and the kernel program loader from the corpora kept in the repository (plus
 # fresh artifact seeds); a crash leaves its input in build-asan/fuzz-artifacts/. Each run is
 # KILN_FUZZ_RUNS inputs (default 300000) from seed KILN_FUZZ_SEED (default 1), so CI is
 # repeatable: the same commit fuzzes the same inputs. KILN_FUZZ_SECONDS (default 60) caps each
 # run. For exploratory fuzzing: KILN_FUZZ_SEED=0 (random) KILN_FUZZ_RUNS=-1 KILN_FUZZ_SECONDS=600.
 stage_fuzz() {
   local fuzz_dir="$KILN_ASAN_BUILD_DIR/tests/fuzz"
-  [ -x "$fuzz_dir/kiln_artifact_fuzzer" ] && [ -x "$fuzz_dir/kiln_onnx_fuzzer" ] || {
+  [ -x "$fuzz_dir/kiln_artifact_fuzzer" ] && [ -x "$fuzz_dir/kiln_onnx_fuzzer" ] &&
+    [ -x "$fuzz_dir/kiln_kernel_program_fuzzer" ] || {
     kiln_log "no fuzzers in $fuzz_dir: the asan stage builds them (with clang)"
     return 1
   }
@@ -74,7 +76,12 @@ stage_fuzz() {
     "$KILN_REPO/tests/fuzz/corpus/artifact" || return 1
   local onnx_corpus="$KILN_ASAN_BUILD_DIR/fuzz-corpus-onnx"
   rm -rf "$onnx_corpus" && mkdir -p "$onnx_corpus"
-  run_fuzzer "$fuzz_dir/kiln_onnx_fuzzer" "$onnx_corpus" "$KILN_REPO/tests/fuzz/corpus/onnx"
+  run_fuzzer "$fuzz_dir/kiln_onnx_fuzzer" "$onnx_corpus" "$KILN_REPO/tests/fuzz/corpus/onnx" ||
+    return 1
+  local program_corpus="$KILN_ASAN_BUILD_DIR/fuzz-corpus-kernel-program"
+  rm -rf "$program_corpus" && mkdir -p "$program_corpus"
+  run_fuzzer "$fuzz_dir/kiln_kernel_program_fuzzer" "$program_corpus" \
+    "$KILN_REPO/tests/fuzz/corpus/kernel_program"
 }
 
 # run_fuzzer FUZZER CORPUS... : one bounded libFuzzer run under ASan/UBSan.

@@ -3,6 +3,7 @@
 // runtime API acts on the current device.
 #include <kiln/runtime/device_api.h>
 
+#include <algorithm>
 #include <string>
 
 #include "common/tensor_checks.h"
@@ -67,7 +68,18 @@ class CUDADeviceAPI final : public runtime::DeviceAPI {
         << "CUDA allocations are aligned to " << kMallocAlignment << " bytes; alignment "
         << alignment << " was asked for";
     void* ptr = nullptr;
-    KILN_CUDA_CHECK(cudaMalloc(&ptr, nbytes), "cudaMalloc")
+    // cudaMalloc gives nullptr for 0 bytes; like the CPU's, a zero-byte allocation is a real,
+    // distinct address, which DLPack consumers and the caching allocator's bookkeeping expect.
+    const cudaError_t status = cudaMalloc(&ptr, std::max<size_t>(nbytes, 1));
+    if (status == cudaErrorMemoryAllocation) {
+      // Not sticky: the device stays usable. Read it so a later cudaGetLastError does not report
+      // it, and say MemoryError, as the CPU does, so callers can tell "too big" from "broken".
+      cudaGetLastError();
+      KILN_THROW(MemoryError) << "out of memory: cudaMalloc failed: " << ErrorName(status)
+                              << " (allocating " << nbytes << " bytes on CUDA device " << device_id
+                              << ")";
+    }
+    KILN_CUDA_CHECK(status, "cudaMalloc")
         << " (allocating " << nbytes << " bytes on CUDA device " << device_id << ")";
     return ptr;
   }

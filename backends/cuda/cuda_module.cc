@@ -24,6 +24,8 @@ namespace {
 
 constexpr const char* kKind = "cuda";
 constexpr size_t kJitLogBytes = 8192;
+/// The dynamic shared memory every kernel may use without opting in.
+constexpr unsigned int kDefaultDynamicSharedBytes = 48 * 1024;
 
 struct Kernel {
   cudaKernel_t handle = nullptr;
@@ -94,6 +96,9 @@ class CUDAModuleObj final : public backend::KernelModuleObj {
       pointers[i] = &storage[i];
     }
     if (empty) return;
+    if (launch[6] > kDefaultDynamicSharedBytes) {
+      AllowDynamicSharedBytes(name, kernel, device_id, launch[6]);
+    }
     KILN_CUDA_CHECK(cudaLaunchKernel(static_cast<const void*>(kernel.handle),
                                      dim3(launch[0], launch[1], launch[2]),
                                      dim3(launch[3], launch[4], launch[5]), pointers.data(),
@@ -102,6 +107,30 @@ class CUDAModuleObj final : public backend::KernelModuleObj {
         << " (kernel '" << name << "' on CUDA device " << device_id << ", grid (" << launch[0]
         << ", " << launch[1] << ", " << launch[2] << "), block (" << launch[3] << ", " << launch[4]
         << ", " << launch[5] << "))";
+  }
+
+  /// Lets `kernel` use `bytes` of dynamic shared memory on `device_id`. Above 48 KiB a kernel
+  /// must opt in per device (Volta and newer have up to 227 KiB per block), or the launch fails
+  /// with a bare "invalid argument". The limit only ever grows, so it is set once per size.
+  void AllowDynamicSharedBytes(const std::string& name, const Kernel& kernel, int32_t device_id,
+                               unsigned int bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    unsigned int& allowed = dynamic_shared_allowed_[{name, device_id}];
+    if (bytes <= allowed) return;
+    const cudaError_t status =
+        cudaKernelSetAttributeForDevice(kernel.handle, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(bytes), device_id);
+    if (status != cudaSuccess) {
+      cudaGetLastError();  // not sticky; keep it from later checks
+      int most = 0;
+      cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, device_id);
+      KILN_THROW(ValueError) << "CUDA kernel '" << name << "' asks for " << bytes
+                             << " bytes of dynamic shared memory, more than CUDA device "
+                             << device_id << " allows (at most " << most
+                             << " bytes per block, less the kernel's static shared memory): "
+                             << ErrorName(status);
+    }
+    allowed = bytes;
   }
 
   /// The kernel, loading the image on first use. The library is context-independent: loaded
@@ -239,6 +268,8 @@ class CUDAModuleObj final : public backend::KernelModuleObj {
   std::mutex mutex_;
   cudaLibrary_t library_ = nullptr;        // guarded by mutex_
   std::map<std::string, Kernel> kernels_;  // guarded by mutex_
+  // Dynamic shared memory bytes each (kernel, device) has opted in to; guarded by mutex_.
+  std::map<std::pair<std::string, int32_t>, unsigned int> dynamic_shared_allowed_;
 };
 
 KILN_REGISTER_GLOBAL("runtime.cuda.ModuleCreate")

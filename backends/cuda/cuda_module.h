@@ -12,7 +12,9 @@
 ///
 /// - `n` is the kernel's parameter count, read from the loaded image (cudaFuncGetParamInfo);
 ///   the 6 ints after the arguments are the grid and block sizes, and a 7th, if given, the
-///   bytes of dynamic shared memory. A grid or block size of 0 launches nothing.
+///   bytes of dynamic shared memory. A grid or block size of 0 launches nothing. Above 48 KiB
+///   of dynamic shared memory the kernel is opted in on its device, up to the device's limit
+///   (227 KiB on Hopper); more is a ValueError naming that limit.
 /// - A pointer parameter takes a tensor (DLTensor* or Tensor) on a CUDA device; its data
 ///   pointer plus byte_offset is passed.
 /// - A scalar parameter is passed by its size in the image, since the image does not say its

@@ -110,6 +110,11 @@ class Device(_ffi.Device):
         count = _attr(self, _ATTR_DEVICE_COUNT)
         return 0 if count is None else count
 
+    def synchronize(self):
+        """Waits until the copies and kernels Kiln queued on this device are done (asynchronous
+        on CUDA), and raises an error of that work, e.g. a kernel's bad memory access."""
+        core_func("runtime.DeviceSync")(self)
+
     def __repr__(self):
         return f"device(type={self.type!r}, index={self.device_id})"
 

@@ -29,6 +29,8 @@ class GraphExecutor:
     """
 
     def __init__(self, module):
+        if isinstance(module, GraphExecutor):  # kiln.load_module gives a compiled model so
+            module = module.module
         if not isinstance(module, Module) or module.kind != KIND:
             raise TypeError(f"GraphExecutor wraps a module of kind {KIND!r}, got {module!r}")
         self.module = module

@@ -122,15 +122,20 @@ class Tensor(Object):
         """A DLPack 0.6 capsule ("dltensor") sharing this tensor's memory; it keeps the tensor
         alive until the consumer releases it.
 
-        ``stream`` is accepted for the protocol: Kiln's copies are complete when they return,
-        so there is nothing to wait for. The newer protocol's keywords are understood too:
-        ``max_version`` is ignored (the capsule is the unversioned kind, which consumers must
-        accept), ``dl_device`` must be this tensor's device, ``copy=True`` exports a copy.
+        ``stream`` is the consumer's. Unless it is -1 (the consumer orders the work itself), a
+        tensor on an accelerator is synchronized first: Kiln's copies and kernels there are
+        asynchronous, and the consumer may read on a stream that does not wait for Kiln's (on
+        the host, Kiln's copies are complete when they return). The newer protocol's keywords
+        are understood too: ``max_version`` is ignored (the capsule is the unversioned kind,
+        which consumers must accept), ``dl_device`` must be this tensor's device, ``copy=True``
+        exports a copy.
         """
         if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
             raise BufferError(f"kiln.Tensor on {self.device} cannot be exported to device "
                               f"{tuple(dl_device)} without a copy; use copyto() first")
         source = self.copyto(self.device) if copy else self
+        if stream != -1 and self.device.device_type not in _HOST_DEVICE_TYPES:
+            self.device.synchronize()
         return _ffi.tensor_to_dlpack(source)
 
     def __dlpack_device__(self):

@@ -101,7 +101,8 @@ std::vector<Expr> PostOrder(const Expr& root) {
   std::set<const Object*> done;
   std::vector<std::pair<Expr, bool>> stack{{root, false}};
   while (!stack.empty()) {
-    auto [expr, expanded] = stack.back();
+    const Expr expr = std::move(stack.back().first);
+    const bool expanded = stack.back().second;
     stack.pop_back();
     if (done.count(expr.get()) != 0) continue;
     if (expanded) {
@@ -246,7 +247,7 @@ class GraphLowering {
         << "cannot lower @main: a " << expr->GetTypeKey() << " is used before it is defined";
     FunctionBuilder builder(NewFunctionName("constant"), 0);
     const std::string source = ConstantRef(*constant);
-    const std::vector<int64_t> outputs = AddNode(builder, {source}, expr->checked_type(), {});
+    std::vector<int64_t> outputs = AddNode(builder, {source}, expr->checked_type(), {});
     entries_of_[expr.get()] = outputs;
     return outputs;
   }

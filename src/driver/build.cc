@@ -44,13 +44,17 @@ ir::IRModule BindParams(const ir::IRModule& mod, const Map<String, Tensor>& para
       remaining.push_back(param);
     }
   }
-  for (const auto& [name, value] : params) {
-    KILN_CHECK(std::any_of(main->params().begin(), main->params().end(),
-                           [&](const ir::Var& param) { return param->name_hint() == name; }),
-               ValueError)
-        << "params: @main has no parameter '" << name.str() << "' (its parameters: " << names
-        << ")";
-  }
+  // Every name given must be used: a misspelt one would silently leave an input unbound.
+  KILN_CHECK(values.size() == static_cast<size_t>(params.size()), ValueError) << [&] {
+    std::string unknown;
+    for (const auto& item : params) {
+      const bool known =
+          std::any_of(main->params().begin(), main->params().end(),
+                      [&](const ir::Var& param) { return param->name_hint() == item.first; });
+      if (!known) unknown += (unknown.empty() ? "'" : ", '") + item.first.str() + "'";
+    }
+    return "params: @main has no parameter " + unknown + " (its parameters: " + names + ")";
+  }();
   const ir::Expr body = ParamBinder(std::move(values)).Mutate(main->body());
   ir::IRModule bound = ir::IRModule::Create();
   for (const auto& [gvar, func] : mod->functions()) {

@@ -16,6 +16,12 @@ KILN_REGISTER_GLOBAL("runtime.DeviceAttr").set_body_typed([](DLDevice device, in
   return api->GetAttr(device.device_id, static_cast<KilnDeviceAttr>(attr));
 });
 
+// Waits for the device's default stream, where Kiln queues its copies and kernels; for
+// consumers outside Kiln (DLPack) that read on streams of their own.
+KILN_REGISTER_GLOBAL("runtime.DeviceSync").set_body_typed([](DLDevice device) {
+  DeviceApiRef::Get(device.device_type).Sync(device.device_id);
+});
+
 KILN_REGISTER_GLOBAL("runtime.DeviceTypeName").set_body_typed([](int32_t device_type) {
   return String(DeviceTypeName(device_type));
 });

@@ -481,6 +481,38 @@ def test_pool2d(pool_size, strides, padding, dilation, ceil_mode):
             check("nn.avg_pool2d", [x], ref, count_include_pad=include, **attrs)
 
 
+@pytest.mark.parametrize("case", [
+    # (N, C, D, H, W), (O, KD, KH, KW), strides, padding (begins, ends), dilation, groups
+    ((1, 2, 5, 6, 7), (3, 2, 3, 2), [1, 1, 1], [0] * 6, [1, 1, 1], 1),
+    ((2, 4, 6, 5, 5), (6, 3, 2, 3), [2, 1, 2], [1, 0, 1, 2, 1, 0], [1, 2, 1], 2),
+    ((1, 3, 4, 4, 4), (5, 1, 1, 1), [1, 1, 1], [0] * 6, [1, 1, 1], 1),
+])
+def test_conv3d(case):
+    shape, (o, kd, kh, kw), strides, padding, dilation, groups = case
+    x = rand(*shape)
+    w = rand(o, shape[1] // groups, kd, kh, kw)
+    padded = F.pad(t(x), (padding[2], padding[5], padding[1], padding[4], padding[0], padding[3]))
+    ref = F.conv3d(padded, t(w), stride=strides, dilation=dilation, groups=groups).numpy()
+    check("nn.conv3d", [x, w], ref, rtol=1e-4, atol=1e-4, strides=strides, padding=padding,
+          dilation=dilation, groups=groups)
+
+
+@pytest.mark.parametrize("pool_size,strides,padding,ceil_mode", [
+    ([2, 2, 2], [2, 2, 2], [0] * 6, False),
+    ([3, 3, 2], [2, 1, 2], [1, 1, 0, 1, 1, 0], True),
+])
+def test_pool3d(pool_size, strides, padding, ceil_mode):
+    x = rand(2, 3, 7, 6, 5)
+    attrs = {"pool_size": pool_size, "strides": strides, "padding": padding,
+             "dilation": [1, 1, 1], "ceil_mode": ceil_mode}
+    pad = tuple(padding[:3])
+    ref = F.max_pool3d(t(x), pool_size, strides, pad, 1, ceil_mode).numpy()
+    check("nn.max_pool3d", [x], ref, **attrs)
+    for include in (False, True):
+        ref = F.avg_pool3d(t(x), pool_size, strides, pad, ceil_mode, include).numpy()
+        check("nn.avg_pool3d", [x], ref, count_include_pad=include, **attrs)
+
+
 def test_global_pool2d():
     x = rand(2, 5, 7, 9)
     check("nn.global_max_pool2d", [x], x.max(axis=(2, 3), keepdims=True))

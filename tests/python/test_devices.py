@@ -103,6 +103,14 @@ def test_opencl_existence_matches_the_backends():
     assert kiln.opencl(10_000).exist is False
 
 
+def test_synchronize_waits_for_the_device():
+    assert kiln.cpu().synchronize() is None  # the CPU's copies are synchronous
+    if kiln.cuda(0).exist:
+        kiln.cuda(0).synchronize()
+    with pytest.raises(kiln.KilnError):
+        kiln.Device(99, 0).synchronize()  # no backend serves it
+
+
 def test_unknown_device_types_do_not_exist():
     dev = kiln.Device(99, 0)
     assert dev.exist is False

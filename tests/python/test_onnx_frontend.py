@@ -169,10 +169,24 @@ def test_conv_with_bias_and_same_padding():
     assert len(main.params) == 1
 
 
-def test_conv_1d_is_unsupported():
+def test_conv_1d_imports_as_a_2d_window():
     model = make_model([node("Conv", ["x", "w"])], {"x": [1, 3, 8]}, 13,
                        {"w": np.zeros((4, 3, 3), np.float32)})
-    with pytest.raises(kiln.NotImplementedError, match="2-D"):
+    import_and_check(model, {"unsqueeze", "nn.conv2d", "squeeze"})
+
+
+def test_conv_and_pooling_3d():
+    model = make_model([node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1, 1, 1]),
+                        node("MaxPool", ["c"], ["m"], kernel_shape=[2, 2, 2]),
+                        node("GlobalAveragePool", ["m"])],
+                       {"x": [1, 3, 4, 4, 4]}, 13, {"w": np.zeros((4, 3, 3, 3, 3), np.float32)})
+    import_and_check(model, {"nn.conv3d", "nn.max_pool3d", "mean"})
+
+
+def test_conv_transpose_3d_is_unsupported():
+    model = make_model([node("ConvTranspose", ["x", "w"])], {"x": [1, 3, 4, 4, 4]}, 13,
+                       {"w": np.zeros((3, 4, 3, 3, 3), np.float32)})
+    with pytest.raises(kiln.NotImplementedError, match="2-D windows"):
         kiln.frontend.from_onnx(model)
 
 

@@ -328,3 +328,61 @@ def test_dlpack_keywords_of_newer_consumers():
     assert copied.numpy().tolist() == [0, 1, 2, 3]
     with pytest.raises(BufferError):
         t.__dlpack__(dl_device=(2, 0))
+
+
+# ---- on a CUDA device (skipped without one) ----
+
+def _cuda_or_skip():
+    if not kiln.cuda(0).exist:
+        pytest.skip("no usable CUDA device (kiln.cuda(0).exist is False)")
+
+
+def test_cuda_tensors_round_trip_through_the_device():
+    _cuda_or_skip()
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    t = kiln.tensor(a, device="cuda:0")
+    assert t.device == kiln.cuda(0) and t.shape == (3, 4)
+    u = t.copyto("cuda:0")
+    assert np.array_equal(u.numpy(), a)
+    kiln.cuda(0).synchronize()
+
+
+def test_torch_cuda_tensors_are_shared_both_ways():
+    _cuda_or_skip()
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    source = torch.arange(6, dtype=torch.float32, device="cuda").reshape(2, 3)
+    t = kiln.tensor(source)
+    assert t.device == kiln.cuda(0) and t.data_ptr == source.data_ptr()
+    back = torch.from_dlpack(t)
+    assert back.device.type == "cuda" and back.data_ptr() == source.data_ptr()
+    assert np.array_equal(t.numpy(), source.cpu().numpy())
+
+
+def test_torch_reading_on_its_own_stream_sees_kilns_finished_copy():
+    # Kiln copies asynchronously on the device's default stream; a consumer reading on a stream
+    # of its own must get the finished result, which __dlpack__(stream=...) has to ensure.
+    _cuda_or_skip()
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    n = 1 << 26
+    target = kiln.empty(n, "float32", "cuda:0")
+    torch.from_dlpack(target).fill_(-1.0)
+    source = kiln.tensor(torch.ones(n, device="cuda"))
+    side = torch.cuda.Stream()
+    busy = torch.randn(4096, 4096, device="cuda")
+    # A warm-up of what runs below: a first allocation (cudaMalloc) would wait for the whole
+    # device, and so hide the missing synchronization this test is after.
+    for _ in range(2):
+        busy = torch.tanh(busy @ busy)
+    with torch.cuda.stream(side):
+        torch.from_dlpack(target).sum()
+    torch.cuda.synchronize()
+    for _ in range(30):  # keeps the default stream busy, so Kiln's copy waits behind this
+        busy = torch.tanh(busy @ busy)
+    source.copyto(target)
+    with torch.cuda.stream(side):
+        total = torch.from_dlpack(target).sum()
+    assert total.item() == n

@@ -97,11 +97,11 @@ void SetInputs(const kiln::Executable& model, const RunOptions& options) {
   const auto names = info.at("names").cast<kiln::Array<kiln::String>>();
   const auto shapes = info.at("shapes").cast<kiln::Array<kiln::Shape>>();
   const auto dtypes = info.at("dtypes").cast<kiln::Array<DLDataType>>();
-  for (const auto& [name, path] : options.input_files) {
+  for (const auto& file : options.input_files) {
     KILN_CHECK(std::any_of(names.begin(), names.end(),
-                           [&](const kiln::String& input) { return input.str() == name; }),
+                           [&](const kiln::String& input) { return input.str() == file.first; }),
                ValueError)
-        << "--input names '" << name << "', which is not an input of " << options.model;
+        << "--input names '" << file.first << "', which is not an input of " << options.model;
   }
   for (int64_t i = 0; i < names.size(); ++i) {
     const std::string name = names[i].str();

@@ -8,14 +8,17 @@
 #include <kiln/ffi/plugin.h>
 #include <kiln/runtime/device_api.h>
 
+#include <kiln/runtime/memory.h>
 #include <kiln/runtime/module.h>
 #include "common/tensor_view_for_tests.h"
 
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <numeric>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace kiln {
@@ -28,6 +31,7 @@ using ::testing::HasSubstr;
 
 constexpr DLDataType kFloat32 = {kDLFloat, 32, 1};
 constexpr DLDataType kInt64 = {kDLInt, 64, 1};
+constexpr DLDataType kFloat64 = {kDLFloat, 64, 1};
 constexpr DLDevice kCUDA0 = {kDLCUDA, 0};
 constexpr DLDevice kCPU = {kDLCPU, 0};
 
@@ -249,6 +253,221 @@ TEST_F(CUDATest, BadKernelsAndArgumentsAreNamed) {
                    }),
       HasSubstr("argument #4 (4 bytes) of CUDA kernel 'saxpy': 1099511627776 does not fit"));
   Api().Free(0, buffer);
+}
+
+TEST_F(CUDATest, RuntimeTensorsRoundTripAndRunKernels) {
+  // Through the runtime, as a model would: Empty (the caching allocator), CopyTensor, and
+  // Tensor objects as kernel arguments.
+  constexpr int64_t kN = 1000;
+  constexpr DLDevice kCPU0 = {kDLCPU, 0};
+  Tensor host_a = runtime::Empty({kN}, kFloat32, kCPU0);
+  Tensor host_b = runtime::Empty({kN}, kFloat32, kCPU0);
+  Tensor host_c = runtime::Empty({kN}, kFloat32, kCPU0);
+  auto* a = static_cast<float*>(host_a.data());
+  auto* b = static_cast<float*>(host_b.data());
+  for (int64_t i = 0; i < kN; ++i) {
+    a[i] = static_cast<float>(i);
+    b[i] = 1.0f;
+  }
+  Tensor da = runtime::Empty({kN}, kFloat32, kCUDA0);
+  Tensor db = runtime::Empty({kN}, kFloat32, kCUDA0);
+  Tensor dc = runtime::Empty({kN}, kFloat32, kCUDA0);
+  runtime::CopyTensor(host_a, da);
+  runtime::CopyTensor(host_b, dc);
+  runtime::CopyTensor(dc, db);  // device to device
+  CreateModule(TestPtx(), {"saxpy"})
+      .GetFunctionRequired("saxpy")(da, db, dc, -2.0, kN, 4, 1, 1, 256, 1, 1);
+  runtime::CopyTensor(dc, host_c);
+  Api().Sync(0);
+  const auto* c = static_cast<const float*>(host_c.data());
+  for (int64_t i = 0; i < kN; ++i) ASSERT_EQ(c[i], 1.0f - 2.0f * static_cast<float>(i)) << i;
+
+  // An empty tensor on the device, and a cache hit for a freed block of the same size class.
+  Tensor none = runtime::Empty({0}, kFloat32, kCUDA0);
+  runtime::CopyTensor(runtime::Empty({0}, kFloat32, kCPU0), none);
+  { Tensor scratch = runtime::Empty({kN}, kFloat32, kCUDA0); }
+  const int64_t hits = runtime::GetAllocatorStats(kCUDA0).cache_hits;
+  Tensor again = runtime::Empty({kN}, kFloat32, kCUDA0);
+  EXPECT_EQ(runtime::GetAllocatorStats(kCUDA0).cache_hits, hits + 1);
+  runtime::ReleaseCachedMemory();
+}
+
+TEST_F(CUDATest, CopiesThroughPinnedHostMemoryOnAStream) {
+  constexpr int64_t kN = 4096;
+  void* pinned_memory = nullptr;
+  ASSERT_EQ(cudaMallocHost(&pinned_memory, 2 * kN * sizeof(float)), cudaSuccess);
+  auto* pinned = static_cast<float*>(pinned_memory);
+  for (int64_t i = 0; i < kN; ++i) pinned[i] = static_cast<float>(i) * 0.5f;
+  void* buffer = Api().Alloc(0, kN * sizeof(float), 256);
+  constexpr DLDevice kPinned = {kDLCUDAHost, 0};
+  TensorView in(pinned, kN, kPinned, kFloat32), device(buffer, kN, kCUDA0, kFloat32),
+      out(pinned, kN, kPinned, kFloat32, kN * sizeof(float));
+  KilnStreamHandle stream = Api().CreateStream(0);
+  Api().Copy(in.tensor, device.tensor, stream);
+  Api().Copy(device.tensor, out.tensor, stream);
+  Api().Sync(0, stream);  // into pinned memory the copy is complete only now
+  Api().FreeStream(0, stream);
+  for (int64_t i = 0; i < kN; ++i) ASSERT_EQ(pinned[kN + i], pinned[i]) << "at " << i;
+  Api().Free(0, buffer);
+  cudaFreeHost(pinned);
+}
+
+TEST_F(CUDATest, RejectsCopiesItCannotMake) {
+  std::vector<float> host(16);
+  void* buffer = Api().Alloc(0, 64, 256);
+  TensorView cpu_a(host.data(), 16, kCPU, kFloat32), cpu_b(host.data(), 16, kCPU, kFloat32),
+      device(buffer, 16, kCUDA0, kFloat32), small(buffer, 8, kCUDA0, kFloat32);
+  EXPECT_THAT(ErrorMessage("ValueError", [&] { Api().Copy(cpu_a.tensor, cpu_b.tensor); }),
+              HasSubstr("copies between CUDA and host memory"));
+  EXPECT_THAT(ErrorMessage("ValueError", [&] { Api().Copy(cpu_a.tensor, small.tensor); }),
+              HasSubstr("(64 bytes) into float32[8] on cuda:0 (32 bytes)"));
+  Api().Free(0, buffer);
+}
+
+TEST_F(CUDATest, ZeroByteAllocationsAreDistinctAndFreeable) {
+  // As on the CPU: DLPack consumers and allocator bookkeeping expect a real, non-null address.
+  void* first = Api().Alloc(0, 0, 256);
+  void* second = Api().Alloc(0, 0, 256);
+  EXPECT_NE(first, nullptr);
+  EXPECT_NE(first, second);
+  Api().Free(0, first);
+  Api().Free(0, second);
+}
+
+TEST_F(CUDATest, OutOfMemoryIsAMemoryErrorAndLeavesTheDeviceUsable) {
+  const auto total =
+      static_cast<size_t>(Api().GetAttr(0, kKilnDeviceAttrTotalMemory).cast<int64_t>());
+  EXPECT_THAT(ErrorMessage("MemoryError", [&] { Api().Alloc(0, 4 * total, 256); }),
+              AllOf(HasSubstr("cudaMalloc failed"), HasSubstr("on CUDA device 0")));
+  ExpectSaxpyRuns(Api(), CreateModule(TestPtx(), {"saxpy"}));
+}
+
+TEST_F(CUDATest, PassesScalarsOfEveryWidth) {
+  Module module = CreateModule(TestPtx(), {"scalars"});
+  void* buffer = Api().Alloc(0, 6 * sizeof(double), 256);
+  TensorView device(buffer, 6, kCUDA0, kFloat64);
+  module.GetFunctionRequired("scalars")(&device.tensor, 0.1, -5, -30000, true, int64_t{1} << 53,
+                                        1.5, 1, 1, 1, 1, 1, 1);
+  std::vector<double> result(6, 0.0);
+  TensorView host(result.data(), 6, kCPU, kFloat64);
+  Api().Copy(device.tensor, host.tensor);
+  Api().Sync(0);
+  EXPECT_EQ(result, (std::vector<double>{0.1, -5, -30000, 1, 9007199254740992.0, 1.5}));
+  Api().Free(0, buffer);
+}
+
+TEST_F(CUDATest, LaunchesWithDynamicSharedMemory) {
+  constexpr int64_t kBlock = 128;
+  constexpr int64_t kN = 2 * kBlock;
+  std::vector<float> data(kN);
+  std::iota(data.begin(), data.end(), 0.0f);
+  void* buffer = Api().Alloc(0, kN * sizeof(float), 256);
+  TensorView device(buffer, kN, kCUDA0, kFloat32), host(data.data(), kN, kCPU, kFloat32);
+  Api().Copy(host.tensor, device.tensor);
+  CreateModule(TestPtx(), {"reverse_in_block"})
+      .GetFunctionRequired("reverse_in_block")(&device.tensor, 2, 1, 1, kBlock, 1, 1,
+                                               kBlock * int64_t{sizeof(float)});
+  Api().Copy(device.tensor, host.tensor);
+  Api().Sync(0);
+  for (int64_t i = 0; i < kN; ++i) {
+    ASSERT_EQ(data[i], static_cast<float>(i / kBlock * kBlock + kBlock - 1 - i % kBlock)) << i;
+  }
+  Api().Free(0, buffer);
+}
+
+TEST_F(CUDATest, OptsInToMoreThan48KiBOfDynamicSharedMemory) {
+  int most = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0), cudaSuccess);
+  if (most <= 48 * 1024) GTEST_SKIP() << "this device allows only " << most << " bytes per block";
+  constexpr int64_t kBlock = 256;
+  std::vector<float> data(kBlock);
+  std::iota(data.begin(), data.end(), 0.0f);
+  void* buffer = Api().Alloc(0, kBlock * sizeof(float), 256);
+  TensorView device(buffer, kBlock, kCUDA0, kFloat32), host(data.data(), kBlock, kCPU, kFloat32);
+  Api().Copy(host.tensor, device.tensor);
+  Function reverse =
+      CreateModule(TestPtx(), {"reverse_in_block"}).GetFunctionRequired("reverse_in_block");
+  // The kernel uses only the first kBlock floats; asking for more must still launch.
+  reverse(&device.tensor, 1, 1, 1, kBlock, 1, 1, int64_t{most});
+  reverse(&device.tensor, 1, 1, 1, kBlock, 1, 1, int64_t{64 * 1024});  // already allowed
+  reverse(&device.tensor, 1, 1, 1, kBlock, 1, 1, int64_t{most});
+  Api().Copy(device.tensor, host.tensor);
+  Api().Sync(0);
+  for (int64_t i = 0; i < kBlock; ++i) ASSERT_EQ(data[i], static_cast<float>(kBlock - 1 - i)) << i;
+  EXPECT_THAT(
+      ErrorMessage("ValueError",
+                   [&] { reverse(&device.tensor, 1, 1, 1, kBlock, 1, 1, int64_t{most} + 1); }),
+      AllOf(HasSubstr("asks for " + std::to_string(most + 1) + " bytes of dynamic shared"),
+            HasSubstr("at most " + std::to_string(most) + " bytes per block")));
+  Api().Free(0, buffer);
+}
+
+TEST_F(CUDATest, AnEmptyGridLaunchesNothing) {
+  constexpr int64_t kN = 8;
+  std::vector<int64_t> result(kN, 3);
+  void* buffer = Api().Alloc(0, kN * sizeof(int64_t), 256);
+  TensorView device(buffer, kN, kCUDA0, kInt64), host(result.data(), kN, kCPU, kInt64);
+  Api().Copy(host.tensor, device.tensor);
+  CreateModule(TestPtx(), {"fill"})
+      .GetFunctionRequired("fill")(&device.tensor, 9, kN, 0, 1, 1, 8, 1, 1);
+  Api().Copy(device.tensor, host.tensor);
+  Api().Sync(0);
+  EXPECT_EQ(result, std::vector<int64_t>(kN, 3));
+  Api().Free(0, buffer);
+}
+
+TEST_F(CUDATest, LaunchesFromManyThreads) {
+  // Each thread must make the device current itself; the runtime API's current device is
+  // per thread.
+  Module module = CreateModule(TestPtx(), {"fill"});
+  constexpr int kThreads = 8;
+  constexpr int64_t kN = 1 << 16;
+  std::vector<std::string> failures(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        void* buffer = Api().Alloc(0, kN * sizeof(int64_t), 256);
+        TensorView device(buffer, kN, kCUDA0, kInt64);
+        KilnStreamHandle stream = Api().CreateStream(0);
+        for (int round = 0; round < 20; ++round) {
+          module.GetFunctionRequired("fill")(&device.tensor, t * 100 + round, kN, kN / 256, 1, 1,
+                                             256, 1, 1);
+        }
+        std::vector<int64_t> result(kN);
+        TensorView host(result.data(), kN, kCPU, kInt64);
+        Api().Copy(device.tensor, host.tensor, stream);
+        Api().Sync(0, stream);
+        Api().FreeStream(0, stream);
+        Api().Free(0, buffer);
+        if (result != std::vector<int64_t>(kN, t * 100 + 19)) failures[t] = "wrong values";
+      } catch (const std::exception& error) {
+        failures[t] = error.what();
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(failures, std::vector<std::string>(kThreads));
+}
+
+TEST(CUDADeathTest, AKernelFaultIsReportedBySync) {
+  // A fault poisons the CUDA context for good, so it happens in a child process.
+  ASSERT_NO_THROW(LoadPlugin(KILN_CUDA_BACKEND));
+  if (!runtime::DeviceExists(kCUDA0)) GTEST_SKIP() << CudaStatus();
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        LoadPlugin(KILN_CUDA_BACKEND);
+        CreateModule(TestPtx(), {"fault"}).GetFunctionRequired("fault")(1, 1, 1, 1, 1, 1);
+        try {
+          DeviceApiRef::Get(kDLCUDA).Sync(0);
+        } catch (const Error& error) {
+          std::cerr << error.kind() << ": " << error.message() << "\n";
+          std::exit(3);
+        }
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(3), "RuntimeError: cudaStreamSynchronize failed: cudaError");
 }
 
 }  // namespace

@@ -60,12 +60,16 @@ int64_t DefaultDomainOpset(const onnx::ModelProto& model) {
 
 /// Models older than the converters (opset 6 and before: PyTorch's early exporters, legacy
 /// broadcasting attributes) are upgraded by ONNX's own version converter rather than by a second
-/// set of converters in Kiln.
+/// set of converters in Kiln. The target is opset 9, not 7: those exporters wrote int64
+/// Constants, which Constant's schema allows only from opset 9. The converter's adapters read
+/// input shapes, hence shape inference first.
 void UpgradeOldOpset(onnx::ModelProto& model, const std::string& source) {
+  constexpr int kUpgradeTarget = 9;
   const int64_t opset = DefaultDomainOpset(model);
   if (opset == 0 || opset >= kMinOpset) return;
   try {
-    model = onnx::version_conversion::ConvertVersion(model, static_cast<int>(kMinOpset));
+    onnx::shape_inference::InferShapes(model);
+    model = onnx::version_conversion::ConvertVersion(model, kUpgradeTarget);
   } catch (const std::exception& error) {
     KILN_THROW(NotImplementedError)
         << source << " uses opset " << opset << "; Kiln imports opsets " << kMinOpset << "-"

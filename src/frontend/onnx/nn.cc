@@ -13,7 +13,14 @@ namespace frontend {
 namespace onnx_import {
 namespace {
 
+/// ConvTranspose has 2-D windows only (nn.conv2d_transpose); Conv and pooling also take 3-D.
 constexpr size_t kSpatialRank = 2;
+constexpr size_t kMaxSpatialRank = 3;
+
+/// "nn.conv2d" or "nn.conv3d" for `spatial_rank` 2 or 3.
+std::string RankedOp(const char* prefix, size_t spatial_rank) {
+  return std::string(prefix) + std::to_string(spatial_rank) + "d";
+}
 
 Map<String, Any> WindowAttrs(const Window& window) {
   return {{"strides", ToArray(window.strides)},
@@ -21,26 +28,32 @@ Map<String, Any> WindowAttrs(const Window& window) {
           {"dilation", ToArray(window.dilations)}};
 }
 
-/// `out` plus the per-channel bias of input 2, if given, broadcast over (N, C, H, W).
-ir::Expr AddChannelBias(const NodeContext& node, ir::Expr out) {
+/// `out` plus the per-channel bias of input 2, if given, broadcast over (N, C, spatial...).
+ir::Expr AddChannelBias(const NodeContext& node, ir::Expr out, size_t spatial_rank) {
   if (!node.HasInput(2)) return out;
-  ir::Expr bias = MakeCall("reshape", {node.Input(2)}, {{"newshape", Array<int64_t>{1, -1, 1, 1}}});
+  std::vector<int64_t> shape(spatial_rank + 2, 1);
+  shape[1] = -1;
+  ir::Expr bias = MakeCall("reshape", {node.Input(2)}, {{"newshape", ToArray(shape)}});
   return MakeCall("add", {std::move(out), bias});
 }
 
-std::vector<int64_t> KernelOfWeight(const NodeContext& node) {
+std::vector<int64_t> KernelOfWeight(const NodeContext& node, size_t spatial_rank) {
   const std::vector<int64_t> weight = node.InputShape(1);
-  KILN_CHECK(weight.size() == kSpatialRank + 2, ValueError)
-      << node.Describe() << ": the weight must be 4-D, it has rank " << weight.size();
-  return {weight[2], weight[3]};
+  KILN_CHECK(weight.size() == spatial_rank + 2, ValueError)
+      << node.Describe() << ": the weight must be " << spatial_rank + 2 << "-D, it has rank "
+      << weight.size();
+  return std::vector<int64_t>(weight.begin() + 2, weight.end());
 }
 
 ir::Expr ConvertConv(const NodeContext& node) {
-  const std::vector<int64_t> spatial = SpatialShape(node);  // checks the input's rank first
-  const Window window = ForwardWindow(node, spatial, KernelOfWeight(node));
+  // The input's rank first: it decides the weight's.
+  const std::vector<int64_t> spatial = SpatialShape(node, kMaxSpatialRank);
+  const Window window = ForwardWindow(node, spatial, KernelOfWeight(node, spatial.size()));
   Map<String, Any> attrs = WindowAttrs(window);
   attrs.Set("groups", node.Int("group", 1));
-  return AddChannelBias(node, MakeCall("nn.conv2d", {node.Input(0), node.Input(1)}, attrs));
+  return AddChannelBias(
+      node, MakeCall(RankedOp("nn.conv", spatial.size()), {node.Input(0), node.Input(1)}, attrs),
+      spatial.size());
 }
 
 /// ConvTranspose's output extents when the node asks for them (output_shape, or SAME auto_pad
@@ -78,9 +91,9 @@ void PadToTarget(const NodeContext& node, const std::vector<int64_t>& spatial,
 }
 
 ir::Expr ConvertConvTranspose(const NodeContext& node) {
-  const std::vector<int64_t> spatial = SpatialShape(node);
+  const std::vector<int64_t> spatial = SpatialShape(node, kSpatialRank);
   Window window;
-  window.kernel = KernelOfWeight(node);
+  window.kernel = KernelOfWeight(node, kSpatialRank);
   window.strides = WindowInts(node, "strides", 1, kSpatialRank);
   window.dilations = WindowInts(node, "dilations", 1, kSpatialRank);
   std::vector<int64_t> output_padding = WindowInts(node, "output_padding", 0, kSpatialRank);
@@ -94,8 +107,8 @@ ir::Expr ConvertConvTranspose(const NodeContext& node) {
   Map<String, Any> attrs = WindowAttrs(window);
   attrs.Set("groups", node.Int("group", 1));
   attrs.Set("output_padding", ToArray(output_padding));
-  return AddChannelBias(node,
-                        MakeCall("nn.conv2d_transpose", {node.Input(0), node.Input(1)}, attrs));
+  return AddChannelBias(
+      node, MakeCall("nn.conv2d_transpose", {node.Input(0), node.Input(1)}, attrs), kSpatialRank);
 }
 
 ir::Expr Scaled(ir::Expr value, double factor, DLDataType dtype) {
@@ -128,7 +141,7 @@ Map<String, Any> PoolAttrs(const NodeContext& node) {
   CheckSingleOutput(node);
   std::optional<std::vector<int64_t>> kernel = node.Ints("kernel_shape");
   KILN_CHECK(kernel.has_value(), ValueError) << node.Describe() << " needs kernel_shape";
-  const Window window = ForwardWindow(node, SpatialShape(node), *kernel);
+  const Window window = ForwardWindow(node, SpatialShape(node, kMaxSpatialRank), *kernel);
   Map<String, Any> attrs = WindowAttrs(window);
   attrs.Set("pool_size", ToArray(window.kernel));
   attrs.Set("ceil_mode", node.Int("ceil_mode", 0) != 0);
@@ -136,18 +149,27 @@ Map<String, Any> PoolAttrs(const NodeContext& node) {
 }
 
 ir::Expr ConvertMaxPool(const NodeContext& node) {
-  return MakeCall("nn.max_pool2d", {node.Input(0)}, PoolAttrs(node));
+  const size_t rank = node.InputShape(0).size() - 2;
+  return MakeCall(RankedOp("nn.max_pool", rank), {node.Input(0)}, PoolAttrs(node));
 }
 
 ir::Expr ConvertAveragePool(const NodeContext& node) {
   Map<String, Any> attrs = PoolAttrs(node);
   attrs.Set("count_include_pad", node.Int("count_include_pad", 0) != 0);
-  return MakeCall("nn.avg_pool2d", {node.Input(0)}, attrs);
+  const size_t rank = node.InputShape(0).size() - 2;
+  return MakeCall(RankedOp("nn.avg_pool", rank), {node.Input(0)}, attrs);
 }
 
-ir::Expr ConvertGlobalPool(const NodeContext& node, const char* op) {
-  SpatialShape(node);
-  return MakeCall(op, {node.Input(0)});
+/// The 2-D global pool op for 4-D inputs; for other ranks the reduction `reduce` ("mean",
+/// "max") over every spatial axis, which is what a global pool is.
+ir::Expr ConvertGlobalPool(const NodeContext& node, const char* op_2d, const char* reduce) {
+  const size_t rank = node.InputShape(0).size();
+  KILN_CHECK(rank >= 3, ValueError)
+      << node.Describe() << ": the input needs a spatial axis, it has rank " << rank;
+  if (rank == kSpatialRank + 2) return MakeCall(op_2d, {node.Input(0)});
+  std::vector<int64_t> axes;
+  for (size_t axis = 2; axis < rank; ++axis) axes.push_back(static_cast<int64_t>(axis));
+  return MakeCall(reduce, {node.Input(0)}, {{"axis", ToArray(axes)}, {"keepdims", true}});
 }
 
 ir::Expr ConvertBatchNorm(const NodeContext& node) {
@@ -228,10 +250,10 @@ void AddNNConverters(std::vector<ConverterEntry>& table) {
   AddConverter(table, "MaxPool", 1, kMaxOpset, LiftWindow1D(ConvertMaxPool, false));
   AddConverter(table, "AveragePool", 7, kMaxOpset, LiftWindow1D(ConvertAveragePool, false));
   AddConverter(table, "GlobalAveragePool", 1, kMaxOpset, [](const NodeContext& node) {
-    return ConvertGlobalPool(node, "nn.global_avg_pool2d");
+    return ConvertGlobalPool(node, "nn.global_avg_pool2d", "mean");
   });
   AddConverter(table, "GlobalMaxPool", 1, kMaxOpset, [](const NodeContext& node) {
-    return ConvertGlobalPool(node, "nn.global_max_pool2d");
+    return ConvertGlobalPool(node, "nn.global_max_pool2d", "max");
   });
   AddConverter(table, "BatchNormalization", 7, kMaxOpset, ConvertBatchNorm);
   AddConverter(table, "LayerNormalization", 17, kMaxOpset, ConvertLayerNorm);

@@ -11,20 +11,22 @@ namespace frontend {
 namespace onnx_import {
 namespace {
 
-constexpr size_t kSpatialRank = 2;
+/// Windows of 1-D inputs are lifted to this rank (LiftWindow1D).
+constexpr size_t kLiftedRank = 2;
 
 /// ONNX's SAME padding: the output has ceil(in / stride) elements, and the odd pixel of the
 /// total padding goes at the end (SAME_UPPER) or the beginning (SAME_LOWER).
 std::vector<int64_t> SamePads(const std::vector<int64_t>& spatial, const Window& window,
                               bool upper) {
-  std::vector<int64_t> pads(2 * kSpatialRank);
-  for (size_t i = 0; i < kSpatialRank; ++i) {
+  const size_t rank = spatial.size();
+  std::vector<int64_t> pads(2 * rank);
+  for (size_t i = 0; i < rank; ++i) {
     const int64_t stride = window.strides[i];
     const int64_t out = (spatial[i] + stride - 1) / stride;
     const int64_t extent = (window.kernel[i] - 1) * window.dilations[i] + 1;
     const int64_t total = std::max<int64_t>((out - 1) * stride + extent - spatial[i], 0);
     pads[i] = upper ? total / 2 : total - total / 2;
-    pads[i + kSpatialRank] = total - pads[i];
+    pads[i + rank] = total - pads[i];
   }
   return pads;
 }
@@ -63,7 +65,7 @@ onnx::NodeProto LiftAttributes(const onnx::NodeProto& node) {
 
 Converter LiftWindow1D(Converter convert_2d, bool lift_weight) {
   return [convert_2d = std::move(convert_2d), lift_weight](const NodeContext& node) {
-    if (node.InputShape(0).size() != kSpatialRank + 1) return convert_2d(node);
+    if (node.InputShape(0).size() != kLiftedRank + 1) return convert_2d(node);
     std::vector<ir::Expr> inputs;
     std::vector<std::optional<Tensor>> propagated;
     for (int i = 0; i < node.proto().input_size(); ++i) {
@@ -88,27 +90,28 @@ std::vector<int64_t> WindowInts(const NodeContext& node, const std::string& name
   return values;
 }
 
-std::vector<int64_t> SpatialShape(const NodeContext& node) {
+std::vector<int64_t> SpatialShape(const NodeContext& node, size_t max_rank) {
   std::vector<int64_t> shape = node.InputShape(0);
-  KILN_CHECK(shape.size() == kSpatialRank + 2, NotImplementedError)
-      << node.Describe() << ": only 2-D windows (4-D inputs) are supported, the input has rank "
-      << shape.size();
-  return {shape[2], shape[3]};
+  KILN_CHECK(shape.size() >= 4 && shape.size() <= max_rank + 2, NotImplementedError)
+      << node.Describe() << ": only 1-D to " << max_rank << "-D windows (3-D to " << max_rank + 2
+      << "-D inputs) are supported, the input has rank " << shape.size();
+  return std::vector<int64_t>(shape.begin() + 2, shape.end());
 }
 
 Window ForwardWindow(const NodeContext& node, const std::vector<int64_t>& spatial,
                      std::vector<int64_t> kernel) {
+  const size_t rank = spatial.size();
   Window window;
   window.kernel = std::move(kernel);
-  KILN_CHECK(window.kernel.size() == kSpatialRank, ValueError)
-      << node.Describe() << ": the kernel needs " << kSpatialRank << " extents";
-  window.strides = WindowInts(node, "strides", 1, kSpatialRank);
-  window.dilations = WindowInts(node, "dilations", 1, kSpatialRank);
+  KILN_CHECK(window.kernel.size() == rank, ValueError)
+      << node.Describe() << ": the kernel needs " << rank << " extents";
+  window.strides = WindowInts(node, "strides", 1, rank);
+  window.dilations = WindowInts(node, "dilations", 1, rank);
   const std::string auto_pad = node.Str("auto_pad", "NOTSET");
   if (auto_pad == "NOTSET") {
-    window.pads = WindowInts(node, "pads", 0, 2 * kSpatialRank);
+    window.pads = WindowInts(node, "pads", 0, 2 * rank);
   } else if (auto_pad == "VALID") {
-    window.pads.assign(2 * kSpatialRank, 0);
+    window.pads.assign(2 * rank, 0);
   } else {
     KILN_CHECK(auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER", ValueError)
         << node.Describe() << ": unknown auto_pad '" << auto_pad

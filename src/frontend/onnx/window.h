@@ -13,19 +13,22 @@ namespace kiln {
 namespace frontend {
 namespace onnx_import {
 
+/// Per spatial axis ([H, W], or [D, H, W]); pads are all begins then all ends, ONNX's and
+/// Kiln's order ([top, left, bottom, right] in 2-D).
 struct Window {
-  std::vector<int64_t> kernel;     ///< [KH, KW]
-  std::vector<int64_t> strides;    ///< [SH, SW]
-  std::vector<int64_t> dilations;  ///< [DH, DW]
-  std::vector<int64_t> pads;       ///< [top, left, bottom, right], ONNX's and Kiln's order
+  std::vector<int64_t> kernel;
+  std::vector<int64_t> strides;
+  std::vector<int64_t> dilations;
+  std::vector<int64_t> pads;
 };
 
 /// Integer attribute `name` holding `size` values; `size` copies of `fill` when absent.
 std::vector<int64_t> WindowInts(const NodeContext& node, const std::string& name, int64_t fill,
                                 size_t size);
 
-/// Checks that input 0 is 4-D (Kiln has 2-D windows only) and returns its (H, W).
-std::vector<int64_t> SpatialShape(const NodeContext& node);
+/// Checks that input 0 has 2 to `max_rank` spatial axes (4-D to (max_rank + 2)-D; 1-D windows
+/// are lifted before, LiftWindow1D) and returns its spatial extents.
+std::vector<int64_t> SpatialShape(const NodeContext& node, size_t max_rank);
 
 /// The window of a forward op (Conv, pooling) over `spatial` with kernel `kernel`, auto_pad
 /// SAME_UPPER / SAME_LOWER / VALID resolved into explicit pads.

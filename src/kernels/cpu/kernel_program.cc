@@ -13,6 +13,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -102,7 +103,8 @@ Any ReadAttr(const Json& value) {
 
 TensorRef ReadRef(const Json& value, const ProgramFunction& func, size_t num_constants) {
   const auto text = value.get<std::string>();
-  KILN_CHECK(text.size() >= 2 && std::strchr("iotc", text[0]) != nullptr, ValueError)
+  KILN_CHECK(text.size() >= 2 && std::string_view("iotc").find(text[0]) != std::string_view::npos,
+             ValueError)
       << kPrefix << "'" << text << "' does not name a tensor (i<n>, o<n>, c<n> or t<n>)";
   size_t index = 0;
   const char* end = text.data() + text.size();

@@ -1,6 +1,6 @@
-// nn.max_pool2d, nn.avg_pool2d and their global forms, NCHW float32, one (n, c) plane per
-// task. Windows clip to the input; the output extents (ceil_mode included) come from the
-// allocated output, which the type relation sized.
+// nn.max_pool2d/3d, nn.avg_pool2d/3d (NCHW, NCDHW) and the global 2-D forms, float32, one
+// (n, c) plane per task. Windows clip to the input; the output extents (ceil_mode included)
+// come from the allocated output, which the type relation sized.
 #include <algorithm>
 #include <limits>
 
@@ -19,8 +19,12 @@ void ForEachPlane(const KernelCall& call, const Body& body) {
   const Tensor in = call.input(0);
   const Tensor out = call.output(0);
   const int64_t planes = in.shape(0) * in.shape(1);
-  const int64_t in_size = in.shape(2) * in.shape(3);
-  const int64_t out_size = out.shape(2) * out.shape(3);
+  int64_t in_size = 1;
+  int64_t out_size = 1;
+  for (int64_t axis = 2; axis < in.ndim(); ++axis) {
+    in_size *= in.shape(axis);
+    out_size *= out.shape(axis);
+  }
   const float* x = Data<const float>(in);
   float* y = Data<float>(out);
   const int64_t grain = std::max<int64_t>(1, kElementGrain / std::max<int64_t>(1, in_size));
@@ -29,42 +33,62 @@ void ForEachPlane(const KernelCall& call, const Body& body) {
   });
 }
 
-template <bool kMax>
-void Pool2D(const KernelCall& call) {
-  const std::vector<int64_t> pool_size = call.Ints("pool_size");
-  KILN_CHECK(pool_size.size() == 2, ValueError) << call.Prefix() << "pool_size needs 2 values";
-  const Window2D win = ReadWindow(call, pool_size[0], pool_size[1]);
+/// Splits `index` into coordinates over `extents` (row-major).
+template <int kRank>
+void Unflatten(int64_t index, const int64_t* extents, int64_t* coords) {
+  for (int axis = kRank - 1; axis >= 0; --axis) {
+    coords[axis] = index % extents[axis];
+    index /= extents[axis];
+  }
+}
+
+template <int kRank, bool kMax>
+void Pool(const KernelCall& call) {
+  const Window<kRank> win = ReadWindow<kRank>(call, call.Ints("pool_size"));
   const bool include_pad = !kMax && call.Bool("count_include_pad");
   const Tensor in = call.input(0);
   const Tensor out = call.output(0);
-  const int64_t h = in.shape(2);
-  const int64_t w = in.shape(3);
-  const int64_t oh = out.shape(2);
-  const int64_t ow = out.shape(3);
+  int64_t in_dims[kRank];
+  int64_t out_dims[kRank];
+  int64_t out_size = 1;
+  int64_t taps = 1;
+  for (int axis = 0; axis < kRank; ++axis) {
+    in_dims[axis] = in.shape(2 + axis);
+    out_dims[axis] = out.shape(2 + axis);
+    out_size *= out_dims[axis];
+    taps *= win.kernel[axis];
+  }
   ForEachPlane(call, [&](const float* x, float* y) {
-    for (int64_t oy = 0; oy < oh; ++oy) {
-      for (int64_t ox = 0; ox < ow; ++ox) {
-        float acc = kMax ? -std::numeric_limits<float>::infinity() : 0.F;
-        int64_t count = 0;
-        for (int64_t kh = 0; kh < win.kernel[0]; ++kh) {
-          const int64_t iy = win.InputPos(0, oy, kh);
-          for (int64_t kw = 0; kw < win.kernel[1]; ++kw) {
-            const int64_t ix = win.InputPos(1, ox, kw);
-            const bool inside = iy >= 0 && iy < h && ix >= 0 && ix < w;
-            // count_include_pad counts padding, but not window parts past it (ceil_mode).
-            const bool in_padded = iy < h + win.pad_end[0] && ix < w + win.pad_end[1];
-            count += (include_pad ? in_padded : inside) ? 1 : 0;
-            if (!inside) continue;
-            acc = kMax ? std::max(acc, x[iy * w + ix]) : acc + x[iy * w + ix];
-          }
+    int64_t position[kRank];
+    int64_t tap[kRank];
+    for (int64_t o = 0; o < out_size; ++o) {
+      Unflatten<kRank>(o, out_dims, position);
+      float acc = kMax ? -std::numeric_limits<float>::infinity() : 0.F;
+      int64_t count = 0;
+      for (int64_t t = 0; t < taps; ++t) {
+        Unflatten<kRank>(t, win.kernel, tap);
+        bool inside = true;
+        // count_include_pad counts padding, but not window parts past it (ceil_mode).
+        bool in_padded = true;
+        int64_t offset = 0;
+        for (int axis = 0; axis < kRank; ++axis) {
+          const int64_t pos = win.InputPos(axis, position[axis], tap[axis]);
+          inside = inside && pos >= 0 && pos < in_dims[axis];
+          in_padded = in_padded && pos < in_dims[axis] + win.pad_end[axis];
+          offset = offset * in_dims[axis] + pos;
         }
-        y[oy * ow + ox] = kMax ? acc : acc / static_cast<float>(std::max<int64_t>(count, 1));
+        count += (include_pad ? in_padded : inside) ? 1 : 0;
+        if (!inside) continue;
+        acc = kMax ? std::max(acc, x[offset]) : acc + x[offset];
       }
+      y[o] = kMax ? acc : acc / static_cast<float>(std::max<int64_t>(count, 1));
     }
   });
 }
-KILN_CPU_KERNEL("nn.max_pool2d", Pool2D<true>);
-KILN_CPU_KERNEL("nn.avg_pool2d", Pool2D<false>);
+KILN_CPU_KERNEL("nn.max_pool2d", (Pool<2, true>));
+KILN_CPU_KERNEL("nn.avg_pool2d", (Pool<2, false>));
+KILN_CPU_KERNEL("nn.max_pool3d", (Pool<3, true>));
+KILN_CPU_KERNEL("nn.avg_pool3d", (Pool<3, false>));
 
 template <bool kMax>
 void GlobalPool2D(const KernelCall& call) {

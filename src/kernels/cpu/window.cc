@@ -6,18 +6,29 @@ namespace kiln {
 namespace kernels {
 namespace cpu {
 
-Window2D ReadWindow(const KernelCall& call, int64_t kernel_h, int64_t kernel_w) {
+template <int kRank>
+Window<kRank> ReadWindow(const KernelCall& call, const std::vector<int64_t>& kernel) {
   const std::vector<int64_t> strides = call.Ints("strides");
   const std::vector<int64_t> padding = call.Ints("padding");
   const std::vector<int64_t> dilation = call.Ints("dilation");
-  KILN_CHECK(strides.size() == 2 && padding.size() == 4 && dilation.size() == 2, ValueError)
-      << call.Prefix() << "strides, padding and dilation need 2, 4 and 2 values";
-  return Window2D{{kernel_h, kernel_w},
-                  {strides[0], strides[1]},
-                  {padding[0], padding[1]},
-                  {padding[2], padding[3]},
-                  {dilation[0], dilation[1]}};
+  const auto rank = static_cast<size_t>(kRank);
+  KILN_CHECK(kernel.size() == rank && strides.size() == rank && padding.size() == 2 * rank &&
+                 dilation.size() == rank,
+             ValueError)
+      << call.Prefix() << "the window, strides, padding and dilation need " << rank << ", " << rank
+      << ", " << 2 * rank << " and " << rank << " values";
+  Window<kRank> window{};
+  for (size_t i = 0; i < rank; ++i) {
+    window.kernel[i] = kernel[i];
+    window.stride[i] = strides[i];
+    window.pad_begin[i] = padding[i];
+    window.pad_end[i] = padding[rank + i];
+    window.dilation[i] = dilation[i];
+  }
+  return window;
 }
+template Window2D ReadWindow<2>(const KernelCall& call, const std::vector<int64_t>& kernel);
+template Window3D ReadWindow<3>(const KernelCall& call, const std::vector<int64_t>& kernel);
 
 Range ValidOutputs(int64_t out_extent, int64_t stride, int64_t offset, int64_t in_extent) {
   // o >= ceil(-offset / stride) and o <= floor((in_extent - 1 - offset) / stride).

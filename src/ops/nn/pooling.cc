@@ -1,5 +1,6 @@
-// 2-D pooling in NCHW: nn.max_pool2d and nn.avg_pool2d (ONNX MaxPool/AveragePool with explicit
-// pads), and the global forms that reduce H and W to 1 (GlobalMaxPool/GlobalAveragePool).
+// Pooling: nn.max_pool2d/3d and nn.avg_pool2d/3d in NCHW / NCDHW (ONNX MaxPool/AveragePool with
+// explicit pads), and the 2-D global forms that reduce H and W to 1 (GlobalMaxPool,
+// GlobalAveragePool).
 #include <kiln/ir/op.h>
 
 #include "../op_common.h"
@@ -9,12 +10,16 @@ namespace kiln {
 namespace op {
 namespace {
 
-Type Pool2DRelation(const TypeRelationContext& ctx) {
-  const std::vector<int64_t> data = ShapeOfRank(ctx, 0, 4, "(N, C, H, W)");
-  const Window window = ReadWindow(ctx, ReadBoundedInts(ctx, "pool_size", 2, 1));
-  const std::vector<int64_t> spatial = WindowOutputShape(ctx, window, {data[2], data[3]});
-  return TypeRelationContext::TensorResult({data[0], data[1], spatial[0], spatial[1]},
-                                           ctx.DType(0));
+template <size_t kRank>
+Type PoolRelation(const TypeRelationContext& ctx) {
+  const std::vector<int64_t> data =
+      ShapeOfRank(ctx, 0, kRank + 2, kRank == 2 ? "(N, C, H, W)" : "(N, C, D, H, W)");
+  const Window window = ReadWindow(ctx, ReadBoundedInts(ctx, "pool_size", kRank, 1));
+  const std::vector<int64_t> spatial =
+      WindowOutputShape(ctx, window, std::vector<int64_t>(data.begin() + 2, data.end()));
+  std::vector<int64_t> out = {data[0], data[1]};
+  out.insert(out.end(), spatial.begin(), spatial.end());
+  return TypeRelationContext::TensorResult(out, ctx.DType(0));
 }
 
 Type GlobalPool2DRelation(const TypeRelationContext& ctx) {
@@ -22,23 +27,32 @@ Type GlobalPool2DRelation(const TypeRelationContext& ctx) {
   return TypeRelationContext::TensorResult({data[0], data[1], 1, 1}, ctx.DType(0));
 }
 
-// The attributes both windowed pools share.
-#define KILN_REGISTER_POOL2D_OP(Name)                                   \
-  KILN_REGISTER_OP(Name)                                                \
-      .add_input("data")                                                \
-      .add_attr("pool_size", AttrKind::kInts)                           \
-      .add_attr("strides", AttrKind::kInts, Array<int64_t>{1, 1})       \
-      .add_attr("padding", AttrKind::kInts, Array<int64_t>{0, 0, 0, 0}) \
-      .add_attr("dilation", AttrKind::kInts, Array<int64_t>{1, 1})      \
-      .add_attr("ceil_mode", AttrKind::kBool, false)                    \
-      .set_pattern(OpPattern::kOutEWiseFusable)                         \
-      .set_type_relation(Pool2DRelation)
+// The attributes every windowed pool shares; `Ones`/`Zeros` are the defaults of its rank.
+#define KILN_REGISTER_POOL_OP(Name, Rank, Ones, Zeros)             \
+  KILN_REGISTER_OP(Name)                                           \
+      .add_input("data")                                           \
+      .add_attr("pool_size", AttrKind::kInts)                      \
+      .add_attr("strides", AttrKind::kInts, Array<int64_t>(Ones))  \
+      .add_attr("padding", AttrKind::kInts, Array<int64_t>(Zeros)) \
+      .add_attr("dilation", AttrKind::kInts, Array<int64_t>(Ones)) \
+      .add_attr("ceil_mode", AttrKind::kBool, false)               \
+      .set_pattern(OpPattern::kOutEWiseFusable)                    \
+      .set_type_relation(PoolRelation<Rank>)
 
-KILN_REGISTER_POOL2D_OP("nn.max_pool2d");
+const std::vector<int64_t> kOnes2D{1, 1};
+const std::vector<int64_t> kZeros2D(4, 0);
+const std::vector<int64_t> kOnes3D{1, 1, 1};
+const std::vector<int64_t> kZeros3D(6, 0);
+
+KILN_REGISTER_POOL_OP("nn.max_pool2d", 2, kOnes2D, kZeros2D);
+KILN_REGISTER_POOL_OP("nn.max_pool3d", 3, kOnes3D, kZeros3D);
 // count_include_pad: whether padded positions count in the divisor (ONNX's attribute).
-KILN_REGISTER_POOL2D_OP("nn.avg_pool2d").add_attr("count_include_pad", AttrKind::kBool, false);
+KILN_REGISTER_POOL_OP("nn.avg_pool2d", 2, kOnes2D, kZeros2D)
+    .add_attr("count_include_pad", AttrKind::kBool, false);
+KILN_REGISTER_POOL_OP("nn.avg_pool3d", 3, kOnes3D, kZeros3D)
+    .add_attr("count_include_pad", AttrKind::kBool, false);
 
-#undef KILN_REGISTER_POOL2D_OP
+#undef KILN_REGISTER_POOL_OP
 
 #define KILN_REGISTER_GLOBAL_POOL2D_OP(Name)    \
   KILN_REGISTER_OP(Name)                        \

@@ -23,6 +23,20 @@ TEST(Conv2DOpTest, SlidesTheKernel) {
       {"'strides' must be 2 integers in [1, 1048576], got (1)", "data: Tensor[(1, 3, 8, 8)"});
 }
 
+TEST(Conv3DOpTest, SlidesTheKernelOverDepthToo) {
+  // D: (6 + 1 + 1 - 3) / 1 + 1 = 6; H: (8 - 3) / 2 + 1 = 3; W: (8 - 3 * 2 + 1) / 1 + 1 = 4.
+  ExpectType(T({1, 4, 6, 3, 4}), "nn.conv3d", {T({1, 2, 6, 8, 8}), T({4, 2, 3, 3, 3})},
+             {{"padding", Array<int64_t>{1, 0, 0, 1, 0, 0}},
+              {"strides", Array<int64_t>{1, 2, 1}},
+              {"dilation", Array<int64_t>{1, 1, 2}}});
+  ExpectType(T({1, 8, 4, 4, 4}), "nn.conv3d", {T({1, 4, 6, 6, 6}), T({8, 2, 3, 3, 3})},
+             {{"groups", 2}});
+  ExpectTypeError("nn.conv3d", {T({1, 3, 8, 8}), T({8, 3, 3, 3})}, {},
+                  {"'data' (argument 0) must be 5-D (N, C, D, H, W)"});
+  ExpectTypeError("nn.conv3d", {T({1, 3, 4, 4, 4}), T({8, 3, 3, 3, 3})},
+                  {{"padding", Array<int64_t>{1, 1, 1, 1}}}, {"'padding' must be 6 integers"});
+}
+
 TEST(Conv2DTransposeOpTest, InvertsConv2DShapes) {
   ExpectType(T({1, 2, 10, 10}), "nn.conv2d_transpose", {T({1, 4, 5, 5}), T({4, 2, 3, 3})},
              {{"strides", Array<int64_t>{2, 2}},
@@ -65,6 +79,18 @@ TEST(PoolingOpTest, WindowedPools) {
              {{"pool_size", Array<int64_t>{3, 3}},
               {"padding", Array<int64_t>{1, 1, 1, 1}},
               {"count_include_pad", true}});
+}
+
+TEST(PoolingOpTest, ThreeDimensionalPools) {
+  for (const char* name : {"nn.max_pool3d", "nn.avg_pool3d"}) {
+    // D: (7 - 3) / 2 + 1 = 3; H: (8 + 2 - 2) / 2 + 1 = 5; W: 5 - 1 + 1 = 5.
+    ExpectType(T({2, 3, 3, 5, 5}), name, {T({2, 3, 7, 8, 5})},
+               {{"pool_size", Array<int64_t>{3, 2, 1}},
+                {"strides", Array<int64_t>{2, 2, 1}},
+                {"padding", Array<int64_t>{0, 1, 0, 0, 1, 0}}});
+    ExpectTypeError(name, {T({1, 3, 8, 8, 8})}, {{"pool_size", Array<int64_t>{2, 2}}},
+                    {"'pool_size' must be 3 integers"});
+  }
 }
 
 TEST(PoolingOpTest, CeilModeDropsWindowsStartingInTheRightPadding) {

@@ -16,11 +16,14 @@ TEST(CoreOpRegistryTest, EveryCoreOpHasSchemaRelationAndPattern) {
   const std::map<std::string, OpPattern> patterns = {
       {"nn.conv2d", OpPattern::kOutEWiseFusable},
       {"nn.conv2d_transpose", OpPattern::kOutEWiseFusable},
+      {"nn.conv3d", OpPattern::kOutEWiseFusable},
       {"nn.dense", OpPattern::kOutEWiseFusable},
       {"matmul", OpPattern::kOutEWiseFusable},
       {"nn.batch_matmul", OpPattern::kOutEWiseFusable},
       {"nn.max_pool2d", OpPattern::kOutEWiseFusable},
       {"nn.avg_pool2d", OpPattern::kOutEWiseFusable},
+      {"nn.max_pool3d", OpPattern::kOutEWiseFusable},
+      {"nn.avg_pool3d", OpPattern::kOutEWiseFusable},
       {"nn.global_max_pool2d", OpPattern::kOutEWiseFusable},
       {"nn.global_avg_pool2d", OpPattern::kOutEWiseFusable},
       {"nn.softmax", OpPattern::kOpaque},
@@ -52,7 +55,7 @@ TEST(CoreOpRegistryTest, EveryCoreOpHasSchemaRelationAndPattern) {
     EXPECT_TRUE(op.GetAttr<Function>(ir::op_attr::kFInferType).has_value()) << name;
     EXPECT_TRUE(op.GetAttr<int64_t>(ir::op_attr::kPatternKind).has_value()) << name;
   }
-  EXPECT_EQ(ir::Op::ListNames().size(), 73U) << "a new core op needs tests here and in docs/ops.md";
+  EXPECT_EQ(ir::Op::ListNames().size(), 76U) << "a new core op needs tests here and in docs/ops.md";
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
-// nn.conv2d and nn.conv2d_transpose in NCHW, float32. Both go through the shared GEMM: conv2d
-// gathers each image group into an im2col matrix and multiplies the weights by it;
-// conv2d_transpose multiplies the transposed weights by the input and scatters (col2im) the
-// products into the output. Depthwise conv2d (one input channel per group) has no reduction
-// worth a GEMM and runs directly.
+// nn.conv2d, nn.conv2d_transpose (NCHW) and nn.conv3d (NCDHW), float32. All go through the
+// shared GEMM: conv2d gathers each image group into an im2col matrix and multiplies the weights
+// by it; conv2d_transpose multiplies the transposed weights by the input and scatters (col2im)
+// the products into the output; conv3d builds its im2col matrix from 2-D ones, one per depth
+// tap and output depth. Depthwise conv2d (one input channel per group) has no reduction worth
+// a GEMM and runs directly.
 #include <algorithm>
 
 #include "gemm.h"
@@ -17,16 +18,17 @@ namespace {
 /// The im2col matrix of one group: row (c, kh, kw), column (y, x) of a col_h x col_w grid
 /// pairs with image position (y * stride - pad + kh * dilation, ...). Gathering fills `col`
 /// from the image (zeros outside it); scattering adds `col` into the image, col2im, which is
-/// the same walk in the other direction.
+/// the same walk in the other direction. Rows are `row_stride` floats apart (col_h * col_w
+/// when the matrix is this grid alone; conv3d interleaves several).
 template <bool kScatter, typename Image>
 void WalkColumns(float* col, Image* image, int64_t channels, int64_t image_h, int64_t image_w,
-                 int64_t col_h, int64_t col_w, const Window2D& window) {
+                 int64_t col_h, int64_t col_w, const Window2D& window, int64_t row_stride) {
   const int64_t col_size = col_h * col_w;
   for (int64_t c = 0; c < channels; ++c) {
     Image* plane = image + c * image_h * image_w;
     for (int64_t kh = 0; kh < window.kernel[0]; ++kh) {
       for (int64_t kw = 0; kw < window.kernel[1]; ++kw) {
-        float* col_row = col + ((c * window.kernel[0] + kh) * window.kernel[1] + kw) * col_size;
+        float* col_row = col + ((c * window.kernel[0] + kh) * window.kernel[1] + kw) * row_stride;
         const int64_t offset_h = window.InputPos(0, 0, kh);
         const int64_t offset_w = window.InputPos(1, 0, kw);
         const Range rows = ValidOutputs(col_h, window.stride[0], offset_h, image_h);
@@ -126,7 +128,7 @@ void Conv2D(const KernelCall& call) {
     std::vector<float> col;
     if (!pointwise) {
       col.resize(depth * spatial);
-      WalkColumns<false>(col.data(), group_data, group_in, s.h, s.w, s.oh, s.ow, win);
+      WalkColumns<false>(col.data(), group_data, group_in, s.h, s.w, s.oh, s.ow, win, spatial);
     }
     Gemm(group_out, spatial, depth, {w + group * group_out * depth, depth, 1},
          {pointwise ? group_data : col.data(), spatial, 1},
@@ -158,10 +160,86 @@ void Conv2DTranspose(const KernelCall& call) {
          {x + (image * s.c + group * group_in) * spatial, spatial, 1}, col.data(), spatial);
     float* group_out_data = y + (image * s.o + group * group_out) * s.oh * s.ow;
     std::fill_n(group_out_data, group_out * s.oh * s.ow, 0.F);
-    WalkColumns<true>(col.data(), group_out_data, group_out, s.oh, s.ow, s.h, s.w, win);
+    WalkColumns<true>(col.data(), group_out_data, group_out, s.oh, s.ow, s.h, s.w, win, s.h * s.w);
   });
 }
 KILN_CPU_KERNEL("nn.conv2d_transpose", Conv2DTranspose);
+
+/// The im2col matrix of one 3-D group, rows ordered (kd, c, kh, kw), columns (od, oh, ow): for
+/// each depth tap and output depth, the 2-D im2col block of the input plane at that depth
+/// (zeros when it falls in the padding).
+void GatherColumns3D(float* col, const float* group_data, int64_t channels, const int64_t* in,
+                     const int64_t* out, const Window3D& win) {
+  const Window2D plane_window{{win.kernel[1], win.kernel[2]},
+                              {win.stride[1], win.stride[2]},
+                              {win.pad_begin[1], win.pad_begin[2]},
+                              {win.pad_end[1], win.pad_end[2]},
+                              {win.dilation[1], win.dilation[2]}};
+  const int64_t plane_cols = out[1] * out[2];
+  const int64_t row_stride = out[0] * plane_cols;
+  const int64_t block_rows = channels * win.kernel[1] * win.kernel[2];
+  for (int64_t kd = 0; kd < win.kernel[0]; ++kd) {
+    for (int64_t od = 0; od < out[0]; ++od) {
+      float* block = col + kd * block_rows * row_stride + od * plane_cols;
+      const int64_t depth = win.InputPos(0, od, kd);
+      if (depth < 0 || depth >= in[0]) {
+        for (int64_t r = 0; r < block_rows; ++r)
+          std::fill_n(block + r * row_stride, plane_cols, 0.F);
+        continue;
+      }
+      // Channel c's plane at `depth` is (c * in[0] + depth) planes in: pass the channel stride
+      // as a taller "image" whose rows of interest start at `depth`.
+      for (int64_t c = 0; c < channels; ++c) {
+        WalkColumns<false>(block + c * win.kernel[1] * win.kernel[2] * row_stride,
+                           group_data + (c * in[0] + depth) * in[1] * in[2], 1, in[1], in[2],
+                           out[1], out[2], plane_window, row_stride);
+      }
+    }
+  }
+}
+
+/// weight (O, C/groups, KD, KH, KW), reordered per group to (O, KD, C/groups, KH, KW) to match
+/// the im2col rows.
+void Conv3D(const KernelCall& call) {
+  RequireFloat32Inputs(call);
+  const Tensor data = call.input(0);
+  const Tensor weight = call.input(1);
+  const Tensor output = call.output(0);
+  const int64_t n = data.shape(0);
+  const int64_t c = data.shape(1);
+  const int64_t o = output.shape(1);
+  const int64_t groups = call.Int("groups");
+  const int64_t in[3] = {data.shape(2), data.shape(3), data.shape(4)};
+  const int64_t out[3] = {output.shape(2), output.shape(3), output.shape(4)};
+  const Window3D win = ReadWindow<3>(call, {weight.shape(2), weight.shape(3), weight.shape(4)});
+  const int64_t group_in = c / groups;
+  const int64_t group_out = o / groups;
+  const int64_t plane_taps = win.kernel[1] * win.kernel[2];
+  const int64_t depth = win.kernel[0] * group_in * plane_taps;
+  const int64_t spatial = out[0] * out[1] * out[2];
+  const float* w = Data<const float>(weight);
+  std::vector<float> reordered(static_cast<size_t>(o * depth));
+  for (int64_t oc = 0; oc < o; ++oc) {
+    for (int64_t ic = 0; ic < group_in; ++ic) {
+      for (int64_t kd = 0; kd < win.kernel[0]; ++kd) {
+        std::copy_n(w + ((oc * group_in + ic) * win.kernel[0] + kd) * plane_taps, plane_taps,
+                    reordered.data() + oc * depth + (kd * group_in + ic) * plane_taps);
+      }
+    }
+  }
+  const float* x = Data<const float>(data);
+  float* y = Data<float>(output);
+  ForEachMatrix(n * groups, [&](int64_t i) {
+    const int64_t image = i / groups;
+    const int64_t group = i % groups;
+    std::vector<float> col(static_cast<size_t>(depth * spatial));
+    GatherColumns3D(col.data(), x + (image * c + group * group_in) * in[0] * in[1] * in[2],
+                    group_in, in, out, win);
+    Gemm(group_out, spatial, depth, {reordered.data() + group * group_out * depth, depth, 1},
+         {col.data(), spatial, 1}, y + (image * o + group * group_out) * spatial, spatial);
+  });
+}
+KILN_CPU_KERNEL("nn.conv3d", Conv3D);
 
 }  // namespace
 }  // namespace cpu
