@@ -53,11 +53,18 @@ class ConstantFolder : public TypedMutator {
   Expr RewriteCall(const ir::Call& /*pre*/, const ir::Call& call) override {
     const auto* op = call->op().as<ir::OpObj>();
     if (op == nullptr) return call;
+    // A kernel takes a tuple argument (concatenate's) as its fields, in order.
     Array<Tensor> inputs;
     for (const Expr& arg : call->args()) {
-      const auto* constant = arg.as<ir::ConstantObj>();
-      if (constant == nullptr) return call;
-      inputs.push_back(constant->data());
+      std::vector<Expr> parts{arg};
+      if (const auto* tuple = arg.as<ir::TupleObj>()) {
+        parts.assign(tuple->fields().begin(), tuple->fields().end());
+      }
+      for (const Expr& part : parts) {
+        const auto* constant = part.as<ir::ConstantObj>();
+        if (constant == nullptr) return call;
+        inputs.push_back(constant->data());
+      }
     }
     std::optional<kiln::Function> kernel =
         Downcast<ir::Op>(call->op()).GetAttr<kiln::Function>(ir::op_attr::kFKernel);

@@ -188,3 +188,48 @@ def test_1d_convolution_and_pooling_run_as_2d_windows():
     expected = torch.nn.functional.avg_pool1d(m, 2, stride=1).numpy()
     (y,) = kiln.build(mod).run(x=x)
     np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_static_sequences_become_tuples():
+    # Split x (2, 6) into widths [2, 1, 3], erase piece 1, insert y in front, concatenate;
+    # also take the last item, the length, and stack a constructed pair on a new axis.
+    int64 = onnx.TensorProto.INT64
+    consts = {
+        "split": np.array([2, 1, 3], dtype=np.int64),
+        "one": np.array(1, dtype=np.int64),
+        "zero": np.array(0, dtype=np.int64),
+        "minus_one": np.array(-1, dtype=np.int64),
+    }
+    graph = oh.make_graph(
+        [
+            oh.make_node("SplitToSequence", ["x", "split"], ["seq"], axis=1),
+            oh.make_node("SequenceErase", ["seq", "one"], ["erased"]),
+            oh.make_node("SequenceInsert", ["erased", "y", "zero"], ["inserted"]),
+            oh.make_node("ConcatFromSequence", ["inserted"], ["joined"], axis=1),
+            oh.make_node("SequenceAt", ["inserted", "minus_one"], ["last"]),
+            oh.make_node("SequenceLength", ["inserted"], ["length"]),
+            oh.make_node("SequenceConstruct", ["y", "y"], ["pair"]),
+            oh.make_node("ConcatFromSequence", ["pair"], ["stacked"], axis=0, new_axis=1),
+        ],
+        "sequences",
+        [
+            oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 6]),
+            oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 4]),
+        ],
+        [
+            oh.make_tensor_value_info("joined", onnx.TensorProto.FLOAT, [2, 9]),
+            oh.make_tensor_value_info("last", onnx.TensorProto.FLOAT, [2, 3]),
+            oh.make_tensor_value_info("length", int64, []),
+            oh.make_tensor_value_info("stacked", onnx.TensorProto.FLOAT, [2, 2, 4]),
+        ],
+        [onh.from_array(value, name) for name, value in consts.items()],
+    )
+    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 13)])
+    x = RNG.standard_normal((2, 6)).astype("float32")
+    y = RNG.standard_normal((2, 4)).astype("float32")
+    joined, last, length, stacked = kiln.build(kiln.frontend.from_onnx(model)).run(x=x, y=y)
+    pieces = [y, x[:, 0:2], x[:, 3:6]]  # piece 1 (x[:, 2:3]) erased, y inserted first
+    np.testing.assert_array_equal(joined, np.concatenate(pieces, axis=1))
+    np.testing.assert_array_equal(last, x[:, 3:6])
+    assert length.shape == () and int(length) == 3
+    np.testing.assert_array_equal(stacked, np.stack([y, y], axis=0))

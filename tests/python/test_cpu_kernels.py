@@ -32,6 +32,13 @@ DEFAULTS = {
     "split": {"axis": 0},
     "strided_slice": {"axes": None, "strides": None},
     "take": {"axis": 0},
+    "mod": {"fmod": False},
+    "gather_elements": {"axis": 0},
+    "scatter_elements": {"axis": 0, "reduction": "none"},
+    "gather_nd": {"batch_dims": 0},
+    "scatter_nd": {"reduction": "none"},
+    "cumsum": {"axis": 0, "exclusive": False, "reverse": False},
+    "topk": {"axis": -1, "largest": True},
     "nn.batch_matmul": {"transpose_a": False, "transpose_b": False},
     "sum": {"axis": None, "keepdims": True},
     "argmax": {"axis": 0, "keepdims": True},
@@ -59,6 +66,7 @@ DEFAULTS = {
         "rounding_method": "round_prefer_floor",
         "cubic_alpha": -0.75,
         "cubic_exclude": False,
+        "scales": None,
     },
 }
 for _op, _base in [("mean", "sum"), ("max", "sum"), ("min", "sum"), ("prod", "sum"),
@@ -117,6 +125,15 @@ UNARY = {
     "sign": np.sign,
     "sin": np.sin,
     "cos": np.cos,
+    "tan": np.tan,
+    "asin": np.arcsin,
+    "acos": np.arccos,
+    "atan": np.arctan,
+    "sinh": np.sinh,
+    "cosh": np.cosh,
+    "asinh": np.arcsinh,
+    "acosh": np.arccosh,
+    "atanh": np.arctanh,
     "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
     "tanh": np.tanh,
     "nn.relu": lambda x: np.maximum(x, 0),
@@ -128,7 +145,9 @@ UNARY = {
 }
 # Inputs in the domain of log, sqrt and reciprocal.
 UNARY_INPUT = {"log": lambda x: np.abs(x) + 0.1, "sqrt": np.abs,
-               "reciprocal": lambda x: np.abs(x) + 0.1}
+               "reciprocal": lambda x: np.abs(x) + 0.1, "asin": lambda x: x / 4.5,
+               "acos": lambda x: x / 4.5, "atanh": lambda x: x / 4.5,
+               "acosh": lambda x: np.abs(x) + 1}
 
 
 @pytest.mark.parametrize("op", sorted(UNARY))
@@ -228,6 +247,14 @@ def test_binary_integers(op, dtype):
     else:
         expected = {**BINARY, **COMPARE}[op](a, b)
     check(op, [a, b], expected)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float32, np.float64])
+def test_mod_fmod_takes_the_dividend_sign(dtype):
+    a = np.array([-7, -4, -1, 0, 3, 5, 8, 9], dtype)
+    b = np.array([3, -3, 2, -5, -2, 3, 3, -4], dtype)
+    check("mod", [a, b], np.fmod(a, b), fmod=True)
+    check("mod", [a, b], np.mod(a, b), fmod=False)
 
 
 @pytest.mark.parametrize("op", ["logical_and", "logical_or", "logical_xor", "equal"])
@@ -359,6 +386,104 @@ def test_take(axis, index_dtype):
     check("take", [x, idx], np.take(x, idx, axis=axis), axis=axis)
     with pytest.raises(ValueError, match="out of range"):
         run("take", [x, np.array([7], index_dtype)], [np.zeros((1,) + x.shape[1:], np.float32)])
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_gather_elements(axis, index_dtype):
+    x = rand(4, 5, 3)
+    shape = list(x.shape)
+    shape[axis] = 6
+    idx = RNG.integers(-x.shape[axis], x.shape[axis], size=shape).astype(index_dtype)
+    normalized = np.where(idx < 0, idx + x.shape[axis], idx)
+    check("gather_elements", [x, idx], np.take_along_axis(x, normalized, axis), axis=axis)
+    with pytest.raises(kiln.ValueError, match="kernel.cpu.gather_elements: index 5 is out of"):
+        run("gather_elements", [x, np.full((1, 1, 1), 5, index_dtype)],
+            [np.zeros((1, 1, 1), np.float32)], axis=0)
+
+
+def _scatter_elements_reference(data, indices, updates, axis, reduction):
+    out = data.copy()
+    ufunc = {"none": None, "add": np.add, "mul": np.multiply, "max": np.maximum,
+             "min": np.minimum}[reduction]
+    for position in np.ndindex(*indices.shape):
+        target = list(position)
+        target[axis] = indices[position] % data.shape[axis]
+        target = tuple(target)
+        out[target] = updates[position] if ufunc is None else ufunc(out[target],
+                                                                     updates[position])
+    return out
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_scatter_elements(reduction, axis):
+    data = rand(4, 5)
+    idx = RNG.integers(-4, 4, size=(3, 4)).astype(np.int64)  # duplicates apply in order
+    upd = rand(3, 4)
+    check("scatter_elements", [data, idx, upd],
+          _scatter_elements_reference(data, idx, upd, axis, reduction), axis=axis,
+          reduction=reduction)
+
+
+def test_gather_nd():
+    x = rand(3, 4, 5)
+    idx = np.array([[0, 1], [2, -1], [1, 3]], np.int64)
+    check("gather_nd", [x, idx], np.stack([x[0, 1], x[2, 3], x[1, 3]]))
+    idx1 = np.array([[[2]], [[0]]], np.int64)
+    check("gather_nd", [x, idx1], x[[2, 0]][:, None])
+    batch_idx = np.array([[1], [3], [0]], np.int64)  # batch_dims=1: row b picks x[b, i]
+    check("gather_nd", [x, batch_idx], np.stack([x[0, 1], x[1, 3], x[2, 0]]), batch_dims=1)
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "mul"])
+def test_scatter_nd(reduction):
+    data = rand(4, 3, 2)
+    idx = np.array([[1], [3], [1]], np.int64)
+    upd = rand(3, 3, 2)
+    expected = data.copy()
+    for i, row in enumerate(idx[:, 0]):
+        if reduction == "none":
+            expected[row] = upd[i]
+        elif reduction == "add":
+            expected[row] += upd[i]
+        else:
+            expected[row] *= upd[i]
+    check("scatter_nd", [data, idx, upd], expected, reduction=reduction)
+    elem = np.array([[0, 2, 1], [3, 0, 0]], np.int64)
+    expected = data.copy()
+    expected[0, 2, 1], expected[3, 0, 0] = 7.0, 8.0
+    check("scatter_nd", [data, elem, np.array([7.0, 8.0], np.float32)], expected)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("exclusive", [False, True])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_cumsum(dtype, axis, exclusive, reverse):
+    x = rand(3, 4, 5, dtype=dtype)
+    y = np.flip(x, axis) if reverse else x
+    expected = np.cumsum(y, axis=axis, dtype=dtype)
+    if exclusive:
+        expected = expected - y
+    if reverse:
+        expected = np.flip(expected, axis)
+    check("cumsum", [x], expected.astype(dtype), axis=axis, exclusive=exclusive, reverse=reverse)
+
+
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+def test_topk(largest, axis, dtype):
+    x = RNG.integers(-4, 4, size=(4, 6, 5)).astype(dtype)  # many ties: lower positions first
+    order = np.argsort(-x if largest else x, axis=axis, kind="stable")
+    k = 3
+    indices = np.take(order, np.arange(k), axis=axis)
+    values = np.take_along_axis(x, indices, axis)
+    got_values, got_indices = run("topk", [x], [values, indices], k=k, axis=axis,
+                                  largest=largest)
+    np.testing.assert_array_equal(got_values, values)
+    np.testing.assert_array_equal(got_indices, indices)
 
 
 @pytest.mark.parametrize("mode", ["constant", "reflect", "edge"])
@@ -557,6 +682,15 @@ def test_resize2d(size):
             ref = F.interpolate(t(x), size=size, mode=mode, align_corners=align).numpy()
             check("image.resize2d", [x], ref, rtol=1e-4, atol=1e-5, size=list(size),
                   method=method, coordinate_transformation_mode=transform)
+
+
+def test_resize2d_divides_by_the_given_scales():
+    # Linear half_pixel downsampling of 5 by 0.6: 3 outputs at (x + 0.5) / 0.6 - 0.5 (ONNX),
+    # not at the ratio 3/5 of the sizes.
+    x = np.arange(5, dtype=np.float32).reshape(1, 1, 1, 5) ** 2
+    src = np.clip((np.arange(3) + 0.5) / 0.6 - 0.5, 0, 4)
+    expected = np.interp(src, np.arange(5), x.ravel()).astype(np.float32).reshape(1, 1, 1, 3)
+    check("image.resize2d", [x], expected, size=[1, 3], method="linear", scales=[1.0, 0.6])
 
 
 def test_resize2d_nearest_half_pixel_and_exclude():

@@ -20,6 +20,14 @@ const std::vector<ConverterEntry>& ConverterTable() {
     AddReduceConverters(*entries);
     AddConstantConverters(*entries);
     AddResizeConverters(*entries);
+    AddActivationConverters(*entries);
+    AddIndexingConverters(*entries);
+    AddGeneratorConverters(*entries);
+    AddLayoutConverters(*entries);
+    AddLossConverters(*entries);
+    AddNormalizationConverters(*entries);
+    AddEinsumConverters(*entries);
+    AddSequenceConverters(*entries);
     return entries;
   }();
   return *table;
@@ -45,6 +53,14 @@ ir::Expr MakeCall(const std::string& op, Array<ir::Expr> args, Map<String, Any> 
 
 ir::Expr MakeScalar(double value, DLDataType dtype) {
   return ir::Constant(FilledTensor({}, dtype, value));
+}
+
+ir::Expr AxisPositions(int64_t extent, int64_t axis, int64_t rank) {
+  std::vector<int64_t> shape(rank, 1);
+  shape[axis] = extent;
+  std::vector<int64_t> values(extent);
+  for (int64_t i = 0; i < extent; ++i) values[i] = i;
+  return ir::Constant(Int64Tensor(values, shape));
 }
 
 Array<int64_t> ToArray(const std::vector<int64_t>& values) { return Array<int64_t>(values); }

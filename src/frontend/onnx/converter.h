@@ -46,6 +46,18 @@ void AddTensorConverters(std::vector<ConverterEntry>& table);
 void AddReduceConverters(std::vector<ConverterEntry>& table);
 void AddConstantConverters(std::vector<ConverterEntry>& table);
 void AddResizeConverters(std::vector<ConverterEntry>& table);
+void AddActivationConverters(std::vector<ConverterEntry>& table);
+void AddIndexingConverters(std::vector<ConverterEntry>& table);
+void AddGeneratorConverters(std::vector<ConverterEntry>& table);
+void AddLayoutConverters(std::vector<ConverterEntry>& table);
+void AddLossConverters(std::vector<ConverterEntry>& table);
+void AddNormalizationConverters(std::vector<ConverterEntry>& table);
+void AddEinsumConverters(std::vector<ConverterEntry>& table);
+void AddSequenceConverters(std::vector<ConverterEntry>& table);
+
+/// Whether `op_type`'s one output is a sequence (a tuple value naming one output, where other
+/// tuple values are a node's several outputs).
+bool ProducesSequence(const std::string& op_type);
 
 /// A call of core op `op`; its schema checks the attributes and fills in defaults.
 ir::Expr MakeCall(const std::string& op, Array<ir::Expr> args,
@@ -53,6 +65,9 @@ ir::Expr MakeCall(const std::string& op, Array<ir::Expr> args,
 /// A scalar (rank-0) constant of `dtype` (a float or integer type) holding `value`.
 ir::Expr MakeScalar(double value, DLDataType dtype);
 Array<int64_t> ToArray(const std::vector<int64_t>& values);
+/// An int64 constant of rank `rank` holding 0..extent-1 along `axis` (extent 1 elsewhere): what
+/// an index is compared with to make a one-hot mask (OneHot, Hardmax).
+ir::Expr AxisPositions(int64_t extent, int64_t axis, int64_t rank);
 /// The product of `shape[begin:end]`.
 int64_t Product(const std::vector<int64_t>& shape, size_t begin, size_t end);
 /// `axis` counted from the front when negative (counted from the end) for a rank-`rank` tensor.

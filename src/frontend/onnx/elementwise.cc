@@ -30,6 +30,11 @@ constexpr OpPair kUnaryOps[] = {
     {"Not", "logical_not", 1}, {"Softplus", "nn.softplus", 1},
     {"Round", "round", 11},    {"Sign", "sign", 9},
     {"Sin", "sin", 7},         {"Cos", "cos", 7},
+    {"Tan", "tan", 7},         {"Asin", "asin", 7},
+    {"Acos", "acos", 7},       {"Atan", "atan", 7},
+    {"Sinh", "sinh", 9},       {"Cosh", "cosh", 9},
+    {"Asinh", "asinh", 9},     {"Acosh", "acosh", 9},
+    {"Atanh", "atanh", 9},
 };
 
 constexpr OpPair kBinaryOps[] = {
@@ -73,6 +78,11 @@ ir::Expr ConvertPow(const NodeContext& node) {
     exponent = MakeCall("cast", {exponent}, {{"dtype", String(DataTypeToString(dtype))}});
   }
   return MakeCall("power", {node.Input(0), exponent});
+}
+
+// fmod=1 keeps the dividend's sign (C fmod); the default follows the divisor's (Python's %).
+ir::Expr ConvertMod(const NodeContext& node) {
+  return MakeCall("mod", {node.Input(0), node.Input(1)}, {{"fmod", node.Int("fmod", 0) != 0}});
 }
 
 ir::Expr ConvertLeakyRelu(const NodeContext& node) {
@@ -128,11 +138,30 @@ ir::Expr ConvertWhere(const NodeContext& node) {
   return MakeCall("where", {node.Input(0), node.Input(1), node.Input(2)});
 }
 
-// Identity, and Dropout at inference: the value passes through unchanged.
+// Identity: the value passes through unchanged.
 ir::Expr ConvertIdentity(const NodeContext& node) {
   KILN_CHECK(node.NumOutputs() == 1, NotImplementedError)
       << node.Describe() << ": only the first output is supported (inference)";
   return node.Input(0);
+}
+
+// Dropout at inference passes the value through and masks nothing (an all-true mask). From
+// opset 12 a training_mode input may ask for training, whose random mask Kiln does not draw,
+// unless the ratio is 0: then training drops nothing either.
+ir::Expr ConvertDropout(const NodeContext& node) {
+  if (node.opset() >= 12 && node.HasInput(2)) {
+    const std::vector<int64_t> training = node.ConstantInts(2);
+    const bool training_on = training.size() != 1 || training[0] != 0;
+    const bool drops_nothing =
+        !training_on || (node.HasInput(1) && node.ConstantFloats(1) == std::vector<double>{0.0});
+    KILN_CHECK(drops_nothing, NotImplementedError)
+        << node.Describe() << ": training_mode with a non-zero ratio is not supported "
+        << "(inference only)";
+  }
+  if (node.NumOutputs() <= 1) return node.Input(0);
+  const DLDataType mask_dtype = node.opset() >= 10 ? DLDataType{kDLUInt, 1, 1} : node.InputDType(0);
+  return ir::Tuple(
+      {node.Input(0), ir::Constant(FilledTensor(node.InputShape(0), mask_dtype, 1.0))});
 }
 
 }  // namespace
@@ -155,6 +184,7 @@ void AddElementwiseConverters(std::vector<ConverterEntry>& table) {
   }
   AddConverter(table, "Mean", 6, kMaxOpset, ConvertMean);
   AddConverter(table, "Pow", 7, kMaxOpset, ConvertPow);
+  AddConverter(table, "Mod", 10, kMaxOpset, ConvertMod);
   AddConverter(table, "LeakyRelu", 6, kMaxOpset, ConvertLeakyRelu);
   AddConverter(table, "Elu", 6, kMaxOpset, ConvertElu);
   AddConverter(table, "HardSigmoid", 6, kMaxOpset, ConvertHardSigmoid);
@@ -164,7 +194,7 @@ void AddElementwiseConverters(std::vector<ConverterEntry>& table) {
   AddConverter(table, "CastLike", 15, kMaxOpset, ConvertCastLike);
   AddConverter(table, "Where", 9, kMaxOpset, ConvertWhere);
   AddConverter(table, "Identity", 1, kMaxOpset, ConvertIdentity);
-  AddConverter(table, "Dropout", 7, kMaxOpset, ConvertIdentity);
+  AddConverter(table, "Dropout", 7, kMaxOpset, ConvertDropout);
 }
 
 }  // namespace onnx_import

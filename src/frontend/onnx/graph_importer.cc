@@ -167,7 +167,7 @@ class GraphImporter {
   void DefineOutputs(const NodeContext& node, const ir::Expr& value) {
     const auto* tuple = value->checked_type().as<ir::TupleTypeObj>();
     const onnx::NodeProto& proto = node.proto();
-    if (tuple == nullptr) {
+    if (tuple == nullptr || ProducesSequence(proto.op_type())) {
       KILN_CHECK(node.NumOutputs() <= 1, NotImplementedError)
           << node.Describe() << ": only the first output is supported";
       if (node.NumOutputs() == 1) Define(proto.output(0), value);

@@ -58,6 +58,41 @@ int64_t DefaultDomainOpset(const onnx::ModelProto& model) {
   return 0;
 }
 
+/// The declared type of value `name` (a graph input, output or inferred value), or nullptr.
+onnx::ValueInfoProto* FindValueInfo(onnx::GraphProto& graph, const std::string& name) {
+  for (auto* list : {graph.mutable_input(), graph.mutable_value_info(), graph.mutable_output()}) {
+    for (onnx::ValueInfoProto& info : *list) {
+      if (info.name() == name) return &info;
+    }
+  }
+  return nullptr;
+}
+
+/// Before opset 7, PRelu's slope of shape (C) applied per channel (axis 1), as PyTorch's early
+/// exporter relied on; from opset 7 it broadcasts numpy-style from the last axis, which the
+/// version converter does not adjust. A (C) slope initializer of a rank-r input with C channels
+/// becomes (C, 1, ..., 1) so the upgraded model means what the old one did.
+void ReshapeLegacyPReluSlopes(onnx::GraphProto& graph) {
+  for (const onnx::NodeProto& node : graph.node()) {
+    if (node.op_type() != "PRelu" || node.input_size() < 2) continue;
+    const onnx::ValueInfoProto* x = FindValueInfo(graph, node.input(0));
+    if (x == nullptr || !x->type().tensor_type().has_shape()) continue;
+    const onnx::TensorShapeProto& x_shape = x->type().tensor_type().shape();
+    if (x_shape.dim_size() < 3 || !x_shape.dim(1).has_dim_value()) continue;
+    const int64_t channels = x_shape.dim(1).dim_value();
+    for (onnx::TensorProto& slope : *graph.mutable_initializer()) {
+      if (slope.name() != node.input(1) || slope.dims_size() != 1 || slope.dims(0) != channels ||
+          channels == 1) {
+        continue;
+      }
+      for (int i = 2; i < x_shape.dim_size(); ++i) slope.add_dims(1);
+      if (onnx::ValueInfoProto* declared = FindValueInfo(graph, slope.name())) {
+        declared->mutable_type()->mutable_tensor_type()->clear_shape();
+      }
+    }
+  }
+}
+
 /// Models older than the converters (opset 6 and before: PyTorch's early exporters, legacy
 /// broadcasting attributes) are upgraded by ONNX's own version converter rather than by a second
 /// set of converters in Kiln. The target is opset 9, not 7: those exporters wrote int64
@@ -69,6 +104,8 @@ void UpgradeOldOpset(onnx::ModelProto& model, const std::string& source) {
   if (opset == 0 || opset >= kMinOpset) return;
   try {
     onnx::shape_inference::InferShapes(model);
+    ReshapeLegacyPReluSlopes(*model.mutable_graph());
+    onnx::shape_inference::InferShapes(model);
     model = onnx::version_conversion::ConvertVersion(model, kUpgradeTarget);
   } catch (const std::exception& error) {
     KILN_THROW(NotImplementedError)
@@ -77,13 +114,46 @@ void UpgradeOldOpset(onnx::ModelProto& model, const std::string& source) {
   }
 }
 
+/// Makes each input named in `values` an initializer holding its tensor, with the tensor's
+/// shape declared on the input. Initializers rather than Constant nodes: the importer already
+/// treats an input with an initializer as a constant, and ONNX's shape inference reads
+/// initializers, so shapes that depend on the bound values are inferred statically too.
+void BindValues(onnx::GraphProto& graph, const InputValues& values, const std::string& source) {
+  for (const auto& [name, tensor] : values) {
+    onnx::ValueInfoProto* input = nullptr;
+    for (onnx::ValueInfoProto& candidate : *graph.mutable_input()) {
+      if (candidate.name() == name.str()) input = &candidate;
+    }
+    KILN_CHECK(input != nullptr, ValueError)
+        << "values= names '" << name.str() << "', which is not an input of " << source
+        << "; its inputs are" << InputNames(graph);
+    onnx::TensorProto proto = TensorToProto(tensor, name.str());
+    onnx::TypeProto::Tensor* type = input->mutable_type()->mutable_tensor_type();
+    KILN_CHECK(!type->has_elem_type() || type->elem_type() == proto.data_type(), ValueError)
+        << "values= binds input '" << name.str() << "' of " << source << " to a "
+        << DataTypeToString(tensor.dtype()) << " tensor, but the input is "
+        << onnx::TensorProto::DataType_Name(type->elem_type());
+    type->set_elem_type(proto.data_type());
+    onnx::TensorShapeProto* dims = type->mutable_shape();
+    dims->clear_dim();
+    for (int64_t extent : proto.dims()) dims->add_dim()->set_dim_value(extent);
+    // A bound value replaces an initializer of that name (an input with a default).
+    for (int i = graph.initializer_size() - 1; i >= 0; --i) {
+      if (graph.initializer(i).name() == name.str())
+        graph.mutable_initializer()->DeleteSubrange(i, 1);
+    }
+    *graph.add_initializer() = std::move(proto);
+  }
+}
+
 }  // namespace
 
 LoadedModel LoadModel(const std::string& bytes, const std::string& source,
-                      const InputShapes& shapes) {
+                      const InputShapes& shapes, const InputValues& values) {
   LoadedModel loaded{Parse(bytes, source), {}};
   onnx::ModelProto& model = loaded.model;
   OverrideShapes(*model.mutable_graph(), shapes, source);
+  BindValues(*model.mutable_graph(), values, source);
   // Before the checker, which would look for the files and fail with a less useful message.
   for (const onnx::TensorProto& initializer : model.graph().initializer()) {
     CheckDataInside(initializer);

@@ -23,11 +23,12 @@ struct LoadedModel {
   PropagatedValues shape_values;
 };
 
-/// The model serialized in `bytes`, checked, with `shapes` written into its inputs, every
-/// value's shape inferred and shape arithmetic propagated. `source` names the model in errors
-/// ("'model.onnx'", "the ONNX bytes").
+/// The model serialized in `bytes`, checked, with `shapes` written into its inputs, each input
+/// of `values` made an initializer holding its tensor, every value's shape inferred and shape
+/// arithmetic propagated. `source` names the model in errors ("'model.onnx'", "the ONNX
+/// bytes").
 LoadedModel LoadModel(const std::string& bytes, const std::string& source,
-                      const InputShapes& shapes);
+                      const InputShapes& shapes, const InputValues& values);
 
 }  // namespace onnx_import
 }  // namespace frontend

@@ -184,8 +184,34 @@ ir::Expr ConvertBatchNorm(const NodeContext& node) {
                   {{"epsilon", node.Float("epsilon", 1e-5)}});
 }
 
+/// LayerNormalization's optional outputs: the mean and 1 / sqrt(variance + epsilon) over the
+/// normalized dims (kept as 1s), in stash_type (float32 unless the node says otherwise).
+std::pair<ir::Expr, ir::Expr> LayerNormStatistics(const NodeContext& node, int64_t axis,
+                                                  size_t rank) {
+  std::vector<int64_t> axes;
+  for (auto d = static_cast<size_t>(axis); d < rank; ++d) axes.push_back(static_cast<int64_t>(d));
+  auto mean_over = [&](const ir::Expr& value) {
+    return MakeCall("mean", {value}, {{"axis", ToArray(axes)}, {"keepdims", true}});
+  };
+  const ir::Expr& x = node.Input(0);
+  ir::Expr mean = mean_over(x);
+  ir::Expr centered = MakeCall("subtract", {x, mean});
+  ir::Expr variance = mean_over(MakeCall("multiply", {centered, centered}));
+  ir::Expr inv_std =
+      MakeCall("reciprocal",
+               {MakeCall("sqrt", {MakeCall("add", {variance, MakeScalar(node.Float("epsilon", 1e-5),
+                                                                        node.InputDType(0))})})});
+  const DLDataType stash = DTypeFromOnnx(static_cast<int32_t>(node.Int("stash_type", 1)),
+                                         node.Describe() + "'s stash_type");
+  if (!DataTypeEqual(stash, node.InputDType(0))) {
+    const String dtype(DataTypeToString(stash));
+    mean = MakeCall("cast", {mean}, {{"dtype", dtype}});
+    inv_std = MakeCall("cast", {inv_std}, {{"dtype", dtype}});
+  }
+  return {mean, inv_std};
+}
+
 ir::Expr ConvertLayerNorm(const NodeContext& node) {
-  CheckSingleOutput(node);
   const std::vector<int64_t> shape = node.InputShape(0);
   const int64_t axis = NormalizeAxis(node.Int("axis", -1), static_cast<int64_t>(shape.size()));
   // Kiln's layer_norm always takes a bias; ONNX's B defaults to zeros.
@@ -194,8 +220,11 @@ ir::Expr ConvertLayerNorm(const NodeContext& node) {
           ? node.Input(2)
           : ir::Expr(ir::Constant(FilledTensor(
                 std::vector<int64_t>(shape.begin() + axis, shape.end()), node.InputDType(0), 0.0)));
-  return MakeCall("nn.layer_norm", {node.Input(0), node.Input(1), bias},
-                  {{"axis", axis}, {"epsilon", node.Float("epsilon", 1e-5)}});
+  ir::Expr normalized = MakeCall("nn.layer_norm", {node.Input(0), node.Input(1), bias},
+                                 {{"axis", axis}, {"epsilon", node.Float("epsilon", 1e-5)}});
+  if (node.NumOutputs() <= 1) return normalized;
+  auto [mean, inv_std] = LayerNormStatistics(node, axis, shape.size());
+  return ir::Tuple({normalized, mean, inv_std});
 }
 
 // Before opset 13 Softmax treats its input as the 2-D matrix [prod(shape[:axis]),

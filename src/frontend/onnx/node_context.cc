@@ -2,6 +2,7 @@
 
 #include <kiln/ffi/error.h>
 
+#include "constant_eval.h"
 #include "tensor_proto.h"
 
 namespace kiln {
@@ -66,15 +67,16 @@ DLDataType NodeContext::InputDType(size_t index) const {
 }
 
 Tensor NodeContext::ConstantInput(size_t index) const {
-  const auto* constant = Input(index).as<ir::ConstantObj>();
-  if (constant == nullptr && index < propagated_.size() && propagated_[index].has_value()) {
-    return *propagated_[index];
-  }
-  KILN_CHECK(constant != nullptr, ValueError)
+  const ir::Expr& input = Input(index);
+  if (const auto* constant = input.as<ir::ConstantObj>()) return constant->data();
+  if (index < propagated_.size() && propagated_[index].has_value()) return *propagated_[index];
+  std::optional<Tensor> value = EvaluateConstant(input);
+  KILN_CHECK(value.has_value(), ValueError)
       << Describe() << ": input " << index << " ('" << node_.input(index)
-      << "') must be a constant (an initializer, a Constant node, or shape arithmetic ONNX can "
-         "evaluate): Kiln takes it as an attribute of the op, as its shapes are static";
-  return constant->data();
+      << "') must be a constant (computed from initializers, Constant nodes and shapes only, "
+         "or bound with values={...}): Kiln takes it as an attribute of the op, as its shapes "
+         "are static";
+  return *value;
 }
 
 std::vector<int64_t> NodeContext::ConstantInts(size_t index) const {

@@ -1,6 +1,7 @@
 // Reductions: ReduceSum/Mean/Max/Min/Prod and ArgMax/ArgMin.
 #include <kiln/ffi/error.h>
 
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -48,11 +49,22 @@ ir::Expr ReduceWithInputAxes(const NodeContext& node, const std::string& op) {
                    {"keepdims", node.Int("keepdims", 1) != 0}});
 }
 
+// Kiln's argmax/argmin pick the first extreme; select_last_index=1 picks the last, which is the
+// first of the input reversed along the axis, counted back from the end.
 ir::Expr ArgReduce(const NodeContext& node, const std::string& op) {
-  KILN_CHECK(node.Int("select_last_index", 0) == 0, NotImplementedError)
-      << node.Describe() << ": select_last_index=1 is not supported";
-  return MakeCall(op, {node.Input(0)},
-                  {{"axis", node.Int("axis", 0)}, {"keepdims", node.Int("keepdims", 1) != 0}});
+  const Map<String, Any> attrs{{"axis", node.Int("axis", 0)},
+                               {"keepdims", node.Int("keepdims", 1) != 0}};
+  if (node.Int("select_last_index", 0) == 0) return MakeCall(op, {node.Input(0)}, attrs);
+  const std::vector<int64_t> shape = node.InputShape(0);
+  const int64_t axis = NormalizeAxis(node.Int("axis", 0), static_cast<int64_t>(shape.size()));
+  ir::Expr reversed = MakeCall("strided_slice", {node.Input(0)},
+                               {{"begin", Array<int64_t>{-1}},
+                                {"end", Array<int64_t>{std::numeric_limits<int64_t>::min()}},
+                                {"axes", Array<int64_t>{axis}},
+                                {"strides", Array<int64_t>{-1}}});
+  return MakeCall("subtract",
+                  {MakeScalar(static_cast<double>(shape[axis] - 1), DLDataType{kDLInt, 64, 1}),
+                   MakeCall(op, {reversed}, attrs)});
 }
 
 struct ReduceOp {

@@ -2,6 +2,9 @@
 #include <kiln/ffi/error.h>
 
 #include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "converter.h"
 
@@ -32,10 +35,13 @@ std::vector<int64_t> ScaledSize(const NodeContext& node, const std::vector<doubl
   return {ScaledExtent(node, shape[2], scales[2]), ScaledExtent(node, shape[3], scales[3])};
 }
 
+/// `scales` are the model's (H, W) scales when it gave scales rather than sizes.
 ir::Expr Resize(const NodeContext& node, const std::vector<int64_t>& size,
-                const std::string& coordinate_mode, const std::string& rounding) {
+                const std::string& coordinate_mode, const std::string& rounding,
+                const std::optional<std::vector<double>>& scales = std::nullopt) {
   return MakeCall("image.resize2d", {node.Input(0)},
-                  {{"size", ToArray(size)},
+                  {{"scales", scales.has_value() ? Any(Array<double>(*scales)) : Any(nullptr)},
+                   {"size", ToArray(size)},
                    {"method", String(node.Str("mode", "nearest"))},
                    {"coordinate_transformation_mode", String(coordinate_mode)},
                    {"rounding_method", String(rounding)},
@@ -57,7 +63,8 @@ ir::Expr ConvertUpsampleLike(const NodeContext& node) {
   } else {
     scales = node.ConstantFloats(1);
   }
-  return Resize(node, ScaledSize(node, scales), "asymmetric", "floor");
+  const std::vector<int64_t> size = ScaledSize(node, scales);
+  return Resize(node, size, "asymmetric", "floor", std::vector<double>{scales[2], scales[3]});
 }
 
 /// The output (H, W) that Resize's `sizes` input asks for.
@@ -68,11 +75,15 @@ std::vector<int64_t> RequestedSize(const NodeContext& node) {
   return {sizes[2], sizes[3]};
 }
 
+// Given scales, ONNX divides output coordinates by the scale itself, not by the ratio of the
+// floored output size to the input's; the two differ when downsampling by a non-divisor.
 ir::Expr ConvertResize(const NodeContext& node) {
-  const std::vector<int64_t> size =
-      HasElements(node, 3) ? RequestedSize(node) : ScaledSize(node, node.ConstantFloats(2));
-  return Resize(node, size, node.Str("coordinate_transformation_mode", "half_pixel"),
-                node.Str("nearest_mode", "round_prefer_floor"));
+  const std::string mode = node.Str("coordinate_transformation_mode", "half_pixel");
+  const std::string rounding = node.Str("nearest_mode", "round_prefer_floor");
+  if (HasElements(node, 3)) return Resize(node, RequestedSize(node), mode, rounding);
+  const std::vector<double> scales = node.ConstantFloats(2);
+  const std::vector<int64_t> size = ScaledSize(node, scales);
+  return Resize(node, size, mode, rounding, std::vector<double>{scales[2], scales[3]});
 }
 
 }  // namespace

@@ -98,6 +98,34 @@ DLDataType DTypeFromOnnx(int32_t elem_type, const std::string& what) {
       << ", which Kiln does not import (float, double, int8, uint8, int32, int64, bool)";
 }
 
+int32_t DTypeToOnnx(DLDataType dtype, const std::string& what) {
+  for (const int32_t elem_type :
+       {TensorProto::FLOAT, TensorProto::DOUBLE, TensorProto::INT32, TensorProto::INT64,
+        TensorProto::INT8, TensorProto::UINT8, TensorProto::BOOL}) {
+    if (DataTypeEqual(DTypeFromOnnx(elem_type, what), dtype)) return elem_type;
+  }
+  KILN_THROW(NotImplementedError)
+      << what << " has dtype " << DataTypeToString(dtype)
+      << ", which Kiln does not import (float32, float64, int8, uint8, int32, int64, bool)";
+}
+
+TensorProto TensorToProto(const Tensor& tensor, const std::string& name) {
+  const std::string what = "the value of '" + name + "'";
+  KILN_CHECK(tensor.device().device_type == kDLCPU && tensor.IsContiguous(), ValueError)
+      << what << " must be a compact host (CPU) tensor";
+  TensorProto proto;
+  proto.set_name(name);
+  proto.set_data_type(DTypeToOnnx(tensor.dtype(), what));
+  for (int32_t axis = 0; axis < tensor.ndim(); ++axis) proto.add_dims(tensor.shape(axis));
+  // An empty tensor may have no data pointer; raw_data must still be present (and empty).
+  const auto bytes = static_cast<size_t>(tensor.NumBytes());
+  const char* data = bytes == 0
+                         ? nullptr
+                         : static_cast<const char*>(tensor.data()) + tensor.dl_tensor().byte_offset;
+  proto.set_raw_data(bytes == 0 ? std::string() : std::string(data, bytes));
+  return proto;
+}
+
 /// The number of elements `proto`'s dims give; ValueError for negative dims or an overflow.
 int64_t ElementCount(const TensorProto& proto, const std::string& what) {
   int64_t count = 1;
@@ -144,6 +172,14 @@ Tensor TensorFromProto(const TensorProto& proto) {
 std::vector<double> TensorAsDoubles(const Tensor& tensor) { return LoadElements<double>(tensor); }
 
 std::vector<int64_t> TensorAsInts(const Tensor& tensor) { return LoadElements<int64_t>(tensor); }
+
+Tensor TensorFromDoubles(const std::vector<double>& values, const std::vector<int64_t>& shape,
+                         DLDataType dtype) {
+  Tensor tensor = runtime::Empty(shape, dtype, kHost);
+  KILN_ICHECK(tensor.NumElements() == static_cast<int64_t>(values.size()));
+  StoreElements(tensor, values);
+  return tensor;
+}
 
 Tensor FilledTensor(const std::vector<int64_t>& shape, DLDataType dtype, double value) {
   Tensor tensor = runtime::Empty(shape, dtype, kHost);

@@ -17,6 +17,14 @@ namespace onnx_import {
 /// naming `what` for types Kiln has no tensors of (strings, complex, float16, ...).
 DLDataType DTypeFromOnnx(int32_t elem_type, const std::string& what);
 
+/// The ONNX element type of Kiln dtype `dtype`; NotImplementedError naming `what` for dtypes
+/// DTypeFromOnnx never returns.
+int32_t DTypeToOnnx(DLDataType dtype, const std::string& what);
+
+/// An ONNX tensor named `name` holding a copy of `tensor`'s elements (raw_data); ValueError
+/// naming it unless it is a compact host tensor of a dtype Kiln imports.
+onnx::TensorProto TensorToProto(const Tensor& tensor, const std::string& name);
+
 /// NotImplementedError naming the tensor when its data live in an external file.
 void CheckDataInside(const onnx::TensorProto& proto);
 
@@ -29,6 +37,9 @@ Tensor TensorFromProto(const onnx::TensorProto& proto);
 std::vector<double> TensorAsDoubles(const Tensor& tensor);
 std::vector<int64_t> TensorAsInts(const Tensor& tensor);
 
+/// A host tensor of `shape` and `dtype` holding `values` (row-major), each converted to dtype.
+Tensor TensorFromDoubles(const std::vector<double>& values, const std::vector<int64_t>& shape,
+                         DLDataType dtype);
 /// A host tensor of `shape` and `dtype` with every element `value`.
 Tensor FilledTensor(const std::vector<int64_t>& shape, DLDataType dtype, double value);
 /// An int64 host tensor holding `values`, 1-D unless `shape` is given.

@@ -58,6 +58,15 @@ KILN_UNARY_FN(Ceil, std::ceil(x));
 KILN_UNARY_FN(Round, std::nearbyint(x));  // halves to even, as ONNX Round
 KILN_UNARY_FN(Sin, std::sin(x));
 KILN_UNARY_FN(Cos, std::cos(x));
+KILN_UNARY_FN(Tan, std::tan(x));
+KILN_UNARY_FN(Asin, std::asin(x));
+KILN_UNARY_FN(Acos, std::acos(x));
+KILN_UNARY_FN(Atan, std::atan(x));
+KILN_UNARY_FN(Sinh, std::sinh(x));
+KILN_UNARY_FN(Cosh, std::cosh(x));
+KILN_UNARY_FN(Asinh, std::asinh(x));
+KILN_UNARY_FN(Acosh, std::acosh(x));
+KILN_UNARY_FN(Atanh, std::atanh(x));
 KILN_UNARY_FN(Tanh, std::tanh(x));
 KILN_UNARY_FN(Sigmoid, T(1) / (T(1) + std::exp(-x)));
 KILN_UNARY_FN(LogicalNot, !x);
@@ -133,6 +142,15 @@ KILN_CPU_KERNEL("ceil", (Unary<kFloatTypes, Ceil>));
 KILN_CPU_KERNEL("round", (Unary<kFloatTypes, Round>));
 KILN_CPU_KERNEL("sin", (Unary<kFloatTypes, Sin>));
 KILN_CPU_KERNEL("cos", (Unary<kFloatTypes, Cos>));
+KILN_CPU_KERNEL("tan", (Unary<kFloatTypes, Tan>));
+KILN_CPU_KERNEL("asin", (Unary<kFloatTypes, Asin>));
+KILN_CPU_KERNEL("acos", (Unary<kFloatTypes, Acos>));
+KILN_CPU_KERNEL("atan", (Unary<kFloatTypes, Atan>));
+KILN_CPU_KERNEL("sinh", (Unary<kFloatTypes, Sinh>));
+KILN_CPU_KERNEL("cosh", (Unary<kFloatTypes, Cosh>));
+KILN_CPU_KERNEL("asinh", (Unary<kFloatTypes, Asinh>));
+KILN_CPU_KERNEL("acosh", (Unary<kFloatTypes, Acosh>));
+KILN_CPU_KERNEL("atanh", (Unary<kFloatTypes, Atanh>));
 KILN_CPU_KERNEL("tanh", (Unary<kFloatTypes, Tanh>));
 KILN_CPU_KERNEL("sigmoid", (Unary<kFloatTypes, Sigmoid>));
 KILN_CPU_KERNEL("nn.gelu", (Unary<kFloatTypes, Gelu>));
@@ -261,8 +279,29 @@ struct Mod {
   }
 };
 
+/// ONNX Mod with fmod = 1 (C fmod): the result takes the dividend's sign.
+struct FMod {
+  template <typename T>
+  T operator()(T a, T b) const {
+    CheckDivisor(b);
+    if constexpr (std::is_integral_v<T>) {
+      return static_cast<T>(a % b);
+    } else {
+      return std::fmod(a, b);
+    }
+  }
+};
+
 /// ONNX's arithmetic also takes 8-bit integers (quantized models' bookkeeping).
 constexpr unsigned kArithmeticTypes = kNumericTypes | kU8 | kI8;
+
+void ModKernel(const KernelCall& call) {
+  if (call.Bool("fmod")) {
+    Binary<kArithmeticTypes, FMod>(call);
+  } else {
+    Binary<kArithmeticTypes, Mod>(call);
+  }
+}
 
 KILN_CPU_KERNEL("add", (Binary<kArithmeticTypes, Add>));
 KILN_CPU_KERNEL("subtract", (Binary<kArithmeticTypes, Subtract>));
@@ -271,7 +310,7 @@ KILN_CPU_KERNEL("divide", (Binary<kArithmeticTypes, Divide>));
 KILN_CPU_KERNEL("power", (Binary<kNumericTypes, Power>));
 KILN_CPU_KERNEL("maximum", (Binary<kArithmeticTypes, Maximum>));
 KILN_CPU_KERNEL("minimum", (Binary<kArithmeticTypes, Minimum>));
-KILN_CPU_KERNEL("mod", (Binary<kArithmeticTypes, Mod>));
+KILN_CPU_KERNEL("mod", ModKernel);
 KILN_CPU_KERNEL("logical_and", (Binary<kBoolBit, LogicalAnd>));
 KILN_CPU_KERNEL("logical_or", (Binary<kBoolBit, LogicalOr>));
 KILN_CPU_KERNEL("logical_xor", (Binary<kBoolBit, LogicalXor>));

@@ -24,6 +24,12 @@ std::optional<std::vector<int64_t>> KernelCall::OptionalInts(const char* name) c
   return Ints(name);
 }
 
+std::optional<std::vector<double>> KernelCall::OptionalFloats(const char* name) const {
+  std::optional<Any> value = attrs_.Get(String(name));
+  if (!value.has_value() || value->is_none()) return std::nullopt;
+  return Floats(name);
+}
+
 Any KernelCall::Attr(const char* name) const {
   std::optional<Any> value = attrs_.Get(String(name));
   KILN_CHECK(value.has_value() && !value->is_none(), ValueError)

@@ -44,6 +44,7 @@ class KernelCall {
   std::vector<double> Floats(const char* name) const;
   /// An ints attribute that may be absent or None (transpose's axes, ...).
   std::optional<std::vector<int64_t>> OptionalInts(const char* name) const;
+  std::optional<std::vector<double>> OptionalFloats(const char* name) const;
 
   /// "kernel.cpu.<op>: " for error messages.
   std::string Prefix() const { return "kernel.cpu." + op_ + ": "; }

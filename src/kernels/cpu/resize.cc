@@ -19,13 +19,20 @@ struct ResizeMode {
   bool cubic_exclude;
 };
 
-/// The input coordinate output position `x` maps to (ONNX coordinate_transformation_mode). The
-/// size is computed from the scale, so half_pixel_symmetric coincides with half_pixel.
-double SourceCoordinate(const ResizeMode& mode, int64_t x, int64_t in, int64_t out) {
-  const double scale = static_cast<double>(out) / static_cast<double>(in);
+/// The input coordinate output position `x` maps to (ONNX coordinate_transformation_mode):
+/// output coordinates are divided by the model's `scale` when it gave one (0 when not: the ratio
+/// of the sizes). The size is computed from the scale, so half_pixel_symmetric coincides with
+/// half_pixel.
+double SourceCoordinate(const ResizeMode& mode, int64_t x, int64_t in, int64_t out,
+                        double given_scale) {
+  const double scale =
+      given_scale > 0 ? given_scale : static_cast<double>(out) / static_cast<double>(in);
   const auto xd = static_cast<double>(x);
   if (mode.transform == "align_corners") {
-    return out == 1 ? 0.0 : xd * static_cast<double>(in - 1) / static_cast<double>(out - 1);
+    // ONNX's resized length here is in * scale, unfloored, when the model gave the scale.
+    const double resized =
+        given_scale > 0 ? static_cast<double>(in) * given_scale : static_cast<double>(out);
+    return resized == 1.0 ? 0.0 : xd * static_cast<double>(in - 1) / (resized - 1.0);
   }
   if (mode.transform == "asymmetric") return xd / scale;
   if (mode.transform == "pytorch_half_pixel" && out == 1) return 0.0;
@@ -57,8 +64,8 @@ struct Taps {
   float weight[4] = {};
 };
 
-Taps AxisTaps(const ResizeMode& mode, int64_t x, int64_t in, int64_t out) {
-  const double src = SourceCoordinate(mode, x, in, out);
+Taps AxisTaps(const ResizeMode& mode, int64_t x, int64_t in, int64_t out, double scale) {
+  const double src = SourceCoordinate(mode, x, in, out, scale);
   const auto clamp = [in](int64_t i) { return std::min(std::max<int64_t>(i, 0), in - 1); };
   Taps taps;
   if (mode.method == "nearest") {
@@ -92,9 +99,9 @@ Taps AxisTaps(const ResizeMode& mode, int64_t x, int64_t in, int64_t out) {
   return taps;
 }
 
-std::vector<Taps> AxisTapsAll(const ResizeMode& mode, int64_t in, int64_t out) {
+std::vector<Taps> AxisTapsAll(const ResizeMode& mode, int64_t in, int64_t out, double scale) {
   std::vector<Taps> all;
-  for (int64_t x = 0; x < out; ++x) all.push_back(AxisTaps(mode, x, in, out));
+  for (int64_t x = 0; x < out; ++x) all.push_back(AxisTaps(mode, x, in, out, scale));
   return all;
 }
 
@@ -109,8 +116,10 @@ void Resize2D(const KernelCall& call) {
   const int64_t w = in.shape(3);
   const int64_t oh = out.shape(2);
   const int64_t ow = out.shape(3);
-  const std::vector<Taps> rows = AxisTapsAll(mode, h, oh);
-  const std::vector<Taps> cols = AxisTapsAll(mode, w, ow);
+  const std::vector<double> scales =
+      call.OptionalFloats("scales").value_or(std::vector<double>{0.0, 0.0});
+  const std::vector<Taps> rows = AxisTapsAll(mode, h, oh, scales.at(0));
+  const std::vector<Taps> cols = AxisTapsAll(mode, w, ow, scales.at(1));
   const float* x = Data<const float>(in);
   float* y = Data<float>(out);
   runtime::ParallelFor(0, in.shape(0) * in.shape(1), 1, [&](int64_t begin, int64_t end) {

@@ -1,6 +1,8 @@
 // image.resize2d: ONNX Resize of the H and W of an NCHW tensor to `size` (the frontend computes
 // it from scales). The string attributes are ONNX's mode, coordinate_transformation_mode and
-// nearest_mode; cubic_alpha and cubic_exclude are cubic_coeff_a and exclude_outside.
+// nearest_mode; cubic_alpha and cubic_exclude are cubic_coeff_a and exclude_outside. `scales`
+// ([H, W], when the model gave scales) is what output coordinates are divided by; without it
+// the ratio of the sizes is used, as ONNX does for a Resize given sizes.
 #include <kiln/ir/op.h>
 
 #include "../op_common.h"
@@ -12,6 +14,11 @@ namespace {
 Type Resize2DRelation(const TypeRelationContext& ctx) {
   const std::vector<int64_t> data = ShapeOfRank(ctx, 0, 4, "(N, C, H, W)");
   const std::vector<int64_t> size = ReadBoundedInts(ctx, "size", 2, 1);
+  if (ctx.HasAttr("scales")) {
+    const std::vector<double> scales = ctx.FloatsAttr("scales");
+    KILN_CHECK(scales.size() == 2 && scales[0] > 0 && scales[1] > 0, TypeError)
+        << ctx.Describe("'scales' must be two positive values [H, W]");
+  }
   StringChoiceAttr(ctx, "method", {"nearest", "linear", "cubic"});
   StringChoiceAttr(
       ctx, "coordinate_transformation_mode",
@@ -29,6 +36,7 @@ KILN_REGISTER_OP("image.resize2d")
     .add_attr("rounding_method", AttrKind::kString, String("round_prefer_floor"))
     .add_attr("cubic_alpha", AttrKind::kFloat, -0.75)
     .add_attr("cubic_exclude", AttrKind::kBool, false)
+    .add_attr("scales", AttrKind::kFloats, Any(nullptr))
     .set_pattern(OpPattern::kInjective)
     .set_type_relation(Resize2DRelation);
 

@@ -161,6 +161,11 @@ TEST(Resize2DOpTest, ResizesHeightAndWidth) {
                    "data: Tensor[(1, 3, 4, 4), float32]"});
   ExpectTypeError("image.resize2d", {T({3, 4, 4})}, {{"size", Array<int64_t>{8, 6}}},
                   {"'data' (argument 0) must be 4-D (N, C, H, W), got shape (3, 4, 4)"});
+  ExpectType(T({1, 3, 2, 6}), "image.resize2d", {T({1, 3, 4, 4})},
+             {{"size", Array<int64_t>{2, 6}}, {"scales", Array<double>{0.6, 1.5}}});
+  ExpectTypeError("image.resize2d", {T({1, 3, 4, 4})},
+                  {{"size", Array<int64_t>{2, 6}}, {"scales", Array<double>{0.6}}},
+                  {"'scales' must be two positive values [H, W]"});
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // Type relations of the tensor ops (src/ops/tensor/): elementwise and broadcast, reshape,
 // transpose, matmul, reductions, concatenate/split, strided_slice, take, squeeze/unsqueeze,
-// expand.
+// expand, gather/scatter (elements and nd), cumsum, topk.
 #include <limits>
 
 #include "op/op_test_util.h"
@@ -18,17 +18,37 @@ constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
 
 TEST(ElemwiseOpTest, UnaryOpsKeepTheType) {
-  for (const char* name : {"negative",    "abs",
-                           "exp",         "log",
-                           "sqrt",        "reciprocal",
-                           "erf",         "floor",
-                           "ceil",        "round",
-                           "sign",        "sin",
-                           "cos",         "sigmoid",
-                           "tanh",        "logical_not",
-                           "nn.relu",     "nn.gelu",
-                           "nn.softplus", "nn.leaky_relu",
-                           "nn.elu",      "nn.hard_sigmoid",
+  for (const char* name : {"negative",
+                           "abs",
+                           "exp",
+                           "log",
+                           "sqrt",
+                           "reciprocal",
+                           "erf",
+                           "floor",
+                           "ceil",
+                           "round",
+                           "sign",
+                           "sin",
+                           "cos",
+                           "tan",
+                           "asin",
+                           "acos",
+                           "atan",
+                           "sinh",
+                           "cosh",
+                           "asinh",
+                           "acosh",
+                           "atanh",
+                           "sigmoid",
+                           "tanh",
+                           "logical_not",
+                           "nn.relu",
+                           "nn.gelu",
+                           "nn.softplus",
+                           "nn.leaky_relu",
+                           "nn.elu",
+                           "nn.hard_sigmoid",
                            "clip"}) {
     ExpectType(T({2, 3}), name, {T({2, 3})});
     EXPECT_EQ(ir::Op::Get(name).pattern(), ir::OpPattern::kElemWise) << name;
@@ -49,6 +69,7 @@ TEST(ElemwiseOpTest, BinaryOpsBroadcast) {
   }
   ExpectTypeError("add", {T({2, 3}), T({4, 3})}, {},
                   {"'rhs' (argument 1)", "(2, 3)", "(4, 3)", "do not broadcast"});
+  ExpectType(T({3, 4}, "int64"), "mod", {T({3, 4}, "int64"), T({4}, "int64")}, {{"fmod", true}});
   ExpectTypeError("multiply", {T({2}), T({2}, "int32")}, {},
                   {"'lhs' (argument 0)", "'rhs' (argument 1)", "float32 and int32"});
 }
@@ -188,6 +209,52 @@ TEST(ExpandOpTest, BroadcastsBothWays) {
   ExpectType(T({2, 3, 4}), "expand", {T({3, 1})}, {{"shape", Array<int64_t>{2, 1, 4}}});
   ExpectTypeError("expand", {T({3, 2})}, {{"shape", Array<int64_t>{4}}},
                   {"'data' of shape (3, 2)", "'shape' = (4)"});
+}
+
+TEST(GatherElementsOpTest, TakesTheIndicesShape) {
+  ExpectType(T({2, 5, 3}), "gather_elements", {T({2, 4, 3}), T({2, 5, 3}, "int64")}, {{"axis", 1}});
+  ExpectType(T({1, 2}, "int32"), "gather_elements", {T({3, 3}, "int32"), T({1, 2}, "int32")});
+  ExpectTypeError("gather_elements", {T({3, 3}), T({3}, "int64")}, {},
+                  {"'indices' (3) must have the rank of 'data' (3, 3)"});
+  ExpectTypeError("gather_elements", {T({3, 3}), T({2, 4}, "int64")}, {},
+                  {"longer than 'data' (3, 3) along axis 1"});
+  ExpectTypeError("gather_elements", {T({3, 3}), T({2, 2})}, {},
+                  {"'indices' (argument 1) must be int32 or int64, got float32"});
+}
+
+TEST(ScatterElementsOpTest, KeepsTheDataType) {
+  ExpectType(T({3, 3}), "scatter_elements", {T({3, 3}), T({2, 3}, "int64"), T({2, 3})},
+             {{"axis", 0}, {"reduction", "add"}});
+  ExpectTypeError("scatter_elements", {T({3, 3}), T({2, 3}, "int64"), T({3, 3})}, {},
+                  {"'updates' must have the shape of 'indices'"});
+  ExpectTypeError("scatter_elements", {T({3, 3}), T({2, 3}, "int64"), T({2, 3})},
+                  {{"reduction", "sub"}}, {"reduction", "sub"});
+}
+
+TEST(GatherNDOpTest, GathersSlicesPerIndexTuple) {
+  ExpectType(T({2, 3, 4}), "gather_nd", {T({5, 3, 4}), T({2, 1}, "int64")});
+  ExpectType(T({2}), "gather_nd", {T({2, 2}), T({2, 2}, "int64")});
+  ExpectType(T({2, 4}), "gather_nd", {T({2, 3, 4}), T({2, 1}, "int64")}, {{"batch_dims", 1}});
+  ExpectTypeError("gather_nd", {T({2, 2}), T({1, 3}, "int64")}, {},
+                  {"index tuples of 3 elements", "do not fit 'data' (2, 2)"});
+}
+
+TEST(ScatterNDOpTest, UpdatesMatchTheGatheredShape) {
+  ExpectType(T({4, 3}), "scatter_nd", {T({4, 3}), T({2, 1}, "int64"), T({2, 3})});
+  ExpectTypeError("scatter_nd", {T({4, 3}), T({2, 1}, "int64"), T({2, 4})}, {},
+                  {"'updates' must have shape (2, 3)"});
+}
+
+TEST(TopKOpTest, GivesValuesAndInt64Positions) {
+  ExpectType(TupleType({T({2, 3, 4}), T({2, 3, 4}, "int64")}), "topk", {T({2, 5, 4})},
+             {{"k", 3}, {"axis", 1}});
+  ExpectType(TupleType({T({2}, "int32"), T({2}, "int64")}), "topk", {T({7}, "int32")}, {{"k", 2}});
+  ExpectTypeError("topk", {T({2, 5})}, {{"k", 6}}, {"'k' = 6 must lie in [0, 5]"});
+}
+
+TEST(CumsumOpTest, KeepsTheTypeAndChecksTheAxis) {
+  ExpectType(T({2, 3}, "int32"), "cumsum", {T({2, 3}, "int32")}, {{"axis", -1}});
+  ExpectTypeError("cumsum", {T({2, 3})}, {{"axis", 2}}, {"'axis' = 2 is out of range"});
 }
 
 }  // namespace

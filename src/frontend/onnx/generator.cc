@@ -1,0 +1,121 @@
+// ONNX ops that generate their values from constants at import: Range, EyeLike and the window
+// functions (HannWindow, HammingWindow, BlackmanWindow) become Constants; Trilu multiplies its
+// input by a constant triangular mask.
+#include <kiln/ffi/error.h>
+
+#include <cmath>
+
+#include "converter.h"
+#include "tensor_proto.h"
+
+namespace kiln {
+namespace frontend {
+namespace onnx_import {
+namespace {
+
+/// Element 0 of constant scalar input `index`.
+double ScalarInput(const NodeContext& node, size_t index) {
+  const std::vector<double> values = node.ConstantFloats(index);
+  KILN_CHECK(values.size() == 1, ValueError)
+      << node.Describe() << ": input " << index << " must hold one value, not " << values.size();
+  return values[0];
+}
+
+/// The most elements a generated constant may have: the values are spelled out in the module.
+constexpr double kMaxGenerated = 1 << 24;
+
+// start, start + delta, ... up to (not including) limit: max(ceil((limit - start) / delta), 0)
+// elements of start's dtype.
+ir::Expr ConvertRange(const NodeContext& node) {
+  const double start = ScalarInput(node, 0);
+  const double limit = ScalarInput(node, 1);
+  const double delta = ScalarInput(node, 2);
+  KILN_CHECK(delta != 0, ValueError) << node.Describe() << ": delta must not be 0";
+  const double count = std::max(std::ceil((limit - start) / delta), 0.0);
+  KILN_CHECK(count <= kMaxGenerated, ValueError)
+      << node.Describe() << ": " << count << " elements is more than Kiln generates at import";
+  const DLDataType dtype = node.InputDType(0);
+  // Each element is computed from start, as ONNX's reference does, so integer ranges are exact.
+  std::vector<double> values(static_cast<size_t>(count));
+  for (size_t i = 0; i < values.size(); ++i) values[i] = start + static_cast<double>(i) * delta;
+  return ir::Constant(TensorFromDoubles(values, {static_cast<int64_t>(count)}, dtype));
+}
+
+ir::Expr ConvertEyeLike(const NodeContext& node) {
+  const std::vector<int64_t> shape = node.InputShape(0);
+  KILN_CHECK(shape.size() == 2, ValueError) << node.Describe() << ": the input must be 2-D";
+  const DLDataType dtype =
+      node.HasAttr("dtype")
+          ? DTypeFromOnnx(static_cast<int32_t>(node.Int("dtype", 0)), node.Describe() + "'s dtype")
+          : node.InputDType(0);
+  const int64_t k = node.Int("k", 0);
+  std::vector<double> values(static_cast<size_t>(shape[0] * shape[1]), 0.0);
+  for (int64_t i = 0; i < shape[0]; ++i) {
+    const int64_t j = i + k;
+    if (j >= 0 && j < shape[1]) values[i * shape[1] + j] = 1.0;
+  }
+  return ir::Constant(TensorFromDoubles(values, shape, dtype));
+}
+
+// Keeps x[..., i, j] where j - i >= k (upper) or j - i <= k (lower), 0 elsewhere: a where with a
+// constant (rows, columns) mask, which broadcasts over the leading dims.
+ir::Expr ConvertTrilu(const NodeContext& node) {
+  const std::vector<int64_t> shape = node.InputShape(0);
+  KILN_CHECK(shape.size() >= 2, ValueError) << node.Describe() << ": the input must be >= 2-D";
+  const int64_t k = node.HasInput(1) ? static_cast<int64_t>(ScalarInput(node, 1)) : 0;
+  const bool upper = node.Int("upper", 1) != 0;
+  const int64_t rows = shape[shape.size() - 2];
+  const int64_t columns = shape.back();
+  std::vector<double> mask(static_cast<size_t>(rows * columns));
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < columns; ++j) {
+      mask[i * columns + j] = (upper ? j - i >= k : j - i <= k) ? 1.0 : 0.0;
+    }
+  }
+  ir::Expr keep = ir::Constant(TensorFromDoubles(mask, {rows, columns}, DLDataType{kDLUInt, 1, 1}));
+  return MakeCall("where", {keep, node.Input(0), MakeScalar(0, node.InputDType(0))});
+}
+
+/// A cosine-sum window of constant `size` (input 0): sum_i (-1)^i a_i cos(2 pi i n / N), with
+/// N = size for a periodic window (the default) and size - 1 for a symmetric one.
+ir::Expr CosineWindow(const NodeContext& node, const std::vector<double>& coefficients) {
+  const double size = ScalarInput(node, 0);
+  KILN_CHECK(size >= 0 && size <= kMaxGenerated, ValueError)
+      << node.Describe() << ": size " << size << " is out of range";
+  const auto count = static_cast<int64_t>(size);
+  const double period = node.Int("periodic", 1) != 0 ? size : size - 1;
+  std::vector<double> values(static_cast<size_t>(count));
+  for (int64_t n = 0; n < count; ++n) {
+    double sum = 0;
+    for (size_t i = 0; i < coefficients.size(); ++i) {
+      const double sign = i % 2 == 0 ? 1.0 : -1.0;
+      sum += sign * coefficients[i] *
+             std::cos(2 * M_PI * static_cast<double>(i) * static_cast<double>(n) / period);
+    }
+    values[n] = sum;
+  }
+  const DLDataType dtype = DTypeFromOnnx(static_cast<int32_t>(node.Int("output_datatype", 1)),
+                                         node.Describe() + "'s output_datatype");
+  return ir::Constant(TensorFromDoubles(values, {count}, dtype));
+}
+
+}  // namespace
+
+void AddGeneratorConverters(std::vector<ConverterEntry>& table) {
+  AddConverter(table, "Range", 11, kMaxOpset, ConvertRange);
+  AddConverter(table, "EyeLike", 9, kMaxOpset, ConvertEyeLike);
+  AddConverter(table, "Trilu", 14, kMaxOpset, ConvertTrilu);
+  AddConverter(table, "HannWindow", 17, kMaxOpset, [](const NodeContext& node) {
+    return CosineWindow(node, {0.5, 0.5});
+  });
+  AddConverter(table, "HammingWindow", 17, kMaxOpset, [](const NodeContext& node) {
+    return CosineWindow(node, {25.0 / 46.0, 21.0 / 46.0});
+  });
+  AddConverter(table, "BlackmanWindow", 17, kMaxOpset, [](const NodeContext& node) {
+    return CosineWindow(node, {0.42, 0.5, 0.08});
+  });
+}
+
+}  // namespace onnx_import
+}  // namespace frontend
+}  // namespace kiln

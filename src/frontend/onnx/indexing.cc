@@ -1,0 +1,150 @@
+// Indexing ONNX ops: GatherElements, ScatterElements (and Scatter before it), GatherND,
+// ScatterND, Compress, OneHot, CumSum, TopK and ReverseSequence.
+#include <kiln/ffi/error.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "converter.h"
+#include "tensor_proto.h"
+
+namespace kiln {
+namespace frontend {
+namespace onnx_import {
+namespace {
+
+constexpr DLDataType kInt64{kDLInt, 64, 1};
+
+ir::Expr ConvertGatherElements(const NodeContext& node) {
+  return MakeCall("gather_elements", {node.Input(0), node.Input(1)},
+                  {{"axis", node.Int("axis", 0)}});
+}
+
+ir::Expr ConvertScatterElements(const NodeContext& node) {
+  return MakeCall(
+      "scatter_elements", {node.Input(0), node.Input(1), node.Input(2)},
+      {{"axis", node.Int("axis", 0)}, {"reduction", String(node.Str("reduction", "none"))}});
+}
+
+ir::Expr ConvertGatherND(const NodeContext& node) {
+  return MakeCall("gather_nd", {node.Input(0), node.Input(1)},
+                  {{"batch_dims", node.Int("batch_dims", 0)}});
+}
+
+ir::Expr ConvertScatterND(const NodeContext& node) {
+  return MakeCall("scatter_nd", {node.Input(0), node.Input(1), node.Input(2)},
+                  {{"reduction", String(node.Str("reduction", "none"))}});
+}
+
+// The selected positions depend on the condition's values, so it must be constant (Kiln's
+// shapes are static); the selection is then a take of those positions.
+ir::Expr ConvertCompress(const NodeContext& node) {
+  const std::vector<int64_t> condition = node.ConstantInts(1);
+  std::vector<int64_t> selected;
+  for (size_t i = 0; i < condition.size(); ++i) {
+    if (condition[i] != 0) selected.push_back(static_cast<int64_t>(i));
+  }
+  ir::Expr data = node.Input(0);
+  int64_t axis = 0;
+  if (node.HasAttr("axis")) {
+    const std::vector<int64_t> shape = node.InputShape(0);
+    axis = NormalizeAxis(node.Int("axis", 0), static_cast<int64_t>(shape.size()));
+    KILN_CHECK(static_cast<int64_t>(condition.size()) <= shape[axis], ValueError)
+        << node.Describe() << ": the condition has " << condition.size()
+        << " entries, more than extent " << shape[axis] << " of axis " << axis;
+  } else {
+    data = MakeCall("reshape", {data}, {{"newshape", Array<int64_t>{-1}}});
+  }
+  return MakeCall("take", {data, ir::Constant(Int64Tensor(selected))}, {{"axis", axis}});
+}
+
+// out = values[1] where the index (negative ones counted from the end) equals the position
+// along the new axis, values[0] elsewhere.
+ir::Expr ConvertOneHot(const NodeContext& node) {
+  const std::vector<double> depth_values = node.ConstantFloats(1);
+  KILN_CHECK(depth_values.size() == 1 && depth_values[0] >= 1, ValueError)
+      << node.Describe() << ": depth must be one positive value";
+  const auto depth = static_cast<int64_t>(depth_values[0]);
+  const auto rank = static_cast<int64_t>(node.InputShape(0).size()) + 1;
+  const int64_t axis = NormalizeAxis(node.Int("axis", -1), rank);
+  ir::Expr index = node.Input(0);
+  if (!DataTypeEqual(node.InputDType(0), kInt64)) {
+    index = MakeCall("cast", {index}, {{"dtype", String("int64")}});
+  }
+  ir::Expr zero = MakeScalar(0, kInt64);
+  index = MakeCall(
+      "where", {MakeCall("less", {index, zero}),
+                MakeCall("add", {index, MakeScalar(static_cast<double>(depth), kInt64)}), index});
+  index = MakeCall("unsqueeze", {index}, {{"axes", Array<int64_t>{axis}}});
+  ir::Expr mask = MakeCall("equal", {index, AxisPositions(depth, axis, rank)});
+  const ir::Expr& values = node.Input(2);
+  ir::Expr off = MakeCall("take", {values, zero});
+  ir::Expr on = MakeCall("take", {values, MakeScalar(1, kInt64)});
+  return MakeCall("where", {mask, on, off});
+}
+
+ir::Expr ConvertCumSum(const NodeContext& node) {
+  const std::vector<int64_t> axis = node.ConstantInts(1);
+  KILN_CHECK(axis.size() == 1, ValueError) << node.Describe() << ": axis must be one value";
+  return MakeCall("cumsum", {node.Input(0)},
+                  {{"axis", axis[0]},
+                   {"exclusive", node.Int("exclusive", 0) != 0},
+                   {"reverse", node.Int("reverse", 0) != 0}});
+}
+
+// K is an input (a constant); `sorted` = 0 lets any order through, so sorted order is correct.
+ir::Expr ConvertTopK(const NodeContext& node) {
+  const std::vector<int64_t> k = node.ConstantInts(1);
+  KILN_CHECK(k.size() == 1, ValueError) << node.Describe() << ": K must be one value";
+  return MakeCall(
+      "topk", {node.Input(0)},
+      {{"k", k[0]}, {"axis", node.Int("axis", -1)}, {"largest", node.Int("largest", 1) != 0}});
+}
+
+// Each batch entry's first sequence_lens[b] steps along the time axis reversed, the rest kept:
+// a gather_elements along the time axis with constant positions (sequence_lens must be
+// constant).
+ir::Expr ConvertReverseSequence(const NodeContext& node) {
+  const std::vector<int64_t> shape = node.InputShape(0);
+  const auto rank = static_cast<int64_t>(shape.size());
+  const int64_t batch_axis = NormalizeAxis(node.Int("batch_axis", 1), rank);
+  const int64_t time_axis = NormalizeAxis(node.Int("time_axis", 0), rank);
+  KILN_CHECK(rank >= 2 && batch_axis != time_axis, ValueError)
+      << node.Describe() << ": batch_axis and time_axis must be two different axes";
+  const std::vector<int64_t> lengths = node.ConstantInts(1);
+  KILN_CHECK(static_cast<int64_t>(lengths.size()) == shape[batch_axis], ValueError)
+      << node.Describe() << ": " << lengths.size() << " sequence lengths for a batch of "
+      << shape[batch_axis];
+  const int64_t count = Product(shape, 0, shape.size());
+  std::vector<int64_t> positions(static_cast<size_t>(count));
+  std::vector<int64_t> index(shape.size(), 0);
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t t = index[time_axis];
+    const int64_t length = std::min(lengths[index[batch_axis]], shape[time_axis]);
+    positions[i] = t < length ? length - 1 - t : t;
+    for (int64_t d = rank - 1; d >= 0 && ++index[d] == shape[d]; --d) index[d] = 0;
+  }
+  return MakeCall("gather_elements", {node.Input(0), ir::Constant(Int64Tensor(positions, shape))},
+                  {{"axis", time_axis}});
+}
+
+}  // namespace
+
+void AddIndexingConverters(std::vector<ConverterEntry>& table) {
+  AddConverter(table, "GatherElements", 11, kMaxOpset, ConvertGatherElements);
+  // Scatter (9-10) is ScatterElements under its old name.
+  AddConverter(table, "Scatter", 9, 10, ConvertScatterElements);
+  AddConverter(table, "ScatterElements", 11, kMaxOpset, ConvertScatterElements);
+  AddConverter(table, "GatherND", 11, kMaxOpset, ConvertGatherND);
+  AddConverter(table, "ScatterND", 11, kMaxOpset, ConvertScatterND);
+  AddConverter(table, "Compress", 9, kMaxOpset, ConvertCompress);
+  AddConverter(table, "OneHot", 9, kMaxOpset, ConvertOneHot);
+  AddConverter(table, "CumSum", 11, kMaxOpset, ConvertCumSum);
+  AddConverter(table, "TopK", 10, kMaxOpset, ConvertTopK);
+  AddConverter(table, "ReverseSequence", 10, kMaxOpset, ConvertReverseSequence);
+}
+
+}  // namespace onnx_import
+}  // namespace frontend
+}  // namespace kiln
