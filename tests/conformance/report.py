@@ -104,6 +104,19 @@ def _case_list(results, status):
     return markdown_table(["case", "detail"], rows)
 
 
+def _bound_paragraph(results, bound):
+    """How many passes needed graph inputs bound as constants, each with its inputs in a
+    collapsed list (long: every Reshape/Slice/Resize case of the node suite)."""
+    text = (f"{len(bound)} passing case(s) were compiled with graph inputs bound as constants "
+            "(`from_onnx(values=...)`, for inputs that decide a shape).")
+    if not bound:
+        return text
+    items = "\n".join(f"- `{key}`: " + ", ".join(f"`{name}`" for name in
+                                                 results[key]["bound_inputs"]) for key in bound)
+    summary = "<details><summary>cases and bound inputs</summary>"
+    return f"{text}\n\n{summary}\n\n{items}\n\n</details>"
+
+
 def markdown(results, suites, command):
     """docs/conformance.md: the summary, the command, the top causes, the failing cases."""
     commit = _git_commit()
@@ -124,9 +137,7 @@ def markdown(results, suites, command):
         "`ctest -L conformance` fails when one of them stops passing.",
         "## Summary",
         markdown_table(HEADER, _rows(results, suites)),
-        f"{len(bound)} passing case(s) were compiled with graph inputs bound as constants "
-        "(`from_onnx(values=...)`, for inputs that decide a shape)"
-        + (": " + ", ".join(f"`{k}`" for k in bound) if bound else "") + ".",
+        _bound_paragraph(results, bound),
         "## Top unsupported ops",
         markdown_table(["op", "cases", "opsets"], top_unsupported_ops(results, 40)),
         "## Most common causes",
