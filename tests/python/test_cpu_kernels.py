@@ -638,6 +638,14 @@ def test_pool3d(pool_size, strides, padding, ceil_mode):
         check("nn.avg_pool3d", [x], ref, count_include_pad=include, **attrs)
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+def test_max_pool2d_integers(dtype):
+    x = RNG.integers(np.iinfo(dtype).min, np.iinfo(dtype).max, size=(1, 2, 5, 5)).astype(dtype)
+    ref = F.max_pool2d(t(x.astype(np.float32)), 2, 1, 0).numpy().astype(dtype)
+    check("nn.max_pool2d", [x], ref, pool_size=[2, 2], strides=[1, 1], padding=[0, 0, 0, 0],
+          dilation=[1, 1], ceil_mode=False)
+
+
 def test_global_pool2d():
     x = rand(2, 5, 7, 9)
     check("nn.global_max_pool2d", [x], x.max(axis=(2, 3), keepdims=True))

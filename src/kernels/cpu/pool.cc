@@ -12,10 +12,10 @@ namespace kernels {
 namespace cpu {
 namespace {
 
-/// Runs `body(in_plane, out_plane)` for every (n, c) plane of the float32 input and output.
-template <typename Body>
+/// Runs `body(in_plane, out_plane)` for every (n, c) plane of the input and output, of
+/// element type T (the caller has checked the dtype).
+template <typename T = float, typename Body>
 void ForEachPlane(const KernelCall& call, const Body& body) {
-  RequireFloat32Inputs(call);
   const Tensor in = call.input(0);
   const Tensor out = call.output(0);
   const int64_t planes = in.shape(0) * in.shape(1);
@@ -25,8 +25,8 @@ void ForEachPlane(const KernelCall& call, const Body& body) {
     in_size *= in.shape(axis);
     out_size *= out.shape(axis);
   }
-  const float* x = Data<const float>(in);
-  float* y = Data<float>(out);
+  const T* x = Data<const T>(in);
+  T* y = Data<T>(out);
   const int64_t grain = std::max<int64_t>(1, kElementGrain / std::max<int64_t>(1, in_size));
   runtime::ParallelFor(0, planes, grain, [&](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) body(x + p * in_size, y + p * out_size);
@@ -42,8 +42,8 @@ void Unflatten(int64_t index, const int64_t* extents, int64_t* coords) {
   }
 }
 
-template <int kRank, bool kMax>
-void Pool(const KernelCall& call) {
+template <int kRank, bool kMax, typename T>
+void PoolOf(const KernelCall& call) {
   const Window<kRank> win = ReadWindow<kRank>(call, call.Ints("pool_size"));
   const bool include_pad = !kMax && call.Bool("count_include_pad");
   const Tensor in = call.input(0);
@@ -58,12 +58,15 @@ void Pool(const KernelCall& call) {
     out_size *= out_dims[axis];
     taps *= win.kernel[axis];
   }
-  ForEachPlane(call, [&](const float* x, float* y) {
+  ForEachPlane<T>(call, [&](const T* x, T* y) {
     int64_t position[kRank];
     int64_t tap[kRank];
     for (int64_t o = 0; o < out_size; ++o) {
       Unflatten<kRank>(o, out_dims, position);
-      float acc = kMax ? -std::numeric_limits<float>::infinity() : 0.F;
+      // Max starts below every value (integers: the lowest one; a window always holds one).
+      T acc = kMax ? (std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
+                                                           : std::numeric_limits<T>::lowest())
+                   : T{0};
       int64_t count = 0;
       for (int64_t t = 0; t < taps; ++t) {
         Unflatten<kRank>(t, win.kernel, tap);
@@ -81,10 +84,22 @@ void Pool(const KernelCall& call) {
         if (!inside) continue;
         acc = kMax ? std::max(acc, x[offset]) : acc + x[offset];
       }
-      y[o] = kMax ? acc : acc / static_cast<float>(std::max<int64_t>(count, 1));
+      y[o] = kMax ? acc : acc / static_cast<T>(std::max<int64_t>(count, 1));
     }
   });
 }
+/// Max pooling also takes 8-bit integers (ONNX MaxPool, opset 12); average pooling is float32.
+template <int kRank, bool kMax>
+void Pool(const KernelCall& call) {
+  if constexpr (kMax) {
+    DispatchDType<kF32 | kU8 | kI8>(call, call.input(0).dtype(),
+                                    [&](auto tag) { PoolOf<kRank, true, decltype(tag)>(call); });
+  } else {
+    RequireFloat32Inputs(call);
+    PoolOf<kRank, false, float>(call);
+  }
+}
+
 KILN_CPU_KERNEL("nn.max_pool2d", (Pool<2, true>));
 KILN_CPU_KERNEL("nn.avg_pool2d", (Pool<2, false>));
 KILN_CPU_KERNEL("nn.max_pool3d", (Pool<3, true>));
@@ -92,6 +107,7 @@ KILN_CPU_KERNEL("nn.avg_pool3d", (Pool<3, false>));
 
 template <bool kMax>
 void GlobalPool2D(const KernelCall& call) {
+  RequireFloat32Inputs(call);
   const Tensor in = call.input(0);
   const int64_t size = in.shape(2) * in.shape(3);
   ForEachPlane(call, [&](const float* x, float* y) {
