@@ -27,7 +27,7 @@ const std::vector<Command>& Commands() {
        "or, when not given, from seeded random values (said on stderr), runs --warmup times\n"
        "(default 1), then --repeat times (default 1), and prints each output's dtype, shape,\n"
        "min/max/mean and first values, and the latency min/median/max. --output-dir writes\n"
-       "the outputs as output_<i>.npy.\n",
+       "the outputs as output_<i>.npy into DIR, created when missing.\n",
        RunRun},
       {"inspect", "show a model's inputs, outputs, ops; for a .so its graph and kernels",
        "kilnc inspect model.onnx [--shape name=d0,d1,...]... [--ir]\n"

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -163,6 +164,7 @@ int RunRun(const std::vector<std::string>& args) {
   for (int64_t i = 0; i < model.num_outputs(); ++i) {
     PrintOutput(i, model.get_output(i));
     if (!options->output_dir.empty()) {
+      std::filesystem::create_directories(options->output_dir);
       WriteNpy(options->output_dir + "/output_" + std::to_string(i) + ".npy", model.get_output(i));
     }
   }
