@@ -39,6 +39,7 @@ DEFAULTS = {
     "scatter_nd": {"reduction": "none"},
     "cumsum": {"axis": 0, "exclusive": False, "reverse": False},
     "topk": {"axis": -1, "largest": True},
+    "image.grid_sample": {"method": "bilinear", "padding_mode": "zeros", "align_corners": False},
     "nn.batch_matmul": {"transpose_a": False, "transpose_b": False},
     "sum": {"axis": None, "keepdims": True},
     "argmax": {"axis": 0, "keepdims": True},
@@ -690,6 +691,18 @@ def test_resize2d(size):
             ref = F.interpolate(t(x), size=size, mode=mode, align_corners=align).numpy()
             check("image.resize2d", [x], ref, rtol=1e-4, atol=1e-5, size=list(size),
                   method=method, coordinate_transformation_mode=transform)
+
+
+@pytest.mark.parametrize("method", ["bilinear", "nearest", "bicubic"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sample(method, padding_mode, align_corners):
+    x = rand(2, 3, 5, 6)
+    grid = rand(2, 4, 7, 2, low=-1.4, high=1.4)  # some positions outside [-1, 1]
+    expected = F.grid_sample(t(x), t(grid), mode=method, padding_mode=padding_mode,
+                             align_corners=align_corners).numpy()
+    check("image.grid_sample", [x, grid], expected, rtol=1e-4, atol=1e-5, method=method,
+          padding_mode=padding_mode, align_corners=align_corners)
 
 
 def test_resize2d_divides_by_the_given_scales():

@@ -260,6 +260,16 @@ def test_reverse_sequence():
                time_axis=0)
 
 
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+def test_grid_sample(mode):
+    x = rand(1, 2, 4, 5)
+    grid = RNG.uniform(-1.2, 1.2, size=(1, 3, 3, 2)).astype(np.float32)
+    expected = F.grid_sample(torch.from_numpy(x), torch.from_numpy(grid), mode=mode,
+                             padding_mode="border", align_corners=True).numpy()
+    check_node("GridSample", {"x": x, "g": grid}, expected, opset=16, rtol=1e-4, atol=1e-5,
+               mode=mode, padding_mode="border", align_corners=1)
+
+
 # ---- generators and layout -----------------------------------------------------------------
 
 def test_range_eye_like_and_trilu():

@@ -1,4 +1,5 @@
-// Resize and Upsample as image.resize2d: constant scales or sizes become the output size.
+// Image sampling: Resize and Upsample as image.resize2d (constant scales or sizes become the
+// output size), GridSample as image.grid_sample.
 #include <kiln/ffi/error.h>
 
 #include <cmath>
@@ -86,12 +87,20 @@ ir::Expr ConvertResize(const NodeContext& node) {
   return Resize(node, size, mode, rounding, std::vector<double>{scales[2], scales[3]});
 }
 
+ir::Expr ConvertGridSample(const NodeContext& node) {
+  return MakeCall("image.grid_sample", {node.Input(0), node.Input(1)},
+                  {{"method", String(node.Str("mode", "bilinear"))},
+                   {"padding_mode", String(node.Str("padding_mode", "zeros"))},
+                   {"align_corners", node.Int("align_corners", 0) != 0}});
+}
+
 }  // namespace
 
 void AddResizeConverters(std::vector<ConverterEntry>& table) {
   table.push_back({"Upsample", kMinOpset, 9, ConvertUpsampleLike});
   table.push_back({"Resize", 10, 10, ConvertUpsampleLike});
   table.push_back({"Resize", 11, kMaxOpset, ConvertResize});
+  AddConverter(table, "GridSample", 16, kMaxOpset, ConvertGridSample);
 }
 
 }  // namespace onnx_import
