@@ -215,16 +215,18 @@ ir::Expr ConvertLayerNorm(const NodeContext& node) {
   const std::vector<int64_t> shape = node.InputShape(0);
   const int64_t axis = NormalizeAxis(node.Int("axis", -1), static_cast<int64_t>(shape.size()));
   // Kiln's layer_norm always takes a bias; ONNX's B defaults to zeros.
-  ir::Expr bias =
-      node.HasInput(2)
-          ? node.Input(2)
-          : ir::Expr(ir::Constant(FilledTensor(
-                std::vector<int64_t>(shape.begin() + axis, shape.end()), node.InputDType(0), 0.0)));
+  ir::Expr bias;
+  if (node.HasInput(2)) {
+    bias = node.Input(2);
+  } else {
+    bias = ir::Constant(FilledTensor(std::vector<int64_t>(shape.begin() + axis, shape.end()),
+                                     node.InputDType(0), 0.0));
+  }
   ir::Expr normalized = MakeCall("nn.layer_norm", {node.Input(0), node.Input(1), bias},
                                  {{"axis", axis}, {"epsilon", node.Float("epsilon", 1e-5)}});
   if (node.NumOutputs() <= 1) return normalized;
-  auto [mean, inv_std] = LayerNormStatistics(node, axis, shape.size());
-  return ir::Tuple({normalized, mean, inv_std});
+  const std::pair<ir::Expr, ir::Expr> statistics = LayerNormStatistics(node, axis, shape.size());
+  return ir::Tuple({normalized, statistics.first, statistics.second});
 }
 
 // Before opset 13 Softmax treats its input as the 2-D matrix [prod(shape[:axis]),
