@@ -705,6 +705,14 @@ def test_grid_sample(method, padding_mode, align_corners):
           padding_mode=padding_mode, align_corners=align_corners)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_det(dtype):
+    x = rand(2, 3, 5, 5, dtype=dtype)
+    x[0, 1, 2] = x[0, 1, 0]  # a singular matrix
+    x[1, 0] = np.eye(5)[[1, 0, 2, 3, 4]]  # a row swap: -1
+    check("det", [x], np.linalg.det(x).astype(dtype), rtol=1e-4, atol=1e-5)
+
+
 def test_resize2d_divides_by_the_given_scales():
     # Linear half_pixel downsampling of 5 by 0.6: 3 outputs at (x + 0.5) / 0.6 - 0.5 (ONNX),
     # not at the ratio 3/5 of the sizes.

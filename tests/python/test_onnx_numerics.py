@@ -270,6 +270,12 @@ def test_grid_sample(mode):
                mode=mode, padding_mode="border", align_corners=1)
 
 
+def test_det():
+    x = rand(3, 4, 4)
+    check_node("Det", {"x": x}, np.linalg.det(x).astype(np.float32), opset=11, rtol=1e-4,
+               atol=1e-5)
+
+
 # ---- generators and layout -----------------------------------------------------------------
 
 def test_range_eye_like_and_trilu():

@@ -34,7 +34,7 @@ constexpr OpPair kUnaryOps[] = {
     {"Acos", "acos", 7},       {"Atan", "atan", 7},
     {"Sinh", "sinh", 9},       {"Cosh", "cosh", 9},
     {"Asinh", "asinh", 9},     {"Acosh", "acosh", 9},
-    {"Atanh", "atanh", 9},
+    {"Atanh", "atanh", 9},     {"Det", "det", 11},
 };
 
 constexpr OpPair kBinaryOps[] = {

@@ -1,6 +1,6 @@
 // Type relations of the tensor ops (src/ops/tensor/): elementwise and broadcast, reshape,
 // transpose, matmul, reductions, concatenate/split, strided_slice, take, squeeze/unsqueeze,
-// expand, gather/scatter (elements and nd), cumsum, topk.
+// expand, gather/scatter (elements and nd), cumsum, topk, det.
 #include <limits>
 
 #include "op/op_test_util.h"
@@ -250,6 +250,12 @@ TEST(TopKOpTest, GivesValuesAndInt64Positions) {
              {{"k", 3}, {"axis", 1}});
   ExpectType(TupleType({T({2}, "int32"), T({2}, "int64")}), "topk", {T({7}, "int32")}, {{"k", 2}});
   ExpectTypeError("topk", {T({2, 5})}, {{"k", 6}}, {"'k' = 6 must lie in [0, 5]"});
+}
+
+TEST(DetOpTest, ReducesTheTrailingSquareMatrices) {
+  ExpectType(T({2, 3}), "det", {T({2, 3, 4, 4})});
+  ExpectType(T({}, "float64"), "det", {T({3, 3}, "float64")});
+  ExpectTypeError("det", {T({2, 3, 4})}, {}, {"'data' (2, 3, 4) must end in square matrices"});
 }
 
 TEST(CumsumOpTest, KeepsTheTypeAndChecksTheAxis) {
