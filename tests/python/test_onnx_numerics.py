@@ -409,3 +409,18 @@ def test_window_functions(op_type, coefficients, periodic):
                    for i, a in enumerate(coefficients))
     check_node(op_type, {"size": np.array(10, np.int64)}, expected.astype(np.float32), opset=17,
                atol=1e-6, periodic=periodic)
+
+
+def test_batch_norm_in_training_mode_uses_and_updates_the_batch_statistics():
+    x, scale, bias = rand(2, 3, 4, 5), rand(3), rand(3)
+    running_mean, running_var = rand(3), np.abs(rand(3)) + 0.5
+    mean = x.mean(axis=(0, 2, 3))
+    var = x.var(axis=(0, 2, 3))
+    view = (1, 3, 1, 1)
+    y = (x - mean.reshape(view)) / np.sqrt(var.reshape(view) + 1e-3) * scale.reshape(view) \
+        + bias.reshape(view)
+    check_node("BatchNormalization",
+               {"x": x, "s": scale, "b": bias, "m": running_mean, "v": running_var},
+               [y, running_mean * 0.8 + mean * 0.2, running_var * 0.8 + var * 0.2], opset=15,
+               rtol=1e-4, atol=1e-5, outputs=("y", "rm", "rv"), epsilon=1e-3, momentum=0.8,
+               training_mode=1)

@@ -172,7 +172,42 @@ ir::Expr ConvertGlobalPool(const NodeContext& node, const char* op_2d, const cha
   return MakeCall(reduce, {node.Input(0)}, {{"axis", ToArray(axes)}, {"keepdims", true}});
 }
 
+/// (C,) per-channel `value` as (C, 1, ...) for a rank-`rank` NC... input.
+ir::Expr ChannelView(const ir::Expr& value, int64_t channels, size_t rank) {
+  std::vector<int64_t> shape(rank - 1, 1);
+  shape[0] = channels;
+  return MakeCall("reshape", {value}, {{"newshape", ToArray(shape)}});
+}
+
+// BatchNormalization-14/15 with training_mode=1 normalizes with the batch's own (biased)
+// statistics over every axis but the channels, and also returns the running statistics updated
+// with them: running * momentum + batch * (1 - momentum).
+ir::Expr BatchNormTraining(const NodeContext& node) {
+  const std::vector<int64_t> shape = node.InputShape(0);
+  KILN_CHECK(shape.size() >= 2, ValueError) << node.Describe() << ": the input must be >= 2-D";
+  const DLDataType dtype = node.InputDType(0);
+  std::vector<int64_t> axes{0};
+  for (size_t d = 2; d < shape.size(); ++d) axes.push_back(static_cast<int64_t>(d));
+  auto mean_over = [&](const ir::Expr& value) {
+    return MakeCall("mean", {value}, {{"axis", ToArray(axes)}, {"keepdims", false}});
+  };
+  const ir::Expr& x = node.Input(0);
+  ir::Expr mean = mean_over(x);
+  ir::Expr centered = MakeCall("subtract", {x, ChannelView(mean, shape[1], shape.size())});
+  ir::Expr variance = mean_over(MakeCall("multiply", {centered, centered}));
+  ir::Expr y = MakeCall("nn.batch_norm", {x, node.Input(1), node.Input(2), mean, variance},
+                        {{"epsilon", node.Float("epsilon", 1e-5)}});
+  if (node.NumOutputs() <= 1) return y;
+  const double momentum = node.Float("momentum", 0.9);
+  auto update = [&](const ir::Expr& running, const ir::Expr& batch) {
+    return MakeCall("add", {MakeCall("multiply", {running, MakeScalar(momentum, dtype)}),
+                            MakeCall("multiply", {batch, MakeScalar(1 - momentum, dtype)})});
+  };
+  return ir::Tuple({y, update(node.Input(3), mean), update(node.Input(4), variance)});
+}
+
 ir::Expr ConvertBatchNorm(const NodeContext& node) {
+  if (node.opset() >= 14 && node.Int("training_mode", 0) != 0) return BatchNormTraining(node);
   CheckSingleOutput(node);
   KILN_CHECK(node.Int("training_mode", 0) == 0, NotImplementedError)
       << node.Describe() << ": training_mode is not supported (inference only)";
