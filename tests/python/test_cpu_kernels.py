@@ -713,6 +713,14 @@ def test_det(dtype):
     check("det", [x], np.linalg.det(x).astype(dtype), rtol=1e-4, atol=1e-5)
 
 
+def test_resize2d_tf_half_pixel_for_nn():
+    # TensorFlow's nearest: x_in = (x_out + 0.5) / scale, rounded down here.
+    x = np.arange(8, dtype=np.float32).reshape(1, 1, 1, 8)
+    src = np.floor((np.arange(3) + 0.5) / (3 / 8)).astype(np.int64)
+    check("image.resize2d", [x], x[..., src], size=[1, 3], rounding_method="floor",
+          coordinate_transformation_mode="tf_half_pixel_for_nn")
+
+
 def test_resize2d_divides_by_the_given_scales():
     # Linear half_pixel downsampling of 5 by 0.6: 3 outputs at (x + 0.5) / 0.6 - 0.5 (ONNX),
     # not at the ratio 3/5 of the sizes.

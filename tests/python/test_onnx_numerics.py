@@ -424,3 +424,9 @@ def test_batch_norm_in_training_mode_uses_and_updates_the_batch_statistics():
                [y, running_mean * 0.8 + mean * 0.2, running_var * 0.8 + var * 0.2], opset=15,
                rtol=1e-4, atol=1e-5, outputs=("y", "rm", "rv"), epsilon=1e-3, momentum=0.8,
                training_mode=1)
+
+
+def test_reshape_allowzero_with_an_empty_extent():
+    x = np.zeros((0, 3, 4), np.float32)
+    check_node("Reshape", {"x": x, "s": np.array([3, 4, 0], np.int64)},
+               np.zeros((3, 4, 0), np.float32), opset=14, allowzero=1)
