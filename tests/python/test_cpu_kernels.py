@@ -250,6 +250,16 @@ def test_binary_integers(op, dtype):
     check(op, [a, b], expected)
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.int32, np.int64])
+def test_shifts(dtype):
+    a = RNG.integers(0, 100, size=(4, 6)).astype(dtype)
+    b = RNG.integers(0, 7, size=(6,)).astype(dtype)
+    check("left_shift", [a, b], np.left_shift(a, b).astype(dtype))
+    check("right_shift", [a, b], np.right_shift(a, b).astype(dtype))
+    wide = np.array([70, 8 * np.dtype(dtype).itemsize], dtype)  # shifts past the width give 0
+    check("left_shift", [np.array([3, 3], dtype), wide], np.zeros(2, dtype))
+
+
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float32, np.float64])
 def test_mod_fmod_takes_the_dividend_sign(dtype):
     a = np.array([-7, -4, -1, 0, 3, 5, 8, 9], dtype)

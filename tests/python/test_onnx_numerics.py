@@ -151,6 +151,14 @@ def test_mod(fmod, dtype):
     check_node("Mod", {"a": a, "b": b}, (np.fmod if fmod else np.mod)(a, b), fmod=fmod)
 
 
+@pytest.mark.parametrize("direction", ["LEFT", "RIGHT"])
+def test_bit_shift(direction):
+    x = np.array([16, 4, 1, 255], np.uint8)
+    n = np.array([1, 2, 3, 1], np.uint8)
+    ref = np.left_shift(x, n) if direction == "LEFT" else np.right_shift(x, n)
+    check_node("BitShift", {"x": x, "n": n}, ref.astype(np.uint8), opset=11, direction=direction)
+
+
 def test_activations():
     x = rand(3, 5)
     check_node("Selu", {"x": x}, F.selu(torch.from_numpy(x)).numpy(), opset=6)

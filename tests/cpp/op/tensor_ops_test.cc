@@ -58,8 +58,9 @@ TEST(ElemwiseOpTest, UnaryOpsKeepTheType) {
 }
 
 TEST(ElemwiseOpTest, BinaryOpsBroadcast) {
-  for (const char* name : {"add", "subtract", "multiply", "divide", "power", "maximum", "minimum",
-                           "mod", "logical_and", "logical_or", "logical_xor"}) {
+  for (const char* name :
+       {"add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "mod", "left_shift",
+        "right_shift", "logical_and", "logical_or", "logical_xor"}) {
     ExpectType(T({2, 4, 3}), name, {T({2, 1, 3}), T({4, 1})});
     EXPECT_EQ(ir::Op::Get(name).pattern(), ir::OpPattern::kBroadcast) << name;
   }
