@@ -63,8 +63,12 @@ ir::Expr ConvertCompress(const NodeContext& node) {
 // along the new axis, values[0] elsewhere.
 ir::Expr ConvertOneHot(const NodeContext& node) {
   const std::vector<double> depth_values = node.ConstantFloats(1);
-  KILN_CHECK(depth_values.size() == 1 && depth_values[0] >= 1, ValueError)
-      << node.Describe() << ": depth must be one positive value";
+  // Bounded before the conversion (a corrupt depth would make it undefined) and because the
+  // positions it is compared with are spelled out as a constant.
+  constexpr double kMaxDepth = 1 << 24;
+  KILN_CHECK(depth_values.size() == 1 && depth_values[0] >= 1 && depth_values[0] <= kMaxDepth,
+             ValueError)
+      << node.Describe() << ": depth must be one value in [1, 2^24]";
   const auto depth = static_cast<int64_t>(depth_values[0]);
   const auto rank = static_cast<int64_t>(node.InputShape(0).size()) + 1;
   const int64_t axis = NormalizeAxis(node.Int("axis", -1), rank);

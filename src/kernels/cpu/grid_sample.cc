@@ -31,8 +31,8 @@ struct Sampler {
     const double span = (twice_high - twice_low) / 2;
     const double distance = std::fabs(x - low);
     const double extra = std::fmod(distance, span);
-    const auto flips = static_cast<int64_t>(std::floor(distance / span));
-    return flips % 2 == 0 ? extra + low : span - extra + low;
+    const bool even = std::fmod(std::floor(distance / span), 2.0) == 0.0;
+    return even ? extra + low : span - extra + low;
   }
 
   /// `x` with the padding mode applied: border and reflection bring it inside [0, extent - 1].
@@ -51,6 +51,13 @@ struct Sampler {
 /// The value at integer (x, y) of one (H, W) plane, 0 outside.
 float At(const float* plane, int64_t h, int64_t w, int64_t x, int64_t y) {
   return x >= 0 && x < w && y >= 0 && y < h ? plane[y * w + x] : 0.F;
+}
+
+/// `v` (already rounded) as an index; -1, which reads 0, for a NaN or a value far outside any
+/// tensor (grids are data: converting those to an integer would be undefined behaviour).
+int64_t ToIndex(double v) {
+  constexpr double kFar = 1e15;
+  return std::isfinite(v) && std::fabs(v) < kFar ? static_cast<int64_t>(v) : -1;
 }
 
 /// Keys' cubic convolution weights (A = -0.75) of the four taps around a point `t` past the
@@ -77,9 +84,9 @@ float Sample(const Sampler& s, const float* plane, int64_t h, int64_t w, double 
     CubicWeights(y - y0, wy);
     double sum = 0;
     for (int i = 0; i < 4; ++i) {
-      const auto ty = static_cast<int64_t>(s.Pad(y0 - 1 + i, h));
+      const int64_t ty = ToIndex(s.Pad(y0 - 1 + i, h));
       for (int j = 0; j < 4; ++j) {
-        const auto tx = static_cast<int64_t>(s.Pad(x0 - 1 + j, w));
+        const int64_t tx = ToIndex(s.Pad(x0 - 1 + j, w));
         sum += wy[i] * wx[j] * At(plane, h, w, tx, ty);
       }
     }
@@ -88,15 +95,14 @@ float Sample(const Sampler& s, const float* plane, int64_t h, int64_t w, double 
   const double x = s.Pad(s.Unnormalize(gx, w), w);
   const double y = s.Pad(s.Unnormalize(gy, h), h);
   if (s.method == "nearest") {
-    return At(plane, h, w, static_cast<int64_t>(std::nearbyint(x)),
-              static_cast<int64_t>(std::nearbyint(y)));
+    return At(plane, h, w, ToIndex(std::nearbyint(x)), ToIndex(std::nearbyint(y)));
   }
   const double x0 = std::floor(x);
   const double y0 = std::floor(y);
   const double rx = x - x0;
   const double ry = y - y0;
-  const auto ix = static_cast<int64_t>(x0);
-  const auto iy = static_cast<int64_t>(y0);
+  const int64_t ix = ToIndex(x0);
+  const int64_t iy = ToIndex(y0);
   return static_cast<float>(
       (1 - ry) * ((1 - rx) * At(plane, h, w, ix, iy) + rx * At(plane, h, w, ix + 1, iy)) +
       ry * ((1 - rx) * At(plane, h, w, ix, iy + 1) + rx * At(plane, h, w, ix + 1, iy + 1)));
