@@ -366,7 +366,10 @@ def test_instance_norm_mean_variance_norm_and_lrn():
 @pytest.mark.parametrize("equation,shapes", [
     ("ij,jk->ik", [(2, 3), (3, 4)]), ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
     ("i,i", [(5,), (5,)]), ("ij->", [(3, 4)]), ("ijk->kji", [(2, 3, 4)]),
-    ("ij,j->i", [(3, 4), (4,)]), ("ik,jk", [(2, 3), (4, 3)])])
+    ("ij,j->i", [(3, 4), (4,)]), ("ik,jk", [(2, 3), (4, 3)]),
+    ("...ii->...i", [(2, 3, 3)]), ("ii", [(4, 4)]), ("...ij,...jk->...ik", [(2, 3, 4), (2, 4, 5)]),
+    ("bij,jk", [(2, 3, 4), (4, 5)]), ("i...,i...->...", [(3, 2, 4), (3, 1, 4)]),
+    ("iij,jk->ik", [(3, 3, 2), (2, 4)])])
 def test_einsum(equation, shapes):
     operands = [rand(*shape, dtype=np.float64) for shape in shapes]
     inputs = {f"x{i}": x for i, x in enumerate(operands)}
