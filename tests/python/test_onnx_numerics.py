@@ -19,7 +19,8 @@ F = torch.nn.functional
 RNG = np.random.default_rng(7)
 ELEM = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float64): TensorProto.DOUBLE,
         np.dtype(np.int64): TensorProto.INT64, np.dtype(np.int32): TensorProto.INT32,
-        np.dtype(np.bool_): TensorProto.BOOL, np.dtype(np.uint8): TensorProto.UINT8}
+        np.dtype(np.bool_): TensorProto.BOOL, np.dtype(np.uint8): TensorProto.UINT8,
+        np.dtype(np.int8): TensorProto.INT8}
 
 
 def model_of(nodes, inputs, outputs=("y",), opset=13, inits=None, expected=None):
@@ -441,3 +442,10 @@ def test_reshape_allowzero_with_an_empty_extent():
     x = np.zeros((0, 3, 4), np.float32)
     check_node("Reshape", {"x": x, "s": np.array([3, 4, 0], np.int64)},
                np.zeros((3, 4, 0), np.float32), opset=14, allowzero=1)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+def test_max_pool_of_8_bit_integers(dtype):
+    x = RNG.integers(0 if dtype == np.uint8 else -128, 128, size=(1, 2, 5, 5)).astype(dtype)
+    expected = x.reshape(1, 2, 5, 5)[:, :, :4, :4].reshape(1, 2, 2, 2, 2, 2).max(axis=(3, 5))
+    check_node("MaxPool", {"x": x}, expected, opset=12, kernel_shape=[2, 2], strides=[2, 2])

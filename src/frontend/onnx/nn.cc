@@ -148,9 +148,17 @@ Map<String, Any> PoolAttrs(const NodeContext& node) {
   return attrs;
 }
 
+// The pooling kernels are float32; 8-bit integers (ONNX MaxPool-12 takes int8 and uint8) are
+// pooled as float32, which holds them exactly, and cast back.
 ir::Expr ConvertMaxPool(const NodeContext& node) {
   const size_t rank = node.InputShape(0).size() - 2;
-  return MakeCall(RankedOp("nn.max_pool", rank), {node.Input(0)}, PoolAttrs(node));
+  const DLDataType dtype = node.InputDType(0);
+  const bool eight_bit = dtype.code != kDLFloat && dtype.bits == 8;
+  ir::Expr data = node.Input(0);
+  if (eight_bit) data = MakeCall("cast", {data}, {{"dtype", String("float32")}});
+  ir::Expr pooled = MakeCall(RankedOp("nn.max_pool", rank), {data}, PoolAttrs(node));
+  if (!eight_bit) return pooled;
+  return MakeCall("cast", {pooled}, {{"dtype", String(DataTypeToString(dtype))}});
 }
 
 ir::Expr ConvertAveragePool(const NodeContext& node) {
