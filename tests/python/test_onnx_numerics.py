@@ -449,3 +449,27 @@ def test_max_pool_of_8_bit_integers(dtype):
     x = RNG.integers(0 if dtype == np.uint8 else -128, 128, size=(1, 2, 5, 5)).astype(dtype)
     expected = x.reshape(1, 2, 5, 5)[:, :, :4, :4].reshape(1, 2, 2, 2, 2, 2).max(axis=(3, 5))
     check_node("MaxPool", {"x": x}, expected, opset=12, kernel_shape=[2, 2], strides=[2, 2])
+
+
+@pytest.mark.parametrize("attrs", [
+    {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "strides": [2, 2]},
+    {"kernel_shape": [2, 3], "strides": [1, 2], "dilations": [2, 1]},
+    {"kernel_shape": [2, 2]}])
+def test_max_pool_indices_are_flat_nchw_positions(attrs):
+    x = RNG.integers(-5, 5, size=(2, 3, 6, 7)).astype(np.float32)  # ties: the first maximum
+    pads = attrs.get("pads", [0, 0, 0, 0])
+    values, per_plane = F.max_pool2d(torch.from_numpy(x), attrs["kernel_shape"],
+                                     stride=attrs.get("strides", 1), padding=pads[:2],
+                                     dilation=attrs.get("dilations", 1), return_indices=True)
+    planes = (np.arange(6) * 42).reshape(2, 3, 1, 1)
+    check_node("MaxPool", {"x": x}, [values.numpy(), per_plane.numpy() + planes], opset=12,
+               outputs=("y", "i"), **attrs)
+
+
+def test_max_pool_indices_in_column_major_storage_order():
+    x = rand(1, 2, 4, 5)
+    values, per_plane = F.max_pool2d(torch.from_numpy(x), 2, return_indices=True)
+    rows, columns = per_plane.numpy() // 5, per_plane.numpy() % 5
+    planes = (np.arange(2) * 20).reshape(1, 2, 1, 1)
+    check_node("MaxPool", {"x": x}, [values.numpy(), columns * 4 + rows + planes], opset=12,
+               outputs=("y", "i"), kernel_shape=[2, 2], strides=[2, 2], storage_order=1)

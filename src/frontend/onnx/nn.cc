@@ -2,6 +2,7 @@
 #include <kiln/ffi/error.h>
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "converter.h"
@@ -137,15 +138,79 @@ void CheckSingleOutput(const NodeContext& node) {
       << node.Describe() << ": only the first output is supported (inference)";
 }
 
-Map<String, Any> PoolAttrs(const NodeContext& node) {
-  CheckSingleOutput(node);
+/// The node's pooling window, its pads resolved.
+Window PoolWindow(const NodeContext& node) {
   std::optional<std::vector<int64_t>> kernel = node.Ints("kernel_shape");
   KILN_CHECK(kernel.has_value(), ValueError) << node.Describe() << " needs kernel_shape";
-  const Window window = ForwardWindow(node, SpatialShape(node, kMaxSpatialRank), *kernel);
+  return ForwardWindow(node, SpatialShape(node, kMaxSpatialRank), *kernel);
+}
+
+Map<String, Any> PoolAttrs(const NodeContext& node, bool indices_output = false) {
+  if (!indices_output) CheckSingleOutput(node);
+  const Window window = PoolWindow(node);
   Map<String, Any> attrs = WindowAttrs(window);
   attrs.Set("pool_size", ToArray(window.kernel));
   attrs.Set("ceil_mode", node.Int("ceil_mode", 0) != 0);
   return attrs;
+}
+
+// MaxPool's second output: for each window, the flat NCHW position of its first maximum. Each
+// window's elements are gathered from the flattened planes at constant positions (padding reads
+// -inf), argmax picks the first maximum, and constant tables map (window, element) back to the
+// input position.
+ir::Expr MaxPoolIndices(const NodeContext& node) {
+  const std::vector<int64_t> shape = node.InputShape(0);
+  KILN_CHECK(shape.size() == 4 && node.Int("ceil_mode", 0) == 0, NotImplementedError)
+      << node.Describe() << ": the indices output is supported for 2-D windows and ceil_mode=0";
+  // storage_order=1 numbers each plane's positions column by column.
+  const bool column_major = node.Int("storage_order", 0) != 0;
+  const Window window = PoolWindow(node);
+  const int64_t h = shape[2];
+  const int64_t w = shape[3];
+  auto out_extent = [&](size_t axis, int64_t extent) {
+    const int64_t span = window.dilations[axis] * (window.kernel[axis] - 1) + 1;
+    return (extent + window.pads[axis] + window.pads[axis + 2] - span) / window.strides[axis] + 1;
+  };
+  const int64_t oh = out_extent(0, h);
+  const int64_t ow = out_extent(1, w);
+  const int64_t taps = window.kernel[0] * window.kernel[1];
+  std::vector<int64_t> gather;  // per (window, tap): the plane position read, 0 in the padding
+  std::vector<int64_t> number;  // its number in the storage order
+  std::vector<double> inside;   // 1 where that position lies in the input
+  for (int64_t y = 0; y < oh; ++y) {
+    for (int64_t x = 0; x < ow; ++x) {
+      for (int64_t i = 0; i < window.kernel[0]; ++i) {
+        for (int64_t j = 0; j < window.kernel[1]; ++j) {
+          const int64_t r = y * window.strides[0] - window.pads[0] + i * window.dilations[0];
+          const int64_t c = x * window.strides[1] - window.pads[1] + j * window.dilations[1];
+          const bool valid = r >= 0 && r < h && c >= 0 && c < w;
+          gather.push_back(valid ? r * w + c : 0);
+          number.push_back(!valid ? 0 : column_major ? c * h + r : r * w + c);
+          inside.push_back(valid ? 1.0 : 0.0);
+        }
+      }
+    }
+  }
+  const DLDataType dtype = node.InputDType(0);
+  const DLDataType int64{kDLInt, 64, 1};
+  ir::Expr positions = ir::Constant(Int64Tensor(gather));
+  ir::Expr planes = MakeCall("reshape", {node.Input(0)},
+                             {{"newshape", Array<int64_t>{shape[0], shape[1], h * w}}});
+  ir::Expr windows = MakeCall("reshape", {MakeCall("take", {planes, positions}, {{"axis", 2}})},
+                              {{"newshape", Array<int64_t>{shape[0], shape[1], oh, ow, taps}}});
+  ir::Expr valid =
+      ir::Constant(TensorFromDoubles(inside, {oh, ow, taps}, DLDataType{kDLUInt, 1, 1}));
+  windows = MakeCall("where",
+                     {valid, windows, MakeScalar(-std::numeric_limits<double>::infinity(), dtype)});
+  ir::Expr tap = MakeCall("argmax", {windows}, {{"axis", 4}, {"keepdims", false}});
+  std::vector<int64_t> first_tap(static_cast<size_t>(oh * ow));
+  for (int64_t k = 0; k < oh * ow; ++k) first_tap[k] = k * taps;
+  ir::Expr entry = MakeCall("add", {tap, ir::Constant(Int64Tensor(first_tap, {{oh, ow}}))});
+  ir::Expr in_plane = MakeCall("take", {ir::Constant(Int64Tensor(number)), entry}, {{"axis", 0}});
+  std::vector<int64_t> plane_start(static_cast<size_t>(shape[0] * shape[1]));
+  for (size_t k = 0; k < plane_start.size(); ++k) plane_start[k] = static_cast<int64_t>(k) * h * w;
+  return MakeCall("add",
+                  {in_plane, ir::Constant(Int64Tensor(plane_start, {{shape[0], shape[1], 1, 1}}))});
 }
 
 // The pooling kernels are float32; 8-bit integers (ONNX MaxPool-12 takes int8 and uint8) are
@@ -156,9 +221,13 @@ ir::Expr ConvertMaxPool(const NodeContext& node) {
   const bool eight_bit = dtype.code != kDLFloat && dtype.bits == 8;
   ir::Expr data = node.Input(0);
   if (eight_bit) data = MakeCall("cast", {data}, {{"dtype", String("float32")}});
-  ir::Expr pooled = MakeCall(RankedOp("nn.max_pool", rank), {data}, PoolAttrs(node));
-  if (!eight_bit) return pooled;
-  return MakeCall("cast", {pooled}, {{"dtype", String(DataTypeToString(dtype))}});
+  const bool indices = node.NumOutputs() == 2;
+  ir::Expr pooled = MakeCall(RankedOp("nn.max_pool", rank), {data}, PoolAttrs(node, indices));
+  if (eight_bit) pooled = MakeCall("cast", {pooled}, {{"dtype", String(DataTypeToString(dtype))}});
+  if (!indices) return pooled;
+  KILN_CHECK(!eight_bit, NotImplementedError)
+      << node.Describe() << ": the indices output of 8-bit integers is not supported";
+  return ir::Tuple({pooled, MaxPoolIndices(node)});
 }
 
 ir::Expr ConvertAveragePool(const NodeContext& node) {
