@@ -473,3 +473,17 @@ def test_max_pool_indices_in_column_major_storage_order():
     planes = (np.arange(2) * 20).reshape(1, 2, 1, 1)
     check_node("MaxPool", {"x": x}, [values.numpy(), columns * 4 + rows + planes], opset=12,
                outputs=("y", "i"), kernel_shape=[2, 2], strides=[2, 2], storage_order=1)
+
+
+
+@pytest.mark.parametrize("with_shape", [False, True])
+def test_max_unpool_scatters_to_the_pooling_indices(with_shape):
+    x = rand(1, 2, 4, 4)
+    values, indices = F.max_pool2d(torch.from_numpy(x), 2, return_indices=True)
+    expected = F.max_unpool2d(values, indices, 2).numpy()
+    planes = (np.arange(2) * 16).reshape(1, 2, 1, 1)
+    inputs = {"x": values.numpy(), "i": indices.numpy() + planes}
+    if with_shape:  # a larger output_shape pads the unpooled tensor with zeros at the ends
+        inputs["s"] = np.array([1, 2, 5, 6], np.int64)
+        expected = np.pad(expected, [(0, 0), (0, 0), (0, 1), (0, 2)])
+    check_node("MaxUnpool", inputs, expected, opset=11, kernel_shape=[2, 2], strides=[2, 2])
