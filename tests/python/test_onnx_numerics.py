@@ -487,3 +487,20 @@ def test_max_unpool_scatters_to_the_pooling_indices(with_shape):
         inputs["s"] = np.array([1, 2, 5, 6], np.int64)
         expected = np.pad(expected, [(0, 0), (0, 0), (0, 1), (0, 2)])
     check_node("MaxUnpool", inputs, expected, opset=11, kernel_shape=[2, 2], strides=[2, 2])
+
+
+@pytest.mark.parametrize("aligned", [False, True])
+@pytest.mark.parametrize("sampling_ratio", [0, 2])
+def test_roi_align_against_torchvision(aligned, sampling_ratio):
+    torchvision = pytest.importorskip("torchvision")
+    x = rand(2, 3, 8, 9)
+    rois = np.array([[0.5, 1.0, 6.2, 7.0], [2.0, 0.0, 8.5, 3.5], [-1.0, 2.0, 4.0, 9.5]],
+                    np.float32)
+    batch = np.array([1, 0, 1], np.int64)
+    boxes = torch.from_numpy(np.concatenate([batch[:, None].astype(np.float32), rois], 1))
+    expected = torchvision.ops.roi_align(torch.from_numpy(x), boxes, (3, 4), spatial_scale=0.9,
+                                         sampling_ratio=sampling_ratio, aligned=aligned).numpy()
+    mode = "half_pixel" if aligned else "output_half_pixel"
+    check_node("RoiAlign", {"x": x, "rois": rois, "batch": batch}, expected, opset=16,
+               rtol=1e-4, atol=1e-5, output_height=3, output_width=4, spatial_scale=0.9,
+               sampling_ratio=sampling_ratio, coordinate_transformation_mode=mode)
