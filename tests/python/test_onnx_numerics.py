@@ -445,10 +445,14 @@ def test_reshape_allowzero_with_an_empty_extent():
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.int8])
-def test_max_pool_of_8_bit_integers(dtype):
+def test_max_pool_of_8_bit_integers_with_indices(dtype):
     x = RNG.integers(0 if dtype == np.uint8 else -128, 128, size=(1, 2, 5, 5)).astype(dtype)
-    expected = x.reshape(1, 2, 5, 5)[:, :, :4, :4].reshape(1, 2, 2, 2, 2, 2).max(axis=(3, 5))
-    check_node("MaxPool", {"x": x}, expected, opset=12, kernel_shape=[2, 2], strides=[2, 2])
+    values, per_plane = F.max_pool2d(torch.from_numpy(x.astype(np.float32)), 3, stride=2,
+                                     padding=1, return_indices=True)
+    planes = (np.arange(2) * 25).reshape(1, 2, 1, 1)
+    check_node("MaxPool", {"x": x}, [values.numpy().astype(dtype), per_plane.numpy() + planes],
+               opset=12, outputs=("y", "i"), kernel_shape=[3, 3], strides=[2, 2],
+               pads=[1, 1, 1, 1])
 
 
 @pytest.mark.parametrize("attrs", [

@@ -2,6 +2,7 @@
 #include <kiln/ffi/error.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <utility>
 
@@ -191,11 +192,17 @@ ir::Expr MaxPoolIndices(const NodeContext& node) {
       }
     }
   }
-  const DLDataType dtype = node.InputDType(0);
+  // MaxPool's integer inputs are 8-bit, which float32 (argmax's type) holds exactly.
+  DLDataType dtype = node.InputDType(0);
+  ir::Expr data = node.Input(0);
+  if (dtype.code != kDLFloat) {
+    dtype = DLDataType{kDLFloat, 32, 1};
+    data = MakeCall("cast", {data}, {{"dtype", String("float32")}});
+  }
   const DLDataType int64{kDLInt, 64, 1};
   ir::Expr positions = ir::Constant(Int64Tensor(gather));
-  ir::Expr planes = MakeCall("reshape", {node.Input(0)},
-                             {{"newshape", Array<int64_t>{shape[0], shape[1], h * w}}});
+  ir::Expr planes =
+      MakeCall("reshape", {data}, {{"newshape", Array<int64_t>{shape[0], shape[1], h * w}}});
   ir::Expr windows = MakeCall("reshape", {MakeCall("take", {planes, positions}, {{"axis", 2}})},
                               {{"newshape", Array<int64_t>{shape[0], shape[1], oh, ow, taps}}});
   ir::Expr valid =
@@ -213,20 +220,12 @@ ir::Expr MaxPoolIndices(const NodeContext& node) {
                   {in_plane, ir::Constant(Int64Tensor(plane_start, {{shape[0], shape[1], 1, 1}}))});
 }
 
-// The pooling kernels are float32; 8-bit integers (ONNX MaxPool-12 takes int8 and uint8) are
-// pooled as float32, which holds them exactly, and cast back.
 ir::Expr ConvertMaxPool(const NodeContext& node) {
   const size_t rank = node.InputShape(0).size() - 2;
-  const DLDataType dtype = node.InputDType(0);
-  const bool eight_bit = dtype.code != kDLFloat && dtype.bits == 8;
-  ir::Expr data = node.Input(0);
-  if (eight_bit) data = MakeCall("cast", {data}, {{"dtype", String("float32")}});
   const bool indices = node.NumOutputs() == 2;
-  ir::Expr pooled = MakeCall(RankedOp("nn.max_pool", rank), {data}, PoolAttrs(node, indices));
-  if (eight_bit) pooled = MakeCall("cast", {pooled}, {{"dtype", String(DataTypeToString(dtype))}});
+  ir::Expr pooled =
+      MakeCall(RankedOp("nn.max_pool", rank), {node.Input(0)}, PoolAttrs(node, indices));
   if (!indices) return pooled;
-  KILN_CHECK(!eight_bit, NotImplementedError)
-      << node.Describe() << ": the indices output of 8-bit integers is not supported";
   return ir::Tuple({pooled, MaxPoolIndices(node)});
 }
 
