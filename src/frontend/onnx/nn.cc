@@ -2,7 +2,6 @@
 #include <kiln/ffi/error.h>
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <utility>
 
