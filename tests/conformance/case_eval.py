@@ -208,31 +208,56 @@ def classify_import_error(exc):
     return CaseError(first_line(exc))
 
 
-def _needed_binding(exc, inputs, bound, shaped):
-    """("value"|"shape", input name) when ``exc`` asks for a graph input the data provides and
-    that is not bound yet; None otherwise."""
+def _inputs_behind(graph, name, inputs):
+    """The graph inputs among ``inputs`` that value ``name`` is computed from, in graph order:
+    what to bind when the importer needs a value the model computes from its inputs."""
+    producers = {out: node for node in graph.node for out in node.output}
+    behind, stack, seen = set(), [name], set()
+    while stack:
+        value = stack.pop()
+        if value in seen:
+            continue
+        seen.add(value)
+        if value in inputs:
+            behind.add(value)
+        elif value in producers:
+            stack.extend(v for v in producers[value].input if v)
+    return [i.name for i in graph.input if i.name in behind]
+
+
+def _needed_binding(exc, inputs, bound, shaped, graph=None):
+    """("value"|"shape", [input names]) when ``exc`` asks for a graph input the data provides
+    and that is not bound yet, or for a value computed from such inputs (given ``graph``);
+    None otherwise."""
     import kiln
 
     if not isinstance(exc, kiln.ValueError):
         return None
     match = _NEEDS_CONSTANT.search(str(exc))
     if match and match.group(1) in inputs and match.group(1) not in bound:
-        return "value", match.group(1)
+        return "value", [match.group(1)]
+    if match and graph is not None:
+        behind = [n for n in _inputs_behind(graph, match.group(1), inputs) if n not in bound]
+        if behind:
+            return "value", behind
     match = _NEEDS_SHAPE.search(str(exc))
     if match and match.group(1) in inputs and match.group(1) not in shaped:
-        return "shape", match.group(1)
+        return "shape", [match.group(1)]
     return None
 
 
 def import_model(model_path, inputs, bound=(), shaped=()):
     """(IRModule, bound, shaped): imports the model, binding the inputs in ``bound`` to their
     arrays in ``inputs`` and the shapes of those in ``shaped``, and adding to either whenever
-    the importer says it needs one more (until it needs none). ``values=`` is used only when
-    the importer has it: otherwise "must be a constant" stays an error."""
+    the importer says it needs one more, or a value computed from some (until it needs none).
+    ``values=`` is used only when the importer has it: otherwise "must be a constant" stays an
+    error."""
+    import kiln
     import kiln.frontend
 
     from_onnx = kiln.frontend.from_onnx
     bound, shaped = list(bound), list(shaped)
+    graph = None
     can_bind = supports_values(from_onnx)
     while True:
         kwargs = {}
@@ -243,10 +268,14 @@ def import_model(model_path, inputs, bound=(), shaped=()):
         try:
             return from_onnx(model_path, **kwargs), bound, shaped
         except Exception as exc:  # noqa: BLE001  (every import failure gets a status)
-            need = _needed_binding(exc, inputs, bound, shaped)
+            if graph is None and isinstance(exc, kiln.ValueError):
+                import onnx  # only now: most models never need it
+
+                graph = onnx.load(model_path).graph
+            need = _needed_binding(exc, inputs, bound, shaped, graph)
             if need is None or (need[0] == "value" and not can_bind):
                 raise classify_import_error(exc) from None
-            (bound if need[0] == "value" else shaped).append(need[1])
+            (bound if need[0] == "value" else shaped).extend(need[1])
 
 
 # ---------------------------------------------------------------------------------------------

@@ -266,6 +266,31 @@ def test_shape_deciding_inputs_are_bound_one_after_another(tmp_path, monkeypatch
     assert result["bound_inputs"] == ["shape", "shape2"]
 
 
+def test_inputs_a_needed_value_is_computed_from_are_bound(tmp_path):
+    frontend = kiln_frontend()
+    needs_build()
+    if not case_eval.supports_values(frontend.from_onnx):
+        pytest.skip("this importer has no values=")
+    # Reshape's shape is Cast(Mul(n, 2)) of a float input: ONNX's data propagation stops at the
+    # Mul of floats, so the importer names the Cast's output, which is no graph input.
+    graph = helper.make_graph(
+        [helper.make_node("Mul", ["n", "two"], ["m"]),
+         helper.make_node("Cast", ["m"], ["shape"], to=TensorProto.INT64),
+         helper.make_node("Reshape", ["x", "shape"], ["y"])],
+        "computed_shape",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+         helper.make_tensor_value_info("n", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [6, 1])],
+        initializer=[numpy_helper.from_array(np.array(2.0, np.float32), "two")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    case_dir = write_case(str(tmp_path), "node", "computed_shape", model,
+                          [x, np.array([3.0, 0.5], np.float32)], [x.reshape(6, 1)])
+    result = case_eval.evaluate_case(case_dir)
+    assert result["status"] == "pass", result
+    assert result["bound_inputs"] == ["n"]
+
+
 def test_bound_inputs_are_rebound_for_each_data_set(tmp_path, monkeypatch):
     frontend = kiln_frontend()
     needs_build()

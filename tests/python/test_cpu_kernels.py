@@ -39,6 +39,7 @@ DEFAULTS = {
     "scatter_nd": {"reduction": "none"},
     "cumsum": {"axis": 0, "exclusive": False, "reverse": False},
     "topk": {"axis": -1, "largest": True},
+    "image.grid_sample": {"method": "bilinear", "padding_mode": "zeros", "align_corners": False},
     "nn.batch_matmul": {"transpose_a": False, "transpose_b": False},
     "sum": {"axis": None, "keepdims": True},
     "argmax": {"axis": 0, "keepdims": True},
@@ -247,6 +248,16 @@ def test_binary_integers(op, dtype):
     else:
         expected = {**BINARY, **COMPARE}[op](a, b)
     check(op, [a, b], expected)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int32, np.int64])
+def test_shifts(dtype):
+    a = RNG.integers(0, 100, size=(4, 6)).astype(dtype)
+    b = RNG.integers(0, 7, size=(6,)).astype(dtype)
+    check("left_shift", [a, b], np.left_shift(a, b).astype(dtype))
+    check("right_shift", [a, b], np.right_shift(a, b).astype(dtype))
+    wide = np.array([70, 8 * np.dtype(dtype).itemsize], dtype)  # shifts past the width give 0
+    check("left_shift", [np.array([3, 3], dtype), wide], np.zeros(2, dtype))
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float32, np.float64])
@@ -690,6 +701,34 @@ def test_resize2d(size):
             ref = F.interpolate(t(x), size=size, mode=mode, align_corners=align).numpy()
             check("image.resize2d", [x], ref, rtol=1e-4, atol=1e-5, size=list(size),
                   method=method, coordinate_transformation_mode=transform)
+
+
+@pytest.mark.parametrize("method", ["bilinear", "nearest", "bicubic"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sample(method, padding_mode, align_corners):
+    x = rand(2, 3, 5, 6)
+    grid = rand(2, 4, 7, 2, low=-1.4, high=1.4)  # some positions outside [-1, 1]
+    expected = F.grid_sample(t(x), t(grid), mode=method, padding_mode=padding_mode,
+                             align_corners=align_corners).numpy()
+    check("image.grid_sample", [x, grid], expected, rtol=1e-4, atol=1e-5, method=method,
+          padding_mode=padding_mode, align_corners=align_corners)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_det(dtype):
+    x = rand(2, 3, 5, 5, dtype=dtype)
+    x[0, 1, 2] = x[0, 1, 0]  # a singular matrix
+    x[1, 0] = np.eye(5)[[1, 0, 2, 3, 4]]  # a row swap: -1
+    check("det", [x], np.linalg.det(x).astype(dtype), rtol=1e-4, atol=1e-5)
+
+
+def test_resize2d_tf_half_pixel_for_nn():
+    # TensorFlow's nearest: x_in = (x_out + 0.5) / scale, rounded down here.
+    x = np.arange(8, dtype=np.float32).reshape(1, 1, 1, 8)
+    src = np.floor((np.arange(3) + 0.5) / (3 / 8)).astype(np.int64)
+    check("image.resize2d", [x], x[..., src], size=[1, 3], rounding_method="floor",
+          coordinate_transformation_mode="tf_half_pixel_for_nn")
 
 
 def test_resize2d_divides_by_the_given_scales():

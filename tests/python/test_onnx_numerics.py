@@ -19,7 +19,8 @@ F = torch.nn.functional
 RNG = np.random.default_rng(7)
 ELEM = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float64): TensorProto.DOUBLE,
         np.dtype(np.int64): TensorProto.INT64, np.dtype(np.int32): TensorProto.INT32,
-        np.dtype(np.bool_): TensorProto.BOOL, np.dtype(np.uint8): TensorProto.UINT8}
+        np.dtype(np.bool_): TensorProto.BOOL, np.dtype(np.uint8): TensorProto.UINT8,
+        np.dtype(np.int8): TensorProto.INT8}
 
 
 def model_of(nodes, inputs, outputs=("y",), opset=13, inits=None, expected=None):
@@ -151,6 +152,14 @@ def test_mod(fmod, dtype):
     check_node("Mod", {"a": a, "b": b}, (np.fmod if fmod else np.mod)(a, b), fmod=fmod)
 
 
+@pytest.mark.parametrize("direction", ["LEFT", "RIGHT"])
+def test_bit_shift(direction):
+    x = np.array([16, 4, 1, 255], np.uint8)
+    n = np.array([1, 2, 3, 1], np.uint8)
+    ref = np.left_shift(x, n) if direction == "LEFT" else np.right_shift(x, n)
+    check_node("BitShift", {"x": x, "n": n}, ref.astype(np.uint8), opset=11, direction=direction)
+
+
 def test_activations():
     x = rand(3, 5)
     check_node("Selu", {"x": x}, F.selu(torch.from_numpy(x)).numpy(), opset=6)
@@ -260,6 +269,22 @@ def test_reverse_sequence():
                time_axis=0)
 
 
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+def test_grid_sample(mode):
+    x = rand(1, 2, 4, 5)
+    grid = RNG.uniform(-1.2, 1.2, size=(1, 3, 3, 2)).astype(np.float32)
+    expected = F.grid_sample(torch.from_numpy(x), torch.from_numpy(grid), mode=mode,
+                             padding_mode="border", align_corners=True).numpy()
+    check_node("GridSample", {"x": x, "g": grid}, expected, opset=16, rtol=1e-4, atol=1e-5,
+               mode=mode, padding_mode="border", align_corners=1)
+
+
+def test_det():
+    x = rand(3, 4, 4)
+    check_node("Det", {"x": x}, np.linalg.det(x).astype(np.float32), opset=11, rtol=1e-4,
+               atol=1e-5)
+
+
 # ---- generators and layout -----------------------------------------------------------------
 
 def test_range_eye_like_and_trilu():
@@ -342,7 +367,10 @@ def test_instance_norm_mean_variance_norm_and_lrn():
 @pytest.mark.parametrize("equation,shapes", [
     ("ij,jk->ik", [(2, 3), (3, 4)]), ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
     ("i,i", [(5,), (5,)]), ("ij->", [(3, 4)]), ("ijk->kji", [(2, 3, 4)]),
-    ("ij,j->i", [(3, 4), (4,)]), ("ik,jk", [(2, 3), (4, 3)])])
+    ("ij,j->i", [(3, 4), (4,)]), ("ik,jk", [(2, 3), (4, 3)]),
+    ("...ii->...i", [(2, 3, 3)]), ("ii", [(4, 4)]), ("...ij,...jk->...ik", [(2, 3, 4), (2, 4, 5)]),
+    ("bij,jk", [(2, 3, 4), (4, 5)]), ("i...,i...->...", [(3, 2, 4), (3, 1, 4)]),
+    ("iij,jk->ik", [(3, 3, 2), (2, 4)])])
 def test_einsum(equation, shapes):
     operands = [rand(*shape, dtype=np.float64) for shape in shapes]
     inputs = {f"x{i}": x for i, x in enumerate(operands)}
@@ -393,3 +421,90 @@ def test_window_functions(op_type, coefficients, periodic):
                    for i, a in enumerate(coefficients))
     check_node(op_type, {"size": np.array(10, np.int64)}, expected.astype(np.float32), opset=17,
                atol=1e-6, periodic=periodic)
+
+
+def test_batch_norm_in_training_mode_uses_and_updates_the_batch_statistics():
+    x, scale, bias = rand(2, 3, 4, 5), rand(3), rand(3)
+    running_mean, running_var = rand(3), np.abs(rand(3)) + 0.5
+    mean = x.mean(axis=(0, 2, 3))
+    var = x.var(axis=(0, 2, 3))
+    view = (1, 3, 1, 1)
+    y = (x - mean.reshape(view)) / np.sqrt(var.reshape(view) + 1e-3) * scale.reshape(view) \
+        + bias.reshape(view)
+    check_node("BatchNormalization",
+               {"x": x, "s": scale, "b": bias, "m": running_mean, "v": running_var},
+               [y, running_mean * 0.8 + mean * 0.2, running_var * 0.8 + var * 0.2], opset=15,
+               rtol=1e-4, atol=1e-5, outputs=("y", "rm", "rv"), epsilon=1e-3, momentum=0.8,
+               training_mode=1)
+
+
+def test_reshape_allowzero_with_an_empty_extent():
+    x = np.zeros((0, 3, 4), np.float32)
+    check_node("Reshape", {"x": x, "s": np.array([3, 4, 0], np.int64)},
+               np.zeros((3, 4, 0), np.float32), opset=14, allowzero=1)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+def test_max_pool_of_8_bit_integers_with_indices(dtype):
+    x = RNG.integers(0 if dtype == np.uint8 else -128, 128, size=(1, 2, 5, 5)).astype(dtype)
+    values, per_plane = F.max_pool2d(torch.from_numpy(x.astype(np.float32)), 3, stride=2,
+                                     padding=1, return_indices=True)
+    planes = (np.arange(2) * 25).reshape(1, 2, 1, 1)
+    check_node("MaxPool", {"x": x}, [values.numpy().astype(dtype), per_plane.numpy() + planes],
+               opset=12, outputs=("y", "i"), kernel_shape=[3, 3], strides=[2, 2],
+               pads=[1, 1, 1, 1])
+
+
+@pytest.mark.parametrize("attrs", [
+    {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "strides": [2, 2]},
+    {"kernel_shape": [2, 3], "strides": [1, 2], "dilations": [2, 1]},
+    {"kernel_shape": [2, 2]}])
+def test_max_pool_indices_are_flat_nchw_positions(attrs):
+    x = RNG.integers(-5, 5, size=(2, 3, 6, 7)).astype(np.float32)  # ties: the first maximum
+    pads = attrs.get("pads", [0, 0, 0, 0])
+    values, per_plane = F.max_pool2d(torch.from_numpy(x), attrs["kernel_shape"],
+                                     stride=attrs.get("strides", 1), padding=pads[:2],
+                                     dilation=attrs.get("dilations", 1), return_indices=True)
+    planes = (np.arange(6) * 42).reshape(2, 3, 1, 1)
+    check_node("MaxPool", {"x": x}, [values.numpy(), per_plane.numpy() + planes], opset=12,
+               outputs=("y", "i"), **attrs)
+
+
+def test_max_pool_indices_in_column_major_storage_order():
+    x = rand(1, 2, 4, 5)
+    values, per_plane = F.max_pool2d(torch.from_numpy(x), 2, return_indices=True)
+    rows, columns = per_plane.numpy() // 5, per_plane.numpy() % 5
+    planes = (np.arange(2) * 20).reshape(1, 2, 1, 1)
+    check_node("MaxPool", {"x": x}, [values.numpy(), columns * 4 + rows + planes], opset=12,
+               outputs=("y", "i"), kernel_shape=[2, 2], strides=[2, 2], storage_order=1)
+
+
+
+@pytest.mark.parametrize("with_shape", [False, True])
+def test_max_unpool_scatters_to_the_pooling_indices(with_shape):
+    x = rand(1, 2, 4, 4)
+    values, indices = F.max_pool2d(torch.from_numpy(x), 2, return_indices=True)
+    expected = F.max_unpool2d(values, indices, 2).numpy()
+    planes = (np.arange(2) * 16).reshape(1, 2, 1, 1)
+    inputs = {"x": values.numpy(), "i": indices.numpy() + planes}
+    if with_shape:  # a larger output_shape pads the unpooled tensor with zeros at the ends
+        inputs["s"] = np.array([1, 2, 5, 6], np.int64)
+        expected = np.pad(expected, [(0, 0), (0, 0), (0, 1), (0, 2)])
+    check_node("MaxUnpool", inputs, expected, opset=11, kernel_shape=[2, 2], strides=[2, 2])
+
+
+@pytest.mark.parametrize("aligned", [False, True])
+@pytest.mark.parametrize("sampling_ratio", [0, 2])
+def test_roi_align_against_torchvision(aligned, sampling_ratio):
+    torchvision = pytest.importorskip("torchvision")
+    x = rand(2, 3, 8, 9)
+    rois = np.array([[0.5, 1.0, 6.2, 7.0], [2.0, 0.0, 8.5, 3.5], [-1.0, 2.0, 4.0, 9.5]],
+                    np.float32)
+    batch = np.array([1, 0, 1], np.int64)
+    boxes = torch.from_numpy(np.concatenate([batch[:, None].astype(np.float32), rois], 1))
+    expected = torchvision.ops.roi_align(torch.from_numpy(x), boxes, (3, 4), spatial_scale=0.9,
+                                         sampling_ratio=sampling_ratio, aligned=aligned).numpy()
+    mode = "half_pixel" if aligned else "output_half_pixel"
+    check_node("RoiAlign", {"x": x, "rois": rois, "batch": batch}, expected, opset=16,
+               rtol=1e-4, atol=1e-5, output_height=3, output_width=4, spatial_scale=0.9,
+               sampling_ratio=sampling_ratio, coordinate_transformation_mode=mode)

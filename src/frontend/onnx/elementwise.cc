@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <string>
 
 #include "converter.h"
 #include "tensor_proto.h"
@@ -34,7 +35,7 @@ constexpr OpPair kUnaryOps[] = {
     {"Acos", "acos", 7},       {"Atan", "atan", 7},
     {"Sinh", "sinh", 9},       {"Cosh", "cosh", 9},
     {"Asinh", "asinh", 9},     {"Acosh", "acosh", 9},
-    {"Atanh", "atanh", 9},
+    {"Atanh", "atanh", 9},     {"Det", "det", 11},
 };
 
 constexpr OpPair kBinaryOps[] = {
@@ -83,6 +84,14 @@ ir::Expr ConvertPow(const NodeContext& node) {
 // fmod=1 keeps the dividend's sign (C fmod); the default follows the divisor's (Python's %).
 ir::Expr ConvertMod(const NodeContext& node) {
   return MakeCall("mod", {node.Input(0), node.Input(1)}, {{"fmod", node.Int("fmod", 0) != 0}});
+}
+
+ir::Expr ConvertBitShift(const NodeContext& node) {
+  const std::string direction = node.Str("direction", "");
+  KILN_CHECK(direction == "LEFT" || direction == "RIGHT", ValueError)
+      << node.Describe() << ": direction must be LEFT or RIGHT, not '" << direction << "'";
+  return MakeCall(direction == "LEFT" ? "left_shift" : "right_shift",
+                  {node.Input(0), node.Input(1)});
 }
 
 ir::Expr ConvertLeakyRelu(const NodeContext& node) {
@@ -185,6 +194,7 @@ void AddElementwiseConverters(std::vector<ConverterEntry>& table) {
   AddConverter(table, "Mean", 6, kMaxOpset, ConvertMean);
   AddConverter(table, "Pow", 7, kMaxOpset, ConvertPow);
   AddConverter(table, "Mod", 10, kMaxOpset, ConvertMod);
+  AddConverter(table, "BitShift", 11, kMaxOpset, ConvertBitShift);
   AddConverter(table, "LeakyRelu", 6, kMaxOpset, ConvertLeakyRelu);
   AddConverter(table, "Elu", 6, kMaxOpset, ConvertElu);
   AddConverter(table, "HardSigmoid", 6, kMaxOpset, ConvertHardSigmoid);

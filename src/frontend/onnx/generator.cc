@@ -62,7 +62,12 @@ ir::Expr ConvertEyeLike(const NodeContext& node) {
 ir::Expr ConvertTrilu(const NodeContext& node) {
   const std::vector<int64_t> shape = node.InputShape(0);
   KILN_CHECK(shape.size() >= 2, ValueError) << node.Describe() << ": the input must be >= 2-D";
-  const int64_t k = node.HasInput(1) ? static_cast<int64_t>(ScalarInput(node, 1)) : 0;
+  int64_t k = 0;
+  if (node.HasInput(1)) {
+    const std::vector<int64_t> values = node.ConstantInts(1);  // k is int64 in ONNX
+    KILN_CHECK(values.size() == 1, ValueError) << node.Describe() << ": k must be one value";
+    k = values[0];
+  }
   const bool upper = node.Int("upper", 1) != 0;
   const int64_t rows = shape[shape.size() - 2];
   const int64_t columns = shape.back();

@@ -1,5 +1,5 @@
 // Indexing ONNX ops: GatherElements, ScatterElements (and Scatter before it), GatherND,
-// ScatterND, Compress, OneHot, CumSum, TopK and ReverseSequence.
+// ScatterND, Compress, OneHot, CumSum, TopK, ReverseSequence and MaxUnpool.
 #include <kiln/ffi/error.h>
 
 #include <algorithm>
@@ -63,8 +63,12 @@ ir::Expr ConvertCompress(const NodeContext& node) {
 // along the new axis, values[0] elsewhere.
 ir::Expr ConvertOneHot(const NodeContext& node) {
   const std::vector<double> depth_values = node.ConstantFloats(1);
-  KILN_CHECK(depth_values.size() == 1 && depth_values[0] >= 1, ValueError)
-      << node.Describe() << ": depth must be one positive value";
+  // Bounded before the conversion (a corrupt depth would make it undefined) and because the
+  // positions it is compared with are spelled out as a constant.
+  constexpr double kMaxDepth = 1 << 24;
+  KILN_CHECK(depth_values.size() == 1 && depth_values[0] >= 1 && depth_values[0] <= kMaxDepth,
+             ValueError)
+      << node.Describe() << ": depth must be one value in [1, 2^24]";
   const auto depth = static_cast<int64_t>(depth_values[0]);
   const auto rank = static_cast<int64_t>(node.InputShape(0).size()) + 1;
   const int64_t axis = NormalizeAxis(node.Int("axis", -1), rank);
@@ -129,6 +133,49 @@ ir::Expr ConvertReverseSequence(const NodeContext& node) {
                   {{"axis", time_axis}});
 }
 
+// MaxUnpool puts each value at the flat NCHW position its index gives (MaxPool's indices
+// output) in a zero tensor of the shape the window inverts to: a scatter_elements over the
+// flattened tensor. A given output_shape pads that with zeros at the ends, as ONNX's reference
+// (and its test data) do; the indices still count in the inverted shape.
+ir::Expr ConvertMaxUnpool(const NodeContext& node) {
+  const std::vector<int64_t> shape = node.InputShape(0);
+  const size_t spatial = shape.size() - 2;
+  const std::vector<int64_t> kernel = node.Ints("kernel_shape").value_or(std::vector<int64_t>{});
+  const std::vector<int64_t> strides =
+      node.Ints("strides").value_or(std::vector<int64_t>(spatial, 1));
+  const std::vector<int64_t> pads =
+      node.Ints("pads").value_or(std::vector<int64_t>(2 * spatial, 0));
+  KILN_CHECK(kernel.size() == spatial && strides.size() == spatial && pads.size() == 2 * spatial,
+             ValueError)
+      << node.Describe() << ": kernel_shape, strides and pads must match the input's " << spatial
+      << " spatial dims";
+  std::vector<int64_t> inverted{shape[0], shape[1]};
+  for (size_t d = 0; d < spatial; ++d) {
+    inverted.push_back((shape[d + 2] - 1) * strides[d] + kernel[d] - pads[d] - pads[d + spatial]);
+  }
+  const DLDataType dtype = node.InputDType(0);
+  ir::Expr zeros = ir::Constant(FilledTensor({Product(inverted, 0, inverted.size())}, dtype, 0.0));
+  const Array<int64_t> flat{-1};
+  ir::Expr scattered = MakeCall("scatter_elements",
+                                {zeros, MakeCall("reshape", {node.Input(1)}, {{"newshape", flat}}),
+                                 MakeCall("reshape", {node.Input(0)}, {{"newshape", flat}})},
+                                {{"axis", 0}});
+  ir::Expr result = MakeCall("reshape", {scattered}, {{"newshape", ToArray(inverted)}});
+  if (!node.HasInput(2)) return result;
+  const std::vector<int64_t> out = node.ConstantInts(2);
+  KILN_CHECK(out.size() == inverted.size(), ValueError)
+      << node.Describe() << ": output_shape has " << out.size() << " dims, the input "
+      << inverted.size();
+  std::vector<int64_t> padding(2 * out.size(), 0);
+  for (size_t d = 0; d < out.size(); ++d) {
+    KILN_CHECK(out[d] >= inverted[d], ValueError)
+        << node.Describe() << ": output_shape is smaller than the unpooled shape along dim " << d;
+    padding[out.size() + d] = out[d] - inverted[d];
+  }
+  if (out == inverted) return result;
+  return MakeCall("nn.pad", {result}, {{"pads", ToArray(padding)}});
+}
+
 }  // namespace
 
 void AddIndexingConverters(std::vector<ConverterEntry>& table) {
@@ -143,6 +190,7 @@ void AddIndexingConverters(std::vector<ConverterEntry>& table) {
   AddConverter(table, "CumSum", 11, kMaxOpset, ConvertCumSum);
   AddConverter(table, "TopK", 10, kMaxOpset, ConvertTopK);
   AddConverter(table, "ReverseSequence", 10, kMaxOpset, ConvertReverseSequence);
+  AddConverter(table, "MaxUnpool", 11, kMaxOpset, ConvertMaxUnpool);
 }
 
 }  // namespace onnx_import

@@ -2,6 +2,7 @@
 #include <kiln/ffi/error.h>
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "converter.h"
@@ -137,20 +138,94 @@ void CheckSingleOutput(const NodeContext& node) {
       << node.Describe() << ": only the first output is supported (inference)";
 }
 
-Map<String, Any> PoolAttrs(const NodeContext& node) {
-  CheckSingleOutput(node);
+/// The node's pooling window, its pads resolved.
+Window PoolWindow(const NodeContext& node) {
   std::optional<std::vector<int64_t>> kernel = node.Ints("kernel_shape");
   KILN_CHECK(kernel.has_value(), ValueError) << node.Describe() << " needs kernel_shape";
-  const Window window = ForwardWindow(node, SpatialShape(node, kMaxSpatialRank), *kernel);
+  return ForwardWindow(node, SpatialShape(node, kMaxSpatialRank), *kernel);
+}
+
+Map<String, Any> PoolAttrs(const NodeContext& node, bool indices_output = false) {
+  if (!indices_output) CheckSingleOutput(node);
+  const Window window = PoolWindow(node);
   Map<String, Any> attrs = WindowAttrs(window);
   attrs.Set("pool_size", ToArray(window.kernel));
   attrs.Set("ceil_mode", node.Int("ceil_mode", 0) != 0);
   return attrs;
 }
 
+// MaxPool's second output: for each window, the flat NCHW position of its first maximum. Each
+// window's elements are gathered from the flattened planes at constant positions (padding reads
+// -inf), argmax picks the first maximum, and constant tables map (window, element) back to the
+// input position.
+ir::Expr MaxPoolIndices(const NodeContext& node) {
+  const std::vector<int64_t> shape = node.InputShape(0);
+  KILN_CHECK(shape.size() == 4 && node.Int("ceil_mode", 0) == 0, NotImplementedError)
+      << node.Describe() << ": the indices output is supported for 2-D windows and ceil_mode=0";
+  // storage_order=1 numbers each plane's positions column by column.
+  const bool column_major = node.Int("storage_order", 0) != 0;
+  const Window window = PoolWindow(node);
+  const int64_t h = shape[2];
+  const int64_t w = shape[3];
+  auto out_extent = [&](size_t axis, int64_t extent) {
+    const int64_t span = window.dilations[axis] * (window.kernel[axis] - 1) + 1;
+    return (extent + window.pads[axis] + window.pads[axis + 2] - span) / window.strides[axis] + 1;
+  };
+  const int64_t oh = out_extent(0, h);
+  const int64_t ow = out_extent(1, w);
+  const int64_t taps = window.kernel[0] * window.kernel[1];
+  std::vector<int64_t> gather;  // per (window, tap): the plane position read, 0 in the padding
+  std::vector<int64_t> number;  // its number in the storage order
+  std::vector<double> inside;   // 1 where that position lies in the input
+  for (int64_t y = 0; y < oh; ++y) {
+    for (int64_t x = 0; x < ow; ++x) {
+      for (int64_t i = 0; i < window.kernel[0]; ++i) {
+        for (int64_t j = 0; j < window.kernel[1]; ++j) {
+          const int64_t r = y * window.strides[0] - window.pads[0] + i * window.dilations[0];
+          const int64_t c = x * window.strides[1] - window.pads[1] + j * window.dilations[1];
+          const bool valid = r >= 0 && r < h && c >= 0 && c < w;
+          gather.push_back(valid ? r * w + c : 0);
+          number.push_back(!valid ? 0 : column_major ? c * h + r : r * w + c);
+          inside.push_back(valid ? 1.0 : 0.0);
+        }
+      }
+    }
+  }
+  // MaxPool's integer inputs are 8-bit, which float32 (argmax's type) holds exactly.
+  DLDataType dtype = node.InputDType(0);
+  ir::Expr data = node.Input(0);
+  if (dtype.code != kDLFloat) {
+    dtype = DLDataType{kDLFloat, 32, 1};
+    data = MakeCall("cast", {data}, {{"dtype", String("float32")}});
+  }
+  const DLDataType int64{kDLInt, 64, 1};
+  ir::Expr positions = ir::Constant(Int64Tensor(gather));
+  ir::Expr planes =
+      MakeCall("reshape", {data}, {{"newshape", Array<int64_t>{shape[0], shape[1], h * w}}});
+  ir::Expr windows = MakeCall("reshape", {MakeCall("take", {planes, positions}, {{"axis", 2}})},
+                              {{"newshape", Array<int64_t>{shape[0], shape[1], oh, ow, taps}}});
+  ir::Expr valid =
+      ir::Constant(TensorFromDoubles(inside, {oh, ow, taps}, DLDataType{kDLUInt, 1, 1}));
+  windows = MakeCall("where",
+                     {valid, windows, MakeScalar(-std::numeric_limits<double>::infinity(), dtype)});
+  ir::Expr tap = MakeCall("argmax", {windows}, {{"axis", 4}, {"keepdims", false}});
+  std::vector<int64_t> first_tap(static_cast<size_t>(oh * ow));
+  for (int64_t k = 0; k < oh * ow; ++k) first_tap[k] = k * taps;
+  ir::Expr entry = MakeCall("add", {tap, ir::Constant(Int64Tensor(first_tap, {{oh, ow}}))});
+  ir::Expr in_plane = MakeCall("take", {ir::Constant(Int64Tensor(number)), entry}, {{"axis", 0}});
+  std::vector<int64_t> plane_start(static_cast<size_t>(shape[0] * shape[1]));
+  for (size_t k = 0; k < plane_start.size(); ++k) plane_start[k] = static_cast<int64_t>(k) * h * w;
+  return MakeCall("add",
+                  {in_plane, ir::Constant(Int64Tensor(plane_start, {{shape[0], shape[1], 1, 1}}))});
+}
+
 ir::Expr ConvertMaxPool(const NodeContext& node) {
   const size_t rank = node.InputShape(0).size() - 2;
-  return MakeCall(RankedOp("nn.max_pool", rank), {node.Input(0)}, PoolAttrs(node));
+  const bool indices = node.NumOutputs() == 2;
+  ir::Expr pooled =
+      MakeCall(RankedOp("nn.max_pool", rank), {node.Input(0)}, PoolAttrs(node, indices));
+  if (!indices) return pooled;
+  return ir::Tuple({pooled, MaxPoolIndices(node)});
 }
 
 ir::Expr ConvertAveragePool(const NodeContext& node) {
@@ -172,7 +247,42 @@ ir::Expr ConvertGlobalPool(const NodeContext& node, const char* op_2d, const cha
   return MakeCall(reduce, {node.Input(0)}, {{"axis", ToArray(axes)}, {"keepdims", true}});
 }
 
+/// (C,) per-channel `value` as (C, 1, ...) for a rank-`rank` NC... input.
+ir::Expr ChannelView(const ir::Expr& value, int64_t channels, size_t rank) {
+  std::vector<int64_t> shape(rank - 1, 1);
+  shape[0] = channels;
+  return MakeCall("reshape", {value}, {{"newshape", ToArray(shape)}});
+}
+
+// BatchNormalization-14/15 with training_mode=1 normalizes with the batch's own (biased)
+// statistics over every axis but the channels, and also returns the running statistics updated
+// with them: running * momentum + batch * (1 - momentum).
+ir::Expr BatchNormTraining(const NodeContext& node) {
+  const std::vector<int64_t> shape = node.InputShape(0);
+  KILN_CHECK(shape.size() >= 2, ValueError) << node.Describe() << ": the input must be >= 2-D";
+  const DLDataType dtype = node.InputDType(0);
+  std::vector<int64_t> axes{0};
+  for (size_t d = 2; d < shape.size(); ++d) axes.push_back(static_cast<int64_t>(d));
+  auto mean_over = [&](const ir::Expr& value) {
+    return MakeCall("mean", {value}, {{"axis", ToArray(axes)}, {"keepdims", false}});
+  };
+  const ir::Expr& x = node.Input(0);
+  ir::Expr mean = mean_over(x);
+  ir::Expr centered = MakeCall("subtract", {x, ChannelView(mean, shape[1], shape.size())});
+  ir::Expr variance = mean_over(MakeCall("multiply", {centered, centered}));
+  ir::Expr y = MakeCall("nn.batch_norm", {x, node.Input(1), node.Input(2), mean, variance},
+                        {{"epsilon", node.Float("epsilon", 1e-5)}});
+  if (node.NumOutputs() <= 1) return y;
+  const double momentum = node.Float("momentum", 0.9);
+  auto update = [&](const ir::Expr& running, const ir::Expr& batch) {
+    return MakeCall("add", {MakeCall("multiply", {running, MakeScalar(momentum, dtype)}),
+                            MakeCall("multiply", {batch, MakeScalar(1 - momentum, dtype)})});
+  };
+  return ir::Tuple({y, update(node.Input(3), mean), update(node.Input(4), variance)});
+}
+
 ir::Expr ConvertBatchNorm(const NodeContext& node) {
+  if (node.opset() >= 14 && node.Int("training_mode", 0) != 0) return BatchNormTraining(node);
   CheckSingleOutput(node);
   KILN_CHECK(node.Int("training_mode", 0) == 0, NotImplementedError)
       << node.Describe() << ": training_mode is not supported (inference only)";
@@ -215,16 +325,18 @@ ir::Expr ConvertLayerNorm(const NodeContext& node) {
   const std::vector<int64_t> shape = node.InputShape(0);
   const int64_t axis = NormalizeAxis(node.Int("axis", -1), static_cast<int64_t>(shape.size()));
   // Kiln's layer_norm always takes a bias; ONNX's B defaults to zeros.
-  ir::Expr bias =
-      node.HasInput(2)
-          ? node.Input(2)
-          : ir::Expr(ir::Constant(FilledTensor(
-                std::vector<int64_t>(shape.begin() + axis, shape.end()), node.InputDType(0), 0.0)));
+  ir::Expr bias;
+  if (node.HasInput(2)) {
+    bias = node.Input(2);
+  } else {
+    bias = ir::Constant(FilledTensor(std::vector<int64_t>(shape.begin() + axis, shape.end()),
+                                     node.InputDType(0), 0.0));
+  }
   ir::Expr normalized = MakeCall("nn.layer_norm", {node.Input(0), node.Input(1), bias},
                                  {{"axis", axis}, {"epsilon", node.Float("epsilon", 1e-5)}});
   if (node.NumOutputs() <= 1) return normalized;
-  auto [mean, inv_std] = LayerNormStatistics(node, axis, shape.size());
-  return ir::Tuple({normalized, mean, inv_std});
+  const std::pair<ir::Expr, ir::Expr> statistics = LayerNormStatistics(node, axis, shape.size());
+  return ir::Tuple({normalized, statistics.first, statistics.second});
 }
 
 // Before opset 13 Softmax treats its input as the 2-D matrix [prod(shape[:axis]),

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "converter.h"
+#include "tensor_proto.h"
 
 namespace kiln {
 namespace frontend {
@@ -29,10 +30,16 @@ Any AxesOrNone(const std::optional<std::vector<int64_t>>& axes) {
 ir::Expr ConvertReshape(const NodeContext& node) {
   const std::vector<int64_t> shape = node.ConstantInts(1);
   // Kiln's reshape copies the input's extent where the shape says 0, as ONNX does without
-  // allowzero; a literal 0 extent has no Kiln spelling yet.
-  KILN_CHECK(node.Int("allowzero", 0) == 0 || std::count(shape.begin(), shape.end(), 0) == 0,
-             NotImplementedError)
-      << node.Describe() << ": allowzero=1 with a 0 in the shape is not supported";
+  // allowzero. With allowzero a 0 is a literal empty extent, so input and result hold no
+  // elements: the result is an empty Constant of that shape.
+  if (node.Int("allowzero", 0) != 0 && std::count(shape.begin(), shape.end(), 0) != 0) {
+    const std::vector<int64_t> input = node.InputShape(0);
+    KILN_CHECK(
+        Product(input, 0, input.size()) == 0 && std::count(shape.begin(), shape.end(), -1) == 0,
+        ValueError)
+        << node.Describe() << ": allowzero=1 with a 0 in the shape needs an empty input and no -1";
+    return ir::Constant(FilledTensor(shape, node.InputDType(0), 0.0));
+  }
   return MakeCall("reshape", {node.Input(0)}, {{"newshape", ToArray(shape)}});
 }
 

@@ -303,6 +303,25 @@ void ModKernel(const KernelCall& call) {
   }
 }
 
+/// Shifts by a count outside [0, bit width) are undefined in C++; ONNX's unsigned shifts then
+/// have no bits left, so they give 0.
+template <bool kLeft>
+struct Shift {
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      constexpr auto kBits = static_cast<int64_t>(sizeof(T) * 8);
+      const auto count = static_cast<int64_t>(b);
+      if (count < 0 || count >= kBits) return T(0);
+      using U = std::make_unsigned_t<T>;
+      const auto bits = static_cast<U>(a);
+      return static_cast<T>(kLeft ? static_cast<U>(bits << count) : static_cast<U>(bits >> count));
+    } else {
+      return a;  // never instantiated: the kernels take integer dtypes only
+    }
+  }
+};
+
 KILN_CPU_KERNEL("add", (Binary<kArithmeticTypes, Add>));
 KILN_CPU_KERNEL("subtract", (Binary<kArithmeticTypes, Subtract>));
 KILN_CPU_KERNEL("multiply", (Binary<kArithmeticTypes, Multiply>));
@@ -311,6 +330,8 @@ KILN_CPU_KERNEL("power", (Binary<kNumericTypes, Power>));
 KILN_CPU_KERNEL("maximum", (Binary<kArithmeticTypes, Maximum>));
 KILN_CPU_KERNEL("minimum", (Binary<kArithmeticTypes, Minimum>));
 KILN_CPU_KERNEL("mod", ModKernel);
+KILN_CPU_KERNEL("left_shift", (Binary<kU8 | kI32 | kI64, Shift<true>>));
+KILN_CPU_KERNEL("right_shift", (Binary<kU8 | kI32 | kI64, Shift<false>>));
 KILN_CPU_KERNEL("logical_and", (Binary<kBoolBit, LogicalAnd>));
 KILN_CPU_KERNEL("logical_or", (Binary<kBoolBit, LogicalOr>));
 KILN_CPU_KERNEL("logical_xor", (Binary<kBoolBit, LogicalXor>));

@@ -35,6 +35,7 @@ double SourceCoordinate(const ResizeMode& mode, int64_t x, int64_t in, int64_t o
     return resized == 1.0 ? 0.0 : xd * static_cast<double>(in - 1) / (resized - 1.0);
   }
   if (mode.transform == "asymmetric") return xd / scale;
+  if (mode.transform == "tf_half_pixel_for_nn") return (xd + 0.5) / scale;
   if (mode.transform == "pytorch_half_pixel" && out == 1) return 0.0;
   return (xd + 0.5) / scale - 0.5;
 }

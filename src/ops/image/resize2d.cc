@@ -20,9 +20,9 @@ Type Resize2DRelation(const TypeRelationContext& ctx) {
         << ctx.Describe("'scales' must be two positive values [H, W]");
   }
   StringChoiceAttr(ctx, "method", {"nearest", "linear", "cubic"});
-  StringChoiceAttr(
-      ctx, "coordinate_transformation_mode",
-      {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric"});
+  StringChoiceAttr(ctx, "coordinate_transformation_mode",
+                   {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+                    "asymmetric", "tf_half_pixel_for_nn"});
   StringChoiceAttr(ctx, "rounding_method",
                    {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"});
   return TypeRelationContext::TensorResult({data[0], data[1], size[0], size[1]}, ctx.DType(0));

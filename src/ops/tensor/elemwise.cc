@@ -74,6 +74,9 @@ KILN_REGISTER_BINARY_OP("maximum", BroadcastRelation);
 KILN_REGISTER_BINARY_OP("minimum", BroadcastRelation);
 // fmod = true: the remainder takes the dividend's sign (C fmod), as ONNX Mod with fmod=1.
 KILN_REGISTER_BINARY_OP("mod", BroadcastRelation).add_attr("fmod", AttrKind::kBool, false);
+// Integer shifts (ONNX BitShift); a shift by the bit width or more gives 0.
+KILN_REGISTER_BINARY_OP("left_shift", BroadcastRelation);
+KILN_REGISTER_BINARY_OP("right_shift", BroadcastRelation);
 KILN_REGISTER_BINARY_OP("logical_and", BroadcastRelation);
 KILN_REGISTER_BINARY_OP("logical_or", BroadcastRelation);
 KILN_REGISTER_BINARY_OP("logical_xor", BroadcastRelation);

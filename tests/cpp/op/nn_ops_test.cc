@@ -1,4 +1,4 @@
-// Type relations of the nn ops (src/ops/nn/) and image.resize2d (src/ops/image/).
+// Type relations of the nn ops (src/ops/nn/) and the image ops (src/ops/image/).
 #include "op/op_test_util.h"
 
 namespace kiln {
@@ -166,6 +166,16 @@ TEST(Resize2DOpTest, ResizesHeightAndWidth) {
   ExpectTypeError("image.resize2d", {T({1, 3, 4, 4})},
                   {{"size", Array<int64_t>{2, 6}}, {"scales", Array<double>{0.6}}},
                   {"'scales' must be two positive values [H, W]"});
+}
+
+TEST(GridSampleOpTest, SamplesAtTheGridPositions) {
+  ExpectType(T({2, 3, 5, 7}), "image.grid_sample", {T({2, 3, 4, 4}), T({2, 5, 7, 2})},
+             {{"method", "bicubic"}, {"padding_mode", "reflection"}});
+  ExpectTypeError("image.grid_sample", {T({2, 3, 4, 4}), T({1, 5, 7, 2})}, {},
+                  {"'grid' (1, 5, 7, 2) must be (N, H_out, W_out, 2) for 'data' (2, 3, 4, 4)"});
+  ExpectTypeError("image.grid_sample", {T({2, 3, 4, 4}), T({2, 5, 7, 2})},
+                  {{"padding_mode", "wrap"}},
+                  {"'padding_mode' = 'wrap' is not one of 'zeros', 'border', 'reflection'"});
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // Type relations of the tensor ops (src/ops/tensor/): elementwise and broadcast, reshape,
 // transpose, matmul, reductions, concatenate/split, strided_slice, take, squeeze/unsqueeze,
-// expand, gather/scatter (elements and nd), cumsum, topk.
+// expand, gather/scatter (elements and nd), cumsum, topk, det.
 #include <limits>
 
 #include "op/op_test_util.h"
@@ -58,8 +58,9 @@ TEST(ElemwiseOpTest, UnaryOpsKeepTheType) {
 }
 
 TEST(ElemwiseOpTest, BinaryOpsBroadcast) {
-  for (const char* name : {"add", "subtract", "multiply", "divide", "power", "maximum", "minimum",
-                           "mod", "logical_and", "logical_or", "logical_xor"}) {
+  for (const char* name :
+       {"add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "mod", "left_shift",
+        "right_shift", "logical_and", "logical_or", "logical_xor"}) {
     ExpectType(T({2, 4, 3}), name, {T({2, 1, 3}), T({4, 1})});
     EXPECT_EQ(ir::Op::Get(name).pattern(), ir::OpPattern::kBroadcast) << name;
   }
@@ -250,6 +251,12 @@ TEST(TopKOpTest, GivesValuesAndInt64Positions) {
              {{"k", 3}, {"axis", 1}});
   ExpectType(TupleType({T({2}, "int32"), T({2}, "int64")}), "topk", {T({7}, "int32")}, {{"k", 2}});
   ExpectTypeError("topk", {T({2, 5})}, {{"k", 6}}, {"'k' = 6 must lie in [0, 5]"});
+}
+
+TEST(DetOpTest, ReducesTheTrailingSquareMatrices) {
+  ExpectType(T({2, 3}), "det", {T({2, 3, 4, 4})});
+  ExpectType(T({}, "float64"), "det", {T({3, 3}, "float64")});
+  ExpectTypeError("det", {T({2, 3, 4})}, {}, {"'data' (2, 3, 4) must end in square matrices"});
 }
 
 TEST(CumsumOpTest, KeepsTheTypeAndChecksTheAxis) {
