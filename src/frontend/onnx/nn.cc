@@ -198,7 +198,6 @@ ir::Expr MaxPoolIndices(const NodeContext& node) {
     dtype = DLDataType{kDLFloat, 32, 1};
     data = MakeCall("cast", {data}, {{"dtype", String("float32")}});
   }
-  const DLDataType int64{kDLInt, 64, 1};
   ir::Expr positions = ir::Constant(Int64Tensor(gather));
   ir::Expr planes =
       MakeCall("reshape", {data}, {{"newshape", Array<int64_t>{shape[0], shape[1], h * w}}});
