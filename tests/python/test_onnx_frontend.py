@@ -504,3 +504,11 @@ def test_initializer_data_must_match_its_shape_and_live_inside_the_model():
     entry.key, entry.value = "location", "weights.bin"
     with pytest.raises(kiln.NotImplementedError, match="tensor 'c'.*external"):
         kiln.frontend.from_onnx(constant_model(external))
+
+
+def test_old_opset_model_with_an_undefined_output_is_a_clear_error():
+    # Found by kiln_onnx_fuzzer: ONNX's version converter dereferences undefined values, so an
+    # opset-6 model is checked before the upgrade.
+    model = with_output_type(make_model([node("Relu", ["x"], ["r"])], {"x": [2, 3]}, 6), [2, 3])
+    with pytest.raises(kiln.ValueError, match="graph output 'y' is never defined"):
+        kiln.frontend.from_onnx(model.SerializeToString())

@@ -6,9 +6,11 @@
 #include <onnx/version_converter/convert.h>
 
 #include <limits>
+#include <set>
 #include <sstream>
 
 #include "converter.h"
+#include "node_context.h"
 #include "tensor_proto.h"
 
 namespace kiln {
@@ -93,6 +95,37 @@ void ReshapeLegacyPReluSlopes(onnx::GraphProto& graph) {
   }
 }
 
+/// ValueError unless every node input and graph output names a value defined before it (a
+/// graph input, an initializer or an earlier node's output). ONNX's checker leaves this to
+/// importers, and ONNX's own graph conversion (used by the version converter) dereferences
+/// undefined values (a crash the fuzzer found). Subgraphs are refused here: they may read the
+/// enclosing scope, which the upgrade path does not need to support.
+void CheckGraphForUpgrade(const onnx::GraphProto& graph, const std::string& source) {
+  std::set<std::string> defined;
+  for (const onnx::ValueInfoProto& input : graph.input()) defined.insert(input.name());
+  for (const onnx::TensorProto& initializer : graph.initializer()) {
+    defined.insert(initializer.name());
+  }
+  for (const onnx::NodeProto& node : graph.node()) {
+    for (const onnx::AttributeProto& attr : node.attribute()) {
+      KILN_CHECK(!attr.has_g() && attr.graphs_size() == 0, NotImplementedError)
+          << source << ": node " << NodeName(node) << " has a subgraph, which Kiln does not "
+          << "upgrade from opsets before " << kMinOpset;
+    }
+    for (const std::string& input : node.input()) {
+      KILN_CHECK(input.empty() || defined.count(input) != 0, ValueError)
+          << source << " is not a valid ONNX model: node " << NodeName(node) << " reads '" << input
+          << "', which nothing before it defines";
+    }
+    for (const std::string& output : node.output()) defined.insert(output);
+  }
+  for (const onnx::ValueInfoProto& output : graph.output()) {
+    KILN_CHECK(defined.count(output.name()) != 0, ValueError)
+        << source << " is not a valid ONNX model: graph output '" << output.name()
+        << "' is never defined";
+  }
+}
+
 /// Models older than the converters (opset 6 and before: PyTorch's early exporters, legacy
 /// broadcasting attributes) are upgraded by ONNX's own version converter rather than by a second
 /// set of converters in Kiln. The target is opset 9, not 7: those exporters wrote int64
@@ -102,6 +135,7 @@ void UpgradeOldOpset(onnx::ModelProto& model, const std::string& source) {
   constexpr int kUpgradeTarget = 9;
   const int64_t opset = DefaultDomainOpset(model);
   if (opset == 0 || opset >= kMinOpset) return;
+  CheckGraphForUpgrade(model.graph(), source);
   try {
     onnx::shape_inference::InferShapes(model);
     ReshapeLegacyPReluSlopes(*model.mutable_graph());
