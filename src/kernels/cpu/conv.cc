@@ -128,7 +128,13 @@ void Conv2D(const KernelCall& call) {
     std::vector<float> col;
     if (!pointwise) {
       col.resize(depth * spatial);
-      WalkColumns<false>(col.data(), group_data, group_in, s.h, s.w, s.oh, s.ow, win, spatial);
+      // Channels gather independently: with one image the gather would otherwise be serial
+      // next to a parallel GEMM (inside ForEachMatrix's tasks this runs serially).
+      const int64_t taps = win.kernel[0] * win.kernel[1];
+      runtime::ParallelFor(0, group_in, 1, [&](int64_t begin, int64_t end) {
+        WalkColumns<false>(col.data() + begin * taps * spatial, group_data + begin * s.h * s.w,
+                           end - begin, s.h, s.w, s.oh, s.ow, win, spatial);
+      });
     }
     Gemm(group_out, spatial, depth, {w + group * group_out * depth, depth, 1},
          {pointwise ? group_data : col.data(), spatial, 1},

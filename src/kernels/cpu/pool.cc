@@ -3,6 +3,7 @@
 // come from the allocated output, which the type relation sized.
 #include <algorithm>
 #include <limits>
+#include <vector>
 
 #include "kernel_util.h"
 #include "window.h"
@@ -58,24 +59,33 @@ void PoolOf(const KernelCall& call) {
     out_size *= out_dims[axis];
     taps *= win.kernel[axis];
   }
+  // Each tap's displacement per axis, computed once: the loop below only adds and compares.
+  std::vector<int64_t> tap_shift(static_cast<size_t>(taps * kRank));
+  for (int64_t t = 0; t < taps; ++t) {
+    int64_t tap[kRank];
+    Unflatten<kRank>(t, win.kernel, tap);
+    for (int axis = 0; axis < kRank; ++axis) {
+      tap_shift[t * kRank + axis] = tap[axis] * win.dilation[axis];
+    }
+  }
   ForEachPlane<T>(call, [&](const T* x, T* y) {
     int64_t position[kRank];
-    int64_t tap[kRank];
+    int64_t origin[kRank];
     for (int64_t o = 0; o < out_size; ++o) {
       Unflatten<kRank>(o, out_dims, position);
+      for (int axis = 0; axis < kRank; ++axis) origin[axis] = win.InputPos(axis, position[axis], 0);
       // Max starts below every value (integers: the lowest one; a window always holds one).
       T acc = kMax ? (std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
                                                            : std::numeric_limits<T>::lowest())
                    : T{0};
       int64_t count = 0;
       for (int64_t t = 0; t < taps; ++t) {
-        Unflatten<kRank>(t, win.kernel, tap);
         bool inside = true;
         // count_include_pad counts padding, but not window parts past it (ceil_mode).
         bool in_padded = true;
         int64_t offset = 0;
         for (int axis = 0; axis < kRank; ++axis) {
-          const int64_t pos = win.InputPos(axis, position[axis], tap[axis]);
+          const int64_t pos = origin[axis] + tap_shift[t * kRank + axis];
           inside = inside && pos >= 0 && pos < in_dims[axis];
           in_padded = in_padded && pos < in_dims[axis] + win.pad_end[axis];
           offset = offset * in_dims[axis] + pos;
