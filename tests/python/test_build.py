@@ -233,3 +233,22 @@ def test_static_sequences_become_tuples():
     np.testing.assert_array_equal(last, x[:, 3:6])
     assert length.shape == () and int(length) == 3
     np.testing.assert_array_equal(stacked, np.stack([y, y], axis=0))
+
+
+def test_clip_bounds_given_as_inputs_run_as_maximum_and_minimum():
+    graph = oh.make_graph(
+        [oh.make_node("Clip", ["x", "lo", "hi"], ["y"])],
+        "clip",
+        [
+            oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [3, 4]),
+            oh.make_tensor_value_info("lo", onnx.TensorProto.FLOAT, []),
+            oh.make_tensor_value_info("hi", onnx.TensorProto.FLOAT, []),
+        ],
+        [oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [3, 4])],
+    )
+    mod = kiln.frontend.from_onnx(oh.make_model(graph, opset_imports=[oh.make_opsetid("", 13)]))
+    ex = kiln.build(mod)
+    x = RNG.standard_normal((3, 4)).astype("float32")
+    for lo, hi in [(-0.5, 0.5), (0.2, -0.2)]:  # ONNX: min(max(x, lo), hi), also when lo > hi
+        (y,) = ex.run(x=x, lo=np.float32(lo), hi=np.float32(hi))
+        np.testing.assert_array_equal(y, np.minimum(np.maximum(x, np.float32(lo)), np.float32(hi)))

@@ -125,8 +125,19 @@ double OptionalScalarInput(const NodeContext& node, size_t index, double absent)
   return values[0];
 }
 
-// From opset 11 the bounds are optional scalar inputs; Kiln takes them as attributes.
+bool IsComputedInput(const NodeContext& node, size_t index) {
+  return node.HasInput(index) && node.Input(index).as<ir::ConstantObj>() == nullptr;
+}
+
+// From opset 11 the bounds are optional scalar inputs. Constant bounds become clip's
+// attributes; computed ones (a graph input, say) clip as ONNX defines it, min(max(x, lo), hi).
 ir::Expr ConvertClipInputs(const NodeContext& node) {
+  if (IsComputedInput(node, 1) || IsComputedInput(node, 2)) {
+    ir::Expr out = node.Input(0);
+    if (node.HasInput(1)) out = MakeCall("maximum", {out, node.Input(1)});
+    if (node.HasInput(2)) out = MakeCall("minimum", {out, node.Input(2)});
+    return out;
+  }
   constexpr double kInf = std::numeric_limits<double>::infinity();
   return ClipCall(node, OptionalScalarInput(node, 1, -kInf), OptionalScalarInput(node, 2, kInf));
 }
