@@ -18,27 +18,18 @@ namespace {
 
 using Json = nlohmann::json;
 
-std::string SavedBytes(const kiln::runtime::Module& module) {
-  const std::optional<kiln::Bytes> bytes = module->SaveToBytes();
-  KILN_CHECK(bytes.has_value(), ValueError)
-      << "a '" << module->kind() << "' module that cannot be inspected";
-  return std::string(bytes->view());
+/// The graph executor's JSON.
+Json GraphJson(const kiln::runtime::Module& executor) {
+  const std::optional<kiln::Bytes> bytes = executor->SaveToBytes();
+  KILN_CHECK(bytes.has_value(), ValueError) << "a graph executor that cannot be inspected";
+  return Json::parse(bytes->view());
 }
 
-/// The graph executor's JSON.
-Json GraphJson(const kiln::runtime::Module& executor) { return Json::parse(SavedBytes(executor)); }
-
-/// A kernel program's description: its first 8 bytes give the length (little-endian), the
-/// constants' bytes follow it (kiln/runtime/kernel_program.h).
+/// A kernel program's description (kiln/runtime/kernel_program.h).
 Json ProgramJson(const kiln::runtime::Module& program) {
-  const std::string bytes = SavedBytes(program);
-  uint64_t length = 0;
-  for (size_t i = 0; i < 8 && i < bytes.size(); ++i) {
-    length |= uint64_t{static_cast<uint8_t>(bytes[i])} << (8 * i);
-  }
-  KILN_CHECK(bytes.size() >= 8 && length <= bytes.size() - 8, ValueError)
-      << "a kernel program whose description is truncated";
-  return Json::parse(bytes.substr(8, length));
+  return Json::parse(kiln::Function::GetGlobalRequired("runtime.KernelProgramDescription")(program)
+                         .cast<kiln::String>()
+                         .str());
 }
 
 std::string EntryText(const Json& entries, int64_t id) {

@@ -40,6 +40,7 @@
 ///
 /// Functions of the module besides the program's own: none. Global functions:
 ///   runtime.KernelProgramCreate(description: str, constants: Array<Tensor>) -> Module
+///   runtime.KernelProgramDescription(Module) -> str    the description (kilnc inspect)
 ///   runtime.module.load_bytes.kernel_program(bytes) -> Module
 #ifndef KILN_RUNTIME_KERNEL_PROGRAM_H_
 #define KILN_RUNTIME_KERNEL_PROGRAM_H_

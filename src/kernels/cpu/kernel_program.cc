@@ -222,6 +222,8 @@ class KernelProgramObj : public ModuleObj {
     return names;
   }
 
+  const std::string& description() const { return description_; }
+
   std::optional<Bytes> SaveToBytes() const override {
     std::string bytes(8, '\0');
     uint64_t length = description_.size();
@@ -339,6 +341,14 @@ Module LoadProgram(const Bytes& bytes) {
 }
 
 KILN_REGISTER_GLOBAL("runtime.KernelProgramCreate").set_body_typed(CreateProgram);
+
+KILN_REGISTER_GLOBAL("runtime.KernelProgramDescription").set_body_typed([](const Module& module) {
+  const auto* program = dynamic_cast<const KernelProgramObj*>(module.get());
+  KILN_CHECK(program != nullptr, TypeError)
+      << "runtime.KernelProgramDescription takes a '" << kKernelProgramKind << "' module, got '"
+      << module->kind() << "'";
+  return String(program->description());
+});
 
 KILN_REGISTER_GLOBAL("runtime.module.load_bytes.kernel_program")
     .set_body_typed([](const Bytes& bytes) {
