@@ -65,6 +65,12 @@ ir::Expr AxisPositions(int64_t extent, int64_t axis, int64_t rank) {
 
 Array<int64_t> ToArray(const std::vector<int64_t>& values) { return Array<int64_t>(values); }
 
+ir::Expr PerChannel(const ir::Expr& per_channel, size_t rank) {
+  std::vector<int64_t> shape(rank - 1, 1);
+  shape[0] = -1;
+  return MakeCall("reshape", {per_channel}, {{"newshape", ToArray(shape)}});
+}
+
 int64_t Product(const std::vector<int64_t>& shape, size_t begin, size_t end) {
   int64_t product = 1;
   for (size_t i = begin; i < end; ++i) product *= shape[i];

@@ -68,6 +68,9 @@ Array<int64_t> ToArray(const std::vector<int64_t>& values);
 /// An int64 constant of rank `rank` holding 0..extent-1 along `axis` (extent 1 elsewhere): what
 /// an index is compared with to make a one-hot mask (OneHot, Hardmax).
 ir::Expr AxisPositions(int64_t extent, int64_t axis, int64_t rank);
+/// A per-channel (C) value reshaped to (C, 1, ...) so that it broadcasts along axis 1 of a
+/// rank-`rank` (N, C, ...) tensor.
+ir::Expr PerChannel(const ir::Expr& per_channel, size_t rank);
 /// The product of `shape[begin:end]`.
 int64_t Product(const std::vector<int64_t>& shape, size_t begin, size_t end);
 /// `axis` counted from the front when negative (counted from the end) for a rank-`rank` tensor.

@@ -32,10 +32,7 @@ Map<String, Any> WindowAttrs(const Window& window) {
 /// `out` plus the per-channel bias of input 2, if given, broadcast over (N, C, spatial...).
 ir::Expr AddChannelBias(const NodeContext& node, ir::Expr out, size_t spatial_rank) {
   if (!node.HasInput(2)) return out;
-  std::vector<int64_t> shape(spatial_rank + 2, 1);
-  shape[1] = -1;
-  ir::Expr bias = MakeCall("reshape", {node.Input(2)}, {{"newshape", ToArray(shape)}});
-  return MakeCall("add", {std::move(out), bias});
+  return MakeCall("add", {std::move(out), PerChannel(node.Input(2), spatial_rank + 2)});
 }
 
 std::vector<int64_t> KernelOfWeight(const NodeContext& node, size_t spatial_rank) {
@@ -246,13 +243,6 @@ ir::Expr ConvertGlobalPool(const NodeContext& node, const char* op_2d, const cha
   return MakeCall(reduce, {node.Input(0)}, {{"axis", ToArray(axes)}, {"keepdims", true}});
 }
 
-/// (C,) per-channel `value` as (C, 1, ...) for a rank-`rank` NC... input.
-ir::Expr ChannelView(const ir::Expr& value, int64_t channels, size_t rank) {
-  std::vector<int64_t> shape(rank - 1, 1);
-  shape[0] = channels;
-  return MakeCall("reshape", {value}, {{"newshape", ToArray(shape)}});
-}
-
 // BatchNormalization-14/15 with training_mode=1 normalizes with the batch's own (biased)
 // statistics over every axis but the channels, and also returns the running statistics updated
 // with them: running * momentum + batch * (1 - momentum).
@@ -267,7 +257,7 @@ ir::Expr BatchNormTraining(const NodeContext& node) {
   };
   const ir::Expr& x = node.Input(0);
   ir::Expr mean = mean_over(x);
-  ir::Expr centered = MakeCall("subtract", {x, ChannelView(mean, shape[1], shape.size())});
+  ir::Expr centered = MakeCall("subtract", {x, PerChannel(mean, shape.size())});
   ir::Expr variance = mean_over(MakeCall("multiply", {centered, centered}));
   ir::Expr y = MakeCall("nn.batch_norm", {x, node.Input(1), node.Input(2), mean, variance},
                         {{"epsilon", node.Float("epsilon", 1e-5)}});

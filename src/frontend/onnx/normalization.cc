@@ -17,14 +17,6 @@ ir::Expr MeanOver(const ir::Expr& x, const std::vector<int64_t>& axes) {
 
 ir::Expr Square(const ir::Expr& x) { return MakeCall("multiply", {x, x}); }
 
-/// `per_channel` of shape (C,) reshaped to (C, 1, ...) so it broadcasts along axis 1 of a
-/// rank-`rank` tensor.
-ir::Expr PerChannel(const ir::Expr& per_channel, int64_t channels, size_t rank) {
-  std::vector<int64_t> shape(rank - 1, 1);
-  shape[0] = channels;
-  return MakeCall("reshape", {per_channel}, {{"newshape", ToArray(shape)}});
-}
-
 // Per sample and channel, over the spatial dims: (x - mean) / sqrt(var + epsilon) * scale + B.
 ir::Expr ConvertInstanceNorm(const NodeContext& node) {
   const std::vector<int64_t> shape = node.InputShape(0);
@@ -38,9 +30,8 @@ ir::Expr ConvertInstanceNorm(const NodeContext& node) {
   ir::Expr std = MakeCall(
       "sqrt", {MakeCall("add", {variance, MakeScalar(node.Float("epsilon", 1e-5), dtype)})});
   ir::Expr normalized = MakeCall("divide", {centered, std});
-  ir::Expr scaled =
-      MakeCall("multiply", {normalized, PerChannel(node.Input(1), shape[1], shape.size())});
-  return MakeCall("add", {scaled, PerChannel(node.Input(2), shape[1], shape.size())});
+  ir::Expr scaled = MakeCall("multiply", {normalized, PerChannel(node.Input(1), shape.size())});
+  return MakeCall("add", {scaled, PerChannel(node.Input(2), shape.size())});
 }
 
 // ONNX's function body: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9) over `axes`.
