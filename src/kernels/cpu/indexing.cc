@@ -58,13 +58,30 @@ std::vector<int64_t> OffsetsWithoutAxis(const std::vector<int64_t>& shape,
   return offsets;
 }
 
+enum class ScatterReduction { kNone, kAdd, kMul, kMax, kMin };
+
+/// The call's "reduction", read once per call: Reduce runs per element.
+ScatterReduction ReadReduction(const KernelCall& call) {
+  const std::string name = call.Str("reduction");
+  if (name == "none") return ScatterReduction::kNone;
+  if (name == "add") return ScatterReduction::kAdd;
+  if (name == "mul") return ScatterReduction::kMul;
+  if (name == "max") return ScatterReduction::kMax;
+  KILN_CHECK(name == "min", ValueError)
+      << call.Prefix() << "unknown reduction '" << name << "' (none, add, mul, max, min)";
+  return ScatterReduction::kMin;
+}
+
 /// One position's update under scatter's `reduction`.
 template <typename T>
-T Reduce(const std::string& reduction, T current, T update) {
-  if (reduction == "add") return static_cast<T>(current + update);
-  if (reduction == "mul") return static_cast<T>(current * update);
-  if (reduction == "max") return current > update ? current : update;
-  if (reduction == "min") return current < update ? current : update;
+T Reduce(ScatterReduction reduction, T current, T update) {
+  switch (reduction) {
+    case ScatterReduction::kAdd: return static_cast<T>(current + update);
+    case ScatterReduction::kMul: return static_cast<T>(current * update);
+    case ScatterReduction::kMax: return current > update ? current : update;
+    case ScatterReduction::kMin: return current < update ? current : update;
+    case ScatterReduction::kNone: break;
+  }
   return update;
 }
 
@@ -78,9 +95,8 @@ void RequireUpdatesLikeData(const KernelCall& call, const Tensor& data, const Te
 /// Calls `f(T{})` for scatter's element type: any 1-8 byte dtype moved as bits when nothing is
 /// reduced, the numeric dtypes otherwise.
 template <typename F>
-void DispatchScatter(const KernelCall& call, const std::string& reduction, DLDataType dtype,
-                     F&& f) {
-  if (reduction == "none") {
+void DispatchScatter(const KernelCall& call, ScatterReduction reduction, DLDataType dtype, F&& f) {
+  if (reduction == ScatterReduction::kNone) {
     DispatchElementBytes(call, dtype, f);
   } else {
     DispatchDType<kNumericTypes>(call, dtype, f);
@@ -121,7 +137,7 @@ void ScatterElements(const KernelCall& call) {
   const int64_t axis = call.NormalizeAxis(call.Int("axis"), data.ndim());
   const std::vector<int64_t> strides = CompactStrides(data_shape);
   const std::vector<int64_t> offsets = OffsetsWithoutAxis(ShapeOf(indices), strides, axis);
-  const std::string reduction = call.Str("reduction");
+  const ScatterReduction reduction = ReadReduction(call);
   RequireUpdatesLikeData(call, data, updates);
   if (data.NumBytes() > 0) std::memcpy(out.data(), data.data(), data.NumBytes());
   DispatchScatter(call, reduction, data.dtype(), [&](auto tag) {
@@ -206,7 +222,7 @@ void ScatterND(const KernelCall& call) {
   const Tensor updates = call.input(2);
   const Tensor out = call.output(0);
   const NdPlan plan = PlanNd(data, indices, 0);
-  const std::string reduction = call.Str("reduction");
+  const ScatterReduction reduction = ReadReduction(call);
   RequireUpdatesLikeData(call, data, updates);
   if (data.NumBytes() > 0) std::memcpy(out.data(), data.data(), data.NumBytes());
   DispatchScatter(call, reduction, data.dtype(), [&](auto tag) {
