@@ -109,7 +109,7 @@ def test_bad_target_and_bad_input_are_named():
     with pytest.raises(kiln.ValueError, match="unknown build target 'gpu'"):
         kiln.build(mod, target="gpu")
     ex = kiln.build(mod)
-    with pytest.raises(kiln.KilnError, match="x"):
+    with pytest.raises(kiln.ValueError, match=r"input 'x' expects \(1, 3, 8, 8\) float32, got \(1, 3, 4, 4\)"):
         ex.run(x=np.zeros((1, 3, 4, 4), dtype="float32"))
 
 
@@ -152,6 +152,19 @@ def test_corrupt_kernel_program_bytes_are_a_clear_error():
     description = b'{"version": 9, "constants": [], "functions": []}'
     with pytest.raises(kiln.ValueError, match="format version 9"):
         load(len(description).to_bytes(8, "little") + description)
+
+
+def test_a_program_gives_back_its_description():
+    description = (
+        '{"version": 1, "constants": [], "functions": [{"name": "f", "num_inputs": 1, '
+        '"num_outputs": 1, "temps": [], "steps": [{"copy": "i0", "to": "o0"}]}]}'
+    )
+    program = kiln.get_global_func("runtime.KernelProgramCreate")(description, [])
+    assert kiln.get_global_func("runtime.KernelProgramDescription")(program) == description
+    model, _, _ = conv_model()
+    executor = kiln.build(kiln.frontend.from_onnx(model)).module
+    with pytest.raises(kiln.TypeError, match="takes a 'kernel_program' module, got 'graph_executor'"):
+        kiln.get_global_func("runtime.KernelProgramDescription")(executor)
 
 
 def test_a_kernel_missing_at_load_is_named():
