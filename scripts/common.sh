@@ -21,6 +21,7 @@ KILN_DEBIAN_PACKAGES=(
   clang-14 clang-format clang-tidy libclang-rt-14-dev
   libonnx-dev libprotobuf-dev protobuf-compiler python3-onnx libonnx-testdata
   python3-torch python3-torchvision
+  libdnnl-dev libopenblas-dev graphviz
 )
 
 kiln_log() { printf '%s\n' "$*"; }

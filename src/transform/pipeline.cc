@@ -2,7 +2,10 @@
 // that let Python and kilnc run passes.
 #include <kiln/transform/pass.h>
 
-#include <sstream>
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace kiln {
 namespace transform {
@@ -14,7 +17,49 @@ std::string Trim(const std::string& text) {
   return text.substr(first, text.find_last_not_of(" \t\n") - first + 1);
 }
 
-Pass LookupPass(const std::string& name) {
+/// The items of a comma-separated list, trimmed, empty ones dropped; commas inside
+/// parentheses do not split. ValueError on unbalanced parentheses.
+std::vector<std::string> SplitTopLevel(const std::string& text) {
+  std::vector<std::string> items;
+  std::string current;
+  int depth = 0;
+  for (char c : text) {
+    if (c == '(') ++depth;
+    if (c == ')') --depth;
+    KILN_CHECK(depth >= 0, ValueError) << "unbalanced ')' in '" << text << "'";
+    if (c == ',' && depth == 0) {
+      items.push_back(Trim(current));
+      current.clear();
+    } else {
+      current += c;
+    }
+  }
+  KILN_CHECK(depth == 0, ValueError) << "unbalanced '(' in '" << text << "'";
+  items.push_back(Trim(current));
+  items.erase(std::remove(items.begin(), items.end(), std::string()), items.end());
+  return items;
+}
+
+/// A pipeline item, `Name` or `Name(arg, ...)`.
+struct PassItem {
+  std::string name;
+  std::optional<Array<String>> args;
+};
+
+PassItem ParseItem(const std::string& item) {
+  const size_t open = item.find('(');
+  if (open == std::string::npos) return {item, std::nullopt};
+  KILN_CHECK(item.back() == ')', ValueError)
+      << "'" << item << "': nothing may follow the closing ')' of a pass's arguments";
+  Array<String> args;
+  for (const std::string& arg : SplitTopLevel(item.substr(open + 1, item.size() - open - 2))) {
+    args.push_back(String(arg));
+  }
+  return {Trim(item.substr(0, open)), args};
+}
+
+Pass LookupPass(const PassItem& item) {
+  const std::string& name = item.name;
   // A bare name means a built-in; a dotted name is taken as written (plugins choose their own
   // namespace, e.g. "my_ext.transform.Foo").
   const bool dotted = name.find('.') != std::string::npos;
@@ -29,11 +74,12 @@ Pass LookupPass(const std::string& name) {
   }
   Any result;
   try {
-    result = (*factory)();
+    result = item.args.has_value() ? (*factory)(*item.args) : (*factory)();
   } catch (const Error& error) {
     if (error.kind() != "TypeError") throw;
-    KILN_THROW(TypeError) << "'" << name << "' is not a pass: calling it with no arguments failed ("
-                          << error.message() << ")";
+    KILN_THROW(TypeError) << "'" << name << "' is not a pass: calling it with "
+                          << (item.args.has_value() ? "an array of strings" : "no arguments")
+                          << " failed (" << error.message() << ")";
   }
   std::optional<Pass> pass = result.as<Pass>();
   KILN_CHECK(pass.has_value() && pass->defined(), TypeError)
@@ -46,16 +92,12 @@ Pass LookupPass(const std::string& name) {
 
 Pass ParsePipeline(const std::string& pipeline) {
   std::vector<Pass> passes;
-  std::istringstream items(pipeline);
-  std::string item;
-  while (std::getline(items, item, ',')) {
-    const std::string name = Trim(item);
-    if (name.empty()) continue;
-    try {
-      passes.push_back(LookupPass(name));
-    } catch (const Error& error) {
-      throw error.WithContext("while parsing the pass pipeline '" + pipeline + "'");
+  try {
+    for (const std::string& item : SplitTopLevel(pipeline)) {
+      passes.push_back(LookupPass(ParseItem(item)));
     }
+  } catch (const Error& error) {
+    throw error.WithContext("while parsing the pass pipeline '" + pipeline + "'");
   }
   return Sequential(std::move(passes), "pipeline");
 }

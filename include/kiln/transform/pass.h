@@ -91,7 +91,9 @@ class KILN_API SequentialObj : public PassObj {
 /// A Sequential of the passes named in `pipeline`, comma-separated (spaces around names are
 /// ignored). Each name is looked up as a global function returning a Pass: a name without a
 /// dot as `transform.<name>` first, then as written. An unknown name is a KeyError suggesting
-/// close registered names; a name that is not a pass factory is a TypeError.
+/// close registered names; a name that is not a pass factory is a TypeError. A name may take
+/// string arguments in parentheses, `AnnotateTarget(dnnl, blas)`: the factory is then called
+/// with one Array<String> of them (commas inside parentheses separate arguments, not passes).
 KILN_API Pass ParsePipeline(const std::string& pipeline);
 
 /// ParsePipeline(pipeline) run on `mod` under PassContext::FromMap(settings). Also registered

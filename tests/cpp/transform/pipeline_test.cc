@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <string>
+#include <vector>
 
 #include "transform_test_util.h"
 
@@ -23,6 +25,18 @@ Pass CountPass() {
 }
 
 KILN_REGISTER_PASS_AS("test.transform.Count", CountPass);
+
+std::vector<std::string> last_args;
+
+/// A pass factory that takes arguments: its pass records them when it runs.
+KILN_REGISTER_GLOBAL("test.transform.RecordArgs").set_body_typed([](const Array<String>& args) {
+  return CreateModulePass(
+      [args](const ir::IRModule& mod, const PassContext& /*ctx*/) {
+        last_args.assign(args.begin(), args.end());
+        return mod;
+      },
+      PassInfo{"test.transform.RecordArgs", 0, false});
+});
 
 TEST(PipelineTest, TestPassRunsInAPipelineStringWithBuiltIns) {
   count_runs = 0;
@@ -74,6 +88,40 @@ TEST(PipelineTest, NameOfANonPassFunctionIsATypeError) {
   } catch (const Error& error) {
     EXPECT_EQ(error.kind(), "TypeError");
     EXPECT_NE(error.message().find("is not a pass"), std::string::npos) << error.what();
+  }
+}
+
+TEST(PipelineTest, ArgumentsInParenthesesReachTheFactory) {
+  last_args.clear();
+  const Pass pipeline = ParsePipeline(
+      "test.transform.Count, test.transform.RecordArgs( dnnl, blas ),"
+      "test.transform.Count");
+  pipeline(testing::ModuleWithUnusedFunction());
+  EXPECT_EQ(last_args, (std::vector<std::string>{"dnnl", "blas"}));
+  ParsePipeline("test.transform.RecordArgs()")(testing::ModuleWithUnusedFunction());
+  EXPECT_TRUE(last_args.empty());
+}
+
+TEST(PipelineTest, MalformedArgumentsAreValueErrors) {
+  for (const char* pipeline : {"test.transform.RecordArgs(dnnl", "test.transform.Count)",
+                               "test.transform.RecordArgs(dnnl) x"}) {
+    try {
+      ParsePipeline(pipeline);
+      FAIL() << "expected a ValueError for " << pipeline;
+    } catch (const Error& error) {
+      EXPECT_EQ(error.kind(), "ValueError") << pipeline;
+      EXPECT_NE(error.context().find(pipeline), std::string::npos) << error.what();
+    }
+  }
+}
+
+TEST(PipelineTest, ArgumentsToAFactoryWithoutParametersAreATypeError) {
+  try {
+    ParsePipeline("test.transform.Count(x)");
+    FAIL() << "expected a TypeError";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), "TypeError");
+    EXPECT_NE(error.message().find("array of strings"), std::string::npos) << error.what();
   }
 }
 
