@@ -6,7 +6,9 @@
 #include <kiln/ir/expr_functor.h>
 #include <kiln/ir/function.h>
 #include <kiln/runtime/graph_executor.h>
+#include <kiln/transform/byoc.h>
 #include <kiln/transform/passes.h>
+#include <kiln/transform/pattern.h>
 
 #include <map>
 #include <string>
@@ -68,7 +70,7 @@ ir::IRModule BindParams(const ir::IRModule& mod, const Map<String, Tensor>& para
   return bound;
 }
 
-/// "dnnl, blas": the argument list of the BYOC passes in a pipeline string.
+/// "dnnl, blas", for messages.
 std::string JoinNames(const std::vector<std::string>& names) {
   std::string joined;
   for (const std::string& name : names) joined += (joined.empty() ? "" : ", ") + name;
@@ -110,9 +112,9 @@ transform::Pass DefaultPipeline(const std::vector<std::string>& compilers) {
   std::vector<Pass> passes = {InferType(), SimplifyExpr(), FoldConstant(), CanonicalizeBatchNorm(),
                               FoldConstant()};
   if (!compilers.empty()) {
-    const std::string names = JoinNames(compilers);
-    passes.push_back(ParsePipeline("MergeComposite(" + names + "), AnnotateTarget(" + names +
-                                   "), MergeCompilerRegions, PartitionGraph, InferType"));
+    const Array<String> names(compilers.begin(), compilers.end());
+    passes.insert(passes.end(), {MergeComposite(names), AnnotateTarget(compilers),
+                                 MergeCompilerRegions(), PartitionGraph(), InferType()});
   }
   passes.push_back(FuseOps());
   passes.push_back(InferType());
