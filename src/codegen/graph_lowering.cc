@@ -219,6 +219,10 @@ class GraphLowering {
     } else if (node.op().as<ir::FunctionObj>() != nullptr) {
       callee = Downcast<ir::Function>(node.op());
     }
+    if (callee.defined() && callee->attrs().count(String(ir::attr::kCompiler)) != 0) {
+      LowerExternalCall(call, callee);
+      return;
+    }
     // Each argument is bound inside the program when constant, else read from the graph.
     std::vector<Refs> param_refs;
     std::vector<int64_t> node_inputs;
@@ -255,6 +259,23 @@ class GraphLowering {
     const Refs results = builder.AddStep(*op, node.attrs(), inputs, call->checked_type());
     NoteKernel(op->name().str());
     entries_of_[call.get()] = AddNode(builder, results, call->checked_type(), node_inputs);
+  }
+
+  /// A function taken by an external compiler is one graph node calling its global_symbol,
+  /// which the compiler's module (an import of the program) provides; every argument,
+  /// constants included, is a graph entry, since the external module sees only its inputs.
+  void LowerExternalCall(const ir::Call& call, const ir::Function& callee) {
+    const std::optional<String> symbol = callee.GetAttr<String>(ir::attr::kGlobalSymbol);
+    KILN_CHECK(symbol.has_value(), ValueError)
+        << "cannot lower a call of a function for compiler '"
+        << callee.GetAttr<String>(ir::attr::kCompiler)->str()
+        << "': it has no global_symbol (PartitionGraph gives each region one)";
+    std::vector<int64_t> inputs;
+    for (const Expr& arg : call->args()) {
+      const std::vector<int64_t> entries = EntriesOf(arg);
+      inputs.insert(inputs.end(), entries.begin(), entries.end());
+    }
+    entries_of_[call.get()] = AddGraphNode(symbol->str(), call->checked_type(), inputs);
   }
 
   // ---- program functions -----------------------------------------------------------------
@@ -383,9 +404,16 @@ class GraphLowering {
   std::vector<int64_t> AddNode(FunctionBuilder& builder, const Refs& results,
                                const ir::Type& result_type, const std::vector<int64_t>& inputs) {
     functions_.push_back(builder.Finish(results));
+    return AddGraphNode(builder.name(), result_type, inputs);
+  }
+
+  /// A graph node calling `func`, reading `inputs` and writing new entries for the tensors of
+  /// `result_type`; returns those entries.
+  std::vector<int64_t> AddGraphNode(const std::string& func, const ir::Type& result_type,
+                                    const std::vector<int64_t>& inputs) {
     const auto node = static_cast<int64_t>(nodes_.size());
     std::vector<int64_t> outputs;
-    for (const ir::TensorType& type : FlattenTensorTypes(result_type, builder.name())) {
+    for (const ir::TensorType& type : FlattenTensorTypes(result_type, func)) {
       outputs.push_back(NewEntry(type, /*pinned=*/false));
       entries_.back().first_use = node;
       entries_.back().last_use = node;
@@ -393,7 +421,7 @@ class GraphLowering {
     for (int64_t entry : inputs) {
       if (!entries_[entry].pinned) entries_[entry].last_use = node;
     }
-    nodes_.push_back(GraphNode{builder.name(), inputs, outputs});
+    nodes_.push_back(GraphNode{func, inputs, outputs});
     return outputs;
   }
 

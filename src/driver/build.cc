@@ -1,4 +1,5 @@
 // kiln::Build (kiln/driver/build.h): the compile pipeline in one place, readable top to bottom.
+#include <kiln/codegen/external_codegen.h>
 #include <kiln/codegen/graph_lowering.h>
 #include <kiln/driver/build.h>
 #include <kiln/ffi/registry.h>
@@ -7,9 +8,11 @@
 #include <kiln/runtime/graph_executor.h>
 #include <kiln/transform/passes.h>
 
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 namespace kiln {
 namespace {
@@ -65,25 +68,72 @@ ir::IRModule BindParams(const ir::IRModule& mod, const Map<String, Tensor>& para
   return bound;
 }
 
+/// "dnnl, blas": the argument list of the BYOC passes in a pipeline string.
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string joined;
+  for (const std::string& name : names) joined += (joined.empty() ? "" : ", ") + name;
+  return joined;
+}
+
+/// The op names called outside every external compiler's functions, with counts: what runs
+/// on Kiln's CPU path.
+std::map<std::string, int64_t> HostOps(const ir::IRModule& mod) {
+  std::map<std::string, int64_t> counts;
+  for (const auto& [gvar, func] : mod->functions()) {
+    if (func->attrs().count(String(ir::attr::kCompiler)) != 0) continue;
+    // Visits nested functions too: the fused groups FuseOps made for the CPU path.
+    ir::PostOrderVisit(func->body(), [&counts](const ir::Expr& expr) {
+      const auto* call = expr.as<ir::CallObj>();
+      const auto* op = call != nullptr ? call->op().as<ir::OpObj>() : nullptr;
+      if (op != nullptr) ++counts[op->name().str()];
+    });
+  }
+  return counts;
+}
+
+void CheckNoFallback(const ir::IRModule& mod, const std::vector<std::string>& compilers) {
+  const std::map<std::string, int64_t> host_ops = HostOps(mod);
+  if (host_ops.empty()) return;
+  std::string listed;
+  for (const auto& [op, count] : host_ops) {
+    listed += (listed.empty() ? "" : ", ") + op + (count > 1 ? " x" + std::to_string(count) : "");
+  }
+  KILN_THROW(ValueError) << "fallback is disabled, but no compiler among [" << JoinNames(compilers)
+                         << "] takes these ops: " << listed
+                         << " (the placement report says why each compiler declined)";
+}
+
 }  // namespace
 
-transform::Pass DefaultPipeline() {
+transform::Pass DefaultPipeline(const std::vector<std::string>& compilers) {
   using namespace transform;  // NOLINT(google-build-using-namespace): the list reads as a recipe
-  return Sequential({InferType(), SimplifyExpr(), FoldConstant(), CanonicalizeBatchNorm(),
-                     FoldConstant(), FuseOps(), InferType()},
-                    "DefaultPipeline");
+  std::vector<Pass> passes = {InferType(), SimplifyExpr(), FoldConstant(), CanonicalizeBatchNorm(),
+                              FoldConstant()};
+  if (!compilers.empty()) {
+    const std::string names = JoinNames(compilers);
+    passes.push_back(ParsePipeline("MergeComposite(" + names + "), AnnotateTarget(" + names +
+                                   "), MergeCompilerRegions, PartitionGraph, InferType"));
+  }
+  passes.push_back(FuseOps());
+  passes.push_back(InferType());
+  return Sequential(std::move(passes), "DefaultPipeline");
 }
 
 Executable Build(const ir::IRModule& mod, const BuildOptions& options) {
   KILN_CHECK(options.target == "cpu", ValueError)
       << "unknown build target '" << options.target << "' (known targets: cpu)";
-  const transform::Pass pipeline =
-      options.pipeline.empty() ? DefaultPipeline() : transform::ParsePipeline(options.pipeline);
+  const transform::Pass pipeline = options.pipeline.empty()
+                                       ? DefaultPipeline(options.compilers)
+                                       : transform::ParsePipeline(options.pipeline);
   ir::IRModule optimized = pipeline(BindParams(mod, options.params), options.pass_context);
   // Lowering reads checked types; a custom pipeline may end with a pass that leaves none.
   if (!options.pipeline.empty())
     optimized = transform::InferType()(optimized, options.pass_context);
+  if (!options.fallback) CheckNoFallback(optimized, options.compilers);
+  const std::vector<runtime::Module> external =
+      codegen::RunExternalCodegen(optimized, options.codegen_options);
   const codegen::LoweredGraph lowered = codegen::LowerToGraph(optimized);
+  for (const runtime::Module& module : external) lowered.program.Import(module);
   return Executable(
       runtime::GraphExecutorCreate(lowered.graph_json, lowered.program, DLDevice{kDLCPU, 0}));
 }
@@ -91,9 +141,13 @@ Executable Build(const ir::IRModule& mod, const BuildOptions& options) {
 KILN_REGISTER_GLOBAL("driver.Build")
     .set_body_typed([](const ir::IRModule& mod, const String& target,
                        const Map<String, Tensor>& params, const Any& pass_context,
-                       const String& pipeline) {
+                       const String& pipeline, const Array<String>& compilers, bool fallback,
+                       const Map<String, Any>& codegen_options) {
       BuildOptions options;
       options.target = target.str();
+      options.compilers.assign(compilers.begin(), compilers.end());
+      options.fallback = fallback;
+      options.codegen_options = codegen_options;
       options.params = params;
       // None, a PassContext, or the settings map transform.RunPipeline takes.
       if (std::optional<Map<String, Any>> settings = pass_context.as<Map<String, Any>>()) {
@@ -105,6 +159,8 @@ KILN_REGISTER_GLOBAL("driver.Build")
       return Build(mod, options).module();
     });
 
-KILN_REGISTER_GLOBAL("driver.DefaultPipeline").set_body_typed([]() { return DefaultPipeline(); });
+KILN_REGISTER_GLOBAL("driver.DefaultPipeline").set_body_typed([](const Array<String>& compilers) {
+  return DefaultPipeline(std::vector<std::string>(compilers.begin(), compilers.end()));
+});
 
 }  // namespace kiln

@@ -8,6 +8,9 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "arguments.h"
 #include "command.h"
@@ -22,7 +25,19 @@ struct CompileOptions {
   std::string passes;
   std::string dump_ir_dir;
   bool time_passes = false;
+  std::vector<std::string> plugins;
+  bool fallback = true;
 };
+
+/// "dnnl,blas" -> {"dnnl", "blas"}.
+std::vector<std::string> SplitNames(const std::string& text) {
+  std::vector<std::string> names;
+  std::stringstream items(text);
+  for (std::string name; std::getline(items, name, ',');) {
+    if (!name.empty()) names.push_back(name);
+  }
+  return names;
+}
 
 std::optional<CompileOptions> ParseOptions(const std::vector<std::string>& args) {
   CompileOptions options;
@@ -42,6 +57,10 @@ std::optional<CompileOptions> ParseOptions(const std::vector<std::string>& args)
       options.dump_ir_dir = args[++i];
     } else if (arg == "--time-passes") {
       options.time_passes = true;
+    } else if (arg == "--plugins" && has_value) {
+      options.plugins = SplitNames(args[++i]);
+    } else if (arg == "--no-fallback") {
+      options.fallback = false;
     } else if (options.model.empty() && arg.rfind("--", 0) != 0) {
       options.model = arg;
     } else {
@@ -97,6 +116,8 @@ int RunCompile(const std::vector<std::string>& args) {
   });
   kiln::BuildOptions build;
   build.pipeline = options->passes;
+  build.compilers = options->plugins;
+  build.fallback = options->fallback;
   build.pass_context.AddInstrument(
       kiln::transform::PassInstrument(kiln::make_object<ProgressInstrumentObj>()));
   const kiln::transform::TimingInstrument timing = kiln::transform::TimingInstrument::Create();

@@ -13,12 +13,16 @@ const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
       {"compile", "compile an ONNX model into one shared library",
        "kilnc compile model.onnx -o model.so [--shape name=d0,d1,...]... [--passes P1,P2,...]\n"
-       "                    [--dump-ir DIR] [--time-passes]\n\n"
+       "                    [--dump-ir DIR] [--time-passes] [--plugins NAME,...] "
+       "[--no-fallback]\n\n"
        "Imports the model, runs the default pass pipeline (or --passes, comma-separated pass\n"
        "names such as InferType,FoldConstant,FuseOps), lowers it to the CPU runtime and writes\n"
        "the artifact, which `kilnc run` and kiln.load_module load. Progress goes to stderr, one\n"
        "line per step and per pass. --dump-ir writes the IR before and after every pass into\n"
-       "DIR; --time-passes prints each pass's time. --shape fixes an input's shape.\n",
+       "DIR; --time-passes prints each pass's time. --shape fixes an input's shape.\n"
+       "--plugins hands each op to the first of these external compilers (BYOC plugins such\n"
+       "as dnnl, blas, ccompiler; loaded by name) that takes it, the rest to the CPU path;\n"
+       "--no-fallback makes an op that no plugin takes an error.\n",
        RunCompile},
       {"run", "run a compiled model and print its outputs and latency",
        "kilnc run model.so [--input name=file.npy]... [--repeat N] [--warmup N]\n"
