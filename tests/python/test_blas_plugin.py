@@ -202,3 +202,27 @@ def test_missing_runtime_plugin_is_named_and_kiln_runtime_path_finds_it(blas, tm
     assert found.returncode == 0, found.stderr
     outputs = np.load(tmp_path / "outputs.npz")
     np.testing.assert_allclose(outputs["y2"], expected(inputs, w, k)[2], rtol=1e-5, atol=1e-6)
+
+
+# A model partitioned by hand as PartitionGraph would: host ops around a blas region.
+PARTITIONED = """
+def @main(%x: Tensor[(2, 5, 3), float32], %m: Tensor[(4, 6), float32]) {
+  %0 = nn.relu(%x);
+  %1 = @kiln_blas_0(%0, %m);
+  %2 = %1.0;
+  %3 = %1.1;
+  %4 = sum(%3, axis=[2], keepdims=true);
+  add(%2, %4)
+}
+""" + REGIONS.split("def @kiln_blas_1")[0]
+
+
+def test_kiln_build_runs_a_blas_region_between_host_ops(blas, tmp_path):
+    w = RNG.standard_normal((4, 3)).astype("float32")
+    k = RNG.standard_normal((4, 7)).astype("float32")
+    model = kiln.build(typed(PARTITIONED, [w, k]), pipeline="InferType")
+    inputs = make_inputs()
+    dense = np.maximum(inputs["x"], 0) @ w.T
+    want = dense @ inputs["m"] + dense.sum(axis=2, keepdims=True)
+    np.testing.assert_allclose(model.run(x=inputs["x"], m=inputs["m"])[0], want,
+                               rtol=1e-5, atol=1e-5)
