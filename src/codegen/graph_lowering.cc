@@ -10,7 +10,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <map>
 #include <optional>
@@ -19,6 +18,8 @@
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "../runtime/tagged_attrs_internal.h"
 
 namespace kiln {
 namespace codegen {
@@ -116,47 +117,6 @@ std::vector<Expr> PostOrder(const Expr& root) {
     }
   }
   return order;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Attributes, as kiln/runtime/kernel_program.h tags them
-// ---------------------------------------------------------------------------------------------
-
-Json FloatJson(double value) {
-  if (std::isnan(value)) return "nan";
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  return value;
-}
-
-Json AttrJson(const Any& value, const std::string& op, const std::string& name) {
-  switch (value.type_index()) {
-    case kKilnTypeNone: return nullptr;
-    case kKilnTypeInt: return Json{{"int", value.cast<int64_t>()}};
-    case kKilnTypeFloat: return Json{{"float", FloatJson(value.cast<double>())}};
-    case kKilnTypeBool: return Json{{"bool", value.cast<bool>()}};
-    default: break;
-  }
-  if (std::optional<String> text = value.as<String>()) return Json{{"str", text->str()}};
-  if (std::optional<Array<Any>> items = value.as<Array<Any>>()) {
-    const bool floats = std::any_of(items->begin(), items->end(), [](const Any& item) {
-      return item.type_index() == kKilnTypeFloat;
-    });
-    Json list = Json::array();
-    for (const Any& item : *items) {
-      list.push_back(floats ? FloatJson(item.cast<double>()) : Json(item.cast<int64_t>()));
-    }
-    return Json{{floats ? "floats" : "ints", list}};
-  }
-  KILN_THROW(ValueError) << "cannot lower attribute '" << name << "' of op '" << op
-                         << "': a value of type " << value.type_str()
-                         << " has no kernel program encoding";
-  return nullptr;  // not reached; KILN_THROW throws from a destructor the compiler cannot see
-}
-
-Json AttrsJson(const Map<String, Any>& attrs, const std::string& op) {
-  Json result = Json::object();
-  for (const auto& [key, value] : attrs) result[key.str()] = AttrJson(value, op, key.str());
-  return result;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -341,10 +301,11 @@ class GraphLowering {
         outputs.push_back("T" + std::to_string(temps_.size()));
         temps_.push_back(SpecJson(StaticShape(type), type->dtype()));
       }
-      steps_.push_back(Json{{"kernel", op.name().str()},
-                            {"attrs", AttrsJson(attrs, op.name().str())},
-                            {"inputs", inputs},
-                            {"outputs", outputs}});
+      steps_.push_back(
+          Json{{"kernel", op.name().str()},
+               {"attrs", runtime::tagged_attrs::EncodeAll(attrs, "op '" + op.name().str() + "'")},
+               {"inputs", inputs},
+               {"outputs", outputs}});
       return outputs;
     }
 
