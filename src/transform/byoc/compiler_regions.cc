@@ -196,7 +196,7 @@ class RegionFinder {
   void CheckAnnotation(int node) {
     const ir::Expr& expr = regions_.nodes[node];
     if (AsCompilerBegin(expr) != nullptr) {
-      const ir::Expr& data = Operands(expr).front();
+      const ir::Expr data = Operands(expr).front();  // a copy: Operands returns a temporary
       KILN_CHECK(AsCompilerBegin(data) == nullptr, ValueError)
           << "unbalanced annotations: " << Text(node) << " wraps another compiler_begin";
       KILN_CHECK(!expr.same_as(body_), ValueError)
@@ -208,7 +208,7 @@ class RegionFinder {
             << " instead of an op of its region";
       }
     } else if (AsCompilerEnd(expr) != nullptr) {
-      const ir::Expr& data = Operands(expr).front();
+      const ir::Expr data = Operands(expr).front();
       KILN_CHECK(IsComputing(IndexOf(data)), ValueError)
           << "unbalanced annotations: " << Text(node) << " has no matching compiler_begin: "
           << (IsAnnotation(data) ? "it closes an empty region"
