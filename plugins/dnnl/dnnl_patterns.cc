@@ -7,7 +7,8 @@
 //
 // `_sum` adds the residual as the add's rhs, `_rsum` as its lhs. The composite's parameters
 // are, in the order MergeComposite gives them (the body's first reads): for _sum data, weight,
-// [bias,] residual; for _rsum residual, data, weight[, bias].
+// [bias,] residual; for _rsum residual, data, weight[, bias]; a residual that is the data
+// itself is passed once, as the data.
 #include <kiln/codegen/json_graph.h>
 #include <kiln/ffi/registry.h>
 #include <kiln/transform/pattern.h>
@@ -104,6 +105,14 @@ PatternEntry MakeEntry(const Form& form) {
       const std::optional<std::vector<int64_t>> shape =
           Float32Shape(binding->at(residual), "the residual", &reason);
       if (!shape.has_value() || *shape != *out) return false;
+      // The runtime finds the residual by position; it may be the data (passed once) but
+      // not the weight or bias.
+      const ir::Expr& conv = binding->at(anchor);
+      const ir::Expr& added = binding->at(residual);
+      const auto* call = conv.as<ir::CallObj>();
+      if (added.same_as(call->args()[1]) || (has_bias && added.same_as(binding->at(bias)))) {
+        return false;
+      }
     }
     return true;
   };

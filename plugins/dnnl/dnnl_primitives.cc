@@ -138,19 +138,23 @@ Fused ParseFused(const runtime::JsonGraph& graph, const JsonNode& node) {
   std::string activation;
   if (Consume(&rest, "_")) activation = rest;
   auto op = activations.find(activation);
+  // MergeComposite passes each distinct expression once: a residual that is the data itself
+  // (a shape-preserving convolution of x added to x) is not an input of its own.
   const size_t inputs = 2 + (bias ? 1 : 0) + (sum || rsum ? 1 : 0);
+  const bool residual_is_data = (sum || rsum) && node.inputs.size() + 1 == inputs;
   KILN_CHECK(!fused.anchor.empty() && (activation.empty() || op != activations.end()) &&
-                 node.inputs.size() == inputs,
+                 (node.inputs.size() == inputs || residual_is_data),
              NotImplementedError)
       << "dnnl: '" << graph.symbol << "' has pattern '" << node.name
       << "', which the dnnl runtime does not run";
   fused.anchor_attrs = AttrsOf(node.attrs, fused.anchor);
   size_t next = 0;
-  if (rsum) fused.residual = node.inputs[next++];
+  if (rsum && !residual_is_data) fused.residual = node.inputs[next++];
   fused.data = node.inputs[next++];
   fused.weight = node.inputs[next++];
   if (bias) fused.bias = node.inputs[next++];
-  if (sum) fused.residual = node.inputs[next++];
+  if (sum && !residual_is_data) fused.residual = node.inputs[next++];
+  if (residual_is_data) fused.residual = fused.data;
   if (op != activations.end()) fused.activation = EltwiseOf(op->second, AttrsOf(node.attrs, op->second));
   return fused;
 }
