@@ -34,7 +34,7 @@ using transform::Wildcard;
 /// The activations fused as eltwise post-ops: pattern name part, op.
 const std::vector<std::pair<std::string, std::string>>& Activations() {
   static const std::vector<std::pair<std::string, std::string>> activations = {
-      {"relu", "nn.relu"}, {"clip", "clip"},   {"gelu", "nn.gelu"},
+      {"relu", "nn.relu"},    {"clip", "clip"}, {"gelu", "nn.gelu"},
       {"sigmoid", "sigmoid"}, {"tanh", "tanh"}, {"leaky_relu", "nn.leaky_relu"},
   };
   return activations;
@@ -53,7 +53,7 @@ bool IsPerChannel(const std::vector<int64_t>& bias, const std::vector<int64_t>& 
 
 /// One shape of the fused form: which optional parts it has.
 struct Form {
-  std::string anchor;      ///< "conv2d" or "dense"
+  std::string anchor;  ///< "conv2d" or "dense"
   bool bias = false;
   int sum = 0;             ///< 0: none, 1: residual as rhs (_sum), 2: as lhs (_rsum)
   std::string activation;  ///< name part of Activations(), or empty
@@ -70,8 +70,8 @@ struct Form {
 /// The entry of `form`. Its check asks WhyNotDnnl of every op of the match, and requires a
 /// per-channel bias and a residual of the result's shape (oneDNN's sum post-op adds in place).
 PatternEntry MakeEntry(const Form& form) {
-  const Pattern anchor = IsOp(form.anchor == "conv2d" ? "nn.conv2d" : "nn.dense")(
-      {Wildcard(), Wildcard()});
+  const Pattern anchor =
+      IsOp(form.anchor == "conv2d" ? "nn.conv2d" : "nn.dense")({Wildcard(), Wildcard()});
   const Pattern bias = IsConstant();
   Pattern pattern = form.bias ? IsOp("add")({anchor, bias}) : anchor;
   const Pattern residual = Wildcard();

@@ -66,9 +66,7 @@ class Plan {
   const std::vector<Step>& steps() const { return steps_; }
   /// The memories to point at input (output) i's buffer before each run.
   const std::vector<std::vector<dnnl::memory>>& input_bindings() const { return input_bindings_; }
-  const std::vector<std::vector<dnnl::memory>>& output_bindings() const {
-    return output_bindings_;
-  }
+  const std::vector<std::vector<dnnl::memory>>& output_bindings() const { return output_bindings_; }
 
  private:
   const runtime::JsonGraph& graph_;

@@ -72,12 +72,18 @@ struct Eltwise {
 /// The eltwise of op `op` with attributes `attrs`, or nullopt when it is not one.
 std::optional<Eltwise> EltwiseOf(const std::string& op, const Map<String, Any>& attrs) {
   static const std::map<std::string, algorithm> kinds = {
-      {"nn.relu", algorithm::eltwise_relu},      {"sigmoid", algorithm::eltwise_logistic},
-      {"tanh", algorithm::eltwise_tanh},         {"exp", algorithm::eltwise_exp},
-      {"log", algorithm::eltwise_log},           {"sqrt", algorithm::eltwise_sqrt},
-      {"abs", algorithm::eltwise_abs},           {"nn.gelu", algorithm::eltwise_gelu_erf},
-      {"nn.softplus", algorithm::eltwise_soft_relu}, {"clip", algorithm::eltwise_clip},
-      {"nn.leaky_relu", algorithm::eltwise_relu}, {"nn.elu", algorithm::eltwise_elu},
+      {"nn.relu", algorithm::eltwise_relu},
+      {"sigmoid", algorithm::eltwise_logistic},
+      {"tanh", algorithm::eltwise_tanh},
+      {"exp", algorithm::eltwise_exp},
+      {"log", algorithm::eltwise_log},
+      {"sqrt", algorithm::eltwise_sqrt},
+      {"abs", algorithm::eltwise_abs},
+      {"nn.gelu", algorithm::eltwise_gelu_erf},
+      {"nn.softplus", algorithm::eltwise_soft_relu},
+      {"clip", algorithm::eltwise_clip},
+      {"nn.leaky_relu", algorithm::eltwise_relu},
+      {"nn.elu", algorithm::eltwise_elu},
   };
   auto kind = kinds.find(op);
   if (kind == kinds.end()) return std::nullopt;
@@ -122,7 +128,7 @@ bool Consume(std::string* rest, const std::string& prefix) {
 /// Reads `dnnl.<conv2d|dense>[_bias][_sum|_rsum][_<activation>]` and the node's inputs.
 Fused ParseFused(const runtime::JsonGraph& graph, const JsonNode& node) {
   static const std::map<std::string, std::string> activations = {
-      {"relu", "nn.relu"}, {"clip", "clip"},   {"gelu", "nn.gelu"},
+      {"relu", "nn.relu"},    {"clip", "clip"}, {"gelu", "nn.gelu"},
       {"sigmoid", "sigmoid"}, {"tanh", "tanh"}, {"leaky_relu", "nn.leaky_relu"},
   };
   std::string rest = node.name;
@@ -155,7 +161,8 @@ Fused ParseFused(const runtime::JsonGraph& graph, const JsonNode& node) {
   if (bias) fused.bias = node.inputs[next++];
   if (sum && !residual_is_data) fused.residual = node.inputs[next++];
   if (residual_is_data) fused.residual = fused.data;
-  if (op != activations.end()) fused.activation = EltwiseOf(op->second, AttrsOf(node.attrs, op->second));
+  if (op != activations.end())
+    fused.activation = EltwiseOf(op->second, AttrsOf(node.attrs, op->second));
   return fused;
 }
 
@@ -196,18 +203,22 @@ void BuildConv2D(Plan& plan, uint32_t index, const Fused& fused) {
   const std::vector<int64_t>& out = graph.nodes[index].outputs[0].shape;
   const int64_t groups = fused.anchor_attrs.at(String("groups")).cast<int64_t>();
   // Grouped weights are (G, O/G, C/G, KH, KW) to oneDNN: the same bytes as Kiln's (O, C/G, ...).
-  const Dims weight_dims = groups == 1 ? Dims(weight.begin(), weight.end())
-                                       : Dims{groups, weight[0] / groups, weight[1], weight[2],
-                                              weight[3]};
+  const Dims weight_dims = groups == 1
+                               ? Dims(weight.begin(), weight.end())
+                               : Dims{groups, weight[0] / groups, weight[1], weight[2], weight[3]};
   const Dims padding = IntsAttr(fused.anchor_attrs, "padding");  // top, left, bottom, right
   const Dims out_dims(out.begin(), out.end());
-  const memory::desc bias_desc =
-      fused.bias.has_value() ? AnyDesc({out[1]}) : memory::desc();
+  const memory::desc bias_desc = fused.bias.has_value() ? AnyDesc({out[1]}) : memory::desc();
   const dnnl::convolution_forward::primitive_desc pd(
-      {prop_kind::forward_inference, algorithm::convolution_direct,
-       AnyDesc(Dims(data.begin(), data.end())), AnyDesc(weight_dims), bias_desc,
-       AnyDesc(out_dims), IntsAttr(fused.anchor_attrs, "strides"),
-       OneDnnDilation(IntsAttr(fused.anchor_attrs, "dilation")), {padding[0], padding[1]},
+      {prop_kind::forward_inference,
+       algorithm::convolution_direct,
+       AnyDesc(Dims(data.begin(), data.end())),
+       AnyDesc(weight_dims),
+       bias_desc,
+       AnyDesc(out_dims),
+       IntsAttr(fused.anchor_attrs, "strides"),
+       OneDnnDilation(IntsAttr(fused.anchor_attrs, "dilation")),
+       {padding[0], padding[1]},
        {padding[2], padding[3]}},
       PostOps(fused), plan.engine());
   const Value weights = plan.View(plan.Get(fused.weight), PlainDesc(weight_dims));
@@ -250,11 +261,10 @@ void BuildDense(Plan& plan, uint32_t index, const Fused& fused) {
   }
   const dnnl::matmul::primitive_desc pd(
       {src.memory.get_desc(), WeightsDesc(weights),
-       bias.has_value() ? AnyDesc(bias->memory.get_desc().dims()) : memory::desc(),
-       PlainDesc(out)},
+       bias.has_value() ? AnyDesc(bias->memory.get_desc().dims()) : memory::desc(), PlainDesc(out)},
       PostOps(fused), plan.engine());
   AddWeighted<dnnl::matmul::primitive_desc, dnnl::matmul>(plan, index, fused, pd, src, weights,
-                                                         bias);
+                                                          bias);
 }
 
 /// matmul (numpy, batch dimensions broadcast) and nn.batch_matmul (transposes as strides).
@@ -270,10 +280,10 @@ void BuildMatMul(Plan& plan, uint32_t index) {
   const Value rhs = plan.View(
       plan.Get(node.inputs[1]),
       StridedDesc(PadRank(plan.graph().spec(node.inputs[1]).shape, out.size()), transpose_b));
-  const dnnl::matmul::primitive_desc pd(
-      {lhs.memory.get_desc(), WeightsDesc(rhs), PlainDesc(out)}, plan.engine());
+  const dnnl::matmul::primitive_desc pd({lhs.memory.get_desc(), WeightsDesc(rhs), PlainDesc(out)},
+                                        plan.engine());
   AddWeighted<dnnl::matmul::primitive_desc, dnnl::matmul>(plan, index, Fused{}, pd, lhs, rhs,
-                                                         std::nullopt);
+                                                          std::nullopt);
 }
 
 // ---- pooling ----
@@ -295,11 +305,16 @@ void BuildPool(Plan& plan, uint32_t index, algorithm kind, const Window& window)
         (out[2 + i] - 1) * window.strides[i] + (window.kernel[i] - 1) * window.dilation[i] + 1;
     right[i] = std::max(window.padding[2 + i], last_end - in[2 + i] - window.padding[i]);
   }
-  const dnnl::pooling_v2_forward::primitive_desc pd(
-      {prop_kind::forward_inference, kind, src.memory.get_desc(),
-       AnyDesc(Dims(out.begin(), out.end())), window.strides, window.kernel,
-       OneDnnDilation(window.dilation), {window.padding[0], window.padding[1]}, right},
-      plan.engine());
+  const dnnl::pooling_v2_forward::primitive_desc pd({prop_kind::forward_inference,
+                                                     kind,
+                                                     src.memory.get_desc(),
+                                                     AnyDesc(Dims(out.begin(), out.end())),
+                                                     window.strides,
+                                                     window.kernel,
+                                                     OneDnnDilation(window.dilation),
+                                                     {window.padding[0], window.padding[1]},
+                                                     right},
+                                                    plan.engine());
   const memory dst = plan.Define({index, 0}, pd.dst_desc());
   plan.AddStep(dnnl::pooling_v2_forward(pd), {{DNNL_ARG_SRC, src.memory}, {DNNL_ARG_DST, dst}});
 }
@@ -338,8 +353,8 @@ void BuildSoftmax(Plan& plan, uint32_t index) {
   memory dst;
   dnnl::primitive primitive;
   if (node.name == "nn.log_softmax") {
-    const dnnl::logsoftmax_forward::primitive_desc pd(
-        {prop_kind::forward_inference, desc, axis}, plan.engine());
+    const dnnl::logsoftmax_forward::primitive_desc pd({prop_kind::forward_inference, desc, axis},
+                                                      plan.engine());
     dst = plan.Define({index, 0}, pd.dst_desc());
     primitive = dnnl::logsoftmax_forward(pd);
   } else {
@@ -461,9 +476,9 @@ const std::map<std::string, Builder>& Builders() {
       });
     }
     const std::map<std::string, algorithm> binaries = {
-        {"add", algorithm::binary_add},     {"subtract", algorithm::binary_sub},
+        {"add", algorithm::binary_add},      {"subtract", algorithm::binary_sub},
         {"multiply", algorithm::binary_mul}, {"divide", algorithm::binary_div},
-        {"maximum", algorithm::binary_max}, {"minimum", algorithm::binary_min},
+        {"maximum", algorithm::binary_max},  {"minimum", algorithm::binary_min},
     };
     for (const auto& binary : binaries) {
       const algorithm kind = binary.second;

@@ -2,9 +2,9 @@
 // as a list of oneDNN primitives. Init builds the plan once (dnnl_plan.h): one engine and stream
 // per module, every primitive created, constant weights reordered into the layouts the
 // primitives chose, intermediates allocated. Run binds the caller's buffers and executes.
+#include <omp.h>
 #include <kiln/runtime/json_runtime.h>
 #include <kiln/runtime/thread_pool.h>
-#include <omp.h>
 
 #include <memory>
 #include <string>
