@@ -1,9 +1,9 @@
 // libkiln_dnnl.so, the pattern table and the codegen. Patterns fuse what oneDNN runs as one
-// primitive with post-ops: a convolution or dense layer, then optionally a per-channel constant
-// bias (the primitive's bias), a residual add (the "sum" post-op) and an activation (an
-// "eltwise" post-op). The composite's name spells its parts, which is all the runtime reads:
+// primitive with post-ops: a convolution, dense layer or matmul, then optionally a constant
+// bias per output channel (the primitive's bias), a residual add (the "sum" post-op) and an
+// activation (an "eltwise" post-op). The composite's name spells its parts, which is all the runtime reads:
 //
-//   dnnl.<conv2d|dense>[_bias][_sum|_rsum][_<activation>]
+//   dnnl.<conv2d|dense|matmul>[_bias][_sum|_rsum][_<activation>]
 //
 // `_sum` adds the residual as the add's rhs, `_rsum` as its lhs. The composite's parameters
 // are, in the order MergeComposite gives them (the body's first reads): for _sum data, weight,
@@ -53,7 +53,7 @@ bool IsPerChannel(const std::vector<int64_t>& bias, const std::vector<int64_t>& 
 
 /// One shape of the fused form: which optional parts it has.
 struct Form {
-  std::string anchor;  ///< "conv2d" or "dense"
+  std::string anchor;  ///< "conv2d", "dense" or "matmul"
   bool bias = false;
   int sum = 0;             ///< 0: none, 1: residual as rhs (_sum), 2: as lhs (_rsum)
   std::string activation;  ///< name part of Activations(), or empty
@@ -71,7 +71,7 @@ struct Form {
 /// per-channel bias and a residual of the result's shape (oneDNN's sum post-op adds in place).
 PatternEntry MakeEntry(const Form& form) {
   const Pattern anchor =
-      IsOp(form.anchor == "conv2d" ? "nn.conv2d" : "nn.dense")({Wildcard(), Wildcard()});
+      IsOp(form.anchor == "matmul" ? "matmul" : "nn." + form.anchor)({Wildcard(), Wildcard()});
   const Pattern bias = IsConstant();
   Pattern pattern = form.bias ? IsOp("add")({anchor, bias}) : anchor;
   const Pattern residual = Wildcard();
@@ -123,7 +123,7 @@ PatternEntry MakeEntry(const Form& form) {
 /// Every form, the ones with most parts first, so that MergeComposite prefers the biggest.
 Array<PatternEntry> MakeTable() {
   std::vector<Form> forms;
-  for (const char* anchor : {"conv2d", "dense"}) {
+  for (const char* anchor : {"conv2d", "dense", "matmul"}) {
     for (bool bias : {true, false}) {
       for (int sum : {1, 2, 0}) {
         forms.push_back({anchor, bias, sum, ""});

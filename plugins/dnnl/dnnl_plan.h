@@ -55,6 +55,8 @@ class Plan {
   /// Memory in layout `desc` for the value of `entry` (an op's output), which the caller's
   /// buffer is when `entry` is a head and `desc` is row-major.
   dnnl::memory Define(runtime::JsonEntry entry, const dnnl::memory::desc& desc);
+  /// Makes `value` the value of `entry` too (a reshape: the same bytes, another shape).
+  void Alias(runtime::JsonEntry entry, const Value& value);
   /// Appends a step to run.
   void AddStep(dnnl::primitive primitive, std::unordered_map<int, dnnl::memory> args);
   /// Appends a step that copies `from` into `to` in `to`'s layout.

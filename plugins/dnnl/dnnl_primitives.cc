@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <map>
+#include <numeric>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,6 +53,12 @@ Dims OneDnnDilation(const Dims& dilation) {
 
 memory::desc AnyDesc(const Dims& dims) {
   return {dims, memory::data_type::f32, memory::format_tag::any};
+}
+
+Dims RowMajorStrides(const Dims& dims) {
+  Dims strides(dims.size(), 1);
+  for (size_t i = dims.size(); i > 1; --i) strides[i - 2] = strides[i - 1] * dims[i - 1];
+  return strides;
 }
 
 /// `shape` with ones prepended up to `rank` (numpy broadcasting aligns from the right).
@@ -112,7 +119,7 @@ void BuildEltwise(Plan& plan, uint32_t index, const Eltwise& eltwise) {
 
 /// A composite node's parts (dnnl_patterns.cc): which inputs are which, and the post-ops.
 struct Fused {
-  std::string anchor;  ///< "nn.conv2d" or "nn.dense"
+  std::string anchor;  ///< "nn.conv2d", "nn.dense", "matmul" or "nn.batch_matmul"
   Map<String, Any> anchor_attrs;
   JsonEntry data, weight;
   std::optional<JsonEntry> bias, residual;
@@ -125,7 +132,7 @@ bool Consume(std::string* rest, const std::string& prefix) {
   return true;
 }
 
-/// Reads `dnnl.<conv2d|dense>[_bias][_sum|_rsum][_<activation>]` and the node's inputs.
+/// Reads `dnnl.<conv2d|dense|matmul>[_bias][_sum|_rsum][_<activation>]` and the node's inputs.
 Fused ParseFused(const runtime::JsonGraph& graph, const JsonNode& node) {
   static const std::map<std::string, std::string> activations = {
       {"relu", "nn.relu"},    {"clip", "clip"}, {"gelu", "nn.gelu"},
@@ -133,10 +140,10 @@ Fused ParseFused(const runtime::JsonGraph& graph, const JsonNode& node) {
   };
   std::string rest = node.name;
   Fused fused;
-  if (Consume(&rest, "dnnl.conv2d")) {
-    fused.anchor = "nn.conv2d";
-  } else if (Consume(&rest, "dnnl.dense")) {
-    fused.anchor = "nn.dense";
+  for (const char* anchor : {"nn.conv2d", "nn.dense", "matmul"}) {
+    const std::string op = anchor;
+    const std::string part = op.substr(op.find('.') + 1);
+    if (fused.anchor.empty() && Consume(&rest, "dnnl." + part)) fused.anchor = op;
   }
   const bool bias = Consume(&rest, "_bias");
   const bool rsum = Consume(&rest, "_rsum");
@@ -231,8 +238,7 @@ void BuildConv2D(Plan& plan, uint32_t index, const Fused& fused) {
 /// A row-major tensor of dimensions `stored`, seen with its last two dimensions swapped when
 /// `transpose` (a strided view, which oneDNN's matmul reads directly).
 memory::desc StridedDesc(Dims stored, bool transpose) {
-  Dims strides(stored.size(), 1);
-  for (size_t i = stored.size() - 1; i > 0; --i) strides[i - 1] = strides[i] * stored[i];
+  Dims strides = RowMajorStrides(stored);
   if (transpose) {
     std::swap(stored[stored.size() - 1], stored[stored.size() - 2]);
     std::swap(strides[strides.size() - 1], strides[strides.size() - 2]);
@@ -246,15 +252,23 @@ memory::desc WeightsDesc(const Value& weights) {
   return weights.constant ? AnyDesc(weights.memory.get_desc().dims()) : weights.memory.get_desc();
 }
 
-/// nn.dense as oneDNN's matmul: data (..., K) times weight (N, K) seen as (1..., K, N).
-void BuildDense(Plan& plan, uint32_t index, const Fused& fused) {
+/// nn.dense, matmul and nn.batch_matmul as oneDNN's matmul, whose operands are strided views:
+/// dense's weight (N, K) is seen as (1..., K, N), batch_matmul's transposes swap strides, and
+/// numpy's batch broadcasting is oneDNN's (dimensions of 1 prepended to the shorter operand).
+void BuildProduct(Plan& plan, uint32_t index, const Fused& fused) {
   const runtime::JsonGraph& graph = plan.graph();
-  const std::vector<int64_t>& data = graph.spec(fused.data).shape;
-  const std::vector<int64_t>& weight = graph.spec(fused.weight).shape;
   const std::vector<int64_t>& out = graph.nodes[index].outputs[0].shape;
-  const Value src = plan.View(plan.Get(fused.data), PlainDesc(data));
+  const bool dense = fused.anchor == "nn.dense";
+  const bool batch = fused.anchor == "nn.batch_matmul";
+  const bool transpose_a = batch && fused.anchor_attrs.at(String("transpose_a")).cast<bool>();
+  const bool transpose_b =
+      dense || (batch && fused.anchor_attrs.at(String("transpose_b")).cast<bool>());
+  const Value src =
+      plan.View(plan.Get(fused.data),
+                StridedDesc(PadRank(graph.spec(fused.data).shape, out.size()), transpose_a));
   const Value weights =
-      plan.View(plan.Get(fused.weight), StridedDesc(PadRank(weight, data.size()), true));
+      plan.View(plan.Get(fused.weight),
+                StridedDesc(PadRank(graph.spec(fused.weight).shape, out.size()), transpose_b));
   std::optional<Value> bias;
   if (fused.bias.has_value()) {
     bias = plan.View(plan.Get(*fused.bias), PlainDesc(PadRank({out.back()}, out.size())));
@@ -267,23 +281,8 @@ void BuildDense(Plan& plan, uint32_t index, const Fused& fused) {
                                                           bias);
 }
 
-/// matmul (numpy, batch dimensions broadcast) and nn.batch_matmul (transposes as strides).
-void BuildMatMul(Plan& plan, uint32_t index) {
-  const JsonNode& node = plan.graph().nodes[index];
-  const std::vector<int64_t>& out = node.outputs[0].shape;
-  const bool batch = node.name == "nn.batch_matmul";
-  const bool transpose_a = batch && node.attrs.at(String("transpose_a")).cast<bool>();
-  const bool transpose_b = batch && node.attrs.at(String("transpose_b")).cast<bool>();
-  const Value lhs = plan.View(
-      plan.Get(node.inputs[0]),
-      StridedDesc(PadRank(plan.graph().spec(node.inputs[0]).shape, out.size()), transpose_a));
-  const Value rhs = plan.View(
-      plan.Get(node.inputs[1]),
-      StridedDesc(PadRank(plan.graph().spec(node.inputs[1]).shape, out.size()), transpose_b));
-  const dnnl::matmul::primitive_desc pd({lhs.memory.get_desc(), WeightsDesc(rhs), PlainDesc(out)},
-                                        plan.engine());
-  AddWeighted<dnnl::matmul::primitive_desc, dnnl::matmul>(plan, index, Fused{}, pd, lhs, rhs,
-                                                          std::nullopt);
+void BuildFused(Plan& plan, uint32_t index, const Fused& fused) {
+  fused.anchor == "nn.conv2d" ? BuildConv2D(plan, index, fused) : BuildProduct(plan, index, fused);
 }
 
 // ---- pooling ----
@@ -445,6 +444,36 @@ void BuildBinary(Plan& plan, uint32_t index, algorithm kind) {
                {{DNNL_ARG_SRC_0, src0.memory}, {DNNL_ARG_SRC_1, src1.memory}, {DNNL_ARG_DST, dst}});
 }
 
+// ---- layout ops: views and reorders ----
+
+/// A reshape of a row-major value is a view of its bytes: no step (a blocked value is made
+/// row-major first).
+void BuildReshape(Plan& plan, uint32_t index) {
+  const JsonNode& node = plan.graph().nodes[index];
+  plan.Alias({index, 0}, plan.View(plan.Get(node.inputs[0]), PlainDesc(node.outputs[0].shape)));
+}
+
+/// A transpose is a reorder from a view of the input with permuted dimensions and strides.
+void BuildTranspose(Plan& plan, uint32_t index) {
+  const JsonNode& node = plan.graph().nodes[index];
+  const std::vector<int64_t>& in = plan.graph().spec(node.inputs[0]).shape;
+  const Dims strides = RowMajorStrides(Dims(in.begin(), in.end()));
+  Dims axes(in.size());
+  std::iota(axes.rbegin(), axes.rend(), 0);  // None reverses the axes
+  if (const std::optional<Any> given = node.attrs.Get(String("axes")); given && !given->is_none()) {
+    axes = IntsAttr(node.attrs, "axes");
+  }
+  Dims dims, permuted;
+  for (int64_t axis : axes) {
+    axis = axis < 0 ? axis + static_cast<int64_t>(in.size()) : axis;
+    dims.push_back(in[axis]);
+    permuted.push_back(strides[axis]);
+  }
+  const Value src = plan.View(plan.Get(node.inputs[0]),
+                              memory::desc(dims, memory::data_type::f32, permuted));
+  plan.AddCopy(src.memory, plan.Define({index, 0}, PlainDesc(node.outputs[0].shape)));
+}
+
 // ---- dispatch ----
 
 using Builder = std::function<void(Plan&, uint32_t)>;
@@ -452,8 +481,6 @@ using Builder = std::function<void(Plan&, uint32_t)>;
 const std::map<std::string, Builder>& Builders() {
   static const std::map<std::string, Builder> builders = [] {
     std::map<std::string, Builder> table = {
-        {"matmul", BuildMatMul},
-        {"nn.batch_matmul", BuildMatMul},
         {"nn.max_pool2d", BuildWindowPool},
         {"nn.avg_pool2d", BuildWindowPool},
         {"nn.global_max_pool2d", BuildGlobalPool},
@@ -462,8 +489,11 @@ const std::map<std::string, Builder>& Builders() {
         {"nn.log_softmax", BuildSoftmax},
         {"nn.layer_norm", BuildLayerNorm},
         {"nn.batch_norm", BuildBatchNorm},
+        {"reshape", BuildReshape},
+        {"transpose", BuildTranspose},
     };
-    for (const char* anchor : {"nn.conv2d", "nn.dense"}) {
+    // The anchors of patterns, alone: a primitive without post-ops.
+    for (const char* anchor : {"nn.conv2d", "nn.dense", "matmul", "nn.batch_matmul"}) {
       table.emplace(anchor, [anchor](Plan& plan, uint32_t index) {
         const JsonNode& node = plan.graph().nodes[index];
         Fused fused;
@@ -471,8 +501,7 @@ const std::map<std::string, Builder>& Builders() {
         fused.anchor_attrs = node.attrs;
         fused.data = node.inputs[0];
         fused.weight = node.inputs[1];
-        const std::string name = anchor;
-        name == "nn.conv2d" ? BuildConv2D(plan, index, fused) : BuildDense(plan, index, fused);
+        BuildFused(plan, index, fused);
       });
     }
     const std::map<std::string, algorithm> binaries = {
@@ -495,8 +524,7 @@ const std::map<std::string, Builder>& Builders() {
 void BuildNode(Plan& plan, uint32_t index) {
   const JsonNode& node = plan.graph().nodes[index];
   if (node.composite) {
-    const Fused fused = ParseFused(plan.graph(), node);
-    fused.anchor == "nn.conv2d" ? BuildConv2D(plan, index, fused) : BuildDense(plan, index, fused);
+    BuildFused(plan, index, ParseFused(plan.graph(), node));
     return;
   }
   if (std::optional<Eltwise> eltwise = EltwiseOf(node.name, node.attrs)) {

@@ -97,6 +97,12 @@ dnnl::memory Plan::Define(runtime::JsonEntry entry, const dnnl::memory::desc& de
   return value.memory;
 }
 
+void Plan::Alias(runtime::JsonEntry entry, const Value& value) {
+  KILN_ICHECK(entry.node < values_.size() && values_[entry.node].size() == entry.index)
+      << "dnnl: '" << graph_.symbol << "' defines node " << entry.node << " twice";
+  values_[entry.node].push_back(value);
+}
+
 void Plan::AddStep(dnnl::primitive primitive, std::unordered_map<int, dnnl::memory> args) {
   steps_.push_back({std::move(primitive), std::move(args)});
 }

@@ -136,6 +136,14 @@ std::string BatchNorm(const ir::CallObj& call, const std::vector<Shape>& shapes)
   return Ok();
 }
 
+/// A view of the same bytes: any rank up to oneDNN's (a scalar is one element).
+std::string Reshape(const ir::CallObj&, const std::vector<Shape>& shapes) {
+  for (const Shape& shape : shapes) {
+    if (shape.size() > kMaxRank) return RankBetween(shape, 0, kMaxRank, "a shape");
+  }
+  return Ok();
+}
+
 const std::map<std::string, Check>& Checks() {
   static const std::map<std::string, Check> checks = [] {
     std::map<std::string, Check> table = {
@@ -151,6 +159,8 @@ const std::map<std::string, Check>& Checks() {
         {"nn.log_softmax", Softmax},
         {"nn.layer_norm", LayerNorm},
         {"nn.batch_norm", BatchNorm},
+        {"reshape", Reshape},
+        {"transpose", Unary},
     };
     for (const char* op : {"nn.relu", "sigmoid", "tanh", "exp", "log", "sqrt", "abs", "clip",
                            "nn.leaky_relu", "nn.elu", "nn.gelu", "nn.softplus"}) {
