@@ -1,14 +1,16 @@
 // libkiln_dnnl.so, the pattern table and the codegen. Patterns fuse what oneDNN runs as one
 // primitive with post-ops: a convolution, dense layer or matmul, then optionally a constant
 // bias per output channel (the primitive's bias), a residual add (the "sum" post-op) and an
-// activation (an "eltwise" post-op). The composite's name spells its parts, which is all the runtime reads:
+// activation (an "eltwise" post-op). The composite's name spells its parts, which is all the
+// runtime reads:
 //
-//   dnnl.<conv2d|dense|matmul>[_bias][_sum|_rsum][_<activation>]
+//   dnnl.<conv2d|dense|matmul>[_bias|_lbias][_sum|_lsum][_<activation>]
 //
-// `_sum` adds the residual as the add's rhs, `_rsum` as its lhs. The composite's parameters
-// are, in the order MergeComposite gives them (the body's first reads): for _sum data, weight,
-// [bias,] residual; for _rsum residual, data, weight[, bias]; a residual that is the data
-// itself is passed once, as the data.
+// `_bias` and `_sum` add the bias or residual as the add's rhs, `_lbias` and `_lsum` as its
+// lhs (exporters write both). The composite's parameters are the leaves in the order the body
+// first reads them (MergeComposite), e.g. data, weight, bias, residual for _bias_sum and
+// residual, bias, data, weight for _lbias_lsum; a residual that is the data itself is passed
+// once, as the data. The runtime (dnnl_primitives.cc, ParseFused) reads them back the same way.
 #include <kiln/codegen/json_graph.h>
 #include <kiln/ffi/registry.h>
 #include <kiln/transform/pattern.h>
@@ -52,17 +54,31 @@ bool IsPerChannel(const std::vector<int64_t>& bias, const std::vector<int64_t>& 
 }
 
 /// One shape of the fused form: which optional parts it has.
+/// Where an added operand sits: absent, the add's rhs, or its lhs.
+enum class Side { kNone, kRight, kLeft };
+
+/// `add(inner, operand)` or `add(operand, inner)` as `side` says; `inner` when kNone.
+Pattern AddOn(Side side, const Pattern& inner, const Pattern& operand) {
+  if (side == Side::kNone) return inner;
+  return side == Side::kRight ? IsOp("add")({inner, operand}) : IsOp("add")({operand, inner});
+}
+
 struct Form {
   std::string anchor;  ///< "conv2d", "dense" or "matmul"
-  bool bias = false;
-  int sum = 0;             ///< 0: none, 1: residual as rhs (_sum), 2: as lhs (_rsum)
+  Side bias = Side::kNone;
+  Side sum = Side::kNone;
   std::string activation;  ///< name part of Activations(), or empty
 
-  int parts() const { return (bias ? 1 : 0) + (sum != 0 ? 1 : 0) + (activation.empty() ? 0 : 1); }
+  int parts() const {
+    return (bias != Side::kNone ? 1 : 0) + (sum != Side::kNone ? 1 : 0) +
+           (activation.empty() ? 0 : 1);
+  }
 
   std::string name() const {
-    std::string name = "dnnl." + anchor + (bias ? "_bias" : "");
-    if (sum != 0) name += sum == 1 ? "_sum" : "_rsum";
+    static const char* const kSide[] = {"", "_", "_l"};
+    std::string name = "dnnl." + anchor;
+    if (bias != Side::kNone) name += kSide[static_cast<int>(bias)] + std::string("bias");
+    if (sum != Side::kNone) name += kSide[static_cast<int>(sum)] + std::string("sum");
     return activation.empty() ? name : name + "_" + activation;
   }
 };
@@ -73,16 +89,14 @@ PatternEntry MakeEntry(const Form& form) {
   const Pattern anchor =
       IsOp(form.anchor == "matmul" ? "matmul" : "nn." + form.anchor)({Wildcard(), Wildcard()});
   const Pattern bias = IsConstant();
-  Pattern pattern = form.bias ? IsOp("add")({anchor, bias}) : anchor;
   const Pattern residual = Wildcard();
-  if (form.sum == 1) pattern = IsOp("add")({pattern, residual});
-  if (form.sum == 2) pattern = IsOp("add")({residual, pattern});
+  Pattern pattern = AddOn(form.sum, AddOn(form.bias, anchor, bias), residual);
   for (const auto& [part, op] : Activations()) {
     if (part == form.activation) pattern = IsOp(op)({pattern});
   }
   const size_t channel_axis = form.anchor == "conv2d" ? 1 : SIZE_MAX;
-  const bool has_bias = form.bias;
-  const bool has_sum = form.sum != 0;
+  const bool has_bias = form.bias != Side::kNone;
+  const bool has_sum = form.sum != Side::kNone;
   auto check = [pattern, anchor, bias, residual, channel_axis, has_bias,
                 has_sum](const ir::Expr& root) {
     std::optional<transform::PatternBinding> binding = transform::MatchPattern(pattern, root);
@@ -124,8 +138,8 @@ PatternEntry MakeEntry(const Form& form) {
 Array<PatternEntry> MakeTable() {
   std::vector<Form> forms;
   for (const char* anchor : {"conv2d", "dense", "matmul"}) {
-    for (bool bias : {true, false}) {
-      for (int sum : {1, 2, 0}) {
+    for (Side bias : {Side::kRight, Side::kLeft, Side::kNone}) {
+      for (Side sum : {Side::kRight, Side::kLeft, Side::kNone}) {
         forms.push_back({anchor, bias, sum, ""});
         for (const auto& activation : Activations()) {
           forms.push_back({anchor, bias, sum, activation.first});

@@ -6,6 +6,7 @@
 // with post-ops.
 #include <kiln/ffi/error.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <numeric>
@@ -132,7 +133,8 @@ bool Consume(std::string* rest, const std::string& prefix) {
   return true;
 }
 
-/// Reads `dnnl.<conv2d|dense|matmul>[_bias][_sum|_rsum][_<activation>]` and the node's inputs.
+/// Reads `dnnl.<conv2d|dense|matmul>[_bias|_lbias][_sum|_lsum][_<activation>]` and the node's
+/// inputs (dnnl_patterns.cc).
 Fused ParseFused(const runtime::JsonGraph& graph, const JsonNode& node) {
   static const std::map<std::string, std::string> activations = {
       {"relu", "nn.relu"},    {"clip", "clip"}, {"gelu", "nn.gelu"},
@@ -145,28 +147,38 @@ Fused ParseFused(const runtime::JsonGraph& graph, const JsonNode& node) {
     const std::string part = op.substr(op.find('.') + 1);
     if (fused.anchor.empty() && Consume(&rest, "dnnl." + part)) fused.anchor = op;
   }
-  const bool bias = Consume(&rest, "_bias");
-  const bool rsum = Consume(&rest, "_rsum");
-  const bool sum = !rsum && Consume(&rest, "_sum");
+  const bool lbias = Consume(&rest, "_lbias");
+  const bool bias = lbias || Consume(&rest, "_bias");
+  const bool lsum = Consume(&rest, "_lsum");
+  const bool sum = lsum || Consume(&rest, "_sum");
   std::string activation;
-  if (Consume(&rest, "_")) activation = rest;
+  if (Consume(&rest, "_")) activation.swap(rest);
   auto op = activations.find(activation);
-  // MergeComposite passes each distinct expression once: a residual that is the data itself
-  // (a shape-preserving convolution of x added to x) is not an input of its own.
-  const size_t inputs = 2 + (bias ? 1 : 0) + (sum || rsum ? 1 : 0);
-  const bool residual_is_data = (sum || rsum) && node.inputs.size() + 1 == inputs;
-  KILN_CHECK(!fused.anchor.empty() && (activation.empty() || op != activations.end()) &&
-                 (node.inputs.size() == inputs || residual_is_data),
+  // The parameters are the body's leaves in the order it first reads them (left to right,
+  // depth first), each distinct expression once: a residual that is the data itself (a
+  // shape-preserving convolution of x added to x) is not a parameter of its own.
+  enum Role { kData, kWeight, kBias, kResidual };
+  std::vector<Role> roles = {kData, kWeight};
+  if (bias) roles.insert(lbias ? roles.begin() : roles.end(), kBias);
+  if (sum) roles.insert(lsum ? roles.begin() : roles.end(), kResidual);
+  const bool residual_is_data = sum && node.inputs.size() + 1 == roles.size();
+  if (residual_is_data) roles.erase(std::find(roles.begin(), roles.end(), kResidual));
+  KILN_CHECK(!fused.anchor.empty() && rest.empty() &&
+                 (activation.empty() || op != activations.end()) &&
+                 node.inputs.size() == roles.size(),
              NotImplementedError)
       << "dnnl: '" << graph.symbol << "' has pattern '" << node.name
       << "', which the dnnl runtime does not run";
   fused.anchor_attrs = AttrsOf(node.attrs, fused.anchor);
-  size_t next = 0;
-  if (rsum && !residual_is_data) fused.residual = node.inputs[next++];
-  fused.data = node.inputs[next++];
-  fused.weight = node.inputs[next++];
-  if (bias) fused.bias = node.inputs[next++];
-  if (sum && !residual_is_data) fused.residual = node.inputs[next++];
+  for (size_t i = 0; i < roles.size(); ++i) {
+    const JsonEntry input = node.inputs[i];
+    switch (roles[i]) {
+      case kData: fused.data = input; break;
+      case kWeight: fused.weight = input; break;
+      case kBias: fused.bias = input; break;
+      case kResidual: fused.residual = input; break;
+    }
+  }
   if (residual_is_data) fused.residual = fused.data;
   if (op != activations.end())
     fused.activation = EltwiseOf(op->second, AttrsOf(node.attrs, op->second));
@@ -469,8 +481,8 @@ void BuildTranspose(Plan& plan, uint32_t index) {
     dims.push_back(in[axis]);
     permuted.push_back(strides[axis]);
   }
-  const Value src = plan.View(plan.Get(node.inputs[0]),
-                              memory::desc(dims, memory::data_type::f32, permuted));
+  const Value src =
+      plan.View(plan.Get(node.inputs[0]), memory::desc(dims, memory::data_type::f32, permuted));
   plan.AddCopy(src.memory, plan.Define({index, 0}, PlainDesc(node.outputs[0].shape)));
 }
 

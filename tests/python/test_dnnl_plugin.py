@@ -138,16 +138,19 @@ def test_conv2d_bias_activation_is_one_fused_primitive(case, activation):
           pattern=f"dnnl.conv2d_bias_{activation}")
 
 
+@pytest.mark.parametrize("bias_first", [False, True])
 @pytest.mark.parametrize("residual_first", [False, True])
-def test_conv2d_bias_residual_relu_uses_the_sum_post_op(residual_first):
+def test_conv2d_bias_residual_relu_uses_the_sum_post_op(residual_first, bias_first):
     x, r = randn(1, 8, 6, 6), randn(1, 16, 6, 6)
     w, b = randn(16, 8, 3, 3), randn(1, 16, 1, 1)
     want = F.relu(torch_conv(x, w, (1, 1), (1, 1, 1, 1), (1, 1), 1) + torch_of(b)[0]
                   + torch_of(r)[0])
     summed = "add(%r, %1)" if residual_first else "add(%1, %r)"
+    biased = "add(meta[Constant][1], %0)" if bias_first else "add(%0, meta[Constant][1])"
     body = (f"%0 = {conv_call('%x', (1, 1), (1, 1, 1, 1), (1, 1), 1)};\n"
-            f"%1 = add(%0, meta[Constant][1]);\n%2 = {summed};\nnn.relu(%2)")
-    name = "dnnl.conv2d_bias_rsum_relu" if residual_first else "dnnl.conv2d_bias_sum_relu"
+            f"%1 = {biased};\n%2 = {summed};\nnn.relu(%2)")
+    name = ("dnnl.conv2d" + ("_lbias" if bias_first else "_bias")
+            + ("_lsum" if residual_first else "_sum") + "_relu")
     check(body, {"x": x, "r": r}, np_of(want), [w, b], pattern=name)
 
 
@@ -209,8 +212,8 @@ def test_batch_matmul_transposes(transpose_a, transpose_b):
 def test_matmul_with_a_constant_rhs_fuses_bias_and_residual():
     """The dense layers of an ONNX transformer are MatMul + Add: one primitive on dnnl."""
     x, r, w, b = randn(2, 5, 16), randn(2, 5, 8), randn(16, 8), randn(8)
-    body = "%0 = matmul(%x, meta[Constant][0]);\n%1 = add(%0, meta[Constant][1]);\nadd(%r, %1)"
-    check(body, {"x": x, "r": r}, x @ w + b + r, [w, b], pattern="dnnl.matmul_bias_rsum")
+    body = "%0 = matmul(%x, meta[Constant][0]);\n%1 = add(meta[Constant][1], %0);\nadd(%r, %1)"
+    check(body, {"x": x, "r": r}, x @ w + b + r, [w, b], pattern="dnnl.matmul_lbias_lsum")
 
 
 # ---- pooling ----
