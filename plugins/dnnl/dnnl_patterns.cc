@@ -16,6 +16,7 @@
 #include <kiln/transform/pattern.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -134,6 +135,41 @@ PatternEntry MakeEntry(const Form& form) {
                       Function::FromTyped(check, "kiln.ext.dnnl.pattern_check"));
 }
 
+/// The one value of a float32 constant of one element, or nullopt.
+std::optional<float> ScalarOf(const ir::Expr& expr) {
+  const auto* constant = expr.as<ir::ConstantObj>();
+  if (constant == nullptr) return std::nullopt;
+  const Tensor& data = constant->data();
+  if (!DataTypeEqual(data.dtype(), DLDataType{kDLFloat, 32, 1}) || data.NumElements() != 1) {
+    return std::nullopt;
+  }
+  return *static_cast<const float*>(data.data());
+}
+
+/// GELU as ONNX exporters spell it, x * (erf(x / sqrt(2)) + 1) * 0.5, which Kiln keeps as
+/// five ops (one of them erf, which oneDNN has not alone): one gelu_erf eltwise on dnnl. Its
+/// parameters are x and the three constants, in that order.
+PatternEntry MakeGeluEntry() {
+  const Pattern x = Wildcard();
+  const Pattern root2 = IsConstant();
+  const Pattern one = IsConstant();
+  const Pattern half = IsConstant();
+  const Pattern erf = IsOp("erf")({IsOp("divide")({x, root2})});
+  const Pattern pattern = IsOp("multiply")({IsOp("multiply")({x, IsOp("add")({erf, one})}), half});
+  auto check = [pattern, x, root2, one, half](const ir::Expr& root) {
+    std::optional<transform::PatternBinding> binding = transform::MatchPattern(pattern, root);
+    std::string reason;
+    if (!binding.has_value() || !Float32Shape(binding->at(x), "x", &reason).has_value()) {
+      return false;
+    }
+    const std::optional<float> divisor = ScalarOf(binding->at(root2));
+    return divisor.has_value() && std::abs(*divisor - std::sqrt(2.0F)) < 1e-6F &&
+           ScalarOf(binding->at(one)) == 1.0F && ScalarOf(binding->at(half)) == 0.5F;
+  };
+  return PatternEntry("dnnl.gelu_erf", pattern,
+                      Function::FromTyped(check, "kiln.ext.dnnl.pattern_check"));
+}
+
 /// Every form, the ones with most parts first, so that MergeComposite prefers the biggest.
 Array<PatternEntry> MakeTable() {
   std::vector<Form> forms;
@@ -153,6 +189,7 @@ Array<PatternEntry> MakeTable() {
   for (const Form& form : forms) {
     if (form.parts() > 0) table.push_back(MakeEntry(form));
   }
+  table.push_back(MakeGeluEntry());
   return table;
 }
 

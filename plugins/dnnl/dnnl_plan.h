@@ -50,7 +50,8 @@ class Plan {
   /// `value` in layout `desc`: itself, or a copy reordered now (a constant) or at each run.
   Value Reordered(const Value& value, const dnnl::memory::desc& desc);
   /// The bytes of `value`, row-major (reordered first when it is not), described by `desc`: a
-  /// plain layout of as many elements (a reshape, an added dimension of 1, transposed strides).
+  /// plain layout within them (a reshape, an added dimension of 1, transposed strides, a slice
+  /// at an offset).
   Value View(const Value& value, const dnnl::memory::desc& desc);
   /// Memory in layout `desc` for the value of `entry` (an op's output), which the caller's
   /// buffer is when `entry` is a head and `desc` is row-major.

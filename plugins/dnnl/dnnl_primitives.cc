@@ -486,6 +486,30 @@ void BuildTranspose(Plan& plan, uint32_t index) {
   plan.AddCopy(src.memory, plan.Define({index, 0}, PlainDesc(node.outputs[0].shape)));
 }
 
+/// A strided_slice with unit steps is a reorder from a view of the input at an offset.
+void BuildStridedSlice(Plan& plan, uint32_t index) {
+  const JsonNode& node = plan.graph().nodes[index];
+  const std::vector<int64_t>& in = plan.graph().spec(node.inputs[0]).shape;
+  const std::vector<int64_t>& out = node.outputs[0].shape;
+  const auto rank = static_cast<int64_t>(in.size());
+  const Dims begin = IntsAttr(node.attrs, "begin");
+  Dims axes(begin.size());
+  std::iota(axes.begin(), axes.end(), 0);  // None: the first len(begin) axes
+  if (const std::optional<Any> given = node.attrs.Get(String("axes")); given && !given->is_none()) {
+    axes = IntsAttr(node.attrs, "axes");
+  }
+  const Dims strides = RowMajorStrides(Dims(in.begin(), in.end()));
+  memory::desc view(Dims(out.begin(), out.end()), memory::data_type::f32, strides);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t axis = axes[i] < 0 ? axes[i] + rank : axes[i];
+    const int64_t extent = in[axis];
+    const int64_t start = begin[i] < 0 ? begin[i] + extent : begin[i];
+    view.data.offset0 += std::clamp<int64_t>(start, 0, extent) * strides[axis];
+  }
+  const Value src = plan.View(plan.Get(node.inputs[0]), view);
+  plan.AddCopy(src.memory, plan.Define({index, 0}, PlainDesc(out)));
+}
+
 // ---- dispatch ----
 
 using Builder = std::function<void(Plan&, uint32_t)>;
@@ -503,6 +527,7 @@ const std::map<std::string, Builder>& Builders() {
         {"nn.batch_norm", BuildBatchNorm},
         {"reshape", BuildReshape},
         {"transpose", BuildTranspose},
+        {"strided_slice", BuildStridedSlice},
     };
     // The anchors of patterns, alone: a primitive without post-ops.
     for (const char* anchor : {"nn.conv2d", "nn.dense", "matmul", "nn.batch_matmul"}) {
@@ -535,6 +560,10 @@ const std::map<std::string, Builder>& Builders() {
 
 void BuildNode(Plan& plan, uint32_t index) {
   const JsonNode& node = plan.graph().nodes[index];
+  if (node.composite && node.name == "dnnl.gelu_erf") {
+    BuildEltwise(plan, index, {algorithm::eltwise_gelu_erf});
+    return;
+  }
   if (node.composite) {
     BuildFused(plan, index, ParseFused(plan.graph(), node));
     return;

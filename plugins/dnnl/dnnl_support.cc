@@ -144,6 +144,20 @@ std::string Reshape(const ir::CallObj&, const std::vector<Shape>& shapes) {
   return Ok();
 }
 
+/// Unit steps only: a slice is then a view at an offset.
+std::string StridedSlice(const ir::CallObj& call, const std::vector<Shape>& shapes) {
+  if (std::string reason = RankBetween(shapes[0], 1, kMaxRank, "data"); !reason.empty()) {
+    return reason;
+  }
+  const std::optional<Any> strides = call.attrs().Get(String("strides"));
+  if (strides.has_value() && !strides->is_none()) {
+    for (int64_t stride : IntsAttr(call, "strides")) {
+      if (stride != 1) return "a step of " + std::to_string(stride) + "; oneDNN slices with step 1";
+    }
+  }
+  return Ok();
+}
+
 const std::map<std::string, Check>& Checks() {
   static const std::map<std::string, Check> checks = [] {
     std::map<std::string, Check> table = {
@@ -161,6 +175,7 @@ const std::map<std::string, Check>& Checks() {
         {"nn.batch_norm", BatchNorm},
         {"reshape", Reshape},
         {"transpose", Unary},
+        {"strided_slice", StridedSlice},
     };
     for (const char* op : {"nn.relu", "sigmoid", "tanh", "exp", "log", "sqrt", "abs", "clip",
                            "nn.leaky_relu", "nn.elu", "nn.gelu", "nn.softplus"}) {

@@ -349,6 +349,27 @@ def test_transpose_and_reshape_between_dnnl_ops(axes):
     np.testing.assert_allclose(got[0], cpu[0], rtol=RTOL, atol=ATOL)
 
 
+@pytest.mark.parametrize("begin,end,axes", [([0], [256], [-1]), ([1, -3], [3, 100], [0, 2]),
+                                           ([2], [4], None)], ids=str)
+def test_strided_slice_with_unit_steps(begin, end, axes):
+    x = randn(4, 6, 8)
+    slices = [slice(None)] * 3
+    for i, axis in enumerate(axes if axes is not None else range(len(begin))):
+        slices[axis] = slice(begin[i], end[i])
+    attr = "" if axes is None else f", axes={ints(axes)}"
+    body = f"%0 = strided_slice(%x, begin={ints(begin)}, end={ints(end)}{attr});\nnn.relu(%0)"
+    check(body, {"x": x}, np.maximum(x[tuple(slices)], 0), ops_on_dnnl=["strided_slice"])
+
+
+def test_exported_gelu_becomes_one_gelu_eltwise():
+    """x * (erf(x / sqrt(2)) + 1) * 0.5, as torch.onnx writes GELU."""
+    x = randn(3, 40)
+    body = ("%0 = divide(%x, const(float32, (), [1.41421354]));\n%1 = erf(%0);\n"
+            "%2 = add(%1, const(float32, (), [1]));\n"
+            "%3 = multiply(%x, %2);\nmultiply(%3, const(float32, (), [0.5]))")
+    check(body, {"x": x}, np_of(F.gelu(torch_of(x)[0])), pattern="dnnl.gelu_erf")
+
+
 def test_a_reshaped_input_returned_as_is_is_copied_out():
     x = randn(4, 6)
     check("%0 = reshape(%x, newshape=[2, 12]);\n(%0, nn.relu(%0))", {"x": x}, x.reshape(2, 12))
@@ -378,6 +399,8 @@ def test_predicates_say_why_they_decline():
     assert answer("matmul(%a, %b)", {"a": np.zeros((4,), "float32"),
                                      "b": np.zeros((4, 3), "float32")}) \
         == "lhs has rank 1; oneDNN takes 2 to 12"
+    assert answer("strided_slice(%x, begin=[0], end=[4], strides=[2])", {"x": x}) \
+        == "a step of 2; oneDNN slices with step 1"
 
 
 # ---- a small conv net: placement, export, runtime-only reload ----
