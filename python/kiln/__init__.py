@@ -60,6 +60,7 @@ from .error import (
     NotImplementedError,
     OverflowError,
     MemoryError,
+    FileNotFoundError,
     InternalError,
     UnknownFunctionError,
     Error,
