@@ -61,6 +61,7 @@ from .error import (
     NotImplementedError,
     OverflowError,
     MemoryError,
+    FileNotFoundError,
     InternalError,
     UnknownFunctionError,
     Error,

@@ -8,7 +8,7 @@ in ``.kind``) for a kind nobody registered.
 Python -> Kiln: when a Python callback called from Kiln raises, the error that crosses back has
   kind    = the exception's ``.kind`` for a KilnError, else the first builtin class in its MRO
             among TypeError, ValueError, IndexError, KeyError, AttributeError, RuntimeError,
-            NotImplementedError, OverflowError, MemoryError; anything else is "RuntimeError";
+            NotImplementedError, OverflowError, MemoryError, FileNotFoundError; anything else is "RuntimeError";
   message = str(exc), prefixed with the class name when that differs from the kind
             ("ZeroDivisionError: division by zero");
   context = the KilnError's own context, then the formatted Python traceback.
@@ -32,6 +32,7 @@ _BUILTIN_KINDS = (
     "NotImplementedError",
     "OverflowError",
     "MemoryError",
+    "FileNotFoundError",
 )
 
 
@@ -132,6 +133,13 @@ class MemoryError(KilnError, builtins.MemoryError):
     """An allocation failed."""
 
     kind = "MemoryError"
+
+
+@register_error("FileNotFoundError")
+class FileNotFoundError(KilnError, builtins.FileNotFoundError):
+    """A file Kiln looked for (a plugin, a model) is not where it looked."""
+
+    kind = "FileNotFoundError"
 
 
 @register_error("InternalError")

@@ -10,30 +10,17 @@ from .function import get_global_func
 def plugin_search_dirs():
     """Where a plugin given by name is looked for, in order: each entry of KILN_PLUGIN_PATH,
     then <directory of libkiln_ffi.so>/kiln/plugins."""
-    dirs = [d for d in os.environ.get("KILN_PLUGIN_PATH", "").split(os.pathsep) if d]
-    library = _ffi.library_path()
-    if library:
-        dirs.append(os.path.join(os.path.dirname(os.path.realpath(library)), "kiln", "plugins"))
-    return dirs
+    return list(get_global_func("ffi.PluginSearchDirs")())
 
 
 def _find_plugin(path_or_name):
     path_or_name = os.fspath(path_or_name)
-    if os.sep in path_or_name or "/" in path_or_name:
+    if "/" in path_or_name or os.sep in path_or_name:
         return os.path.abspath(path_or_name)
-    if path_or_name.endswith(".so"):
-        if os.path.exists(path_or_name):
-            return os.path.abspath(path_or_name)
-        file_name = path_or_name
-    else:
-        file_name = f"libkiln_{path_or_name}.so"
-    dirs = plugin_search_dirs()
-    for directory in dirs:
-        candidate = os.path.join(directory, file_name)
-        if os.path.isfile(candidate):
-            return os.path.abspath(candidate)
-    looked = "\n".join(f"  {d}" for d in dirs) or "  (no directory: KILN_PLUGIN_PATH is empty)"
-    raise FileNotFoundError(f"kiln plugin {path_or_name!r}: no {file_name} in\n{looked}")
+    if path_or_name.endswith(".so") and os.path.exists(path_or_name):
+        return os.path.abspath(path_or_name)
+    # A bare name N is libkiln_N.so, searched as kiln.build searches for a compiler's plugin.
+    return get_global_func("ffi.FindPluginFile")(path_or_name)
 
 
 def load_plugin(path_or_name):

@@ -10,7 +10,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <map>
 #include <optional>
@@ -19,6 +18,8 @@
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "../runtime/tagged_attrs_internal.h"
 
 namespace kiln {
 namespace codegen {
@@ -116,47 +117,6 @@ std::vector<Expr> PostOrder(const Expr& root) {
     }
   }
   return order;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Attributes, as kiln/runtime/kernel_program.h tags them
-// ---------------------------------------------------------------------------------------------
-
-Json FloatJson(double value) {
-  if (std::isnan(value)) return "nan";
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  return value;
-}
-
-Json AttrJson(const Any& value, const std::string& op, const std::string& name) {
-  switch (value.type_index()) {
-    case kKilnTypeNone: return nullptr;
-    case kKilnTypeInt: return Json{{"int", value.cast<int64_t>()}};
-    case kKilnTypeFloat: return Json{{"float", FloatJson(value.cast<double>())}};
-    case kKilnTypeBool: return Json{{"bool", value.cast<bool>()}};
-    default: break;
-  }
-  if (std::optional<String> text = value.as<String>()) return Json{{"str", text->str()}};
-  if (std::optional<Array<Any>> items = value.as<Array<Any>>()) {
-    const bool floats = std::any_of(items->begin(), items->end(), [](const Any& item) {
-      return item.type_index() == kKilnTypeFloat;
-    });
-    Json list = Json::array();
-    for (const Any& item : *items) {
-      list.push_back(floats ? FloatJson(item.cast<double>()) : Json(item.cast<int64_t>()));
-    }
-    return Json{{floats ? "floats" : "ints", list}};
-  }
-  KILN_THROW(ValueError) << "cannot lower attribute '" << name << "' of op '" << op
-                         << "': a value of type " << value.type_str()
-                         << " has no kernel program encoding";
-  return nullptr;  // not reached; KILN_THROW throws from a destructor the compiler cannot see
-}
-
-Json AttrsJson(const Map<String, Any>& attrs, const std::string& op) {
-  Json result = Json::object();
-  for (const auto& [key, value] : attrs) result[key.str()] = AttrJson(value, op, key.str());
-  return result;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -259,6 +219,10 @@ class GraphLowering {
     } else if (node.op().as<ir::FunctionObj>() != nullptr) {
       callee = Downcast<ir::Function>(node.op());
     }
+    if (callee.defined() && callee->attrs().count(String(ir::attr::kCompiler)) != 0) {
+      LowerExternalCall(call, callee);
+      return;
+    }
     // Each argument is bound inside the program when constant, else read from the graph.
     std::vector<Refs> param_refs;
     std::vector<int64_t> node_inputs;
@@ -297,6 +261,23 @@ class GraphLowering {
     entries_of_[call.get()] = AddNode(builder, results, call->checked_type(), node_inputs);
   }
 
+  /// A function taken by an external compiler is one graph node calling its global_symbol,
+  /// which the compiler's module (an import of the program) provides; every argument,
+  /// constants included, is a graph entry, since the external module sees only its inputs.
+  void LowerExternalCall(const ir::Call& call, const ir::Function& callee) {
+    const std::optional<String> symbol = callee.GetAttr<String>(ir::attr::kGlobalSymbol);
+    KILN_CHECK(symbol.has_value(), ValueError)
+        << "cannot lower a call of a function for compiler '"
+        << callee.GetAttr<String>(ir::attr::kCompiler)->str()
+        << "': it has no global_symbol (PartitionGraph gives each region one)";
+    std::vector<int64_t> inputs;
+    for (const Expr& arg : call->args()) {
+      const std::vector<int64_t> entries = EntriesOf(arg);
+      inputs.insert(inputs.end(), entries.begin(), entries.end());
+    }
+    entries_of_[call.get()] = AddGraphNode(symbol->str(), call->checked_type(), inputs);
+  }
+
   // ---- program functions -----------------------------------------------------------------
 
   class FunctionBuilder {
@@ -320,10 +301,11 @@ class GraphLowering {
         outputs.push_back("T" + std::to_string(temps_.size()));
         temps_.push_back(SpecJson(StaticShape(type), type->dtype()));
       }
-      steps_.push_back(Json{{"kernel", op.name().str()},
-                            {"attrs", AttrsJson(attrs, op.name().str())},
-                            {"inputs", inputs},
-                            {"outputs", outputs}});
+      steps_.push_back(
+          Json{{"kernel", op.name().str()},
+               {"attrs", runtime::tagged_attrs::EncodeAll(attrs, "op '" + op.name().str() + "'")},
+               {"inputs", inputs},
+               {"outputs", outputs}});
       return outputs;
     }
 
@@ -422,9 +404,16 @@ class GraphLowering {
   std::vector<int64_t> AddNode(FunctionBuilder& builder, const Refs& results,
                                const ir::Type& result_type, const std::vector<int64_t>& inputs) {
     functions_.push_back(builder.Finish(results));
+    return AddGraphNode(builder.name(), result_type, inputs);
+  }
+
+  /// A graph node calling `func`, reading `inputs` and writing new entries for the tensors of
+  /// `result_type`; returns those entries.
+  std::vector<int64_t> AddGraphNode(const std::string& func, const ir::Type& result_type,
+                                    const std::vector<int64_t>& inputs) {
     const auto node = static_cast<int64_t>(nodes_.size());
     std::vector<int64_t> outputs;
-    for (const ir::TensorType& type : FlattenTensorTypes(result_type, builder.name())) {
+    for (const ir::TensorType& type : FlattenTensorTypes(result_type, func)) {
       outputs.push_back(NewEntry(type, /*pinned=*/false));
       entries_.back().first_use = node;
       entries_.back().last_use = node;
@@ -432,7 +421,7 @@ class GraphLowering {
     for (int64_t entry : inputs) {
       if (!entries_[entry].pinned) entries_[entry].last_use = node;
     }
-    nodes_.push_back(GraphNode{builder.name(), inputs, outputs});
+    nodes_.push_back(GraphNode{func, inputs, outputs});
     return outputs;
   }
 

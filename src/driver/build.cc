@@ -1,15 +1,20 @@
 // kiln::Build (kiln/driver/build.h): the compile pipeline in one place, readable top to bottom.
+#include <kiln/codegen/external_codegen.h>
 #include <kiln/codegen/graph_lowering.h>
 #include <kiln/driver/build.h>
 #include <kiln/ffi/registry.h>
 #include <kiln/ir/expr_functor.h>
 #include <kiln/ir/function.h>
 #include <kiln/runtime/graph_executor.h>
+#include <kiln/transform/byoc.h>
 #include <kiln/transform/passes.h>
+#include <kiln/transform/pattern.h>
 
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 namespace kiln {
 namespace {
@@ -65,46 +70,140 @@ ir::IRModule BindParams(const ir::IRModule& mod, const Map<String, Tensor>& para
   return bound;
 }
 
-}  // namespace
-
-transform::Pass DefaultPipeline() {
-  using namespace transform;  // NOLINT(google-build-using-namespace): the list reads as a recipe
-  return Sequential({InferType(), SimplifyExpr(), FoldConstant(), CanonicalizeBatchNorm(),
-                     FoldConstant(), FuseOps(), InferType()},
-                    "DefaultPipeline");
+/// "dnnl, blas", for messages.
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string joined;
+  for (const std::string& name : names) joined += (joined.empty() ? "" : ", ") + name;
+  return joined;
 }
 
-Executable Build(const ir::IRModule& mod, const BuildOptions& options) {
+/// The op names called outside every external compiler's functions, with counts: what runs
+/// on Kiln's CPU path.
+std::map<std::string, int64_t> HostOps(const ir::IRModule& mod) {
+  std::map<std::string, int64_t> counts;
+  for (const auto& [gvar, func] : mod->functions()) {
+    if (func->attrs().count(String(ir::attr::kCompiler)) != 0) continue;
+    // Visits nested functions too: the fused groups FuseOps made for the CPU path.
+    ir::PostOrderVisit(func->body(), [&counts](const ir::Expr& expr) {
+      const auto* call = expr.as<ir::CallObj>();
+      const auto* op = call != nullptr ? call->op().as<ir::OpObj>() : nullptr;
+      if (op != nullptr) ++counts[op->name().str()];
+    });
+  }
+  return counts;
+}
+
+void CheckNoFallback(const ir::IRModule& mod, const std::vector<std::string>& compilers) {
+  const std::map<std::string, int64_t> host_ops = HostOps(mod);
+  if (host_ops.empty()) return;
+  std::string listed;
+  for (const auto& [op, count] : host_ops) {
+    listed += (listed.empty() ? "" : ", ") + op + (count > 1 ? " x" + std::to_string(count) : "");
+  }
+  KILN_THROW(ValueError) << "fallback is disabled, but no compiler among [" << JoinNames(compilers)
+                         << "] takes these ops: " << listed
+                         << " (the placement report says why each compiler declined)";
+}
+
+}  // namespace
+
+transform::Pass DefaultPipeline(const std::vector<std::string>& compilers) {
+  using namespace transform;  // NOLINT(google-build-using-namespace): the list reads as a recipe
+  std::vector<Pass> passes = {InferType(), SimplifyExpr(), FoldConstant(), CanonicalizeBatchNorm(),
+                              FoldConstant()};
+  if (!compilers.empty()) {
+    const Array<String> names(compilers.begin(), compilers.end());
+    passes.insert(passes.end(), {MergeComposite(names), AnnotateTarget(compilers),
+                                 MergeCompilerRegions(), PartitionGraph(), InferType()});
+  }
+  passes.push_back(FuseOps());
+  passes.push_back(InferType());
+  return Sequential(std::move(passes), "DefaultPipeline");
+}
+
+ir::IRModule Optimize(const ir::IRModule& mod, const BuildOptions& options) {
   KILN_CHECK(options.target == "cpu", ValueError)
       << "unknown build target '" << options.target << "' (known targets: cpu)";
-  const transform::Pass pipeline =
-      options.pipeline.empty() ? DefaultPipeline() : transform::ParsePipeline(options.pipeline);
+  const transform::Pass pipeline = options.pipeline.empty()
+                                       ? DefaultPipeline(options.compilers)
+                                       : transform::ParsePipeline(options.pipeline);
   ir::IRModule optimized = pipeline(BindParams(mod, options.params), options.pass_context);
   // Lowering reads checked types; a custom pipeline may end with a pass that leaves none.
   if (!options.pipeline.empty())
     optimized = transform::InferType()(optimized, options.pass_context);
+  return optimized;
+}
+
+Executable BuildOptimized(const ir::IRModule& optimized, const BuildOptions& options) {
+  if (!options.fallback) CheckNoFallback(optimized, options.compilers);
+  const std::vector<runtime::Module> external =
+      codegen::RunExternalCodegen(optimized, options.codegen_options);
   const codegen::LoweredGraph lowered = codegen::LowerToGraph(optimized);
+  for (const runtime::Module& module : external) lowered.program.Import(module);
   return Executable(
       runtime::GraphExecutorCreate(lowered.graph_json, lowered.program, DLDevice{kDLCPU, 0}));
 }
 
-KILN_REGISTER_GLOBAL("driver.Build")
-    .set_body_typed([](const ir::IRModule& mod, const String& target,
-                       const Map<String, Tensor>& params, const Any& pass_context,
-                       const String& pipeline) {
-      BuildOptions options;
-      options.target = target.str();
-      options.params = params;
-      // None, a PassContext, or the settings map transform.RunPipeline takes.
-      if (std::optional<Map<String, Any>> settings = pass_context.as<Map<String, Any>>()) {
+Executable Build(const ir::IRModule& mod, const BuildOptions& options) {
+  return BuildOptimized(Optimize(mod, options), options);
+}
+
+namespace {
+
+/// BuildOptions from the map the Python layer passes: keys as the struct's fields, each
+/// optional; "pass_context" is a PassContext or the settings map transform.RunPipeline takes.
+BuildOptions OptionsFromMap(const Map<String, Any>& map) {
+  BuildOptions options;
+  for (const auto& [key, value] : map) {
+    const std::string name = key.str();
+    if (name == "target") {
+      options.target = value.cast<String>().str();
+    } else if (name == "params") {
+      options.params = value.cast<Map<String, Tensor>>();
+    } else if (name == "pass_context") {
+      if (std::optional<Map<String, Any>> settings = value.as<Map<String, Any>>()) {
         options.pass_context = transform::PassContext::FromMap(*settings);
-      } else if (!pass_context.is_none()) {
-        options.pass_context = pass_context.cast<transform::PassContext>();
+      } else if (!value.is_none()) {
+        options.pass_context = value.cast<transform::PassContext>();
       }
-      options.pipeline = pipeline.str();
-      return Build(mod, options).module();
+    } else if (name == "pipeline") {
+      options.pipeline = value.cast<String>().str();
+    } else if (name == "compilers") {
+      for (const String& compiler : value.cast<Array<String>>()) {
+        options.compilers.push_back(compiler.str());
+      }
+    } else if (name == "fallback") {
+      options.fallback = value.cast<bool>();
+    } else if (name == "codegen_options") {
+      options.codegen_options = value.cast<Map<String, Any>>();
+    } else {
+      KILN_THROW(KeyError) << "unknown build option '" << name
+                           << "' (known: target, params, pass_context, pipeline, compilers, "
+                              "fallback, codegen_options)";
+    }
+  }
+  return options;
+}
+
+}  // namespace
+
+KILN_REGISTER_GLOBAL("driver.Optimize")
+    .set_body_typed([](const ir::IRModule& mod, const Map<String, Any>& options) {
+      return Optimize(mod, OptionsFromMap(options));
     });
 
-KILN_REGISTER_GLOBAL("driver.DefaultPipeline").set_body_typed([]() { return DefaultPipeline(); });
+KILN_REGISTER_GLOBAL("driver.BuildOptimized")
+    .set_body_typed([](const ir::IRModule& optimized, const Map<String, Any>& options) {
+      return BuildOptimized(optimized, OptionsFromMap(options)).module();
+    });
+
+KILN_REGISTER_GLOBAL("driver.Build")
+    .set_body_typed([](const ir::IRModule& mod, const Map<String, Any>& options) {
+      return Build(mod, OptionsFromMap(options)).module();
+    });
+
+KILN_REGISTER_GLOBAL("driver.DefaultPipeline").set_body_typed([](const Array<String>& compilers) {
+  return DefaultPipeline(std::vector<std::string>(compilers.begin(), compilers.end()));
+});
 
 }  // namespace kiln

@@ -158,6 +158,50 @@ std::vector<fs::path> FindPluginFiles() {
   return files;
 }
 
+/// Where a plugin given by name is looked for, in order: each entry of KILN_PLUGIN_PATH, then
+/// <libdir>/kiln/plugins (an explicit setting wins over what is installed).
+std::vector<fs::path> NamedPluginDirectories() {
+  std::vector<fs::path> dirs;
+  if (const char* env = std::getenv("KILN_PLUGIN_PATH")) {
+    std::stringstream entries(env);
+    for (std::string entry; std::getline(entries, entry, ':');) {
+      if (!entry.empty()) dirs.emplace_back(entry);
+    }
+  }
+  dirs.push_back(LibraryDirectory() / "kiln" / "plugins");
+  return dirs;
+}
+
+std::string FindPluginFileByName(const std::string& name) {
+  KILN_CHECK(!name.empty() && name.find('/') == std::string::npos, ValueError)
+      << "a plugin name is a bare name like 'dnnl' or a file name, not '" << name << "'";
+  const bool is_file_name = name.size() > 3 && name.compare(name.size() - 3, 3, ".so") == 0;
+  const std::string file_name = is_file_name ? name : "libkiln_" + name + ".so";
+  std::string looked;
+  for (const fs::path& dir : NamedPluginDirectories()) {
+    std::error_code error;
+    if (fs::is_regular_file(dir / file_name, error)) return (dir / file_name).string();
+    looked += "\n  " + dir.string();
+  }
+  KILN_THROW(FileNotFoundError) << "plugin '" << name << "': no " << file_name << " in" << looked
+                                << "\n(install the Kiln " << name
+                                << " plugin there, or add its folder to KILN_PLUGIN_PATH)";
+}
+
+KILN_REGISTER_GLOBAL("ffi.PluginSearchDirs").set_body_typed([]() {
+  Array<String> dirs;
+  for (const fs::path& dir : NamedPluginDirectories()) dirs.push_back(String(dir.string()));
+  return dirs;
+});
+
+KILN_REGISTER_GLOBAL("ffi.FindPluginFile").set_body_typed([](const String& name) {
+  return String(FindPluginFileByName(name.str()));
+});
+
+KILN_REGISTER_GLOBAL("ffi.LoadPluginByName").set_body_typed([](const String& name) {
+  return PluginTable::Global().Load(FindPluginFileByName(name.str()));
+});
+
 KILN_REGISTER_GLOBAL("ffi.ListPlugins").set_body_typed([]() {
   return PluginTable::Global().List();
 });

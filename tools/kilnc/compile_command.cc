@@ -1,6 +1,7 @@
 // `kilnc compile model.onnx -o model.so`: import, build (kiln::Build) and export one artifact,
 // with a progress line per step and per pass, and a summary of what was made.
 #include <kiln/driver/build.h>
+#include <kiln/driver/placement.h>
 #include <kiln/frontend/onnx.h>
 #include <kiln/transform/instrument.h>
 
@@ -8,6 +9,8 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "arguments.h"
 #include "command.h"
@@ -22,7 +25,11 @@ struct CompileOptions {
   std::string passes;
   std::string dump_ir_dir;
   bool time_passes = false;
+  std::vector<std::string> plugins;
+  bool fallback = true;
+  bool report = false;
 };
+
 
 std::optional<CompileOptions> ParseOptions(const std::vector<std::string>& args) {
   CompileOptions options;
@@ -42,6 +49,12 @@ std::optional<CompileOptions> ParseOptions(const std::vector<std::string>& args)
       options.dump_ir_dir = args[++i];
     } else if (arg == "--time-passes") {
       options.time_passes = true;
+    } else if (arg == "--plugins" && has_value) {
+      options.plugins = SplitNames(args[++i]);
+    } else if (arg == "--no-fallback") {
+      options.fallback = false;
+    } else if (arg == "--report") {
+      options.report = true;
     } else if (options.model.empty() && arg.rfind("--", 0) != 0) {
       options.model = arg;
     } else {
@@ -97,6 +110,8 @@ int RunCompile(const std::vector<std::string>& args) {
   });
   kiln::BuildOptions build;
   build.pipeline = options->passes;
+  build.compilers = options->plugins;
+  build.fallback = options->fallback;
   build.pass_context.AddInstrument(
       kiln::transform::PassInstrument(kiln::make_object<ProgressInstrumentObj>()));
   const kiln::transform::TimingInstrument timing = kiln::transform::TimingInstrument::Create();
@@ -105,7 +120,12 @@ int RunCompile(const std::vector<std::string>& args) {
     build.pass_context.AddInstrument(
         kiln::transform::DumpIRInstrument::Create(options->dump_ir_dir));
   }
-  const kiln::Executable model = Timed("compiling", [&] { return kiln::Build(mod, build); });
+  const kiln::ir::IRModule optimized =
+      Timed("optimizing", [&] { return kiln::Optimize(mod, build); });
+  // Before codegen, so that a --no-fallback failure comes after the report that explains it.
+  if (options->report) std::cout << kiln::ReportPlacement(optimized, build.compilers).ToText();
+  const kiln::Executable model =
+      Timed("generating code", [&] { return kiln::BuildOptimized(optimized, build); });
   if (options->time_passes) std::cerr << "pass times:\n" << timing.Report();
   Timed("writing " + options->output, [&] {
     model.export_library(options->output);

@@ -60,6 +60,13 @@ inline PluginInfo LoadPlugin(const std::string& path) {
       ObjectPtr<Object>::FromOwned(detail::ObjectUnsafe::FromHeader(handle)));
 }
 
+/// Loads the plugin named `name` ("dnnl" or "libkiln_dnnl.so"), looked for in each entry of
+/// KILN_PLUGIN_PATH, then in `<libdir>/kiln/plugins`. FileNotFoundError listing the folders
+/// searched when it is nowhere; otherwise as LoadPlugin.
+inline PluginInfo LoadPluginByName(const std::string& name) {
+  return Function::GetGlobalRequired("ffi.LoadPluginByName")(String(name)).cast<PluginInfo>();
+}
+
 /// Loads every plugin found in `<libdir>/kiln/plugins` and on KILN_PLUGIN_PATH. Failures are
 /// recorded in the result (status "failed"), never thrown.
 inline Array<PluginInfo> DiscoverPlugins() {

@@ -11,11 +11,12 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
-#include <limits>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "../../runtime/tagged_attrs_internal.h"
 
 namespace kiln {
 namespace runtime {
@@ -72,35 +73,6 @@ TensorSpec ReadSpec(const Json& value) {
   return spec;
 }
 
-double ReadFloat(const Json& value) {
-  if (!value.is_string()) return value.get<double>();
-  const auto text = value.get<std::string>();
-  if (text == "inf") return std::numeric_limits<double>::infinity();
-  if (text == "-inf") return -std::numeric_limits<double>::infinity();
-  KILN_CHECK(text == "nan", ValueError) << kPrefix << "'" << text << "' is not a float";
-  return std::numeric_limits<double>::quiet_NaN();
-}
-
-/// One tagged attribute value ({"int": 3}, ...; null for None).
-Any ReadAttr(const Json& value) {
-  if (value.is_null()) return Any();
-  KILN_CHECK(value.is_object() && value.size() == 1, ValueError)
-      << kPrefix << "an attribute value must be null or an object with one tag";
-  const std::string& tag = value.begin().key();
-  const Json& item = value.begin().value();
-  if (tag == "int") return item.get<int64_t>();
-  if (tag == "float") return ReadFloat(item);
-  if (tag == "bool") return item.get<bool>();
-  if (tag == "str") return String(item.get<std::string>());
-  Array<Any> items;
-  KILN_CHECK(tag == "ints" || tag == "floats", ValueError)
-      << kPrefix << "unknown attribute tag '" << tag << "'";
-  for (const Json& element : item) {
-    items.push_back(tag == "ints" ? Any(element.get<int64_t>()) : Any(ReadFloat(element)));
-  }
-  return items;
-}
-
 TensorRef ReadRef(const Json& value, const ProgramFunction& func, size_t num_constants) {
   const auto text = value.get<std::string>();
   KILN_CHECK(text.size() >= 2 && std::string_view("iotc").find(text[0]) != std::string_view::npos,
@@ -135,9 +107,7 @@ Step ReadStep(const Json& value, const ProgramFunction& func, size_t num_constan
   }
   step.kernel = value.at("kernel").get<std::string>();
   KILN_CHECK(!step.kernel.empty(), ValueError) << kPrefix << "a step names an empty kernel";
-  for (const auto& attr : value.at("attrs").items()) {
-    step.attrs.Set(String(attr.key()), ReadAttr(attr.value()));
-  }
+  step.attrs = tagged_attrs::DecodeAll(value.at("attrs"), kPrefix);
   step.inputs = ReadRefs(value.at("inputs"), func, num_constants);
   step.outputs = ReadRefs(value.at("outputs"), func, num_constants);
   return step;
