@@ -24,6 +24,7 @@ def build(
     plugins=(),
     fallback=True,
     codegen_options=None,
+    report=False,
 ):
     """Compiles @main of ``mod`` for ``target`` ("cpu").
 
@@ -35,17 +36,31 @@ def build(
     ``plugins`` names external compilers (BYOC, e.g. ``["dnnl", "blas"]``) in priority order:
     each op goes to the first that takes it, the rest to Kiln's CPU path; a plugin that is not
     loaded yet is loaded by name. ``fallback=False`` makes an op no plugin takes an error.
-    ``codegen_options`` is passed to each plugin's codegen.
+    ``codegen_options`` is passed to each plugin's codegen. ``report=True`` prints where each
+    op went and why each op left on the CPU path was declined (also kept as the executable's
+    ``placement_report``), before codegen, so it is printed even when ``fallback=False`` fails.
     """
     from . import ir as _ir  # noqa: F401  (loads libkiln.so, where driver.Build lives)
 
     if isinstance(plugins, str):
         plugins = [plugins]
-    module = get_global_func("driver.Build")(
-        mod, target, params or {}, pass_context, pipeline, list(plugins), fallback,
-        codegen_options or {},
-    )
-    return Executable(module)
+    options = {
+        "target": target,
+        "params": params or {},
+        "pass_context": pass_context,
+        "pipeline": pipeline,
+        "compilers": list(plugins),
+        "fallback": fallback,
+        "codegen_options": codegen_options or {},
+    }
+    if not report:
+        return Executable(get_global_func("driver.Build")(mod, options))
+    optimized = get_global_func("driver.Optimize")(mod, options)
+    text = get_global_func("driver.PlacementReport")(optimized, list(plugins))
+    print(text, end="")
+    executable = Executable(get_global_func("driver.BuildOptimized")(optimized, options))
+    executable.placement_report = text
+    return executable
 
 
 def default_pipeline(plugins=()):

@@ -6,7 +6,9 @@
 #include <kiln/ir/expr_functor.h>
 #include <kiln/ir/function.h>
 #include <kiln/runtime/graph_executor.h>
+#include <kiln/transform/byoc.h>
 #include <kiln/transform/passes.h>
+#include <kiln/transform/pattern.h>
 
 #include <map>
 #include <string>
@@ -68,7 +70,7 @@ ir::IRModule BindParams(const ir::IRModule& mod, const Map<String, Tensor>& para
   return bound;
 }
 
-/// "dnnl, blas": the argument list of the BYOC passes in a pipeline string.
+/// "dnnl, blas", for messages.
 std::string JoinNames(const std::vector<std::string>& names) {
   std::string joined;
   for (const std::string& name : names) joined += (joined.empty() ? "" : ", ") + name;
@@ -110,16 +112,16 @@ transform::Pass DefaultPipeline(const std::vector<std::string>& compilers) {
   std::vector<Pass> passes = {InferType(), SimplifyExpr(), FoldConstant(), CanonicalizeBatchNorm(),
                               FoldConstant()};
   if (!compilers.empty()) {
-    const std::string names = JoinNames(compilers);
-    passes.push_back(ParsePipeline("MergeComposite(" + names + "), AnnotateTarget(" + names +
-                                   "), MergeCompilerRegions, PartitionGraph, InferType"));
+    const Array<String> names(compilers.begin(), compilers.end());
+    passes.insert(passes.end(), {MergeComposite(names), AnnotateTarget(compilers),
+                                 MergeCompilerRegions(), PartitionGraph(), InferType()});
   }
   passes.push_back(FuseOps());
   passes.push_back(InferType());
   return Sequential(std::move(passes), "DefaultPipeline");
 }
 
-Executable Build(const ir::IRModule& mod, const BuildOptions& options) {
+ir::IRModule Optimize(const ir::IRModule& mod, const BuildOptions& options) {
   KILN_CHECK(options.target == "cpu", ValueError)
       << "unknown build target '" << options.target << "' (known targets: cpu)";
   const transform::Pass pipeline = options.pipeline.empty()
@@ -129,6 +131,10 @@ Executable Build(const ir::IRModule& mod, const BuildOptions& options) {
   // Lowering reads checked types; a custom pipeline may end with a pass that leaves none.
   if (!options.pipeline.empty())
     optimized = transform::InferType()(optimized, options.pass_context);
+  return optimized;
+}
+
+Executable BuildOptimized(const ir::IRModule& optimized, const BuildOptions& options) {
   if (!options.fallback) CheckNoFallback(optimized, options.compilers);
   const std::vector<runtime::Module> external =
       codegen::RunExternalCodegen(optimized, options.codegen_options);
@@ -138,25 +144,62 @@ Executable Build(const ir::IRModule& mod, const BuildOptions& options) {
       runtime::GraphExecutorCreate(lowered.graph_json, lowered.program, DLDevice{kDLCPU, 0}));
 }
 
-KILN_REGISTER_GLOBAL("driver.Build")
-    .set_body_typed([](const ir::IRModule& mod, const String& target,
-                       const Map<String, Tensor>& params, const Any& pass_context,
-                       const String& pipeline, const Array<String>& compilers, bool fallback,
-                       const Map<String, Any>& codegen_options) {
-      BuildOptions options;
-      options.target = target.str();
-      options.compilers.assign(compilers.begin(), compilers.end());
-      options.fallback = fallback;
-      options.codegen_options = codegen_options;
-      options.params = params;
-      // None, a PassContext, or the settings map transform.RunPipeline takes.
-      if (std::optional<Map<String, Any>> settings = pass_context.as<Map<String, Any>>()) {
+Executable Build(const ir::IRModule& mod, const BuildOptions& options) {
+  return BuildOptimized(Optimize(mod, options), options);
+}
+
+namespace {
+
+/// BuildOptions from the map the Python layer passes: keys as the struct's fields, each
+/// optional; "pass_context" is a PassContext or the settings map transform.RunPipeline takes.
+BuildOptions OptionsFromMap(const Map<String, Any>& map) {
+  BuildOptions options;
+  for (const auto& [key, value] : map) {
+    const std::string name = key.str();
+    if (name == "target") {
+      options.target = value.cast<String>().str();
+    } else if (name == "params") {
+      options.params = value.cast<Map<String, Tensor>>();
+    } else if (name == "pass_context") {
+      if (std::optional<Map<String, Any>> settings = value.as<Map<String, Any>>()) {
         options.pass_context = transform::PassContext::FromMap(*settings);
-      } else if (!pass_context.is_none()) {
-        options.pass_context = pass_context.cast<transform::PassContext>();
+      } else if (!value.is_none()) {
+        options.pass_context = value.cast<transform::PassContext>();
       }
-      options.pipeline = pipeline.str();
-      return Build(mod, options).module();
+    } else if (name == "pipeline") {
+      options.pipeline = value.cast<String>().str();
+    } else if (name == "compilers") {
+      for (const String& compiler : value.cast<Array<String>>()) {
+        options.compilers.push_back(compiler.str());
+      }
+    } else if (name == "fallback") {
+      options.fallback = value.cast<bool>();
+    } else if (name == "codegen_options") {
+      options.codegen_options = value.cast<Map<String, Any>>();
+    } else {
+      KILN_THROW(KeyError) << "unknown build option '" << name
+                           << "' (known: target, params, pass_context, pipeline, compilers, "
+                              "fallback, codegen_options)";
+    }
+  }
+  return options;
+}
+
+}  // namespace
+
+KILN_REGISTER_GLOBAL("driver.Optimize")
+    .set_body_typed([](const ir::IRModule& mod, const Map<String, Any>& options) {
+      return Optimize(mod, OptionsFromMap(options));
+    });
+
+KILN_REGISTER_GLOBAL("driver.BuildOptimized")
+    .set_body_typed([](const ir::IRModule& optimized, const Map<String, Any>& options) {
+      return BuildOptimized(optimized, OptionsFromMap(options)).module();
+    });
+
+KILN_REGISTER_GLOBAL("driver.Build")
+    .set_body_typed([](const ir::IRModule& mod, const Map<String, Any>& options) {
+      return Build(mod, OptionsFromMap(options)).module();
     });
 
 KILN_REGISTER_GLOBAL("driver.DefaultPipeline").set_body_typed([](const Array<String>& compilers) {

@@ -1,6 +1,7 @@
 #include "arguments.h"
 
 #include <charconv>
+#include <sstream>
 
 namespace kilnc {
 
@@ -28,6 +29,15 @@ bool ParseShape(const std::string& text, kiln::frontend::InputShapes* shapes) {
   }
   shapes->Set(kiln::String(name), dims);
   return true;
+}
+
+std::vector<std::string> SplitNames(const std::string& text) {
+  std::vector<std::string> names;
+  std::stringstream items(text);
+  for (std::string name; std::getline(items, name, ',');) {
+    if (!name.empty()) names.push_back(name);
+  }
+  return names;
 }
 
 }  // namespace kilnc

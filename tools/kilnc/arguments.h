@@ -5,6 +5,7 @@
 #include <kiln/frontend/onnx.h>
 
 #include <string>
+#include <vector>
 
 namespace kilnc {
 
@@ -13,6 +14,9 @@ bool ParseShape(const std::string& text, kiln::frontend::InputShapes* shapes);
 
 /// Splits "name=value" at the first '='; false when there is none or the name is empty.
 bool SplitAssignment(const std::string& text, std::string* name, std::string* value);
+
+/// "dnnl,blas" -> {"dnnl", "blas"} (empty items dropped).
+std::vector<std::string> SplitNames(const std::string& text);
 
 }  // namespace kilnc
 

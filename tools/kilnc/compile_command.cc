@@ -1,6 +1,7 @@
 // `kilnc compile model.onnx -o model.so`: import, build (kiln::Build) and export one artifact,
 // with a progress line per step and per pass, and a summary of what was made.
 #include <kiln/driver/build.h>
+#include <kiln/driver/placement.h>
 #include <kiln/frontend/onnx.h>
 #include <kiln/transform/instrument.h>
 
@@ -8,7 +9,6 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -27,17 +27,9 @@ struct CompileOptions {
   bool time_passes = false;
   std::vector<std::string> plugins;
   bool fallback = true;
+  bool report = false;
 };
 
-/// "dnnl,blas" -> {"dnnl", "blas"}.
-std::vector<std::string> SplitNames(const std::string& text) {
-  std::vector<std::string> names;
-  std::stringstream items(text);
-  for (std::string name; std::getline(items, name, ',');) {
-    if (!name.empty()) names.push_back(name);
-  }
-  return names;
-}
 
 std::optional<CompileOptions> ParseOptions(const std::vector<std::string>& args) {
   CompileOptions options;
@@ -61,6 +53,8 @@ std::optional<CompileOptions> ParseOptions(const std::vector<std::string>& args)
       options.plugins = SplitNames(args[++i]);
     } else if (arg == "--no-fallback") {
       options.fallback = false;
+    } else if (arg == "--report") {
+      options.report = true;
     } else if (options.model.empty() && arg.rfind("--", 0) != 0) {
       options.model = arg;
     } else {
@@ -126,7 +120,12 @@ int RunCompile(const std::vector<std::string>& args) {
     build.pass_context.AddInstrument(
         kiln::transform::DumpIRInstrument::Create(options->dump_ir_dir));
   }
-  const kiln::Executable model = Timed("compiling", [&] { return kiln::Build(mod, build); });
+  const kiln::ir::IRModule optimized =
+      Timed("optimizing", [&] { return kiln::Optimize(mod, build); });
+  // Before codegen, so that a --no-fallback failure comes after the report that explains it.
+  if (options->report) std::cout << kiln::ReportPlacement(optimized, build.compilers).ToText();
+  const kiln::Executable model =
+      Timed("generating code", [&] { return kiln::BuildOptimized(optimized, build); });
   if (options->time_passes) std::cerr << "pass times:\n" << timing.Report();
   Timed("writing " + options->output, [&] {
     model.export_library(options->output);

@@ -1,13 +1,18 @@
 // `kilnc inspect model.onnx`: what Kiln makes of a model before compiling it: its inputs and
 // outputs with their types, how often each op occurs, and (with --ir) the typed IR.
+#include <kiln/driver/build.h>
+#include <kiln/driver/placement.h>
 #include <kiln/frontend/onnx.h>
 #include <kiln/ir/expr_functor.h>
 #include <kiln/ir/text_format.h>
 #include <kiln/transform/passes.h>
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "arguments.h"
 #include "command.h"
@@ -19,6 +24,8 @@ struct InspectOptions {
   std::string model;
   kiln::frontend::InputShapes shapes;
   bool print_ir = false;
+  std::vector<std::string> plugins;
+  std::string dot_file;
 };
 
 /// The options, or nullopt after printing what is wrong.
@@ -27,6 +34,10 @@ std::optional<InspectOptions> ParseOptions(const std::vector<std::string>& args)
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--ir") {
       options.print_ir = true;
+    } else if (args[i] == "--plugins" && i + 1 < args.size()) {
+      options.plugins = SplitNames(args[++i]);
+    } else if (args[i] == "--dot" && i + 1 < args.size()) {
+      options.dot_file = args[++i];
     } else if (args[i] == "--shape" && i + 1 < args.size()) {
       if (!ParseShape(args[++i], &options.shapes)) {
         std::cerr << "kilnc inspect: --shape takes name=d0,d1,..., got '" << args[i] << "'\n";
@@ -69,6 +80,21 @@ void PrintSummary(const kiln::ir::Function& main) {
   for (const auto& [name, count] : op_counts) std::cout << "  " << name << " x" << count << "\n";
 }
 
+/// Optimizes `mod` as `kilnc compile --plugins` would, then prints the placement report and
+/// writes the Graphviz file asked for.
+void InspectPlacement(const kiln::ir::IRModule& mod, const InspectOptions& options) {
+  kiln::BuildOptions build;
+  build.compilers = options.plugins;
+  const kiln::ir::IRModule optimized = kiln::Optimize(mod, build);
+  std::cout << "\n" << kiln::ReportPlacement(optimized, options.plugins).ToText();
+  if (options.dot_file.empty()) return;
+  std::ofstream dot(options.dot_file);
+  dot << kiln::PlacementDot(optimized);
+  KILN_CHECK(dot.good(), RuntimeError) << "could not write " << options.dot_file;
+  std::cout << "wrote " << options.dot_file << " (render it with: dot -Tsvg " << options.dot_file
+            << " -o graph.svg)\n";
+}
+
 }  // namespace
 
 int RunInspect(const std::vector<std::string>& args) {
@@ -82,6 +108,9 @@ int RunInspect(const std::vector<std::string>& args) {
   PrintSummary(mod.Lookup("main"));
   if (options->print_ir) {
     std::cout << "\n" << kiln::ir::AsText(mod, nullptr, /*show_checked_types=*/true);
+  }
+  if (!options->plugins.empty() || !options->dot_file.empty()) {
+    InspectPlacement(mod, *options);
   }
   return kExitOk;
 }

@@ -22,7 +22,8 @@ const std::vector<Command>& Commands() {
        "DIR; --time-passes prints each pass's time. --shape fixes an input's shape.\n"
        "--plugins hands each op to the first of these external compilers (BYOC plugins such\n"
        "as dnnl, blas, ccompiler; loaded by name) that takes it, the rest to the CPU path;\n"
-       "--no-fallback makes an op that no plugin takes an error.\n",
+       "--no-fallback makes an op that no plugin takes an error; --report prints where each op\n"
+       "went and why each op left on the CPU path was declined.\n",
        RunCompile},
       {"run", "run a compiled model and print its outputs and latency",
        "kilnc run model.so [--input name=file.npy]... [--repeat N] [--warmup N]\n"
@@ -34,11 +35,14 @@ const std::vector<Command>& Commands() {
        "the outputs as output_<i>.npy into DIR, created when missing.\n",
        RunRun},
       {"inspect", "show a model's inputs, outputs, ops; for a .so its graph and kernels",
-       "kilnc inspect model.onnx [--shape name=d0,d1,...]... [--ir]\n"
+       "kilnc inspect model.onnx [--shape name=d0,d1,...]... [--ir] [--plugins NAME,...]\n"
+       "                         [--dot FILE]\n"
        "kilnc inspect model.so\n\n"
        "For an ONNX model: imports it, infers its types and prints its inputs, output and how\n"
        "often each op occurs. --shape fixes an input's shape (needed for dynamic dimensions);\n"
-       "--ir also prints the IR with each value's type as a comment.\n"
+       "--ir also prints the IR with each value's type as a comment. --plugins partitions it\n"
+       "among those compilers as `compile` would and prints the placement report; --dot writes\n"
+       "the compiled graph as Graphviz, coloured by compiler (render: dot -Tsvg FILE).\n"
        "For a compiled model: its inputs and outputs, the memory plan, and each graph node\n"
        "with its tensors and the kernel that runs each of its ops.\n",
        RunInspect},

@@ -51,9 +51,18 @@ struct BuildOptions {
 /// default.
 KILN_API transform::Pass DefaultPipeline(const std::vector<std::string>& compilers = {});
 
-/// Compiles @main of `mod` for `options.target`. Errors name what failed: an unknown target,
-/// a pass (with its name), an op without a kernel (all such ops at once).
+/// Compiles @main of `mod` for `options.target`: BuildOptimized(Optimize(mod, options)).
+/// Errors name what failed: an unknown target, a pass (with its name), an op without a kernel
+/// (all such ops at once), a compiler's codegen.
 KILN_API Executable Build(const ir::IRModule& mod, const BuildOptions& options = BuildOptions());
+
+/// Build's first half: binds the params and runs the pipeline; the result is typed,
+/// partitioned and fused, what kiln/driver/placement.h reports on.
+KILN_API ir::IRModule Optimize(const ir::IRModule& mod, const BuildOptions& options);
+
+/// Build's second half on Optimize's result: the fallback check, each compiler's codegen,
+/// lowering, the executor.
+KILN_API Executable BuildOptimized(const ir::IRModule& optimized, const BuildOptions& options);
 
 }  // namespace kiln
 

@@ -5,14 +5,16 @@
 // hand, as PartitionGraph would).
 #include <kiln/codegen/external_codegen.h>
 #include <kiln/driver/build.h>
+#include <kiln/driver/placement.h>
 #include <kiln/ffi/registry.h>
 #include <kiln/ir/function.h>
+#include <kiln/ir/op.h>
 #include <kiln/ir/text_format.h>
 #include <kiln/runtime/memory.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <filesystem>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -120,6 +122,63 @@ TEST(ExternalCodegenTest, CompilerWithoutCodegenNamesThePluginToInstall) {
   }
   test_util::ExpectError([&] { Build(ir::ParseModule(text), HandPartitioned()); },
                          "FileNotFoundError", {"libkiln_no_such_zz.so", "KILN_PLUGIN_PATH"});
+}
+
+/// test_negate takes `negative` and declines `add` with a reason.
+void RegisterNegatePredicates() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    ir::OpRegisterer::Extend("negative")
+        .set_attr("target.test_negate",
+                  Function::FromTyped([](const ir::Call& /*call*/) { return true; }));
+    ir::OpRegisterer::Extend("add").set_attr(
+        "target.test_negate", Function::FromTyped([](const ir::Call& /*call*/) {
+          return String("test_negate only negates");
+        }));
+  });
+}
+
+constexpr const char* kUnpartitioned = R"(
+def @main(%x: Tensor[(2, 2), float32]) {
+  %0 = negative(%x);
+  %1 = add(%0, const(float32, (), [1]));
+  %2 = negative(%1);
+  %2
+})";
+
+TEST(ExternalCodegenTest, DefaultPipelinePartitionsAndReportsWhy) {
+  RegisterNegatePredicates();
+  BuildOptions options;
+  options.compilers = {"test_negate"};
+  const ir::IRModule optimized = Optimize(ir::ParseModule(kUnpartitioned), options);
+  // The host add sits between the two negations, so they stay two regions.
+  EXPECT_TRUE(optimized.Contains("kiln_test_negate_0"));
+  EXPECT_TRUE(optimized.Contains("kiln_test_negate_1"));
+  Executable model = BuildOptimized(optimized, options);
+  EXPECT_EQ(RunOnInput(model), (std::vector<float>{0, -3, 2.5F, -1}));
+
+  const PlacementReport report = ReportPlacement(optimized, options.compilers);
+  ASSERT_EQ(report.ops.size(), 3U);
+  int64_t on_negate = 0;
+  for (const OpPlacement& placement : report.ops) {
+    if (placement.op == "negative") {
+      EXPECT_EQ(placement.target, "test_negate");
+      ++on_negate;
+    } else {
+      EXPECT_EQ(placement.op, "add");
+      EXPECT_EQ(placement.target, "host");
+      ASSERT_EQ(placement.answers.size(), 1U);
+      EXPECT_EQ(placement.answers[0].reason, "test_negate only negates");
+    }
+  }
+  EXPECT_EQ(on_negate, 2);
+  const std::string text = report.ToText();
+  EXPECT_NE(text.find("test_negate only negates"), std::string::npos) << text;
+  EXPECT_NE(text.find("2 op calls in 2 function(s)"), std::string::npos) << text;
+
+  const std::string dot = PlacementDot(optimized);
+  EXPECT_NE(dot.find("kiln_test_negate_0"), std::string::npos) << dot;
+  EXPECT_NE(dot.find("input_0 -> n0"), std::string::npos) << dot;
 }
 
 TEST(ExternalCodegenTest, NoFallbackListsTheHostOps) {

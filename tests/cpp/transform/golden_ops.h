@@ -8,7 +8,8 @@ namespace transform {
 namespace testing {
 
 /// Registers (once) `test.golden.add` (same-shape float32 add, with a kernel) and
-/// `test.golden.negative_no_kernel` (float32 negation without one).
+/// `test.golden.negative_no_kernel` (float32 negation without one), and the predicates
+/// `target.test_a` / `target.test_b` on core ops (golden_ops.cc lists them).
 void RegisterGoldenOps();
 
 }  // namespace testing
