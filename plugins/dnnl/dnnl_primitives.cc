@@ -430,30 +430,28 @@ void BuildBinary(Plan& plan, uint32_t index, algorithm kind) {
   const JsonNode& node = plan.graph().nodes[index];
   const std::vector<int64_t>& out = node.outputs[0].shape;
   const bool swap = plan.graph().spec(node.inputs[0]).shape != out;
-  Value src0 = plan.Get(node.inputs[swap ? 1 : 0]);
+  const Value& first = plan.Get(node.inputs[swap ? 1 : 0]);
   const JsonEntry other = node.inputs[swap ? 0 : 1];
-  const std::vector<int64_t>& other_shape = plan.graph().spec(other).shape;
-  const auto src1_for = [&plan, &other, &other_shape, &out](const Value& first) {
-    return other_shape == out
-               ? plan.Reordered(plan.Get(other), first.memory.get_desc())
-               : plan.View(plan.Get(other), PlainDesc(PadRank(other_shape, out.size())));
+  const bool broadcast = plan.graph().spec(other).shape != out;
+  const memory::desc broadcast_desc =
+      PlainDesc(PadRank(plan.graph().spec(other).shape, out.size()));
+  const auto make = [&](const memory::desc& src0) {
+    return dnnl::binary::primitive_desc(
+        {kind, src0, broadcast ? broadcast_desc : src0, AnyDesc(Dims(out.begin(), out.end()))},
+        plan.engine());
   };
-  const memory::desc dst_desc = AnyDesc(Dims(out.begin(), out.end()));
   std::optional<dnnl::binary::primitive_desc> pd;
-  Value src1;
   try {
-    src1 = src1_for(src0);
-    pd.emplace(dnnl::binary::desc(kind, src0.memory.get_desc(), src1.memory.get_desc(), dst_desc),
-               plan.engine());
+    pd.emplace(make(first.memory.get_desc()));
   } catch (const dnnl::error&) {
-    src0 = plan.Reordered(src0, PlainDesc(out));
-    src1 = src1_for(src0);
-    pd.emplace(dnnl::binary::desc(kind, src0.memory.get_desc(), src1.memory.get_desc(), dst_desc),
-               plan.engine());
+    pd.emplace(make(PlainDesc(out)));
   }
+  const memory src0 = plan.Reordered(first, pd->src_desc(0)).memory;
+  const memory src1 = broadcast ? plan.View(plan.Get(other), broadcast_desc).memory
+                                : plan.Reordered(plan.Get(other), pd->src_desc(1)).memory;
   const memory dst = plan.Define({index, 0}, pd->dst_desc());
   plan.AddStep(dnnl::binary(*pd),
-               {{DNNL_ARG_SRC_0, src0.memory}, {DNNL_ARG_SRC_1, src1.memory}, {DNNL_ARG_DST, dst}});
+               {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, dst}});
 }
 
 // ---- layout ops: views and reorders ----
@@ -510,6 +508,34 @@ void BuildStridedSlice(Plan& plan, uint32_t index) {
   plan.AddCopy(src.memory, plan.Define({index, 0}, PlainDesc(out)));
 }
 
+/// concatenate (its tuple's fields are the node's inputs): oneDNN's concat, in the inputs'
+/// layouts when it can (channels of blocked convolution outputs), row-major otherwise.
+void BuildConcatenate(Plan& plan, uint32_t index) {
+  const JsonNode& node = plan.graph().nodes[index];
+  const std::vector<int64_t>& out = node.outputs[0].shape;
+  auto axis = static_cast<int>(node.attrs.at(String("axis")).cast<int64_t>());
+  if (axis < 0) axis += static_cast<int>(out.size());
+  std::vector<memory::desc> own, row_major;
+  for (const JsonEntry& input : node.inputs) {
+    own.push_back(plan.Get(input).memory.get_desc());
+    row_major.push_back(PlainDesc(plan.graph().spec(input).shape));
+  }
+  std::optional<dnnl::concat::primitive_desc> pd;
+  try {
+    pd.emplace(AnyDesc(Dims(out.begin(), out.end())), axis, own, plan.engine());
+  } catch (const dnnl::error&) {
+    pd.emplace(PlainDesc(out), axis, row_major, plan.engine());
+  }
+  std::unordered_map<int, memory> args;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    const auto arg = static_cast<int>(i);
+    args[DNNL_ARG_MULTIPLE_SRC + arg] =
+        plan.Reordered(plan.Get(node.inputs[i]), pd->src_desc(arg)).memory;
+  }
+  args[DNNL_ARG_DST] = plan.Define({index, 0}, pd->dst_desc());
+  plan.AddStep(dnnl::concat(*pd), std::move(args));
+}
+
 // ---- dispatch ----
 
 using Builder = std::function<void(Plan&, uint32_t)>;
@@ -528,6 +554,7 @@ const std::map<std::string, Builder>& Builders() {
         {"reshape", BuildReshape},
         {"transpose", BuildTranspose},
         {"strided_slice", BuildStridedSlice},
+        {"concatenate", BuildConcatenate},
     };
     // The anchors of patterns, alone: a primitive without post-ops.
     for (const char* anchor : {"nn.conv2d", "nn.dense", "matmul", "nn.batch_matmul"}) {

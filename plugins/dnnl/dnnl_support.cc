@@ -158,6 +158,11 @@ std::string StridedSlice(const ir::CallObj& call, const std::vector<Shape>& shap
   return Ok();
 }
 
+/// `shapes` are the fields, then the result.
+std::string Concatenate(const ir::CallObj&, const std::vector<Shape>& shapes) {
+  return RankBetween(shapes.back(), 1, kMaxRank, "the result");
+}
+
 const std::map<std::string, Check>& Checks() {
   static const std::map<std::string, Check> checks = [] {
     std::map<std::string, Check> table = {
@@ -176,6 +181,7 @@ const std::map<std::string, Check>& Checks() {
         {"reshape", Reshape},
         {"transpose", Unary},
         {"strided_slice", StridedSlice},
+        {"concatenate", Concatenate},
     };
     for (const char* op : {"nn.relu", "sigmoid", "tanh", "exp", "log", "sqrt", "abs", "clip",
                            "nn.leaky_relu", "nn.elu", "nn.gelu", "nn.softplus"}) {
@@ -238,11 +244,15 @@ std::string WhyNotDnnl(const ir::Call& call) {
   const int64_t num_args = call->args().size();
   for (int64_t i = 0; i <= num_args; ++i) {
     const bool result = i == num_args;
-    std::optional<std::vector<int64_t>> shape =
-        Float32Shape(result ? ir::Expr(call) : call->args()[i],
-                     result ? "the result" : "argument " + std::to_string(i), &reason);
-    if (!shape.has_value()) return reason;
-    shapes.push_back(*std::move(shape));
+    const ir::Expr& arg = result ? ir::Expr(call) : call->args()[i];
+    const std::string what = result ? "the result" : "argument " + std::to_string(i);
+    // A tuple argument (concatenate's) counts as its fields, as the JSON graph passes them.
+    const auto* tuple = arg.as<ir::TupleObj>();
+    for (const ir::Expr& field : tuple != nullptr ? tuple->fields() : Array<ir::Expr>{arg}) {
+      std::optional<std::vector<int64_t>> shape = Float32Shape(field, what, &reason);
+      if (!shape.has_value()) return reason;
+      shapes.push_back(*std::move(shape));
+    }
   }
   return check->second(*call.get(), shapes);
 }

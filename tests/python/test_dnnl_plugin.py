@@ -349,6 +349,21 @@ def test_transpose_and_reshape_between_dnnl_ops(axes):
     np.testing.assert_allclose(got[0], cpu[0], rtol=RTOL, atol=ATOL)
 
 
+@pytest.mark.parametrize("channels", [(16, 32), (3, 5)], ids=str)
+def test_concatenate_of_conv_outputs_and_of_plain_inputs(channels):
+    """Channels of two blocked conv outputs (SqueezeNet's fire modules), then a plain concat
+    along the last axis with a region input."""
+    x, y = randn(1, 8, 5, 5), randn(1, sum(channels), 5, 2)
+    w1, w2 = randn(channels[0], 8, 1, 1), randn(channels[1], 8, 3, 3)
+    tx = torch_of(x)[0]
+    joined = torch.cat([F.conv2d(tx, torch_of(w1)[0]), F.conv2d(tx, torch_of(w2)[0], padding=1)], 1)
+    want = torch.cat([joined, torch_of(y)[0]], 3)
+    body = ("%0 = nn.conv2d(%x, meta[Constant][0]);\n"
+            "%1 = nn.conv2d(%x, meta[Constant][1], padding=[1, 1, 1, 1]);\n"
+            "%2 = concatenate((%0, %1), axis=1);\nconcatenate((%2, %y), axis=-1)")
+    check(body, {"x": x, "y": y}, np_of(want), [w1, w2], ops_on_dnnl=["concatenate"])
+
+
 @pytest.mark.parametrize("begin,end,axes", [([0], [256], [-1]), ([1, -3], [3, 100], [0, 2]),
                                            ([2], [4], None)], ids=str)
 def test_strided_slice_with_unit_steps(begin, end, axes):
