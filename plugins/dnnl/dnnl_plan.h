@@ -10,6 +10,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -23,6 +24,9 @@ struct Value {
   int input = -1;   ///< the region input whose buffer this is, or -1
   int output = -1;  ///< the head whose buffer this is, or -1
   bool constant = false;
+  /// Memory the plan allocated for an op's output, seen by no other value: a later op may
+  /// write over it once nothing reads it any more.
+  bool scratch = false;
 };
 
 /// One primitive execution of Run, with its arguments.
@@ -56,6 +60,11 @@ class Plan {
   /// Memory in layout `desc` for the value of `entry` (an op's output), which the caller's
   /// buffer is when `entry` is a head and `desc` is row-major.
   dnnl::memory Define(runtime::JsonEntry entry, const dnnl::memory::desc& desc);
+  /// The scratch memory of `from`, handed over to `to` (an op's output in layout `desc`) to be
+  /// written in place, when `reader` is the last op to read `from` and `to` is not a head;
+  /// else nullopt. oneDNN's sum post-op then adds to the residual where it lies.
+  std::optional<dnnl::memory> TakeOver(runtime::JsonEntry from, runtime::JsonEntry to,
+                                       uint32_t reader, const dnnl::memory::desc& desc);
   /// Makes `value` the value of `entry` too (a reshape: the same bytes, another shape).
   void Alias(runtime::JsonEntry entry, const Value& value);
   /// Appends a step to run.
@@ -76,6 +85,10 @@ class Plan {
   dnnl::engine engine_;
   dnnl::stream stream_;
   std::vector<std::vector<Value>> values_;  ///< per node, per output
+  /// Per node, per output: the last op node that reads it; kNever for a head.
+  std::vector<std::vector<uint32_t>> last_reader_;
+  /// Whether entry (node, index) is a head.
+  bool IsHead(runtime::JsonEntry entry) const;
   std::vector<Step> steps_;
   std::vector<std::vector<dnnl::memory>> input_bindings_;
   std::vector<std::vector<dnnl::memory>> output_bindings_;

@@ -209,9 +209,20 @@ void AddWeighted(Plan& plan, uint32_t index, const Fused& fused, const Primitive
       {DNNL_ARG_WEIGHTS, plan.Reordered(weights, pd.weights_desc()).memory},
   };
   if (bias.has_value()) args[DNNL_ARG_BIAS] = plan.Reordered(*bias, pd.bias_desc()).memory;
-  const memory dst = plan.Define({index, 0}, pd.dst_desc());
-  if (fused.residual.has_value()) plan.AddCopy(plan.Get(*fused.residual).memory, dst);
-  args[DNNL_ARG_DST] = dst;
+  // The sum post-op adds to what the destination holds: the residual itself when nothing
+  // reads it later (and it is not the source), else a copy of it.
+  const bool residual_is_source = fused.residual.has_value() &&
+                                  fused.residual->node == fused.data.node &&
+                                  fused.residual->index == fused.data.index;
+  std::optional<memory> dst;
+  if (fused.residual.has_value() && !residual_is_source) {
+    dst = plan.TakeOver(*fused.residual, {index, 0}, index, pd.dst_desc());
+  }
+  if (!dst.has_value()) {
+    dst = plan.Define({index, 0}, pd.dst_desc());
+    if (fused.residual.has_value()) plan.AddCopy(plan.Get(*fused.residual).memory, *dst);
+  }
+  args[DNNL_ARG_DST] = *dst;
   plan.AddStep(Primitive(pd), std::move(args));
 }
 

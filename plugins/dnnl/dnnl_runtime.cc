@@ -6,6 +6,7 @@
 #include <kiln/runtime/json_runtime.h>
 #include <kiln/runtime/thread_pool.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <utility>
@@ -44,6 +45,34 @@ Plan::Plan(const runtime::JsonGraph& graph, const Array<Tensor>& constants, dnnl
     values_[node].push_back(value);
   }
   output_bindings_.resize(graph.heads.size());
+  last_reader_.resize(graph.nodes.size());
+  for (uint32_t node = 0; node < graph.nodes.size(); ++node) {
+    last_reader_[node].assign(graph.nodes[node].outputs.size(), 0);
+    for (const runtime::JsonEntry& input : graph.nodes[node].inputs) {
+      last_reader_[input.node][input.index] = node;
+    }
+  }
+}
+
+bool Plan::IsHead(runtime::JsonEntry entry) const {
+  return std::any_of(graph_.heads.begin(), graph_.heads.end(), [entry](runtime::JsonEntry head) {
+    return head.node == entry.node && head.index == entry.index;
+  });
+}
+
+std::optional<dnnl::memory> Plan::TakeOver(runtime::JsonEntry from, runtime::JsonEntry to,
+                                           uint32_t reader, const dnnl::memory::desc& desc) {
+  const Value& value = Get(from);
+  if (!value.scratch || value.memory.get_desc() != desc || IsHead(from) || IsHead(to) ||
+      last_reader_[from.node][from.index] != reader) {
+    return std::nullopt;
+  }
+  KILN_ICHECK(to.node < values_.size() && values_[to.node].size() == to.index)
+      << "dnnl: '" << graph_.symbol << "' defines node " << to.node << " twice";
+  Value taken{value.memory};
+  taken.scratch = true;
+  values_[to.node].push_back(taken);
+  return taken.memory;
 }
 
 const Value& Plan::Get(runtime::JsonEntry entry) const {
@@ -74,6 +103,17 @@ Value Plan::View(const Value& value, const dnnl::memory::desc& desc) {
       << desc.get_size();
   Value view = value;
   view.memory = dnnl::memory(desc, engine_, value.memory.get_data_handle());
+  // The bytes now have two names: neither may be written over in place.
+  view.scratch = false;
+  if (value.scratch) {
+    for (std::vector<Value>& outputs : values_) {
+      for (Value& other : outputs) {
+        if (other.memory.get_data_handle() == value.memory.get_data_handle()) {
+          other.scratch = false;
+        }
+      }
+    }
+  }
   if (value.input >= 0) input_bindings_[static_cast<size_t>(value.input)].push_back(view.memory);
   if (value.output >= 0) {
     output_bindings_[static_cast<size_t>(value.output)].push_back(view.memory);
@@ -92,7 +132,10 @@ dnnl::memory Plan::Define(runtime::JsonEntry entry, const dnnl::memory::desc& de
     value = Value{dnnl::memory(desc, engine_, DNNL_MEMORY_NONE), -1, static_cast<int>(head)};
     output_bindings_[head].push_back(value.memory);
   }
-  if (!value.memory) value.memory = dnnl::memory(desc, engine_);
+  if (!value.memory) {
+    value.memory = dnnl::memory(desc, engine_);
+    value.scratch = true;
+  }
   values_[entry.node].push_back(value);
   return value.memory;
 }

@@ -154,6 +154,24 @@ def test_conv2d_bias_residual_relu_uses_the_sum_post_op(residual_first, bias_fir
     check(body, {"x": x, "r": r}, np_of(want), [w, b], pattern=name)
 
 
+def test_residual_is_added_in_place_only_when_nothing_reads_it_later():
+    """b is read by its add only (the sum post-op writes over it); e is read again by the
+    multiply after its add (it must be copied, not overwritten)."""
+    x = randn(1, 8, 6, 6)
+    w = [randn(8, 8, 3, 3) for _ in range(5)]
+    tw = torch_of(*w)
+    conv = lambda t, i: F.conv2d(t, tw[i], padding=1)  # noqa: E731
+    tx = torch_of(x)[0]
+    b, e = conv(tx, 1), conv(tx, 3)
+    summed = conv(F.relu(conv(tx, 0)), 2) + b
+    want = (conv(summed, 4) + e) * e
+    c = lambda data, i: f"nn.conv2d({data}, meta[Constant][{i}], padding=[1, 1, 1, 1])"  # noqa
+    body = (f"%0 = {c('%x', 0)};\n%1 = nn.relu(%0);\n%2 = {c('%x', 1)};\n%3 = {c('%1', 2)};\n"
+            f"%4 = add(%3, %2);\n%5 = {c('%x', 3)};\n%6 = {c('%4', 4)};\n%7 = add(%6, %5);\n"
+            "multiply(%7, %5)")
+    check(body, {"x": x}, np_of(want), w, pattern="dnnl.conv2d_sum", atol=1e-3)
+
+
 def test_a_conv_chain_stays_in_one_region_and_writes_plain_outputs():
     """Two convolutions, a pool and an intermediate that is also a result: blocked layouts
     inside the region, every result row-major."""
