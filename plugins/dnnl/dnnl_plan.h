@@ -40,7 +40,8 @@ dnnl::memory::desc PlainDesc(const std::vector<int64_t>& shape);
 
 /// Builds the plan of `graph` on `engine`. Layouts are chosen by the primitives (blocked
 /// inside the region); constants are reordered into them here, once; anything else read in
-/// another layout gets a reorder step. Intermediate memory is allocated here, once.
+/// another layout gets a reorder step. Intermediate memory is allocated here, once, and a
+/// buffer is shared by values whose lifetimes do not overlap.
 class Plan {
  public:
   Plan(const runtime::JsonGraph& graph, const Array<Tensor>& constants, dnnl::engine engine,
@@ -87,6 +88,9 @@ class Plan {
   std::vector<std::vector<Value>> values_;  ///< per node, per output
   /// Per node, per output: the last op node that reads it; kNever for a head.
   std::vector<std::vector<uint32_t>> last_reader_;
+  /// Memory in layout `desc` for an output of op node `node`: a buffer that no value read from
+  /// `node` on needs any more, or a new one.
+  dnnl::memory Allocate(const dnnl::memory::desc& desc, uint32_t node);
   /// Whether entry (node, index) is a head.
   bool IsHead(runtime::JsonEntry entry) const;
   std::vector<Step> steps_;

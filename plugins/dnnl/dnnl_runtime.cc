@@ -71,6 +71,7 @@ std::optional<dnnl::memory> Plan::TakeOver(runtime::JsonEntry from, runtime::Jso
       << "dnnl: '" << graph_.symbol << "' defines node " << to.node << " twice";
   Value taken{value.memory};
   taken.scratch = true;
+  values_[from.node][from.index].scratch = false;  // the buffer is `to`'s now
   values_[to.node].push_back(taken);
   return taken.memory;
 }
@@ -121,6 +122,28 @@ Value Plan::View(const Value& value, const dnnl::memory::desc& desc) {
   return view;
 }
 
+dnnl::memory Plan::Allocate(const dnnl::memory::desc& desc, uint32_t node) {
+  // Best fit among the buffers whose values every reader has run before `node`: a region's
+  // working set stays a few buffers (warm in cache), not one per value.
+  Value* best = nullptr;
+  for (uint32_t producer = 0; producer < node; ++producer) {
+    for (uint32_t i = 0; i < values_[producer].size(); ++i) {
+      Value& old = values_[producer][i];
+      if (!old.scratch || IsHead({producer, i}) || last_reader_[producer][i] >= node ||
+          old.memory.get_desc().get_size() < desc.get_size()) {
+        continue;
+      }
+      if (best == nullptr ||
+          old.memory.get_desc().get_size() < best->memory.get_desc().get_size()) {
+        best = &old;
+      }
+    }
+  }
+  if (best == nullptr) return dnnl::memory(desc, engine_);
+  best->scratch = false;  // its buffer is the new value's now
+  return dnnl::memory(desc, engine_, best->memory.get_data_handle());
+}
+
 dnnl::memory Plan::Define(runtime::JsonEntry entry, const dnnl::memory::desc& desc) {
   KILN_ICHECK(entry.node < values_.size() && values_[entry.node].size() == entry.index)
       << "dnnl: '" << graph_.symbol << "' defines node " << entry.node << " twice";
@@ -133,7 +156,7 @@ dnnl::memory Plan::Define(runtime::JsonEntry entry, const dnnl::memory::desc& de
     output_bindings_[head].push_back(value.memory);
   }
   if (!value.memory) {
-    value.memory = dnnl::memory(desc, engine_);
+    value.memory = Allocate(desc, entry.node);
     value.scratch = true;
   }
   values_[entry.node].push_back(value);
