@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "dnnl_activations.h"
 #include "dnnl_support.h"
 
 namespace kiln {
@@ -33,15 +34,6 @@ using transform::IsOp;
 using transform::Pattern;
 using transform::PatternEntry;
 using transform::Wildcard;
-
-/// The activations fused as eltwise post-ops: pattern name part, op.
-const std::vector<std::pair<std::string, std::string>>& Activations() {
-  static const std::vector<std::pair<std::string, std::string>> activations = {
-      {"relu", "nn.relu"},    {"clip", "clip"}, {"gelu", "nn.gelu"},
-      {"sigmoid", "sigmoid"}, {"tanh", "tanh"}, {"leaky_relu", "nn.leaky_relu"},
-  };
-  return activations;
-}
 
 /// True when `bias` (right-aligned against `out`) varies along `channel_axis` of `out` only.
 bool IsPerChannel(const std::vector<int64_t>& bias, const std::vector<int64_t>& out,
@@ -68,7 +60,7 @@ struct Form {
   std::string anchor;  ///< "conv2d", "dense" or "matmul"
   Side bias = Side::kNone;
   Side sum = Side::kNone;
-  std::string activation;  ///< name part of Activations(), or empty
+  std::string activation;  ///< name part of FusedActivations(), or empty
 
   int parts() const {
     return (bias != Side::kNone ? 1 : 0) + (sum != Side::kNone ? 1 : 0) +
@@ -92,7 +84,7 @@ PatternEntry MakeEntry(const Form& form) {
   const Pattern bias = IsConstant();
   const Pattern residual = Wildcard();
   Pattern pattern = AddOn(form.sum, AddOn(form.bias, anchor, bias), residual);
-  for (const auto& [part, op] : Activations()) {
+  for (const auto& [part, op] : FusedActivations()) {
     if (part == form.activation) pattern = IsOp(op)({pattern});
   }
   const size_t channel_axis = form.anchor == "conv2d" ? 1 : SIZE_MAX;
@@ -177,7 +169,7 @@ Array<PatternEntry> MakeTable() {
     for (Side bias : {Side::kRight, Side::kLeft, Side::kNone}) {
       for (Side sum : {Side::kRight, Side::kLeft, Side::kNone}) {
         forms.push_back({anchor, bias, sum, ""});
-        for (const auto& activation : Activations()) {
+        for (const auto& activation : FusedActivations()) {
           forms.push_back({anchor, bias, sum, activation.first});
         }
       }

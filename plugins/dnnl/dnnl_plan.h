@@ -62,8 +62,9 @@ class Plan {
   /// buffer is when `entry` is a head and `desc` is row-major.
   dnnl::memory Define(runtime::JsonEntry entry, const dnnl::memory::desc& desc);
   /// The scratch memory of `from`, handed over to `to` (an op's output in layout `desc`) to be
-  /// written in place, when `reader` is the last op to read `from` and `to` is not a head;
-  /// else nullopt. oneDNN's sum post-op then adds to the residual where it lies.
+  /// written in place, when `reader` is the last op to read `from`, neither is a head and
+  /// `from` is in layout `desc`; else nullopt. (oneDNN's sum post-op then adds to a residual
+  /// where it lies; eltwise and binary primitives run in place.)
   std::optional<dnnl::memory> TakeOver(runtime::JsonEntry from, runtime::JsonEntry to,
                                        uint32_t reader, const dnnl::memory::desc& desc);
   /// Makes `value` the value of `entry` too (a reshape: the same bytes, another shape).

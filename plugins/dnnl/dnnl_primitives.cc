@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "dnnl_activations.h"
 #include "dnnl_plan.h"
 
 namespace kiln {
@@ -105,6 +106,13 @@ std::optional<Eltwise> EltwiseOf(const std::string& op, const Map<String, Any>& 
   return eltwise;
 }
 
+/// The output of op node `index` written over its source `src` (eltwise and binary primitives
+/// may run in place) when nothing reads `src` later, else new memory.
+memory InPlaceOrNew(Plan& plan, JsonEntry src, uint32_t index, const memory::desc& desc) {
+  std::optional<memory> taken = plan.TakeOver(src, {index, 0}, index, desc);
+  return taken.has_value() ? *taken : plan.Define({index, 0}, desc);
+}
+
 void BuildEltwise(Plan& plan, uint32_t index, const Eltwise& eltwise) {
   const JsonNode& node = plan.graph().nodes[index];
   const Value& src = plan.Get(node.inputs[0]);
@@ -112,7 +120,7 @@ void BuildEltwise(Plan& plan, uint32_t index, const Eltwise& eltwise) {
       {prop_kind::forward_inference, eltwise.kind, src.memory.get_desc(), eltwise.alpha,
        eltwise.beta},
       plan.engine());
-  const memory dst = plan.Define({index, 0}, pd.dst_desc());
+  const memory dst = InPlaceOrNew(plan, node.inputs[0], index, pd.dst_desc());
   plan.AddStep(dnnl::eltwise_forward(pd), {{DNNL_ARG_SRC, src.memory}, {DNNL_ARG_DST, dst}});
 }
 
@@ -136,10 +144,7 @@ bool Consume(std::string* rest, const std::string& prefix) {
 /// Reads `dnnl.<conv2d|dense|matmul>[_bias|_lbias][_sum|_lsum][_<activation>]` and the node's
 /// inputs (dnnl_patterns.cc).
 Fused ParseFused(const runtime::JsonGraph& graph, const JsonNode& node) {
-  static const std::map<std::string, std::string> activations = {
-      {"relu", "nn.relu"},    {"clip", "clip"}, {"gelu", "nn.gelu"},
-      {"sigmoid", "sigmoid"}, {"tanh", "tanh"}, {"leaky_relu", "nn.leaky_relu"},
-  };
+  const auto& activations = FusedActivations();
   std::string rest = node.name;
   Fused fused;
   for (const char* anchor : {"nn.conv2d", "nn.dense", "matmul"}) {
@@ -153,7 +158,8 @@ Fused ParseFused(const runtime::JsonGraph& graph, const JsonNode& node) {
   const bool sum = lsum || Consume(&rest, "_sum");
   std::string activation;
   if (Consume(&rest, "_")) activation.swap(rest);
-  auto op = activations.find(activation);
+  auto op = std::find_if(activations.begin(), activations.end(),
+                         [&activation](const auto& entry) { return entry.first == activation; });
   // The parameters are the body's leaves in the order it first reads them (left to right,
   // depth first), each distinct expression once: a residual that is the data itself (a
   // shape-preserving convolution of x added to x) is not a parameter of its own.
@@ -180,8 +186,9 @@ Fused ParseFused(const runtime::JsonGraph& graph, const JsonNode& node) {
     }
   }
   if (residual_is_data) fused.residual = fused.data;
-  if (op != activations.end())
+  if (op != activations.end()) {
     fused.activation = EltwiseOf(op->second, AttrsOf(node.attrs, op->second));
+  }
   return fused;
 }
 
@@ -199,8 +206,8 @@ dnnl::primitive_attr PostOps(const Fused& fused) {
 }
 
 /// Adds the step of a primitive with weights (and maybe bias) whose descriptor `pd` chose the
-/// layouts: the weights and bias are read into them (once, when constant), the residual is
-/// copied into the destination first (the sum post-op adds to what is there).
+/// layouts: the weights and bias are read into them (once, when constant), and the destination
+/// holds the residual first (the sum post-op adds to what is there).
 template <typename PrimitiveDesc, typename Primitive>
 void AddWeighted(Plan& plan, uint32_t index, const Fused& fused, const PrimitiveDesc& pd,
                  const Value& src, const Value& weights, const std::optional<Value>& bias) {
@@ -460,7 +467,7 @@ void BuildBinary(Plan& plan, uint32_t index, algorithm kind) {
   const memory src0 = plan.Reordered(first, pd->src_desc(0)).memory;
   const memory src1 = broadcast ? plan.View(plan.Get(other), broadcast_desc).memory
                                 : plan.Reordered(plan.Get(other), pd->src_desc(1)).memory;
-  const memory dst = plan.Define({index, 0}, pd->dst_desc());
+  const memory dst = InPlaceOrNew(plan, node.inputs[swap ? 1 : 0], index, pd->dst_desc());
   plan.AddStep(dnnl::binary(*pd),
                {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, dst}});
 }
