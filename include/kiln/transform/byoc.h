@@ -50,7 +50,7 @@ KILN_API std::vector<PredicateAnswer> AskCompilers(const ir::Call& call,
 /// is left as it is. Types the input (InferType) first. Named `transform.AnnotateTarget(a, b)`,
 /// so its pipeline string parses back to it. ValueError for an empty, repeated or malformed
 /// compiler name.
-KILN_API Pass AnnotateTarget(std::vector<std::string> compilers);
+KILN_API Pass AnnotateTarget(const std::vector<std::string>& compilers);
 
 /// Merges the annotated regions of one compiler into as few regions as it can without making
 /// the graph of regions cyclic (a region never absorbs a same-compiler region it reaches through

@@ -203,11 +203,12 @@ std::string PassName(const std::vector<std::string>& compilers) {
 std::vector<PredicateAnswer> AskCompilers(const ir::Call& call,
                                           const std::vector<std::string>& compilers) {
   std::vector<PredicateAnswer> answers;
+  answers.reserve(compilers.size());
   for (const std::string& compiler : compilers) answers.push_back(Ask(call, compiler));
   return answers;
 }
 
-Pass AnnotateTarget(std::vector<std::string> compilers) {
+Pass AnnotateTarget(const std::vector<std::string>& compilers) {
   CheckCompilerNames(compilers);
   auto annotate = [compilers](const ir::Function& func, const ir::IRModule& mod,
                               const PassContext& /*ctx*/) {
@@ -224,7 +225,7 @@ Pass AnnotateTarget(std::vector<std::string> compilers) {
 KILN_REGISTER_GLOBAL("transform.AnnotateTarget").set_body_typed([](const Array<String>& names) {
   std::vector<std::string> compilers;
   for (const String& name : names) compilers.push_back(name.str());
-  return AnnotateTarget(std::move(compilers));
+  return AnnotateTarget(compilers);
 });
 
 KILN_REGISTER_GLOBAL("transform.AskCompilers")

@@ -69,7 +69,8 @@ class RegionFinder {
     std::vector<std::pair<ir::Expr, bool>> stack = {{body_, false}};
     std::unordered_map<const Object*, int>& index = regions_.index;
     while (!stack.empty()) {
-      auto [expr, expanded] = stack.back();
+      const ir::Expr expr = stack.back().first;
+      const bool expanded = stack.back().second;
       stack.pop_back();
       if (!IsDataflowNode(expr) || index.count(expr.get())) continue;
       if (expanded) {
