@@ -30,9 +30,6 @@ class RegionMerger {
     std::iota(parent_.begin(), parent_.end(), 0);
     out_edges_.resize(n);
     seen_in_walk_.assign(n, 0);
-    first_.resize(n);
-    std::iota(first_.begin(), first_.end(), 0);
-    last_ = first_;
     for (int node = 0; node < n; ++node) {
       for (int input : dag.inputs[node]) {
         KILN_CHECK(input >= 0 && input < node, ValueError)
@@ -65,23 +62,21 @@ class RegionMerger {
     if (label == kHostLabel || dag_.labels[producer] != label) return false;
     const int a = Find(producer);
     const int b = Find(consumer);
-    if (a == b || ReachesThroughThirdRegion(a, b) || ReachesThroughThirdRegion(b, a)) {
-      return false;
-    }
+    // The edge producer -> consumer goes from a to b, so in the acyclic graph of regions no
+    // path goes back from b to a: only paths from a need checking.
+    if (a == b || ReachesThroughThirdRegion(a, b)) return false;
     // The larger list absorbs the smaller, so each edge moves O(log n) times.
     if (out_edges_[a].size() > out_edges_[b].size()) std::swap(out_edges_[a], out_edges_[b]);
     out_edges_[b].insert(out_edges_[b].end(), out_edges_[a].begin(), out_edges_[a].end());
     out_edges_[a].clear();
     out_edges_[a].shrink_to_fit();
-    first_[b] = std::min(first_[a], first_[b]);
-    last_[b] = std::max(last_[a], last_[b]);
     parent_[a] = b;
     return true;
   }
 
   /// Whether a path leaves region `from` and reaches region `to` through some other region.
-  /// Nodes are numbered topologically, so a region whose first node comes after `to`'s last
-  /// cannot lead to `to`: the walk skips it, which keeps merging a long chain linear.
+  /// (Node numbers cannot bound the walk: a region may hold nodes far apart in the order, so a
+  /// region of late nodes can lead to one holding early nodes.)
   bool ReachesThroughThirdRegion(int from, int to) {
     // A mark per walk instead of a fresh visited set: walks are many, most stop at once.
     ++walk_;
@@ -97,7 +92,7 @@ class RegionMerger {
         if (next == region) continue;
         edges[kept++] = output;
         if (next == to && region != from) return true;
-        if (next == to || next == from || first_[next] > last_[to]) continue;
+        if (next == to || next == from) continue;
         if (seen_in_walk_[next] == walk_) continue;
         seen_in_walk_[next] = walk_;
         stack_.push_back(next);
@@ -122,8 +117,6 @@ class RegionMerger {
   const LabeledDag& dag_;
   std::vector<int> parent_;
   std::vector<std::vector<int>> out_edges_;  // per root: consumers of its nodes, some stale
-  std::vector<int> first_;                   // per root: its lowest node
-  std::vector<int> last_;                    // per root: its highest node
   std::vector<int64_t> seen_in_walk_;        // per root: the last walk that reached it
   int64_t walk_ = 0;
   std::vector<int> stack_;
