@@ -45,7 +45,8 @@ KILN_API std::vector<PredicateAnswer> AskCompilers(const ir::Call& call,
 /// compiler_begin, its result in compiler_end (constant inputs stay unwrapped: they go into the
 /// region). A compiler whose global `kiln.ext.<compiler>.partition(function) -> Array<Array<Call>>`
 /// is registered takes the calls of the regions it returns instead of asking predicates. A tuple
-/// is taken when all its fields are calls one compiler took, a tuple field when its tuple was.
+/// is taken when all its fields but constants are calls one compiler took, a tuple field when
+/// its tuple was.
 /// Host calls are left unannotated; a function that already holds annotations (written by hand)
 /// is left as it is. Types the input (InferType) first. Named `transform.AnnotateTarget(a, b)`,
 /// so its pipeline string parses back to it. ValueError for an empty, repeated or malformed

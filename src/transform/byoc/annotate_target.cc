@@ -147,9 +147,11 @@ class TargetAnnotator {
       }
       return "";
     }
-    // A tuple or a tuple field carries no computation: it joins the region of what it groups.
+    // A tuple or a tuple field carries no computation: it joins the region of what it groups
+    // (constants go along with any region).
     std::string common;
     for (const ir::Expr& operand : Operands(node)) {
+      if (operand.as<ir::ConstantObj>() != nullptr) continue;
       auto it = regions_.index.find(operand.get());
       const std::string compiler = it == regions_.index.end() ? "" : compiler_of_[it->second];
       if (compiler.empty() || (!common.empty() && compiler != common)) return "";
