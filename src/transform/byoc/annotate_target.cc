@@ -109,7 +109,7 @@ class TargetAnnotator {
         const bool wrap = !compiler.empty() && operand.as<ir::ConstantObj>() == nullptr;
         operands.push_back(wrap ? byoc::CompilerBegin(outer, compiler) : outer);
       }
-      inside_[node] = Rebuild(nodes[node], operands);
+      inside_[node] = byoc::WithOperands(nodes[node], operands);
       outside_[node] =
           compiler.empty() ? inside_[node] : byoc::CompilerEnd(inside_[node], compiler);
     }
@@ -163,13 +163,6 @@ class TargetAnnotator {
   ir::Expr Outside(const ir::Expr& expr) const {
     auto it = regions_.index.find(expr.get());
     return it == regions_.index.end() ? expr : outside_[it->second];
-  }
-
-  static ir::Expr Rebuild(const ir::Expr& node, const Array<ir::Expr>& operands) {
-    if (const auto* call = node.as<ir::CallObj>())
-      return ir::Call(call->op(), operands, call->attrs());
-    if (node.as<ir::TupleObj>() != nullptr) return ir::Tuple(operands);
-    return ir::TupleGetItem(operands[0], node.as<ir::TupleGetItemObj>()->index());
   }
 
   const std::vector<std::string>& compilers_;

@@ -346,6 +346,14 @@ std::vector<ir::Expr> Operands(const ir::Expr& expr) {
   return {};
 }
 
+ir::Expr WithOperands(const ir::Expr& node, const Array<ir::Expr>& operands) {
+  if (const auto* call = node.as<ir::CallObj>()) {
+    return ir::Call(call->op(), operands, call->attrs());
+  }
+  if (node.as<ir::TupleObj>() != nullptr) return ir::Tuple(operands);
+  return ir::TupleGetItem(operands[0], node.as<ir::TupleGetItemObj>()->index());
+}
+
 std::string NodeText(const ir::Expr& node) {
   const std::string text = ir::AsText(node);
   // The printer binds every call, tuple and field to a temporary: the last binding is the node.
