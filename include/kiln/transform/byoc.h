@@ -34,9 +34,11 @@ struct PredicateAnswer {
 /// Each compiler's answer for `call`, in the order of `compilers`, as AnnotateTarget asks them:
 /// a call of an op asks the op attribute `target.<compiler>`, a Function `(call: ir.Call) ->
 /// bool | str`; a call of a function with attribute `Composite="<compiler>.<name>"` is taken by
-/// that compiler alone. Any other call gets kNoPredicate. A predicate's error is rethrown with
-/// the compiler and op as context; a result other than a bool or a string is a TypeError.
-/// `call` should be typed (InferType), since predicates read argument types.
+/// that compiler alone; a compiler with a `kiln.ext.<compiler>.partition` function answers
+/// kGraphLevel for op calls. Any other call gets kNoPredicate. A predicate's error is rethrown
+/// with the compiler and op as context; a result other than a bool or a string is a TypeError.
+/// `call` should be typed (InferType), since predicates read argument types. Also the global
+/// `transform.AskCompilers(call, compilers)`, answering maps {compiler, answer, reason}.
 KILN_API std::vector<PredicateAnswer> AskCompilers(const ir::Call& call,
                                                    const std::vector<std::string>& compilers);
 
