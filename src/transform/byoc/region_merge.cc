@@ -6,6 +6,12 @@
 // node of C makes every successor of C reachable, even when C's nodes are only weakly connected.
 // A merge can make an earlier refused one safe (the third region on the path may itself have
 // joined A or B), so the sweep repeats until a whole sweep merges nothing.
+//
+// Which merges win depends on the order: sweeping from the inputs, a producer joins its first
+// consumer and may then block that consumer's merges with its own consumers; sweeping from the
+// outputs, the opposite. Both sweeps run and the one with fewer regions is kept: on random small
+// DAGs this misses the fewest regions 76 times in 30,000 graphs with one sweep, once with both
+// (region_merge_property_test.cc).
 #include "region_merge.h"
 
 #include <kiln/ffi/error.h>
@@ -40,11 +46,15 @@ class RegionMerger {
     }
   }
 
-  std::vector<int> Run() {
+  /// Sweeps over the nodes (in topological order, or in reverse with `from_outputs`), merging
+  /// each with its inputs where safe, until a sweep merges nothing.
+  std::vector<int> Run(bool from_outputs) {
     bool merged = true;
+    const int n = static_cast<int>(parent_.size());
     while (merged) {
       merged = false;
-      for (int node = 0; node < static_cast<int>(parent_.size()); ++node) {
+      for (int i = 0; i < n; ++i) {
+        const int node = from_outputs ? n - 1 - i : i;
         for (int input : dag_.inputs[node]) merged = TryMerge(input, node) || merged;
       }
     }
@@ -124,7 +134,15 @@ class RegionMerger {
 
 }  // namespace
 
-std::vector<int> MergeRegions(const LabeledDag& dag) { return RegionMerger(dag).Run(); }
+std::vector<int> MergeRegions(const LabeledDag& dag) {
+  std::vector<int> forward = RegionMerger(dag).Run(/*from_outputs=*/false);
+  if (forward.empty()) return forward;
+  std::vector<int> backward = RegionMerger(dag).Run(/*from_outputs=*/true);
+  // Regions are numbered from 0, so the largest number says how many there are.
+  const bool backward_fewer = *std::max_element(backward.begin(), backward.end()) <
+                              *std::max_element(forward.begin(), forward.end());
+  return backward_fewer ? backward : forward;
+}
 
 }  // namespace byoc
 }  // namespace transform

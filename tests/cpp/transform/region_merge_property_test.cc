@@ -240,16 +240,17 @@ void CheckCheapProperties(const LabeledDag& dag, const std::vector<int>& regions
   EXPECT_FALSE(HasMergeableNeighbours(dag, regions)) << Describe(dag, regions);
 }
 
-// MergeRegions is greedy, so it is not always optimal. A case found by an earlier seed:
-//   0: label 2; 1: label 1; 2: host, reads 1; 3: label 1, reads 0 1; 4: label 1, reads 2 3;
-//   5: label 1, reads 1 2 3.
-// The sweep merges 1 into 3 first; 4 and 5 then cannot join {1, 3} (1 -> 2 -> 4 goes through
-// the host node), giving 5 regions, where {1} {3, 4, 5} gives 4. What is asserted instead:
-// every result is valid and maximal, never below the brute force (which would mean the checks
-// are wrong), and worse than it on at most 1% of the graphs.
+// MergeRegions is greedy, so it is not always optimal. A case (found with 30,000 graphs):
+//   labels: 0: a; 1, 2, 3, 6: b; 4, 5: a; 7: host. Inputs: 2 <- 0 1; 3 <- 1; 4 <- 0 1 3;
+//   5 <- 0 1; 6 <- 0 1 2 3; 7 <- 0 1 5.
+// Both sweeps make {1, 2, 3, 6} one region first; then 0 cannot join 4 or 5 (0 -> 2 -> ... ->
+// 4 and 0 -> 2, 1 -> 5 go through it), giving 5 regions. {0, 4, 5} {1, 3} {2, 6} {7} gives 4:
+// splitting b's regions lets a's merge. What is asserted instead: every result is valid and
+// maximal, never below the brute force (which would mean the checks are wrong), and worse than
+// it on at most 1% of the graphs (one sweep alone: 76 of 30,000; both: 1).
 TEST(RegionMergePropertyTest, SmallGraphsAreValidMaximalAndRarelyAboveTheFewest) {
   std::mt19937 rng(20261122);
-  constexpr int kGraphs = 3000;
+  constexpr int kGraphs = 10000;
   int worse_than_fewest = 0;
   for (int round = 0; round < kGraphs; ++round) {
     const int num_nodes = 4 + static_cast<int>(rng() % 6);
