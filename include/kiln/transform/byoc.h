@@ -59,8 +59,9 @@ KILN_API Pass AnnotateTarget(const std::vector<std::string>& compilers);
 /// the graph of regions cyclic (a region never absorbs a same-compiler region it reaches through
 /// another compiler's region or a host node), by removing the compiler_end -> compiler_begin
 /// pairs between merged calls. Greedy (src/transform/byoc/region_merge.h): the result is maximal
-/// (no two adjacent regions of one compiler could still merge), not always the fewest. Validates the annotations first
-/// (ValueError naming the node: unbalanced, mismatched compilers, a region in a cycle).
+/// (no two adjacent regions of one compiler could still merge), not always the fewest. Validates
+/// the annotations first (ValueError naming the node: unbalanced, mismatched compilers, a region in
+/// a cycle).
 KILN_API Pass MergeCompilerRegions();
 
 /// Makes each annotated region (validated as by MergeCompilerRegions) a global function with
