@@ -226,3 +226,28 @@ def test_kiln_build_runs_a_blas_region_between_host_ops(blas, tmp_path):
     want = dense @ inputs["m"] + dense.sum(axis=2, keepdims=True)
     np.testing.assert_allclose(model.run(x=inputs["x"], m=inputs["m"])[0], want,
                                rtol=1e-5, atol=1e-5)
+
+
+def test_kiln_build_with_plugins_blas_partitions_reports_and_matches_numpy(blas, capsys):
+    """The whole flow: blas takes the dense and the matrix product (one region), declines the
+    product with a 1-D operand (with its reason in the report), the host runs the rest."""
+    w = RNG.standard_normal((4, 3)).astype("float32")
+    mod = kiln.ir.ParseModule("""
+        def @main(%x: Tensor[(2, 3), float32], %m: Tensor[(4, 6), float32],
+                  %v: Tensor[(6), float32]) {
+          %0 = nn.relu(%x);
+          %1 = nn.dense(%0, meta[Constant][0]);
+          %2 = matmul(%1, %m);
+          matmul(%2, %v)
+        }""", [kiln.tensor(w)])
+    model = kiln.build(mod, plugins=["blas"], report=True)
+    report = capsys.readouterr().out
+    assert "blas      2 op calls in 1 function(s)" in report
+    assert "matmul x1: blas declined (a 1-D operand)" in report
+    (program,) = model.module.imports
+    assert [(m.kind, m.functions) for m in program.imports] == [("blas_json", ["kiln_blas_0"])]
+    x = RNG.standard_normal((2, 3)).astype("float32")
+    m = RNG.standard_normal((4, 6)).astype("float32")
+    v = RNG.standard_normal(6).astype("float32")
+    np.testing.assert_allclose(model.run(x=x, m=m, v=v)[0], (np.maximum(x, 0) @ w.T) @ m @ v,
+                               rtol=1e-5, atol=1e-5)
