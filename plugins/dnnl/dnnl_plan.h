@@ -35,6 +35,16 @@ struct Step {
   std::unordered_map<int, dnnl::memory> args;
 };
 
+/// The attributes of every primitive of a plan: the plan hands each its scratchpad, one buffer
+/// shared by all (runs are serialized), allocated at Init. oneDNN's own ("library") scratchpad
+/// would be shared between threads and require each primitive to run on the thread that
+/// created it, which a module called from several threads cannot promise.
+inline dnnl::primitive_attr UserScratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
 /// The memory of a region's row-major tensor of `shape` (a scalar as one element).
 dnnl::memory::desc PlainDesc(const std::vector<int64_t>& shape);
 
@@ -74,7 +84,8 @@ class Plan {
   /// Appends a step that copies `from` into `to` in `to`'s layout.
   void AddCopy(dnnl::memory from, dnnl::memory to);
 
-  /// Builds the heads that no op wrote in place: a reorder step into the caller's buffer.
+  /// Builds the heads that no op wrote in place (a reorder step into the caller's buffer), then
+  /// gives every step that needs one the shared scratchpad.
   void Finish();
 
   const std::vector<Step>& steps() const { return steps_; }
@@ -95,6 +106,7 @@ class Plan {
   /// Whether entry (node, index) is a head.
   bool IsHead(runtime::JsonEntry entry) const;
   std::vector<Step> steps_;
+  dnnl::memory scratchpad_;  ///< owns the buffer the steps' scratchpads share
   std::vector<std::vector<dnnl::memory>> input_bindings_;
   std::vector<std::vector<dnnl::memory>> output_bindings_;
 };

@@ -119,7 +119,7 @@ void BuildEltwise(Plan& plan, uint32_t index, const Eltwise& eltwise) {
   const dnnl::eltwise_forward::primitive_desc pd(
       {prop_kind::forward_inference, eltwise.kind, src.memory.get_desc(), eltwise.alpha,
        eltwise.beta},
-      plan.engine());
+      UserScratchpad(), plan.engine());
   const memory dst = InPlaceOrNew(plan, node.inputs[0], index, pd.dst_desc());
   plan.AddStep(dnnl::eltwise_forward(pd), {{DNNL_ARG_SRC, src.memory}, {DNNL_ARG_DST, dst}});
 }
@@ -200,7 +200,7 @@ dnnl::primitive_attr PostOps(const Fused& fused) {
     ops.append_eltwise(1.0F, fused.activation->kind, fused.activation->alpha,
                        fused.activation->beta);
   }
-  dnnl::primitive_attr attr;
+  dnnl::primitive_attr attr = UserScratchpad();
   attr.set_post_ops(ops);
   return attr;
 }
@@ -343,7 +343,7 @@ void BuildPool(Plan& plan, uint32_t index, algorithm kind, const Window& window)
                                                      OneDnnDilation(window.dilation),
                                                      {window.padding[0], window.padding[1]},
                                                      right},
-                                                    plan.engine());
+                                                    UserScratchpad(), plan.engine());
   const memory dst = plan.Define({index, 0}, pd.dst_desc());
   plan.AddStep(dnnl::pooling_v2_forward(pd), {{DNNL_ARG_SRC, src.memory}, {DNNL_ARG_DST, dst}});
 }
@@ -383,12 +383,12 @@ void BuildSoftmax(Plan& plan, uint32_t index) {
   dnnl::primitive primitive;
   if (node.name == "nn.log_softmax") {
     const dnnl::logsoftmax_forward::primitive_desc pd({prop_kind::forward_inference, desc, axis},
-                                                      plan.engine());
+                                                      UserScratchpad(), plan.engine());
     dst = plan.Define({index, 0}, pd.dst_desc());
     primitive = dnnl::logsoftmax_forward(pd);
   } else {
     const dnnl::softmax_forward::primitive_desc pd({prop_kind::forward_inference, desc, axis},
-                                                   plan.engine());
+                                                   UserScratchpad(), plan.engine());
     dst = plan.Define({index, 0}, pd.dst_desc());
     primitive = dnnl::softmax_forward(pd);
   }
@@ -407,7 +407,7 @@ void BuildLayerNorm(Plan& plan, uint32_t index) {
   const dnnl::layer_normalization_forward::primitive_desc pd(
       {prop_kind::forward_inference, src.memory.get_desc(), FloatAttr(node.attrs, "epsilon"),
        dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift},
-      plan.engine());
+      UserScratchpad(), plan.engine());
   std::unordered_map<int, memory> args = {
       {DNNL_ARG_SRC, src.memory},
       {DNNL_ARG_SCALE, ChannelOperand(plan, node.inputs[1], shape.back())},
@@ -427,7 +427,7 @@ void BuildBatchNorm(Plan& plan, uint32_t index) {
       {prop_kind::forward_inference, src.memory.get_desc(), FloatAttr(node.attrs, "epsilon"),
        dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale |
            dnnl::normalization_flags::use_shift},
-      plan.engine());
+      UserScratchpad(), plan.engine());
   std::unordered_map<int, memory> args = {
       {DNNL_ARG_SRC, src.memory},
       {DNNL_ARG_SCALE, ChannelOperand(plan, node.inputs[1], channels)},
@@ -456,7 +456,7 @@ void BuildBinary(Plan& plan, uint32_t index, algorithm kind) {
   const auto make = [&](const memory::desc& src0) {
     return dnnl::binary::primitive_desc(
         {kind, src0, broadcast ? broadcast_desc : src0, AnyDesc(Dims(out.begin(), out.end()))},
-        plan.engine());
+        UserScratchpad(), plan.engine());
   };
   std::optional<dnnl::binary::primitive_desc> pd;
   try {
@@ -540,9 +540,9 @@ void BuildConcatenate(Plan& plan, uint32_t index) {
   }
   std::optional<dnnl::concat::primitive_desc> pd;
   try {
-    pd.emplace(AnyDesc(Dims(out.begin(), out.end())), axis, own, plan.engine());
+    pd.emplace(AnyDesc(Dims(out.begin(), out.end())), axis, own, plan.engine(), UserScratchpad());
   } catch (const dnnl::error&) {
-    pd.emplace(PlainDesc(out), axis, row_major, plan.engine());
+    pd.emplace(PlainDesc(out), axis, row_major, plan.engine(), UserScratchpad());
   }
   std::unordered_map<int, memory> args;
   for (size_t i = 0; i < node.inputs.size(); ++i) {

@@ -86,6 +86,7 @@ Value Plan::Reordered(const Value& value, const dnnl::memory::desc& desc) {
   if (value.memory.get_desc() == desc) return value;
   Value copy{dnnl::memory(desc, engine_)};
   if (value.constant) {
+    // Executed here, on the thread building the plan, once: its scratchpad is oneDNN's own.
     dnnl::memory from = value.memory;
     dnnl::reorder(from, copy.memory).execute(stream_, from, copy.memory);
     stream_.wait();
@@ -174,7 +175,8 @@ void Plan::AddStep(dnnl::primitive primitive, std::unordered_map<int, dnnl::memo
 }
 
 void Plan::AddCopy(dnnl::memory from, dnnl::memory to) {
-  AddStep(dnnl::reorder(from, to), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+  const dnnl::reorder::primitive_desc pd(from, to, UserScratchpad());
+  AddStep(dnnl::reorder(pd), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
 }
 
 void Plan::Finish() {
@@ -185,6 +187,24 @@ void Plan::Finish() {
                            DNNL_MEMORY_NONE);
     output_bindings_[head].push_back(out);
     AddCopy(value.memory, out);
+  }
+  std::vector<dnnl::memory::desc> scratchpads;
+  size_t largest = 0;
+  for (const Step& step : steps_) {
+    const dnnl_memory_desc_t* desc = dnnl_primitive_desc_query_md(
+        step.primitive.get_primitive_desc(), dnnl_query_scratchpad_md, 0);
+    scratchpads.emplace_back(desc == nullptr ? dnnl::memory::desc() : dnnl::memory::desc(*desc));
+    largest = std::max(largest, scratchpads.back().get_size());
+  }
+  if (largest == 0) return;
+  scratchpad_ = dnnl::memory({{static_cast<dnnl::memory::dim>(largest)},
+                              dnnl::memory::data_type::u8,
+                              dnnl::memory::format_tag::x},
+                             engine_);
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    if (scratchpads[i].get_size() == 0) continue;
+    steps_[i].args[DNNL_ARG_SCRATCHPAD] =
+        dnnl::memory(scratchpads[i], engine_, scratchpad_.get_data_handle());
   }
 }
 

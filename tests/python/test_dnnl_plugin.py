@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import threading
 
 import numpy as np
 import pytest
@@ -475,6 +476,26 @@ def test_placement_report_of_a_conv_net_puts_conv_dense_pool_on_dnnl():
     assert "in pattern dnnl.conv2d_sum" in built.placement_report
     x = randn(2, 3, 8, 8)
     np.testing.assert_allclose(built.run(x=x)[0], torch_net(x, consts), rtol=RTOL, atol=1e-6)
+
+
+def test_a_module_initialized_on_one_thread_runs_on_others():
+    """Primitives are made on the first caller's thread; other threads run them (the plan owns
+    their scratchpad, so none is tied to a thread)."""
+    mod, consts = net()
+    built = kiln.build(mod, plugins=["dnnl"])
+    inputs = [randn(2, 3, 8, 8) for _ in range(4)]
+    results = [None] * len(inputs)
+    built.run(x=inputs[0])
+
+    def run(i):
+        results[i] = built.run(x=inputs[i])[0]
+
+    for i in range(len(inputs)):
+        worker = threading.Thread(target=run, args=(i,))
+        worker.start()
+        worker.join()
+    for x, got in zip(inputs, results):
+        np.testing.assert_allclose(got, torch_net(x, consts), rtol=RTOL, atol=1e-6)
 
 
 RELOAD = textwrap.dedent(
