@@ -498,6 +498,65 @@ def test_a_module_initialized_on_one_thread_runs_on_others():
         np.testing.assert_allclose(got, torch_net(x, consts), rtol=RTOL, atol=1e-6)
 
 
+VERBOSE_RUN = textwrap.dedent(
+    """
+    import ctypes
+    import sys
+    import numpy as np
+    import kiln
+    from kiln import transform
+
+    kiln.load_plugin(sys.argv[1])
+    rng = np.random.default_rng(0)
+    text = (
+        "def @main(%x: Tensor[(1, 16, 14, 14), float32]) {"
+        "  %0 = nn.conv2d(%x, meta[Constant][0], padding=[1, 1, 1, 1]);"
+        "  %1 = nn.relu(%0);"
+        "  %2 = nn.conv2d(%1, meta[Constant][1], padding=[1, 1, 1, 1]);"
+        "  nn.max_pool2d(%2, pool_size=[2, 2], strides=[2, 2]) }")
+    weights = [rng.standard_normal(s).astype("float32") for s in ((32, 16, 3, 3), (32, 32, 3, 3))]
+    mod = transform.InferType()(kiln.ir.ParseModule(text, [kiln.tensor(w) for w in weights]))
+    model = kiln.build(mod, plugins=["dnnl"])
+    gomp = ctypes.CDLL("libgomp.so.1")
+    before = gomp.omp_get_max_threads()
+    x = np.ones((1, 16, 14, 14), "float32")
+    model.run(x=x)
+    print("=== second run", flush=True)
+    model.run(x=x)
+    print("=== omp threads", before, gomp.omp_get_max_threads(), flush=True)
+    """
+)
+
+
+def verbose_run(tmp_path):
+    """stdout of VERBOSE_RUN with oneDNN's verbose mode on, KILN_NUM_THREADS=2 and
+    OMP_NUM_THREADS=3."""
+    script = tmp_path / "verbose_run.py"
+    script.write_text(VERBOSE_RUN)
+    env = dict(os.environ, ONEDNN_VERBOSE="1", KILN_NUM_THREADS="2", OMP_NUM_THREADS="3")
+    run = subprocess.run([sys.executable, str(script), os.environ["KILN_DNNL_PLUGIN"]],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert run.returncode == 0, run.stderr
+    return run.stdout
+
+
+def test_onednn_runs_on_kilns_thread_count_and_restores_the_callers(tmp_path):
+    out = verbose_run(tmp_path)
+    assert "runtime:OpenMP,nthr:2" in out, out
+    assert "=== omp threads 3 3" in out, out
+
+
+def test_a_region_reorders_only_at_its_boundary(tmp_path):
+    """conv -> relu -> conv -> pool in one region: one reorder in, one out, none between, and
+    the convolutions write a layout of oneDNN's choosing."""
+    second = verbose_run(tmp_path).split("=== second run")[1].split("=== omp")[0]
+    executed = [line.split(",")[3] for line in second.splitlines()
+                if line.startswith("onednn_verbose,exec")]
+    assert executed == ["reorder", "convolution", "convolution", "pooling_v2", "reorder"], second
+    conv_dst = re.findall(r"convolution,.* dst_f32::blocked:(\w+):", second)
+    assert conv_dst and "abcd" not in conv_dst, second
+
+
 RELOAD = textwrap.dedent(
     """
     import sys
