@@ -13,6 +13,10 @@ instruments and error context included), with keyword settings for its PassConte
 Settings are those of ``transform.RunPipeline``: ``opt_level``, ``required_passes``,
 ``disabled_passes``, ``dump_on_error_dir``, ``instruments``; any other key is a config entry.
 
+Bring your own codegen: ``AnnotateTarget(["dnnl", "blas"])``, ``MergeCompilerRegions()`` and
+``PartitionGraph()``; ``register_target_predicate`` claims an op for a compiler from Python and
+``ask_compilers`` shows what each compiler answers for a call (docs/byoc.md).
+
 Every other ``transform.*`` global (from Kiln or a plugin, even one loaded after ``import kiln``)
 is reachable as ``kiln.transform.<Name>``. A plugin's passes in its own namespace are reached by
 their full name: ``kiln.get_global_func("my_ext.transform.RemoveIdentity")()``.
@@ -60,6 +64,31 @@ class Sequential(Pass):
 
     def __new__(cls, passes, name="Sequential"):
         return _transform("Sequential")(list(passes), name)
+
+
+def register_target_predicate(op, compiler, predicate=None, override=False):
+    """Sets the op attribute ``target.<compiler>`` of ``op`` (a name or an Op), which
+    AnnotateTarget asks: ``predicate(call) -> bool | str``, True taking the call, False or a
+    reason (str) declining it. Without ``predicate``, a decorator::
+
+        @transform.register_target_predicate("nn.relu", "my_compiler")
+        def _relu(call):
+            return True
+
+    A second predicate for the same op and compiler is a kiln.KeyError unless ``override``."""
+
+    def register(function):
+        name = op if isinstance(op, str) else op.name
+        get_global_func("ir.OpSetAttr")(name, "target." + compiler, function, override)
+        return function
+
+    return register if predicate is None else register(predicate)
+
+
+def ask_compilers(call, compilers):
+    """Each compiler's answer for ``call`` as AnnotateTarget asks them: a list of dicts
+    ``{"compiler", "answer": "taken" | "declined" | "no_predicate" | "graph_level", "reason"}``."""
+    return [dict(answer.items()) for answer in _transform("AskCompilers")(call, list(compilers))]
 
 
 def run_pipeline(mod, pipeline, **settings):

@@ -61,9 +61,11 @@ KILN_API Pass AnnotateTarget(std::vector<std::string> compilers);
 KILN_API Pass MergeCompilerRegions();
 
 /// Makes each annotated region (validated as by MergeCompilerRegions) a global function with
-/// attributes Compiler=<compiler>, Primitive=1 and global_symbol="kiln_<compiler>_<n>" (n counts
-/// a compiler's regions in post-order over @main then the other functions by name, skipping
-/// names the module already has), called through its GlobalVar. Inputs from outside become
+/// attributes Compiler=<compiler>, Primitive=1 and global_symbol="kiln_<compiler>_<n>", called
+/// through its GlobalVar. n counts each compiler's regions from 0 over @main, then the other
+/// functions by name; within a function regions go in a topological order of the regions and
+/// host nodes, ties broken by post-order; names the module already has are skipped. So the
+/// same input always gives the same names. Inputs from outside become
 /// parameters typed by their checked types; constants stay inside; a region with several outputs
 /// returns a tuple that the caller reads with TupleGetItem. Removes every annotation.
 KILN_API Pass PartitionGraph();

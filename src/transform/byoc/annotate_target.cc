@@ -47,8 +47,8 @@ PredicateAnswer AskPredicate(const ir::Call& call, const ir::Op& op, const std::
                             byoc::NodeText(call));
   }
   if (result.type_index() == kKilnTypeBool) {
-    answer.kind = result.cast<bool>() ? PredicateAnswer::Kind::kTaken
-                                      : PredicateAnswer::Kind::kDeclined;
+    answer.kind =
+        result.cast<bool>() ? PredicateAnswer::Kind::kTaken : PredicateAnswer::Kind::kDeclined;
   } else if (std::optional<String> reason = result.as<String>()) {
     answer.kind = PredicateAnswer::Kind::kDeclined;
     answer.reason = reason->str();
@@ -139,10 +139,10 @@ class TargetAnnotator {
     if (const auto* call = node.as<ir::CallObj>()) {
       for (const std::string& compiler : compilers_) {
         auto graph_level = graph_level_.find(compiler);
-        const bool taken = graph_level != graph_level_.end() && call->op().as<ir::OpObj>()
-                               ? graph_level->second.count(call) > 0
-                               : Ask(Downcast<ir::Call>(node), compiler).kind ==
-                                     PredicateAnswer::Kind::kTaken;
+        const bool taken =
+            graph_level != graph_level_.end() && call->op().as<ir::OpObj>()
+                ? graph_level->second.count(call) > 0
+                : Ask(Downcast<ir::Call>(node), compiler).kind == PredicateAnswer::Kind::kTaken;
         if (taken) return compiler;
       }
       return "";
@@ -164,7 +164,8 @@ class TargetAnnotator {
   }
 
   static ir::Expr Rebuild(const ir::Expr& node, const Array<ir::Expr>& operands) {
-    if (const auto* call = node.as<ir::CallObj>()) return ir::Call(call->op(), operands, call->attrs());
+    if (const auto* call = node.as<ir::CallObj>())
+      return ir::Call(call->op(), operands, call->attrs());
     if (node.as<ir::TupleObj>() != nullptr) return ir::Tuple(operands);
     return ir::TupleGetItem(operands[0], node.as<ir::TupleGetItemObj>()->index());
   }
@@ -184,9 +185,8 @@ void CheckCompilerNames(const std::vector<std::string>& compilers) {
         !compiler.empty() && std::all_of(compiler.begin(), compiler.end(), [](char c) {
           return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
         });
-    KILN_CHECK(identifier, ValueError)
-        << "AnnotateTarget: compiler name '" << compiler
-        << "' must be a non-empty identifier (letters, digits, '_')";
+    KILN_CHECK(identifier, ValueError) << "AnnotateTarget: compiler name '" << compiler
+                                       << "' must be a non-empty identifier (letters, digits, '_')";
     KILN_CHECK(seen.insert(compiler).second, ValueError)
         << "AnnotateTarget: compiler '" << compiler << "' is listed twice";
   }

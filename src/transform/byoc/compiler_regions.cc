@@ -148,8 +148,7 @@ class RegionFinder {
         }
         KILN_CHECK(name == compiler, ValueError)
             << "mismatched compilers: " << Text(annotation) << " marks, for compiler '" << name
-            << "', the region that " << Text(first) << " marks for compiler '" << compiler
-            << "'";
+            << "', the region that " << Text(first) << " marks for compiler '" << compiler << "'";
       }
     }
     return compiler;
@@ -172,8 +171,8 @@ class RegionFinder {
         if (begins.empty()) {
           KILN_THROW(ValueError) << "unbalanced annotations: " << Text(ends.front())
                                  << " closes a region of compiler '" << compiler
-                                 << "' that no compiler_begin opens (" << Text(member)
-                                 << " reads " << NodeText(operand) << ")";
+                                 << "' that no compiler_begin opens (" << Text(member) << " reads "
+                                 << NodeText(operand) << ")";
         }
         KILN_THROW(ValueError) << "unbalanced annotations: " << Text(member)
                                << " in a region of compiler '" << compiler << "' reads "
@@ -193,12 +192,11 @@ class RegionFinder {
     region_roots_.push_back(component_of_[members.front()]);
   }
 
+  /// A begin must be read by ops of its region only (which also rules out begin(begin(x)) and
+  /// the empty region end(begin(x))); an end must close a value some region computes.
   void CheckAnnotation(int node) {
     const ir::Expr& expr = regions_.nodes[node];
     if (AsCompilerBegin(expr) != nullptr) {
-      const ir::Expr& data = Operands(expr).front();
-      KILN_CHECK(AsCompilerBegin(data) == nullptr, ValueError)
-          << "unbalanced annotations: " << Text(node) << " wraps another compiler_begin";
       KILN_CHECK(!expr.same_as(body_), ValueError)
           << "unbalanced annotations: the function returns " << Text(node)
           << ", which opens no region";
@@ -208,11 +206,10 @@ class RegionFinder {
             << " instead of an op of its region";
       }
     } else if (AsCompilerEnd(expr) != nullptr) {
-      const ir::Expr& data = Operands(expr).front();
+      const ir::Expr data = Operands(expr).front();
       KILN_CHECK(IsComputing(IndexOf(data)), ValueError)
-          << "unbalanced annotations: " << Text(node) << " has no matching compiler_begin: "
-          << (IsAnnotation(data) ? "it closes an empty region"
-                                 : "it closes " + NodeText(data) + ", which no region computes");
+          << "unbalanced annotations: " << Text(node) << " has no matching compiler_begin: it "
+          << "closes " << NodeText(data) << ", which no region computes";
     }
   }
 

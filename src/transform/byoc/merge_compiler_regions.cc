@@ -24,7 +24,8 @@ byoc::LabeledDag ToLabeledDag(const CompilerRegions& regions) {
     if (compiler.empty()) {
       dag.labels.push_back(byoc::kHostLabel);
     } else {
-      dag.labels.push_back(label_of.emplace(compiler, static_cast<int>(label_of.size())).first->second);
+      dag.labels.push_back(
+          label_of.emplace(compiler, static_cast<int>(label_of.size())).first->second);
     }
   }
   dag.inputs = regions.unit_inputs;
@@ -82,11 +83,9 @@ ir::Function MergeFunctionRegions(const ir::Function& func) {
 }  // namespace
 
 Pass MergeCompilerRegions() {
-  return CreateFunctionPass(
-      [](const ir::Function& func, const ir::IRModule& /*mod*/, const PassContext& /*ctx*/) {
-        return MergeFunctionRegions(func);
-      },
-      PassInfo{"transform.MergeCompilerRegions", 0, false});
+  return CreateFunctionPass([](const ir::Function& func, const ir::IRModule& /*mod*/,
+                               const PassContext& /*ctx*/) { return MergeFunctionRegions(func); },
+                            PassInfo{"transform.MergeCompilerRegions", 0, false});
 }
 
 KILN_REGISTER_PASS(MergeCompilerRegions);

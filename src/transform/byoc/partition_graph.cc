@@ -21,7 +21,8 @@ namespace {
 using byoc::CompilerRegions;
 
 ir::Expr Rebuild(const ir::Expr& node, const Array<ir::Expr>& operands) {
-  if (const auto* call = node.as<ir::CallObj>()) return ir::Call(call->op(), operands, call->attrs());
+  if (const auto* call = node.as<ir::CallObj>())
+    return ir::Call(call->op(), operands, call->attrs());
   if (node.as<ir::TupleObj>() != nullptr) return ir::Tuple(operands);
   return ir::TupleGetItem(operands[0], node.as<ir::TupleGetItemObj>()->index());
 }
@@ -146,8 +147,7 @@ class FunctionPartitioner {
                             : ir::TupleGetItem(call, region.output.at(value.get()));
       }
     }
-    return ir::Function(func_->params(), Outside(func_->body()), func_->ret_type(),
-                        func_->attrs());
+    return ir::Function(func_->params(), Outside(func_->body()), func_->ret_type(), func_->attrs());
   }
 
  private:
@@ -168,7 +168,7 @@ class FunctionPartitioner {
   CompilerRegions regions_;
   SymbolNamer* namer_;
   std::vector<ir::Expr> outside_;  // what each node becomes in the rewritten body
-  std::unordered_set<int> ended_;   // nodes read by compiler_ends
+  std::unordered_set<int> ended_;  // nodes read by compiler_ends
 };
 
 ir::IRModule Partition(const ir::IRModule& mod, const PassContext& /*ctx*/) {

@@ -10,6 +10,8 @@
 
 #include <kiln/ffi/error.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <numeric>
 #include <string>
 
@@ -26,15 +28,17 @@ class RegionMerger {
         << "a labeled DAG needs one input list per node: " << dag.inputs.size() << " lists for "
         << n << " nodes";
     std::iota(parent_.begin(), parent_.end(), 0);
-    members_.resize(n);
-    outputs_.resize(n);
+    out_edges_.resize(n);
+    seen_in_walk_.assign(n, 0);
+    first_.resize(n);
+    std::iota(first_.begin(), first_.end(), 0);
+    last_ = first_;
     for (int node = 0; node < n; ++node) {
-      members_[node] = {node};
       for (int input : dag.inputs[node]) {
         KILN_CHECK(input >= 0 && input < node, ValueError)
             << "node " << node << " reads node " << input
             << ": nodes must be numbered in a topological order (inputs below the node)";
-        outputs_[input].push_back(node);
+        out_edges_[input].push_back(node);
       }
     }
   }
@@ -64,28 +68,41 @@ class RegionMerger {
     if (a == b || ReachesThroughThirdRegion(a, b) || ReachesThroughThirdRegion(b, a)) {
       return false;
     }
+    // The larger list absorbs the smaller, so each edge moves O(log n) times.
+    if (out_edges_[a].size() > out_edges_[b].size()) std::swap(out_edges_[a], out_edges_[b]);
+    out_edges_[b].insert(out_edges_[b].end(), out_edges_[a].begin(), out_edges_[a].end());
+    out_edges_[a].clear();
+    out_edges_[a].shrink_to_fit();
+    first_[b] = std::min(first_[a], first_[b]);
+    last_[b] = std::max(last_[a], last_[b]);
     parent_[a] = b;
-    members_[b].insert(members_[b].end(), members_[a].begin(), members_[a].end());
-    members_[a].clear();
     return true;
   }
 
   /// Whether a path leaves region `from` and reaches region `to` through some other region.
+  /// Nodes are numbered topologically, so a region whose first node comes after `to`'s last
+  /// cannot lead to `to`: the walk skips it, which keeps merging a long chain linear.
   bool ReachesThroughThirdRegion(int from, int to) {
-    std::vector<char> seen(parent_.size(), 0);
-    std::vector<int> stack = {from};
-    while (!stack.empty()) {
-      const int region = stack.back();
-      stack.pop_back();
-      for (int member : members_[region]) {
-        for (int output : outputs_[member]) {
-          const int next = Find(output);
-          if (next == to && region != from) return true;
-          if (next == to || next == from || seen[next]) continue;
-          seen[next] = 1;
-          stack.push_back(next);
-        }
+    // A mark per walk instead of a fresh visited set: walks are many, most stop at once.
+    ++walk_;
+    stack_.assign(1, from);
+    while (!stack_.empty()) {
+      const int region = stack_.back();
+      stack_.pop_back();
+      // Edges that merges made internal are dropped from the list here, once.
+      std::vector<int>& edges = out_edges_[region];
+      size_t kept = 0;
+      for (int output : edges) {
+        const int next = Find(output);
+        if (next == region) continue;
+        edges[kept++] = output;
+        if (next == to && region != from) return true;
+        if (next == to || next == from || first_[next] > last_[to]) continue;
+        if (seen_in_walk_[next] == walk_) continue;
+        seen_in_walk_[next] = walk_;
+        stack_.push_back(next);
       }
+      edges.resize(kept);
     }
     return false;
   }
@@ -104,8 +121,12 @@ class RegionMerger {
 
   const LabeledDag& dag_;
   std::vector<int> parent_;
-  std::vector<std::vector<int>> members_;  // of each root
-  std::vector<std::vector<int>> outputs_;  // consumers of each node
+  std::vector<std::vector<int>> out_edges_;  // per root: consumers of its nodes, some stale
+  std::vector<int> first_;                   // per root: its lowest node
+  std::vector<int> last_;                    // per root: its highest node
+  std::vector<int64_t> seen_in_walk_;        // per root: the last walk that reached it
+  int64_t walk_ = 0;
+  std::vector<int> stack_;
 };
 
 }  // namespace

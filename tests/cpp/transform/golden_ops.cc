@@ -42,18 +42,17 @@ void RegisterByocPredicates() {
   SetPredicate("negative", "test_a", false);
   for (const char* op : {"exp", "nn.relu"}) SetPredicate(op, "test_b", true);
   ir::OpRegisterer::Extend("nn.dense")
-      .set_attr("target.test_b",
-                kiln::Function::FromTyped(
-                    [](const ir::Call& call) -> Any {
-                      const auto* weight =
-                          call->args()[1]->checked_type().as<ir::TensorTypeObj>();
-                      if (weight != nullptr && weight->shape().size() == 2 &&
-                          weight->shape()[0].as_static() == 4) {
-                        return true;
-                      }
-                      return String("test_b: nn.dense needs a weight of 4 rows");
-                    },
-                    "target.test_b of nn.dense"));
+      .set_attr("target.test_b", kiln::Function::FromTyped(
+                                     [](const ir::Call& call) -> Any {
+                                       const auto* weight =
+                                           call->args()[1]->checked_type().as<ir::TensorTypeObj>();
+                                       if (weight != nullptr && weight->shape().size() == 2 &&
+                                           weight->shape()[0].as_static() == 4) {
+                                         return true;
+                                       }
+                                       return String("test_b: nn.dense needs a weight of 4 rows");
+                                     },
+                                     "target.test_b of nn.dense"));
 }
 
 }  // namespace
