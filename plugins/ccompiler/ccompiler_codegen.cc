@@ -88,9 +88,8 @@ class RegionEmitter {
     for (size_t i = 0; i < num_inputs; ++i) {
       const ir::Var& param = function_->params()[i];
       const std::string name = "in" + std::to_string(i);
-      values_[param.get()] = {name, ShapeOf(param->checked_type(), "input '" +
-                                                                       param->name_hint().str() +
-                                                                       "'")};
+      values_[param.get()] = {
+          name, ShapeOf(param->checked_type(), "input '" + param->name_hint().str() + "'")};
       CheckArgument(i, "input '" + param->name_hint().str() + "'", values_[param.get()]);
     }
     for (size_t j = 0; j < heads.size(); ++j) {
@@ -107,7 +106,8 @@ class RegionEmitter {
     for (size_t j = 0; j < heads.size(); ++j) CopyToOutput(heads[j], "out" + std::to_string(j));
 
     std::ostringstream c;
-    c << "\n" << constants_.str() << "int " << symbol_
+    c << "\n"
+      << constants_.str() << (num_constants_ > 0 ? "\n" : "") << "int " << symbol_
       << "(void* self, const KilnAny* args, int32_t num_args, KilnAny* result) {\n"
       << body_.str();
     if (scratch_floats_ > 0) {
@@ -141,8 +141,8 @@ class RegionEmitter {
                                 ShapeText(value.shape) + " CPU tensor";
     body_ << "  float* " << value.pointer << " = kiln_cc_tensor(&args[" << index << "], "
           << value.shape.size() << ", "
-          << (value.shape.empty() ? "NULL" : "(const int64_t[]){" + JoinDims(value.shape) + "}") << ", "
-          << StringLiteral(message) << ");\n"
+          << (value.shape.empty() ? "NULL" : "(const int64_t[]){" + JoinDims(value.shape) + "}")
+          << ", " << StringLiteral(message) << ");\n"
           << "  if (" << value.pointer << " == NULL) return -1;\n";
   }
 
@@ -174,7 +174,7 @@ class RegionEmitter {
     for (int64_t i = 0; i < count; ++i) {
       constants_ << (i % 6 == 0 ? "\n    " : " ") << FloatLiteral(floats[i]) << ",";
     }
-    constants_ << "};\n";
+    constants_ << "\n};\n";
   }
 
   void AddCall(const Expr& expr, const ir::CallObj& call) {
@@ -223,6 +223,7 @@ class RegionEmitter {
     loops_ << "  /* " << op.op << " " << ShapeText(result.shape) << " */\n";
     if (flat) {
       loops_ << indent << "for (int64_t i = 0; i < " << count << "; ++i)\n";
+      indent += "  ";
     } else {
       for (size_t d = 0; d < rank; ++d, indent += "  ") {
         loops_ << indent << "for (int64_t i" << d << " = 0; i" << d << " < " << result.shape[d]
@@ -230,8 +231,7 @@ class RegionEmitter {
       }
       result_index = NestIndex(result.shape, rank);
     }
-    loops_ << indent << "  " << result.pointer << "[" << result_index << "] = "
-           << op.FunctionName() << "(";
+    loops_ << indent << result.pointer << "[" << result_index << "] = " << op.FunctionName() << "(";
     for (size_t k = 0; k < operands.size(); ++k) {
       std::string index;
       if (flat) {
@@ -248,15 +248,14 @@ class RegionEmitter {
   /// The flat index into a compact tensor of `shape` at loop indices i0..i<rank-1>, its
   /// dimensions aligned to the right; a dimension of size 1 is broadcast (not indexed).
   static std::string NestIndex(const std::vector<int64_t>& shape, size_t rank) {
+    std::vector<int64_t> strides(shape.size(), 1);
+    for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
     std::string index;
-    int64_t stride = 1;
-    for (size_t d = shape.size(); d-- > 0;) {
-      if (shape[d] != 1) {
-        const std::string loop = "i" + std::to_string(rank - shape.size() + d);
-        index = (stride == 1 ? loop : loop + " * " + std::to_string(stride)) +
-                (index.empty() ? "" : " + " + index);
-      }
-      stride *= shape[d];
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d] == 1) continue;
+      index += index.empty() ? "" : " + ";
+      index += "i" + std::to_string(rank - shape.size() + d);
+      if (strides[d] != 1) index += " * " + std::to_string(strides[d]);
     }
     return index.empty() ? "0" : index;
   }

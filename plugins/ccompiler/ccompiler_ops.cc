@@ -39,7 +39,8 @@ const std::vector<COp>& SupportedOps() {
 
 const COp* FindOp(const std::string& op) {
   const std::vector<COp>& ops = SupportedOps();
-  auto found = std::find_if(ops.begin(), ops.end(), [&](const COp& entry) { return entry.op == op; });
+  auto found =
+      std::find_if(ops.begin(), ops.end(), [&](const COp& entry) { return entry.op == op; });
   return found == ops.end() ? nullptr : &*found;
 }
 

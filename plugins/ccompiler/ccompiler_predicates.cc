@@ -27,8 +27,8 @@ Any TakesCall(const ir::Call& call) {
 /// accepted the plugin.
 [[maybe_unused]] const bool kPredicatesRegistered = [] {
   for (const COp& op : SupportedOps()) {
-    ir::OpRegisterer::Extend(op.op).set_attr(
-        "target.ccompiler", Function::FromTyped(TakesCall, "target.ccompiler"));
+    ir::OpRegisterer::Extend(op.op).set_attr("target.ccompiler",
+                                             Function::FromTyped(TakesCall, "target.ccompiler"));
   }
   return true;
 }();
