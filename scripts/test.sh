@@ -55,7 +55,8 @@ stage_asan() {
     ctest --test-dir "$KILN_ASAN_BUILD_DIR" -L unit --output-on-failure -j "$KILN_JOBS"
 }
 
-# Fuzzes the artifact reader, the ONNX importer and the kernel program loader from the corpora kept in the repository (plus
+# Fuzzes the artifact reader, the ONNX importer, the kernel program loader and the JSON graph
+# runtime loader from the corpora kept in the repository (plus
 # fresh artifact seeds); a crash leaves its input in build-asan/fuzz-artifacts/. Each run is
 # KILN_FUZZ_RUNS inputs (default 300000) from seed KILN_FUZZ_SEED (default 1), so CI is
 # repeatable: the same commit fuzzes the same inputs. KILN_FUZZ_SECONDS (default 60) caps each
@@ -63,7 +64,8 @@ stage_asan() {
 stage_fuzz() {
   local fuzz_dir="$KILN_ASAN_BUILD_DIR/tests/fuzz"
   [ -x "$fuzz_dir/kiln_artifact_fuzzer" ] && [ -x "$fuzz_dir/kiln_onnx_fuzzer" ] &&
-    [ -x "$fuzz_dir/kiln_kernel_program_fuzzer" ] || {
+    [ -x "$fuzz_dir/kiln_kernel_program_fuzzer" ] &&
+    [ -x "$fuzz_dir/kiln_json_runtime_fuzzer" ] || {
     kiln_log "no fuzzers in $fuzz_dir: the asan stage builds them (with clang)"
     return 1
   }
@@ -81,7 +83,11 @@ stage_fuzz() {
   local program_corpus="$KILN_ASAN_BUILD_DIR/fuzz-corpus-kernel-program"
   rm -rf "$program_corpus" && mkdir -p "$program_corpus"
   run_fuzzer "$fuzz_dir/kiln_kernel_program_fuzzer" "$program_corpus" \
-    "$KILN_REPO/tests/fuzz/corpus/kernel_program"
+    "$KILN_REPO/tests/fuzz/corpus/kernel_program" || return 1
+  local json_corpus="$KILN_ASAN_BUILD_DIR/fuzz-corpus-json-runtime"
+  rm -rf "$json_corpus" && mkdir -p "$json_corpus"
+  run_fuzzer "$fuzz_dir/kiln_json_runtime_fuzzer" "$json_corpus" \
+    "$KILN_REPO/tests/fuzz/corpus/json_runtime"
 }
 
 # run_fuzzer FUZZER CORPUS... : one bounded libFuzzer run under ASan/UBSan.

@@ -11,7 +11,9 @@
    KILN_NUM_THREADS once, when its thread pool first starts (src/runtime/thread_pool.cc), so a
    process cannot switch thread counts; the worker gets KILN_NUM_THREADS=N in its environment
    and calls torch.set_num_threads(N), and checks that both took effect.
-3. The worker compiles the ONNX model (--opset) with kiln.build (default CPU path) and prepares
+3. The worker compiles the ONNX model (--opset) with kiln.build twice: the default CPU path,
+   and with each BYOC plugin of --plugins (default: dnnl, when the build has it; its placement
+   report is kept in the notes), and prepares
    PyTorch eager (under no_grad), torch.jit.freeze(torch.jit.script(model)) and
    torch.jit.optimize_for_inference(torch.jit.script(model)) (torch.jit.trace where scripting
    fails); checks every variant's output against the stored reference (PyTorch in float64);
@@ -48,6 +50,12 @@ KILN = "kiln"
 PYTORCH_VARIANTS = ("eager", "jit_freeze", "optimize_for_inference")
 VARIANT_TITLES = {KILN: "Kiln", "eager": "PyTorch eager", "jit_freeze": "`jit.freeze`",
                   "optimize_for_inference": "`optimize_for_inference`"}
+
+
+def plugin_variant(plugin):
+    """The Kiln variant built with one BYOC plugin, e.g. "kiln+dnnl"."""
+    VARIANT_TITLES.setdefault(f"{KILN}+{plugin}", f"Kiln + {plugin}")
+    return f"{KILN}+{plugin}"
 RESULT_PREFIX = "RESULT "
 MIN_RUNS = 30
 QUICK_RUNS, QUICK_WARMUP = 3, 1
@@ -143,17 +151,22 @@ def make_pytorch_variants(model, example):
     return variants, errors
 
 
-def make_kiln_variant(onnx_path, x):
-    """(callable, compile seconds) for the model compiled by kiln.build."""
+def make_kiln_variant(onnx_path, x, plugins=()):
+    """(callable, compile seconds, placement report) for the model compiled by kiln.build,
+    with the BYOC `plugins` when given."""
+    import contextlib
+    import io
+
     import kiln
     import kiln.frontend
 
-    if not hasattr(kiln, "build"):
-        raise RuntimeError("kiln.build is not in this build of Kiln")
     start = time.monotonic()
-    executable = kiln.build(kiln.frontend.from_onnx(onnx_path))
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        executable = kiln.build(kiln.frontend.from_onnx(onnx_path), plugins=list(plugins),
+                                report=bool(plugins))
     compile_s = time.monotonic() - start
-    return (lambda: executable.run(input=x)), compile_s
+    return (lambda: executable.run(input=x)), compile_s, printed.getvalue()
 
 
 def others_busy_cores(begin, end):
@@ -215,11 +228,17 @@ def worker(spec):
         raise RuntimeError(f"asked for {threads} threads, got Kiln {kiln_threads}, "
                            f"PyTorch {torch.get_num_threads()}")
     variants = {}
-    try:
-        variants[KILN], result["compile_s"] = make_kiln_variant(spec["onnx_path"], x)
-        result["how"][KILN] = f"kiln.build, ONNX opset {spec['opset']}"
-    except Exception as error:  # noqa: BLE001  (reported in the table; PyTorch still timed)
-        result["errors"][KILN] = f"{type(error).__name__}: {str(error).splitlines()[0][:300]}"
+    result["compile_s"], result["placement"] = {}, {}
+    for plugins in [[]] + [[p] for p in spec["plugins"]]:
+        name = plugin_variant(plugins[0]) if plugins else KILN
+        try:
+            variants[name], result["compile_s"][name], report = make_kiln_variant(
+                spec["onnx_path"], x, plugins)
+            result["how"][name] = f"kiln.build(plugins={plugins}), ONNX opset {spec['opset']}"
+            if report:
+                result["placement"][name] = report
+        except Exception as error:  # noqa: BLE001  (reported in the table; others still timed)
+            result["errors"][name] = f"{type(error).__name__}: {str(error).splitlines()[0][:300]}"
     pytorch, errors = make_pytorch_variants(model, example)
     result["errors"].update(errors)
     for name, (run, how) in pytorch.items():
@@ -275,6 +294,7 @@ def count_flops_main(models):
 def run_worker(spec, build_dir):
     env = dict(os.environ)
     env.update({"PYTHONPATH": os.path.join(build_dir, "python"),
+                "KILN_PLUGIN_PATH": os.path.join(build_dir, "lib", "kiln", "plugins"),
                 "KILN_NUM_THREADS": str(spec["threads"]),
                 "OMP_NUM_THREADS": str(spec["threads"]), "PYTHONDONTWRITEBYTECODE": "1"})
     proc = subprocess.run([PYTHON, os.path.abspath(__file__), "--worker", json.dumps(spec)],
@@ -323,49 +343,70 @@ def cell(stats):
     return f"{stats['median']:.2f} ({stats['min']:.2f}–{stats['max']:.2f})"
 
 
-def result_row(model, threads, result, flops):
-    variants = [KILN] + list(PYTORCH_VARIANTS)
+def kiln_variants(args):
+    return [KILN] + [plugin_variant(p) for p in args.plugins]
+
+
+def result_row(model, threads, result, flops, kilns):
+    variants = kilns + list(PYTORCH_VARIANTS)
     stats = {v: summarize(result["times_ms"][v]) for v in variants if v in result["times_ms"]}
     cells = [cell(stats[v]) if v in stats else "failed" for v in variants]
     pytorch = [v for v in PYTORCH_VARIANTS if v in stats]
     best = min(pytorch, key=lambda v: stats[v]["median"]) if pytorch else None
-    if KILN in stats and best:
-        ratio = f"{stats[KILN]['median'] / stats[best]['median']:.2f}× ({VARIANT_TITLES[best]})"
-    else:
-        ratio = "—"
+    ratios = [f"{stats[k]['median'] / stats[best]['median']:.2f}×" if k in stats and best
+              else "—" for k in kilns]
 
     def gflops(variant):
         return f"{flops / stats[variant]['median'] / 1e6:.1f}" if variant in stats else "—"
 
-    return (f"| {model} | {threads} | " + " | ".join(cells) +
-            f" | {ratio} | {gflops(KILN)} | {gflops(best) if best else '—'} |")
+    return (f"| {model} | {threads} | " + " | ".join(cells) + " | " + " | ".join(ratios) +
+            f" | {VARIANT_TITLES[best] if best else '—'} | " +
+            " | ".join(gflops(k) for k in kilns) + f" | {gflops(best) if best else '—'} |")
 
 
-def results_table(results, flops):
+def results_table(results, flops, kilns):
+    titles = [VARIANT_TITLES[k] for k in kilns]
     header = ["| Model | Threads | " + " | ".join(VARIANT_TITLES[v] for v in
-                                                   [KILN, *PYTORCH_VARIANTS]) +
-              " | Kiln / best PyTorch | Kiln GFLOP/s | best PyTorch GFLOP/s |",
-              "|---|---:|" + "---:|" * (len(PYTORCH_VARIANTS) + 4)]
-    rows = [result_row(m, t, r, flops[m]) for (m, t), r in results.items()]
+                                                   [*kilns, *PYTORCH_VARIANTS]) + " | " +
+              " | ".join(f"{t} / best PyTorch" for t in titles) + " | best PyTorch | " +
+              " | ".join(f"{t} GFLOP/s" for t in titles) + " | best PyTorch GFLOP/s |",
+              "|---|---:|" + "---:|" * (len(kilns) * 3 + len(PYTORCH_VARIANTS) + 2)]
+    rows = [result_row(m, t, r, flops[m], kilns) for (m, t), r in results.items()]
     return "\n".join(header + rows)
 
 
-def models_table(results, flops):
-    variants = [KILN, *PYTORCH_VARIANTS]
-    lines = ["| Model | GFLOP per run | Kiln compile (s) | max abs error: " +
+def models_table(results, flops, kilns):
+    variants = [*kilns, *PYTORCH_VARIANTS]
+    lines = ["| Model | GFLOP per run | compile (s): " +
+             " | ".join(VARIANT_TITLES[k] for k in kilns) + " | max abs error: " +
              " | ".join(VARIANT_TITLES[v] for v in variants) + " |",
-             "|---|---:|---:|" + "---:|" * len(variants)]
+             "|---|---:|" + "---:|" * (len(kilns) + len(variants))]
     seen = set()
     for (model, _), result in results.items():
         if model in seen:
             continue
         seen.add(model)
-        compile_s = f"{result['compile_s']:.1f}" if "compile_s" in result else "—"
+        compile_s = [f"{result['compile_s'][k]:.1f}" if k in result["compile_s"] else "—"
+                     for k in kilns]
         errors = result["max_abs_error"]
         cells = [f"{errors[v]:.1e}" if v in errors else "—" for v in variants]
-        lines.append(f"| {model} | {flops[model] / 1e9:.2f} | {compile_s} | " +
-                     " | ".join(cells) + " |")
+        lines.append(f"| {model} | {flops[model] / 1e9:.2f} | " + " | ".join(compile_s) +
+                     " | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def placement_notes(results):
+    """Per model and plugin, the summary lines of the placement report (first thread count)."""
+    notes, seen = [], set()
+    for (model, _), result in results.items():
+        for variant, report in result.get("placement", {}).items():
+            if (model, variant) in seen:
+                continue
+            seen.add((model, variant))
+            summary = [line.strip() for line in report.splitlines()[1:]
+                       if line.startswith("  ") and "op calls" in line]
+            notes.append(f"- {model}, {VARIANT_TITLES[variant]}: " + "; ".join(summary))
+    return ("\n\nWhere the ops ran (placement report):\n\n" + "\n".join(notes)) if notes else ""
 
 
 def failures(results):
@@ -438,24 +479,26 @@ PyTorch run three ways, with the same number of threads.
 - Command: `{command}` (source: `bench/models/run.py`){quick_warning(args)}
 - Method: one process per (model, thread count), because Kiln reads `KILN_NUM_THREADS` once;
   PyTorch gets `torch.set_num_threads` with the same count. {args.warmup} warm-up call(s) each,
-  then {args.runs} rounds calling Kiln and the three PyTorch variants once each, round-robin;
+  then {args.runs} rounds calling each Kiln variant and the three PyTorch variants once each,
+  round-robin;
   times in ms as median (min–max) of the rounds. Timing starts only when the rest of the
   machine uses under {IDLE_LIMIT_CORES:.0%} of a core, and a model whose rounds overlapped more
   than that is timed again. GFLOP/s is 2 x the multiply-adds of convolutions, linear layers and
-  attention matmuls over the median time. Kiln runs the ONNX export at opset {args.opset};
+  attention matmuls over the median time. Kiln runs the ONNX export at opset {args.opset},
+  on its own CPU path and, as "Kiln + <plugin>", with that BYOC plugin taking what it can;
   `jit.freeze` is `torch.jit.freeze(torch.jit.script(model))`, `optimize_for_inference` is
   `torch.jit.optimize_for_inference(torch.jit.script(model))`; all PyTorch runs under no_grad.
 
-{results_table(results, flops)}
+{results_table(results, flops, kiln_variants(args))}
 
-A ratio above 1 means Kiln is slower than the fastest PyTorch variant. The Build line says
+A ratio above 1 means that Kiln variant is slower than the fastest PyTorch variant. The Build line says
 which BLAS PyTorch has: with Debian's generic (reference) BLAS, eager PyTorch and `jit.freeze`
 are slow on convolutions, while `optimize_for_inference` converts them to MKL-DNN.
 
 Max abs error: each variant's output against the reference output, PyTorch's in float64
 (tests/models), at the first thread count.
 
-{models_table(results, flops)}{failures(results)}
+{models_table(results, flops, kiln_variants(args))}{placement_notes(results)}{failures(results)}
 """
 
 
@@ -481,6 +524,9 @@ def parse_args(argv, models):
                         help=f"smoke run: {QUICK_RUNS} rounds after {QUICK_WARMUP} warm-up "
                              "call, warns instead of refusing a busy machine, writes no file "
                              "unless --output is given")
+    parser.add_argument("--plugins", nargs="*", default=None, metavar="NAME",
+                        help="BYOC plugins to time Kiln with, one variant each (default: dnnl "
+                             "when the build has libkiln_dnnl.so; none: --plugins)")
     parser.add_argument("--opset", type=int, default=17, choices=[13, 17],
                         help="which ONNX export Kiln compiles (default 17)")
     parser.add_argument("--build-dir", default=os.path.join(REPO, "build-bench"),
@@ -503,6 +549,9 @@ def parse_args(argv, models):
         parser.error(f"--threads must be positive, not {bad}")
     args.build_dir = os.path.abspath(args.build_dir)
     args.models_dir = os.path.abspath(args.models_dir or os.path.join(args.build_dir, "models"))
+    if args.plugins is None:
+        built = os.path.join(args.build_dir, "lib", "kiln", "plugins", "libkiln_dnnl.so")
+        args.plugins = ["dnnl"] if os.path.exists(built) or not args.no_build else []
     if args.output is None and not args.quick:
         args.output = os.path.join(REPO, "docs", "benchmarks.md")
     return args
@@ -527,6 +576,7 @@ def main(argv=None):
     for threads in args.threads:
         for model in args.models:
             spec = {"model": model, "threads": threads, "runs": args.runs,
+                    "plugins": args.plugins,
                     "warmup": args.warmup, "opset": args.opset,
                     "onnx_path": generator.onnx_path(args.models_dir, model, args.opset),
                     "npz_path": generator.npz_path(args.models_dir, model)}

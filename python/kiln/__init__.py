@@ -37,8 +37,9 @@ Errors
     ValueError); see kiln.error for the mapping in both directions.
 
 Compiler
-    ``kiln.ir`` (the graph IR) and ``kiln.transform`` (passes, Sequential, pipeline strings) load
-    libkiln.so, Kiln's compiler library, on first access.
+    ``kiln.ir`` (the graph IR), ``kiln.transform`` (passes, Sequential, pipeline strings) and
+    ``kiln.pattern`` (dataflow patterns, pattern tables for MergeComposite) load libkiln.so,
+    Kiln's compiler library, on first access.
 
 Plugins
     ``kiln.load_plugin(path_or_name)``, ``kiln.plugins()``; plugins in KILN_PLUGIN_PATH and

@@ -124,6 +124,9 @@ transform::Pass DefaultPipeline(const std::vector<std::string>& compilers) {
 ir::IRModule Optimize(const ir::IRModule& mod, const BuildOptions& options) {
   KILN_CHECK(options.target == "cpu", ValueError)
       << "unknown build target '" << options.target << "' (known targets: cpu)";
+  // Loads each compiler's plugin now: its predicates and patterns must be registered before
+  // the partitioning passes ask them, and a missing plugin should fail before any work.
+  for (const std::string& compiler : options.compilers) codegen::FindExternalCodegen(compiler);
   const transform::Pass pipeline = options.pipeline.empty()
                                        ? DefaultPipeline(options.compilers)
                                        : transform::ParsePipeline(options.pipeline);

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 #include <string>
@@ -93,7 +94,8 @@ std::string Describe(const std::vector<int64_t>& shape, DLDataType dtype) {
 
 /// True when `tensor` is a compact tensor of `spec`.
 bool Matches(const DLTensor& tensor, const JsonTensorSpec& spec) {
-  return std::vector<int64_t>(tensor.shape, tensor.shape + tensor.ndim) == spec.shape &&
+  return static_cast<size_t>(tensor.ndim) == spec.shape.size() &&
+         std::equal(spec.shape.begin(), spec.shape.end(), tensor.shape) &&
          DataTypeEqual(tensor.dtype, spec.dtype) && IsCompact(tensor);
 }
 
@@ -152,6 +154,18 @@ JsonRuntimeBase::JsonRuntimeBase(std::string plugin, int64_t version, std::strin
         << "JSON graph '" << graph_.symbol << "': constant '" << node.name << "' must be a "
         << "compact CPU tensor of " << Describe(node.outputs[0].shape, node.outputs[0].dtype);
   }
+  // What each argument of a call must be, named for errors: the input nodes' outputs in order,
+  // then the heads.
+  for (uint32_t index : graph_.input_nodes) {
+    const JsonNode& node = graph_.nodes[index];
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      const std::string field = node.outputs.size() > 1 ? " field " + std::to_string(i) : "";
+      arguments_.emplace_back("input '" + node.name + "'" + field, &node.outputs[i]);
+    }
+  }
+  for (size_t i = 0; i < graph_.heads.size(); ++i) {
+    arguments_.emplace_back("output " + std::to_string(i), &graph_.spec(graph_.heads[i]));
+  }
 }
 
 std::string JsonRuntimeBase::compatibility() const {
@@ -166,25 +180,12 @@ std::optional<Function> JsonRuntimeBase::GetFunction(const std::string& name) {
 }
 
 void JsonRuntimeBase::Call(const AnyView* args, int32_t num_args) {
-  // The input nodes' outputs in order, then the heads: what each argument must be.
-  std::vector<std::pair<std::string, const JsonTensorSpec*>> expected;
-  for (uint32_t index : graph_.input_nodes) {
-    const JsonNode& node = graph_.nodes[index];
-    for (size_t i = 0; i < node.outputs.size(); ++i) {
-      const std::string field = node.outputs.size() > 1 ? " field " + std::to_string(i) : "";
-      expected.emplace_back("input '" + node.name + "'" + field, &node.outputs[i]);
-    }
-  }
-  const size_t num_inputs = expected.size();
-  for (size_t i = 0; i < graph_.heads.size(); ++i) {
-    expected.emplace_back("output " + std::to_string(i), &graph_.spec(graph_.heads[i]));
-  }
-  KILN_CHECK(static_cast<size_t>(num_args) == expected.size(), TypeError)
-      << "'" << graph_.symbol << "' takes " << num_inputs << " inputs and " << graph_.heads.size()
-      << " outputs, got " << num_args << " arguments";
+  KILN_CHECK(static_cast<size_t>(num_args) == arguments_.size(), TypeError)
+      << "'" << graph_.symbol << "' takes " << arguments_.size() - graph_.heads.size()
+      << " inputs and " << graph_.heads.size() << " outputs, got " << num_args << " arguments";
   std::vector<DLTensor*> tensors;
-  for (size_t i = 0; i < expected.size(); ++i) {
-    const auto& [what, spec] = expected[i];
+  for (size_t i = 0; i < arguments_.size(); ++i) {
+    const auto& [what, spec] = arguments_[i];
     std::optional<DLTensor*> tensor = args[i].as<DLTensor*>();
     KILN_CHECK(tensor.has_value() && *tensor != nullptr, TypeError)
         << "'" << graph_.symbol << "': " << what << " must be a tensor, got " << args[i].type_str();
@@ -196,6 +197,7 @@ void JsonRuntimeBase::Call(const AnyView* args, int32_t num_args) {
         << (IsCompact(dl) ? "" : " (strided)");
     tensors.push_back(*tensor);
   }
+  const auto num_inputs = static_cast<int64_t>(arguments_.size() - graph_.heads.size());
   const std::vector<DLTensor*> inputs(tensors.begin(), tensors.begin() + num_inputs);
   const std::vector<DLTensor*> outputs(tensors.begin() + num_inputs, tensors.end());
   std::lock_guard<std::mutex> lock(mutex_);

@@ -253,7 +253,7 @@ Pass MakeMergeComposite(std::function<Array<PatternEntry>()> table, std::string 
 
 }  // namespace
 
-Pass MergeComposite(Array<String> compilers) {
+Pass MergeComposite(const Array<String>& compilers) {
   std::string name = "transform.MergeComposite";
   for (int64_t i = 0; i < compilers.size(); ++i) {
     name += (i == 0 ? "(" : ", ") + compilers[i].str();
@@ -271,7 +271,7 @@ Pass MergeComposite(Array<String> compilers) {
       std::move(name));
 }
 
-Pass MergeComposite(Array<PatternEntry> table) {
+Pass MergeComposite(const Array<PatternEntry>& table) {
   for (const PatternEntry& entry : table) {
     KILN_CHECK(entry.defined(), ValueError) << "MergeComposite: a pattern table entry is null";
   }

@@ -22,8 +22,8 @@
 ///
 /// - Nodes are in topological order: every input names an earlier node, as [node, output].
 /// - "input" nodes are the region function's parameters in order (a tuple parameter has one
-///   output per field); "const" nodes its constants, in the order of ConstantsOf below; "op"
-///   nodes its calls. "heads" are the region's results, flattened.
+///   output per field); "const" nodes its constants, whose tensors travel beside the graph in
+///   the same order; "op" nodes its calls. "heads" are the region's results, flattened.
 /// - Attribute values are tagged as in kiln/runtime/kernel_program.h ({"int": 3}, ...). A
 ///   *composite* op node (a call of a function matched by a pattern) is named by its pattern
 ///   and its attrs hold each inner op's attributes keyed by op name, in the inner calls' order;
@@ -42,6 +42,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kiln {
@@ -141,6 +142,8 @@ class KILN_API JsonRuntimeBase : public ModuleObj {
   std::string graph_json_;
   JsonGraph graph_;
   Array<Tensor> constants_;
+  /// Per argument of a call: its name in errors and the spec it must match (in graph_).
+  std::vector<std::pair<std::string, const JsonTensorSpec*>> arguments_;
   std::mutex mutex_;
   bool initialized_ = false;
 };

@@ -284,7 +284,7 @@ KILN_API Array<PatternEntry> GetPatternTable(const std::string& compiler);
 /// `transform.MergeComposite`, a pass that changes nothing, when `compilers` is empty), so its
 /// PipelineString parses back to the same pass. Registered as `transform.MergeComposite`,
 /// callable with no arguments or with one Array<String>. The tables are read when the pass runs.
-KILN_API Pass MergeComposite(Array<String> compilers);
+KILN_API Pass MergeComposite(const Array<String>& compilers);
 
 /// MergeComposite with a table given directly. Each function of the module (but those taken by
 /// an external compiler) is rewritten: for each entry in table order, every Call, Tuple and
@@ -297,7 +297,7 @@ KILN_API Pass MergeComposite(Array<String> compilers);
 /// site. A match is refused when an expression inside it (all but its root and leaves) is read
 /// from outside the match, is already part of another match, or when the entry's check says
 /// false. The composite functions carry their parameters' and result's types.
-KILN_API Pass MergeComposite(Array<PatternEntry> table);
+KILN_API Pass MergeComposite(const Array<PatternEntry>& table);
 
 }  // namespace transform
 }  // namespace kiln

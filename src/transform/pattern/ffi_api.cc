@@ -50,8 +50,9 @@ KILN_REGISTER_GLOBAL("transform.pattern.Match")
       return binding.has_value() ? Any(*binding) : Any();
     });
 KILN_REGISTER_GLOBAL("transform.pattern.PatternEntry")
-    .set_body_typed([](String name, Pattern pattern, kiln::Function check) {
-      return PatternEntry(std::move(name), std::move(pattern), std::move(check));
+    .set_body_typed([](String name, Pattern pattern, std::optional<kiln::Function> check) {
+      return PatternEntry(std::move(name), std::move(pattern),
+                          check.has_value() ? *std::move(check) : kiln::Function());
     });
 /// `{"name": str, "pattern": Pattern, "check": Function | None}`.
 KILN_REGISTER_GLOBAL("transform.pattern.PatternEntryFields")
@@ -62,6 +63,10 @@ KILN_REGISTER_GLOBAL("transform.pattern.PatternEntryFields")
       fields.Set("check", entry->check());
       return fields;
     });
+/// The checked type of an expression (None before InferType), for checks written in Python.
+KILN_REGISTER_GLOBAL("transform.pattern.CheckedType").set_body_typed([](const ir::Expr& expr) {
+  return expr->checked_type();
+});
 KILN_REGISTER_GLOBAL("transform.pattern.GetPatternTable")
     .set_body_typed([](const std::string& compiler) { return GetPatternTable(compiler); });
 

@@ -105,9 +105,11 @@ TEST(JsonRuntimeTest, InitRunsOnceAcrossConcurrentCallers) {
   init_calls = 0;
   runtime::Module module = MakeAdder();
   Function run = module.GetFunctionRequired("kiln_test_0");
+  constexpr int kThreads = 8;
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   std::atomic<int> wrong{0};
-  for (int t = 0; t < 8; ++t) {
+  for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&run, &wrong, t] {
       for (int i = 0; i < 25; ++i) {
         Tensor x = Floats({2, 3}, static_cast<float>(t * 100 + i));

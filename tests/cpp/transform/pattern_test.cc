@@ -273,6 +273,36 @@ TEST(MergeCompositeTest, PipelineNameRoundTripsAndNoCompilerDoesNothing) {
   }
 }
 
+ir::IRModule MergeWith(const Pattern& pattern, const std::string& text) {
+  return MergeComposite(Array<PatternEntry>{PatternEntry("t.p", pattern)})(ir::ParseModule(text));
+}
+
+TEST(MergeCompositeTest, RepeatedLeafBecomesOneParameter) {
+  const Pattern x = Wildcard();
+  const ir::IRModule out = MergeWith(
+      IsOp("add")({x, x}), "def @main(%a: Tensor[(2), float32]) { %0 = add(%a, %a); %0 }");
+  const auto* call = out.Lookup("main")->body().as<ir::CallObj>();
+  ASSERT_NE(call, nullptr);
+  ASSERT_EQ(call->args().size(), 1);
+  EXPECT_TRUE(call->args()[0].same_as(out.Lookup("main")->params()[0]));
+  const auto* composite = call->op().as<ir::FunctionObj>();
+  ASSERT_NE(composite, nullptr);
+  EXPECT_EQ(composite->params().size(), 1);
+}
+
+TEST(MergeCompositeTest, TupleRootedMatchReturnsTheTuple) {
+  const ir::IRModule out =
+      MergeWith(IsTuple({IsOp("nn.relu")({Wildcard()}), Wildcard()}),
+                "def @main(%a: Tensor[(2), float32]) { %0 = nn.relu(%a); %1 = (%0, %a); %1 }");
+  const auto* call = out.Lookup("main")->body().as<ir::CallObj>();
+  ASSERT_NE(call, nullptr);
+  const auto* composite = call->op().as<ir::FunctionObj>();
+  ASSERT_NE(composite, nullptr);
+  EXPECT_NE(composite->body().as<ir::TupleObj>(), nullptr);
+  EXPECT_NE(composite->ret_type().as<ir::TupleTypeObj>(), nullptr);
+  EXPECT_EQ(call->args().size(), 1);  // %a, read twice inside
+}
+
 }  // namespace
 }  // namespace transform
 }  // namespace kiln
