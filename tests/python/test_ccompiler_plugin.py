@@ -121,6 +121,9 @@ def test_predicates_take_float32_and_say_why_not(ccompiler):
                       add(%x, %y) }""")["main"].body
     assert take(call) == "argument 0 is float64, not float32"
     assert "target.ccompiler" not in kiln.ir.op_attrs("nn.softmax")
+    report = kiln.build(typed("""def @main(%x: Tensor[(2, 3), float64]) { exp(%x) }"""),
+                        plugins=["ccompiler"], report=True).placement_report
+    assert "exp x1: ccompiler declined (argument 0 is float64, not float32)" in report, report
 
 
 # One region of several ops: a constant baked in, an intermediate that is also returned to the
