@@ -38,7 +38,9 @@ int64_t Product(std::vector<int64_t>::const_iterator begin,
 /// Shapes were checked by type inference when the region was built; only the op is checked.
 Gemm Plan(const runtime::JsonGraph& graph, uint32_t index) {
   const runtime::JsonNode& node = graph.nodes[index];
-  KILN_CHECK(!node.composite && node.inputs.size() == 2, NotImplementedError)
+  const bool known =
+      node.name == "nn.dense" || node.name == "matmul" || node.name == "nn.batch_matmul";
+  KILN_CHECK(known && !node.composite && node.inputs.size() == 2, NotImplementedError)
       << "blas: '" << graph.symbol << "' has op '" << node.name << "', which blas does not run";
   const std::vector<int64_t>& a = graph.spec(node.inputs[0]).shape;
   const std::vector<int64_t>& b = graph.spec(node.inputs[1]).shape;
@@ -52,7 +54,7 @@ Gemm Plan(const runtime::JsonGraph& graph, uint32_t index) {
     gemm.trans_b = node.name == "nn.dense";
     gemm.k = a.back();
     gemm.m = Product(a.begin(), a.end() - 1);
-  } else if (node.name == "matmul" || node.name == "nn.batch_matmul") {
+  } else {  // matmul over batches, nn.batch_matmul
     gemm.trans_a = node.name != "matmul" && node.attrs.at("transpose_a").cast<bool>();
     gemm.trans_b = node.name != "matmul" && node.attrs.at("transpose_b").cast<bool>();
     gemm.m = c[c.size() - 2];
@@ -60,9 +62,6 @@ Gemm Plan(const runtime::JsonGraph& graph, uint32_t index) {
     gemm.batch = Product(c.begin(), c.end() - 2);
     gemm.stride_a = Product(a.begin(), a.end() - 2) == 1 ? 0 : gemm.m * gemm.k;
     gemm.stride_b = Product(b.begin(), b.end() - 2) == 1 ? 0 : gemm.k * gemm.n;
-  } else {
-    KILN_THROW(NotImplementedError)
-        << "blas: '" << graph.symbol << "' has op '" << node.name << "', which blas does not run";
   }
   return gemm;
 }

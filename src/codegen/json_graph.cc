@@ -67,13 +67,20 @@ class JsonGraphBuilder {
 
   void Visit(const Expr& expr) {
     if (const auto* constant = expr.as<ir::ConstantObj>()) {
-      const std::string name = symbol_ + "_const_" + std::to_string(constants_.size());
       const Tensor& data = constant->data();
+      // Constants that share a tensor (a weight the IR uses twice) share one const node.
+      auto [shared, inserted] = const_entries_.emplace(data.get(), Entries());
+      if (!inserted) {
+        entries_[expr.get()] = shared->second;
+        return;
+      }
+      const std::string name = symbol_ + "_const_" + std::to_string(constants_.size());
       constants_.push_back(data);
       const Shape shape = data.shape();
       const Json spec{{"shape", std::vector<int64_t>(shape.begin(), shape.end())},
                       {"dtype", DataTypeToString(data.dtype())}};
-      entries_[expr.get()] = AddNode({{"kind", "const"}, {"name", name}}, Json::array({spec}));
+      shared->second = AddNode({{"kind", "const"}, {"name", name}}, Json::array({spec}));
+      entries_[expr.get()] = shared->second;
     } else if (const auto* call = expr.as<ir::CallObj>()) {
       entries_[expr.get()] = AddCall(*call, expr);
     } else if (const auto* tuple = expr.as<ir::TupleObj>()) {
@@ -195,6 +202,8 @@ class JsonGraphBuilder {
   Json nodes_ = Json::array();
   Array<Tensor> constants_;
   std::unordered_map<const Object*, Entries> entries_;
+  /// The const node of each tensor, by identity.
+  std::unordered_map<const Object*, Entries> const_entries_;
 };
 
 }  // namespace

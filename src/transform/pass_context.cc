@@ -48,10 +48,17 @@ ConfigKey LookupKey(const std::string& key) {
   KILN_THROW(KeyError) << message.str();
 }
 
+/// Whether `listed` (as a user writes it: "FuseOps", "transform.FuseOps", or with arguments
+/// "AnnotateTarget(dnnl)") names the pass `pass_name`. A name without arguments matches the
+/// pass whatever its arguments, so "AnnotateTarget" disables "transform.AnnotateTarget(dnnl)".
 bool MatchesName(const String& listed, const std::string& pass_name) {
   static const std::string kPrefix = "transform.";
   const std::string name = listed.str();
-  return name == pass_name || kPrefix + name == pass_name;
+  if (name == pass_name || kPrefix + name == pass_name) return true;
+  const size_t open = pass_name.find('(');
+  if (open == std::string::npos || name.find('(') != std::string::npos) return false;
+  const std::string bare = pass_name.substr(0, open);
+  return name == bare || kPrefix + name == bare;
 }
 
 bool Contains(const Array<String>& names, const std::string& pass_name) {

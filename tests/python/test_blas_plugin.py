@@ -113,6 +113,20 @@ def test_codegen_makes_one_module_per_region_matching_numpy(blas):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
+def test_matmul_over_equal_batch_dimensions_runs_one_gemm_per_matrix(blas):
+    mod = typed("""
+        def @r(%a: Tensor[(2, 3, 4, 5), float32], %b: Tensor[(2, 3, 5, 6), float32])
+            attrs={Compiler="blas", Primitive=1, global_symbol="kiln_blas_7"} {
+          matmul(%a, %b)
+        }""")
+    (module,) = blas([mod["r"]], {})
+    a = RNG.standard_normal((2, 3, 4, 5)).astype("float32")
+    b = RNG.standard_normal((2, 3, 5, 6)).astype("float32")
+    out = kiln.empty((2, 3, 4, 6), "float32")
+    module["kiln_blas_7"](kiln.tensor(a), kiln.tensor(b), out)
+    np.testing.assert_allclose(out.numpy(), a @ b, rtol=1e-5, atol=1e-6)
+
+
 def test_wrong_input_shape_is_named(blas):
     modules, _, _ = compile_regions(blas)
     with pytest.raises(kiln.ValueError, match=r"'kiln_blas_0': input 'm' expects a compact "
@@ -226,3 +240,39 @@ def test_kiln_build_runs_a_blas_region_between_host_ops(blas, tmp_path):
     want = dense @ inputs["m"] + dense.sum(axis=2, keepdims=True)
     np.testing.assert_allclose(model.run(x=inputs["x"], m=inputs["m"])[0], want,
                                rtol=1e-5, atol=1e-5)
+
+
+def test_kiln_build_with_plugins_blas_partitions_reports_and_matches_numpy(blas, capsys):
+    """The whole flow: blas takes the dense and the matrix product (one region), declines the
+    product with a 1-D operand (with its reason in the report), the host runs the rest."""
+    w = RNG.standard_normal((4, 3)).astype("float32")
+    mod = kiln.ir.ParseModule("""
+        def @main(%x: Tensor[(2, 3), float32], %m: Tensor[(4, 6), float32],
+                  %v: Tensor[(6), float32]) {
+          %0 = nn.relu(%x);
+          %1 = nn.dense(%0, meta[Constant][0]);
+          %2 = matmul(%1, %m);
+          matmul(%2, %v)
+        }""", [kiln.tensor(w)])
+    model = kiln.build(mod, plugins=["blas"], report=True)
+    report = capsys.readouterr().out
+    assert "blas      2 op calls in 1 function(s)" in report
+    assert "matmul x1: blas declined (a 1-D operand)" in report
+    (program,) = model.module.imports
+    assert [(m.kind, m.functions) for m in program.imports] == [("blas_json", ["kiln_blas_0"])]
+    x = RNG.standard_normal((2, 3)).astype("float32")
+    m = RNG.standard_normal((4, 6)).astype("float32")
+    v = RNG.standard_normal(6).astype("float32")
+    np.testing.assert_allclose(model.run(x=x, m=m, v=v)[0], (np.maximum(x, 0) @ w.T) @ m @ v,
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_an_op_blas_does_not_run_fails_at_codegen_naming_it(blas):
+    mod = typed("""
+        def @r(%a: Tensor[(2, 3), float32])
+            attrs={Compiler="blas", Primitive=1, global_symbol="kiln_blas_8"} {
+          nn.relu(%a)
+        }""")
+    with pytest.raises(kiln.NotImplementedError,
+                       match="blas: 'kiln_blas_8' has op 'nn.relu', which blas does not run"):
+        blas([mod["r"]], {})

@@ -30,10 +30,10 @@ struct JsonGraphCode {
 
 /// Serializes `function`, a typed (InferType) region function with a global_symbol whose body
 /// is made of op calls, calls of composite functions, tuples, tuple fields and constants.
-/// Each distinct Constant object becomes one const node. ValueError for a missing symbol or
-/// type, or a shape that is not static; NotImplementedError naming the node for what the
-/// graph cannot express (a call of a global or of a non-composite function, a constant inside
-/// a composite function).
+/// Each distinct constant tensor becomes one const node (Constants sharing a tensor share it).
+/// ValueError for a missing symbol or type, or a shape that is not static; NotImplementedError
+/// naming the node for what the graph cannot express (a call of a global or of a non-composite
+/// function, a constant inside a composite function).
 KILN_API JsonGraphCode SerializeJsonGraph(const ir::Function& function);
 
 /// Makes the runtime module of one serialized function.

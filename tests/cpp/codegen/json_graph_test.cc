@@ -3,11 +3,13 @@
 #include <kiln/codegen/json_graph.h>
 #include <kiln/ir/text_format.h>
 #include <kiln/runtime/json_runtime.h>
+#include <kiln/runtime/memory.h>
 #include <kiln/transform/passes.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <string>
 
 #include "testing/expect_error.h"
@@ -78,6 +80,22 @@ TEST(JsonGraphTest, ConstantsAreTheBodysTensorsInConstNodeOrder) {
   const auto* constant = composite->args()[1].as<ir::ConstantObj>();
   ASSERT_NE(constant, nullptr);
   EXPECT_TRUE(code.constants[0].same_as(constant->data()));  // shared, not copied
+}
+
+TEST(JsonGraphTest, ConstantsSharingATensorShareOneConstNode) {
+  Tensor weight = runtime::Empty({2, 2}, DLDataType{kDLFloat, 32, 1}, DLDevice{kDLCPU, 0});
+  std::fill_n(static_cast<float*>(weight.data()), 4, 1.0F);
+  const ir::IRModule mod = transform::InferType()(ir::ParseModule(R"(
+def @region(%x: Tensor[(2, 2), float32]) attrs={global_symbol="kiln_test_4"} {
+  %0 = nn.dense(%x, meta[Constant][0]);
+  nn.dense(%0, meta[Constant][0])
+})",
+                                                                  {weight}));
+  const codegen::JsonGraphCode code = codegen::SerializeJsonGraph(mod.Lookup("region"));
+  ASSERT_EQ(code.constants.size(), 1);
+  const runtime::JsonGraph graph = runtime::ParseJsonGraph(code.graph_json);
+  ASSERT_EQ(graph.const_nodes.size(), 1U);
+  EXPECT_EQ(graph.nodes[3].inputs[1].node, graph.const_nodes[0]);  // the second dense
 }
 
 TEST(JsonGraphTest, WhatTheGraphCannotExpressIsNamed) {

@@ -74,6 +74,16 @@ TEST(PassContextTest, FromMapSetsReservedFieldsAndValidatesConfig) {
   EXPECT_THROW(PassContext::FromMap(bad), Error);
 }
 
+TEST(PassContextTest, ANameWithoutArgumentsDisablesThePassWithAny) {
+  Map<String, Any> settings;
+  settings.Set("disabled_passes", Array<String>{"AnnotateTarget", "transform.X(a)"});
+  const PassContext ctx = PassContext::FromMap(settings);
+  EXPECT_FALSE(ctx.PassEnabled(PassInfo{"transform.AnnotateTarget(dnnl, blas)", 0, false}));
+  EXPECT_FALSE(ctx.PassEnabled(PassInfo{"transform.X(a)", 0, false}));
+  EXPECT_TRUE(ctx.PassEnabled(PassInfo{"transform.X(b)", 0, false}));
+  EXPECT_TRUE(ctx.PassEnabled(PassInfo{"transform.AnnotateTargetX", 0, false}));
+}
+
 }  // namespace
 }  // namespace transform
 }  // namespace kiln
