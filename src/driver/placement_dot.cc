@@ -16,8 +16,8 @@ namespace {
 
 constexpr const char* kHostColour = "#d9d9d9";
 /// Fill colours for external compilers, in the order they first appear (then reused).
-constexpr const char* kCompilerColours[] = {"#8ecae6", "#ffb703", "#90be6d", "#f28482",
-                                            "#b5a8d6", "#f9c74f"};
+constexpr const char* kCompilerColours[] = {"#8ecae6", "#ffb703", "#90be6d",
+                                            "#f28482", "#b5a8d6", "#f9c74f"};
 
 std::string Quoted(const std::string& text) {
   std::string quoted = "\"";
@@ -49,8 +49,9 @@ class DotWriter {
          << "  node [shape=box, style=filled, fontname=\"monospace\", fontsize=10];\n";
     for (const ir::Var& param : main->params()) {
       const std::string id = "input_" + std::to_string(sources_.size());
-      out_ << "  " << id << " [shape=ellipse, fillcolor=white, label="
-           << Quoted(param->name_hint().str()) << "];\n";
+      out_ << "  " << id
+           << " [shape=ellipse, fillcolor=white, label=" << Quoted(param->name_hint().str())
+           << "];\n";
       sources_[param.get()] = {id};
     }
     ir::PostOrderVisit(main->body(), [this](const ir::Expr& expr) { Visit(expr); });

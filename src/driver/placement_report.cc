@@ -39,7 +39,8 @@ void CollectOps(const ir::Expr& body, const std::string& target, const std::stri
     OpPlacement placement{op->name().str(), target, function, "", {}};
     auto composite = composite_of.find(expr.get());
     if (composite != composite_of.end()) placement.composite = composite->second;
-    if (target == kHost) placement.answers = transform::AskCompilers(Downcast<ir::Call>(expr), compilers);
+    if (target == kHost)
+      placement.answers = transform::AskCompilers(Downcast<ir::Call>(expr), compilers);
     out->push_back(std::move(placement));
   });
 }

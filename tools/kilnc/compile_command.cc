@@ -30,7 +30,6 @@ struct CompileOptions {
   bool report = false;
 };
 
-
 std::optional<CompileOptions> ParseOptions(const std::vector<std::string>& args) {
   CompileOptions options;
   for (size_t i = 0; i < args.size(); ++i) {

@@ -34,9 +34,11 @@ struct PredicateAnswer {
 /// Each compiler's answer for `call`, in the order of `compilers`, as AnnotateTarget asks them:
 /// a call of an op asks the op attribute `target.<compiler>`, a Function `(call: ir.Call) ->
 /// bool | str`; a call of a function with attribute `Composite="<compiler>.<name>"` is taken by
-/// that compiler alone. Any other call gets kNoPredicate. A predicate's error is rethrown with
-/// the compiler and op as context; a result other than a bool or a string is a TypeError.
-/// `call` should be typed (InferType), since predicates read argument types.
+/// that compiler alone; a compiler with a `kiln.ext.<compiler>.partition` function answers
+/// kGraphLevel for op calls. Any other call gets kNoPredicate. A predicate's error is rethrown
+/// with the compiler and op as context; a result other than a bool or a string is a TypeError.
+/// `call` should be typed (InferType), since predicates read argument types. Also the global
+/// `transform.AskCompilers(call, compilers)`, answering maps {compiler, answer, reason}.
 KILN_API std::vector<PredicateAnswer> AskCompilers(const ir::Call& call,
                                                    const std::vector<std::string>& compilers);
 
@@ -45,19 +47,21 @@ KILN_API std::vector<PredicateAnswer> AskCompilers(const ir::Call& call,
 /// compiler_begin, its result in compiler_end (constant inputs stay unwrapped: they go into the
 /// region). A compiler whose global `kiln.ext.<compiler>.partition(function) -> Array<Array<Call>>`
 /// is registered takes the calls of the regions it returns instead of asking predicates. A tuple
-/// is taken when all its fields are calls one compiler took, a tuple field when its tuple was.
+/// is taken when all its fields but constants are calls one compiler took, a tuple field when
+/// its tuple was.
 /// Host calls are left unannotated; a function that already holds annotations (written by hand)
 /// is left as it is. Types the input (InferType) first. Named `transform.AnnotateTarget(a, b)`,
 /// so its pipeline string parses back to it. ValueError for an empty, repeated or malformed
 /// compiler name.
-KILN_API Pass AnnotateTarget(std::vector<std::string> compilers);
+KILN_API Pass AnnotateTarget(const std::vector<std::string>& compilers);
 
 /// Merges the annotated regions of one compiler into as few regions as it can without making
 /// the graph of regions cyclic (a region never absorbs a same-compiler region it reaches through
 /// another compiler's region or a host node), by removing the compiler_end -> compiler_begin
-/// pairs between merged calls. Greedy: the result is maximal (no two adjacent regions of one
-/// compiler could still merge), not always the fewest. Validates the annotations first
-/// (ValueError naming the node: unbalanced, mismatched compilers, a region in a cycle).
+/// pairs between merged calls. Greedy (src/transform/byoc/region_merge.h): the result is maximal
+/// (no two adjacent regions of one compiler could still merge), not always the fewest. Validates
+/// the annotations first (ValueError naming the node: unbalanced, mismatched compilers, a region in
+/// a cycle).
 KILN_API Pass MergeCompilerRegions();
 
 /// Makes each annotated region (validated as by MergeCompilerRegions) a global function with

@@ -109,7 +109,7 @@ class TargetAnnotator {
         const bool wrap = !compiler.empty() && operand.as<ir::ConstantObj>() == nullptr;
         operands.push_back(wrap ? byoc::CompilerBegin(outer, compiler) : outer);
       }
-      inside_[node] = Rebuild(nodes[node], operands);
+      inside_[node] = byoc::WithOperands(nodes[node], operands);
       outside_[node] =
           compiler.empty() ? inside_[node] : byoc::CompilerEnd(inside_[node], compiler);
     }
@@ -147,9 +147,11 @@ class TargetAnnotator {
       }
       return "";
     }
-    // A tuple or a tuple field carries no computation: it joins the region of what it groups.
+    // A tuple or a tuple field carries no computation: it joins the region of what it groups
+    // (constants go along with any region).
     std::string common;
     for (const ir::Expr& operand : Operands(node)) {
+      if (operand.as<ir::ConstantObj>() != nullptr) continue;
       auto it = regions_.index.find(operand.get());
       const std::string compiler = it == regions_.index.end() ? "" : compiler_of_[it->second];
       if (compiler.empty() || (!common.empty() && compiler != common)) return "";
@@ -161,13 +163,6 @@ class TargetAnnotator {
   ir::Expr Outside(const ir::Expr& expr) const {
     auto it = regions_.index.find(expr.get());
     return it == regions_.index.end() ? expr : outside_[it->second];
-  }
-
-  static ir::Expr Rebuild(const ir::Expr& node, const Array<ir::Expr>& operands) {
-    if (const auto* call = node.as<ir::CallObj>())
-      return ir::Call(call->op(), operands, call->attrs());
-    if (node.as<ir::TupleObj>() != nullptr) return ir::Tuple(operands);
-    return ir::TupleGetItem(operands[0], node.as<ir::TupleGetItemObj>()->index());
   }
 
   const std::vector<std::string>& compilers_;
@@ -203,11 +198,12 @@ std::string PassName(const std::vector<std::string>& compilers) {
 std::vector<PredicateAnswer> AskCompilers(const ir::Call& call,
                                           const std::vector<std::string>& compilers) {
   std::vector<PredicateAnswer> answers;
+  answers.reserve(compilers.size());
   for (const std::string& compiler : compilers) answers.push_back(Ask(call, compiler));
   return answers;
 }
 
-Pass AnnotateTarget(std::vector<std::string> compilers) {
+Pass AnnotateTarget(const std::vector<std::string>& compilers) {
   CheckCompilerNames(compilers);
   auto annotate = [compilers](const ir::Function& func, const ir::IRModule& mod,
                               const PassContext& /*ctx*/) {
@@ -224,7 +220,7 @@ Pass AnnotateTarget(std::vector<std::string> compilers) {
 KILN_REGISTER_GLOBAL("transform.AnnotateTarget").set_body_typed([](const Array<String>& names) {
   std::vector<std::string> compilers;
   for (const String& name : names) compilers.push_back(name.str());
-  return AnnotateTarget(std::move(compilers));
+  return AnnotateTarget(compilers);
 });
 
 KILN_REGISTER_GLOBAL("transform.AskCompilers")

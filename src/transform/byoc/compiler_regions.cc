@@ -69,7 +69,8 @@ class RegionFinder {
     std::vector<std::pair<ir::Expr, bool>> stack = {{body_, false}};
     std::unordered_map<const Object*, int>& index = regions_.index;
     while (!stack.empty()) {
-      auto [expr, expanded] = stack.back();
+      const ir::Expr expr = stack.back().first;
+      const bool expanded = stack.back().second;
       stack.pop_back();
       if (!IsDataflowNode(expr) || index.count(expr.get())) continue;
       if (expanded) {
@@ -343,6 +344,14 @@ std::vector<ir::Expr> Operands(const ir::Expr& expr) {
   }
   if (const auto* item = expr.as<ir::TupleGetItemObj>()) return {item->tuple()};
   return {};
+}
+
+ir::Expr WithOperands(const ir::Expr& node, const Array<ir::Expr>& operands) {
+  if (const auto* call = node.as<ir::CallObj>()) {
+    return ir::Call(call->op(), operands, call->attrs());
+  }
+  if (node.as<ir::TupleObj>() != nullptr) return ir::Tuple(operands);
+  return ir::TupleGetItem(operands[0], node.as<ir::TupleGetItemObj>()->index());
 }
 
 std::string NodeText(const ir::Expr& node) {

@@ -31,6 +31,9 @@ ir::Expr CompilerEnd(const ir::Expr& data, const std::string& compiler);
 /// TupleGetItem's tuple; nothing for leaves (Var, Constant, GlobalVar, Op, Function).
 std::vector<ir::Expr> Operands(const ir::Expr& expr);
 
+/// `node` (a Call, Tuple or TupleGetItem) with its operands replaced by `operands`.
+ir::Expr WithOperands(const ir::Expr& node, const Array<ir::Expr>& operands);
+
 /// One line of IR text naming `node` in errors: its binding as the text printer writes it
 /// (`%2 = annotation.compiler_end(%1, compiler="a")`), numbered within the node's own graph.
 std::string NodeText(const ir::Expr& node);

@@ -56,18 +56,9 @@ ir::Expr RemoveInnerBoundaries(const CompilerRegions& regions, const std::vector
       changed = changed || !value.same_as(operand);
       operands.push_back(value);
     }
-    const ir::Expr& expr = nodes[node];
-    if (!changed) {
-      rewritten[node] = expr;
-    } else if (const auto* call = expr.as<ir::CallObj>()) {
-      rewritten[node] = ir::Call(call->op(), operands, call->attrs());
-    } else if (expr.as<ir::TupleObj>() != nullptr) {
-      rewritten[node] = ir::Tuple(operands);
-    } else {
-      rewritten[node] = ir::TupleGetItem(operands[0], expr.as<ir::TupleGetItemObj>()->index());
-    }
+    rewritten[node] = changed ? byoc::WithOperands(nodes[node], operands) : nodes[node];
   }
-  return rewritten_of(regions.nodes.empty() ? ir::Expr() : regions.nodes.back());
+  return rewritten.back();  // the body: the last node in post-order
 }
 
 ir::Function MergeFunctionRegions(const ir::Function& func) {

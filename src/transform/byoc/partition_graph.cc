@@ -20,13 +20,6 @@ namespace {
 
 using byoc::CompilerRegions;
 
-ir::Expr Rebuild(const ir::Expr& node, const Array<ir::Expr>& operands) {
-  if (const auto* call = node.as<ir::CallObj>())
-    return ir::Call(call->op(), operands, call->attrs());
-  if (node.as<ir::TupleObj>() != nullptr) return ir::Tuple(operands);
-  return ir::TupleGetItem(operands[0], node.as<ir::TupleGetItemObj>()->index());
-}
-
 /// Hands out `kiln_<compiler>_<n>`, counting per compiler and skipping names already taken.
 class SymbolNamer {
  public:
@@ -86,7 +79,7 @@ RegionFunction OutlineRegion(const CompilerRegions& regions, int unit,
         operands.push_back(operand);  // a constant
       }
     }
-    inner[expr.get()] = Rebuild(expr, operands);
+    inner[expr.get()] = byoc::WithOperands(expr, operands);
   }
   Array<ir::Expr> outputs;
   Array<ir::Type> output_types;
@@ -135,7 +128,7 @@ class FunctionPartitioner {
         for (const ir::Expr& operand : byoc::Operands(nodes[node])) {
           operands.push_back(Outside(operand));
         }
-        outside_[node] = Rebuild(nodes[node], operands);
+        outside_[node] = byoc::WithOperands(nodes[node], operands);
         continue;
       }
       const ir::Expr call = CallRegion(static_cast<int>(unit), outlined);

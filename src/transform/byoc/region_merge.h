@@ -23,9 +23,10 @@ struct LabeledDag {
 /// Groups the nodes of `dag` into regions and returns each node's region, regions numbered by
 /// their first node. A region holds nodes of one label, connected through edges between its
 /// own nodes; a host node is a region of its own. Regions grow by merging two that an edge
-/// joins, in topological order, whenever no path leaves one and reaches the other through a
-/// third region (which would make the graph of regions cyclic), until no such merge is left:
-/// the result is maximal, not always the fewest regions possible (that search is exponential).
+/// joins whenever no path leaves one and reaches the other through a third region (which would
+/// make the graph of regions cyclic), until no such merge is left. Sweeps in several orders
+/// (region_merge.cc) each give such a result; the first with the fewest regions is kept. It is
+/// maximal, not always the fewest regions possible (that search is exponential).
 /// ValueError when an input is not below its node.
 std::vector<int> MergeRegions(const LabeledDag& dag);
 

@@ -131,10 +131,10 @@ void RegisterNegatePredicates() {
     ir::OpRegisterer::Extend("negative")
         .set_attr("target.test_negate",
                   Function::FromTyped([](const ir::Call& /*call*/) { return true; }));
-    ir::OpRegisterer::Extend("add").set_attr(
-        "target.test_negate", Function::FromTyped([](const ir::Call& /*call*/) {
-          return String("test_negate only negates");
-        }));
+    ir::OpRegisterer::Extend("add").set_attr("target.test_negate",
+                                             Function::FromTyped([](const ir::Call& /*call*/) {
+                                               return String("test_negate only negates");
+                                             }));
   });
 }
 

@@ -2,6 +2,7 @@
 // of AskCompilers, predicates that fail, graph-level partition functions, pass names, invalid
 // annotations, and graphs too long to walk recursively.
 #include <kiln/ir/expr_functor.h>
+#include <kiln/ir/structural_equal.h>
 #include <kiln/ir/text_format.h>
 #include <kiln/transform/byoc.h>
 #include <kiln/transform/passes.h>
@@ -224,6 +225,24 @@ TEST(CompilerRegionsTest, InvalidAnnotationsAreValueErrorsNamingTheNode) {
     EXPECT_NE(error.find("ValueError: "), std::string::npos) << error;
     EXPECT_NE(error.find(expected), std::string::npos) << error;
   }
+}
+
+TEST(MergeCompilerRegionsTest, IsIdempotentAndLeavesUnannotatedModulesAlone) {
+  const ir::IRModule mod = Typed(R"(
+def @main(%x: Tensor[(2), float32]) {
+  %0 = nn.relu(%x);
+  %1 = exp(%0);
+  %2 = add(%0, %1);
+  %3 = multiply(%2, %2);
+  %4 = subtract(%3, %0);
+  %4
+})");
+  const ir::IRModule once =
+      ParsePipeline("AnnotateTarget(test_a, test_b),MergeCompilerRegions")(mod);
+  const ir::IRModule twice = MergeCompilerRegions()(once);
+  EXPECT_TRUE(ir::StructuralEqual(once, twice)) << ir::AsText(once) << ir::AsText(twice);
+  EXPECT_TRUE(MergeCompilerRegions()(mod).same_as(mod));
+  EXPECT_TRUE(PartitionGraph()(mod).same_as(mod));
 }
 
 /// @main(x) = a chain of `length` unary ops, the i-th named by `op(i)`.
