@@ -34,8 +34,8 @@ def plugins():
         kiln.load_plugin(path)
 
 
-# The scaling and tanh go to ccompiler, the convolution to dnnl, the reshape to nobody (host),
-# the dense to blas. No add or activation follows the convolution or the dense, so no dnnl
+# The scaling and tanh go to ccompiler, the convolution and the reshape (a view) to dnnl, the
+# cosine to nobody (host), the dense to blas. No add or activation follows the convolution or the dense, so no dnnl
 # pattern absorbs an op meant for another compiler.
 MODEL = """
 def @main(%x: Tensor[(1, 3, 6, 6), float32]) {
@@ -43,7 +43,8 @@ def @main(%x: Tensor[(1, 3, 6, 6), float32]) {
   %1 = tanh(%0);
   %2 = nn.conv2d(%1, meta[Constant][1], padding=[1, 1, 1, 1]);
   %3 = reshape(%2, newshape=[1, 144]);
-  nn.dense(%3, meta[Constant][2])
+  %4 = cos(%3);
+  nn.dense(%4, meta[Constant][2])
 }
 """
 SCALE = RNG.standard_normal((3, 1, 1)).astype("float32")
@@ -61,7 +62,7 @@ def numpy_reference(x):
     padded = np.pad(hidden, ((0, 0), (0, 0), (1, 1), (1, 1)))
     windows = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(2, 3))
     conv = np.einsum("nchwij,ocij->nohw", windows, WEIGHT)
-    return conv.reshape(1, 144) @ DENSE.T
+    return np.cos(conv.reshape(1, 144)) @ DENSE.T
 
 
 def placement_counts(report):
@@ -92,9 +93,9 @@ RELOAD = textwrap.dedent(
 def test_dnnl_blas_ccompiler_and_host_in_one_model(plugins, tmp_path):
     model = kiln.build(typed(), plugins=PRIORITY, report=True)
     report = model.placement_report
-    assert placement_counts(report) == {"blas": 1, "ccompiler": 2, "dnnl": 1, "host": 1}, report
+    assert placement_counts(report) == {"blas": 1, "ccompiler": 2, "dnnl": 2, "host": 1}, report
     for line in ("blas      nn.dense x1", "ccompiler multiply x1", "ccompiler tanh x1",
-                 "dnnl      nn.conv2d x1", "host      reshape x1"):
+                 "dnnl      nn.conv2d x1", "dnnl      reshape x1", "host      cos x1"):
         assert line in report, report
 
     x = RNG.standard_normal((1, 3, 6, 6)).astype("float32")
