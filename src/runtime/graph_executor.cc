@@ -83,8 +83,8 @@ class GraphExecutorObj : public ModuleObj {
   }
 
   /// Looks up every node's function in the imports (once found, a function is kept). With
-  /// `allow_listed`, a function an import only lists (C source, callable once exported and
-  /// loaded back) is accepted and looked up again later; unknown names are always errors.
+  /// `allow_listed`, a function an import only lists (it cannot call it yet) is accepted and
+  /// looked up again later; unknown names are always errors.
   void ResolveFunctions(bool allow_listed);
 
  private:
@@ -183,10 +183,7 @@ void GraphExecutorObj::ResolveFunctions(bool allow_listed) {
                             : "(it has: " + ListedFunctions(imports) + ")");
     KILN_CHECK(allow_listed, RuntimeError)
         << "graph: " << internal::DescribeNode(graph_, i) << " calls '" << name
-        << "', which a module of kind '" << *kind << "' lists but cannot call"
-        << (*kind == "c_source" ? " (C source runs once export_library has compiled it and "
-                                  "load_module has loaded it back)"
-                                : "");
+        << "', which a module of kind '" << *kind << "' lists but cannot call";
     all_found = false;
   }
   resolved_ = all_found;

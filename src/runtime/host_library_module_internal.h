@@ -12,7 +12,8 @@ namespace runtime {
 
 /// The kind under which compiled host code appears in an artifact.
 constexpr const char* kHostLibraryKind = "host_library";
-/// The kind of C source not compiled yet; ExportLibrary compiles it.
+/// The kind of C source: ExportLibrary compiles it into the artifact, and the module compiles it
+/// into a temporary library when called before export.
 constexpr const char* kCSourceKind = "c_source";
 
 /// A module over the functions `function_names` of the loaded library `dso_handle` (the

@@ -53,7 +53,10 @@ KILN_API ArtifactContents CollectModuleTree(const Module& root,
                                             std::vector<std::string>* host_sources);
 
 /// A module of C source whose functions follow the Kiln calling convention; export_library
-/// compiles it into the artifact, which reloads as a "host_library" module.
+/// compiles it into the artifact, which reloads as a "host_library" module. Before export, the
+/// first lookup of one of its functions compiles the code with the same command into a
+/// temporary library (removed from disk at once, unloaded with the module and its functions);
+/// a compiler failure is a RuntimeError naming the compiler and showing its output. Thread-safe.
 KILN_API Module CSourceModuleCreate(std::string code, std::vector<std::string> function_names);
 
 /// Writes `root` and its imports as one shared library at `path`: compiles host code with the

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 namespace kiln {
 namespace runtime {
@@ -126,6 +127,31 @@ TEST_F(ArtifactTest, FailedExportLeavesNothingBehind) {
     EXPECT_NE(error.message().find("failed"), std::string::npos) << error.message();
   }
   EXPECT_TRUE(fs::is_empty(dir_)) << "a partial file was left in " << dir_;
+}
+
+TEST_F(ArtifactTest, CSourceRunsBeforeExportAndItsFunctionsOutliveTheModule) {
+  std::optional<Function> add_one;
+  {
+    Module module = CSourceModuleCreate(kAddOneSource, {"add_one"});
+    add_one = module.GetFunction("add_one");
+    ASSERT_TRUE(add_one.has_value());
+    EXPECT_FALSE(module.GetFunction("missing").has_value());
+  }
+  // The module is gone; the function keeps the compiled library loaded.
+  EXPECT_EQ((*add_one)(int64_t{41}).cast<int64_t>(), 42);
+}
+
+TEST_F(ArtifactTest, CSourceCompileErrorBeforeExportShowsTheCompilerOutput) {
+  Module bad = CSourceModuleCreate("int f(void) { return undeclared_name; }", {"f"});
+  try {
+    bad.GetFunction("f");
+    FAIL() << "expected the compiler to fail";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), "RuntimeError");
+    EXPECT_NE(error.message().find("c_source module (f): the C compiler"), std::string::npos)
+        << error.message();
+    EXPECT_NE(error.message().find("undeclared_name"), std::string::npos) << error.message();
+  }
 }
 
 TEST_F(ArtifactTest, ModuleWithoutSerializedFormCannotBeExported) {
