@@ -581,7 +581,8 @@ def test_exported_net_runs_in_a_process_with_only_the_runtime(tmp_path):
     x = randn(2, 3, 8, 8)
     np.save(tmp_path / "x.npy", x)
     (tmp_path / "reload.py").write_text(RELOAD)
-    env = {k: v for k, v in os.environ.items() if k not in ("KILN_PLUGIN_PATH", "KILN_RUNTIME_PATH")}
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("KILN_PLUGIN_PATH", "KILN_RUNTIME_PATH")}
     run = subprocess.run([sys.executable, str(tmp_path / "reload.py"), str(artifact),
                           str(tmp_path / "x.npy"), str(tmp_path / "y.npy")],
                          capture_output=True, text=True, timeout=120, env=env)
