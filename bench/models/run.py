@@ -296,7 +296,11 @@ def run_worker(spec, build_dir):
     env.update({"PYTHONPATH": os.path.join(build_dir, "python"),
                 "KILN_PLUGIN_PATH": os.path.join(build_dir, "lib", "kiln", "plugins"),
                 "KILN_NUM_THREADS": str(spec["threads"]),
-                "OMP_NUM_THREADS": str(spec["threads"]), "PYTHONDONTWRITEBYTECODE": "1"})
+                "OMP_NUM_THREADS": str(spec["threads"]), "PYTHONDONTWRITEBYTECODE": "1",
+                # Idle OpenMP threads sleep instead of spinning: PyTorch and oneDNN (Kiln +
+                # dnnl) both run on OpenMP, next to Kiln's own pool, and a pool spinning after
+                # one variant's call steals the cores of the next variant in the same process.
+                "OMP_WAIT_POLICY": "PASSIVE"})
     proc = subprocess.run([PYTHON, os.path.abspath(__file__), "--worker", json.dumps(spec)],
                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = [line for line in proc.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
@@ -441,17 +445,20 @@ def build_line(build_dir):
 
 
 def pytorch_backends():
-    """What PyTorch's CPU speed rests on, from torch.__config__: Debian's build has a generic
-    (reference) BLAS, so eager convolutions and matmuls are slow and the MKL-DNN path that
-    optimize_for_inference takes is far faster; the table is read with that in mind."""
+    """What PyTorch's CPU speed rests on: the BLAS library its generic BLAS interface resolves
+    to at run time (Debian's libblas.so.3 is an alternative: the reference BLAS, or OpenBLAS
+    once libopenblas is installed, as Kiln's setup does for the blas plugin), and MKL-DNN, which
+    optimize_for_inference uses for convolutions."""
     import re
 
     import torch
 
-    config = torch.__config__.show()
-    blas = re.search(r"BLAS_INFO=([^,\s]+)", config)
-    mkldnn = re.search(r"MKL-DNN (v[\d.]+)", config)
-    return (f"BLAS {blas.group(1) if blas else 'unknown'}, "
+    torch.ones(4, 4) @ torch.ones(4, 4)  # maps the BLAS library
+    with open("/proc/self/maps") as maps:
+        blas = sorted({os.path.basename(line.split()[-1]) for line in maps
+                       if re.search(r"lib(open)?blas[^/]*\.so", line.split()[-1])})
+    mkldnn = re.search(r"MKL-DNN (v[\d.]+)", torch.__config__.show())
+    return (f"BLAS at run time: {', '.join(blas) or 'unknown'}, "
             f"MKL-DNN {mkldnn.group(1) if mkldnn else 'absent'}")
 
 
@@ -488,12 +495,19 @@ PyTorch run three ways, with the same number of threads.
   on its own CPU path and, as "Kiln + <plugin>", with that BYOC plugin taking what it can;
   `jit.freeze` is `torch.jit.freeze(torch.jit.script(model))`, `optimize_for_inference` is
   `torch.jit.optimize_for_inference(torch.jit.script(model))`; all PyTorch runs under no_grad.
+- `OMP_WAIT_POLICY=PASSIVE` for every variant: PyTorch and oneDNN use OpenMP and Kiln its own
+  pool, all in one process; with OpenMP's default spinning, threads left spinning after one
+  variant's call took the cores of the next one (PyTorch eager on the encoder at 2 threads
+  measured a 94 ms median against 8 ms), so interleaved times were not comparable. Sleeping
+  idle threads cost the OpenMP variants some speed at 2 threads.
 
 {results_table(results, flops, kiln_variants(args))}
 
-A ratio above 1 means that Kiln variant is slower than the fastest PyTorch variant. The Build line says
-which BLAS PyTorch has: with Debian's generic (reference) BLAS, eager PyTorch and `jit.freeze`
-are slow on convolutions, while `optimize_for_inference` converts them to MKL-DNN.
+A ratio above 1 means that Kiln variant is slower than the fastest PyTorch variant. The Build line
+says which BLAS library PyTorch's matrix products ran on: Debian's PyTorch calls the system
+`libblas.so.3`, which is OpenBLAS once `libopenblas` is installed (Kiln's setup installs it for
+the blas plugin) and the slow reference BLAS otherwise; `optimize_for_inference` runs
+convolutions on MKL-DNN either way.
 
 Max abs error: each variant's output against the reference output, PyTorch's in float64
 (tests/models), at the first thread count.
