@@ -4,6 +4,7 @@
 #include <kiln/codegen/json_graph.h>
 #include <kiln/ffi/registry.h>
 #include <kiln/ir/op.h>
+#include <kiln/transform/byoc.h>
 
 #include <string>
 #include <vector>
@@ -12,38 +13,19 @@ namespace kiln {
 namespace blas {
 namespace {
 
-/// The static shape of float32 argument `i` of `call`, or why there is none.
-std::optional<std::vector<int64_t>> Float32Shape(const ir::CallObj& call, int i,
-                                                 std::string* reason) {
-  const auto* type = call.args()[i]->checked_type().as<ir::TensorTypeObj>();
-  if (type == nullptr) {
-    *reason = "argument " + std::to_string(i) + " is not a typed tensor";
-    return std::nullopt;
-  }
-  if (!DataTypeEqual(type->dtype(), DLDataType{kDLFloat, 32, 1})) {
-    *reason = "dtype " + DataTypeToString(type->dtype()) + " is not float32";
-    return std::nullopt;
-  }
-  std::vector<int64_t> shape;
-  for (const ir::Dim& dim : type->shape()) {
-    if (!dim.as_static().has_value()) {
-      *reason = "argument " + std::to_string(i) + " has a dynamic shape";
-      return std::nullopt;
-    }
-    shape.push_back(*dim.as_static());
-  }
-  return shape;
-}
-
 /// A predicate `(call) -> true | reason` from `check(lhs, rhs) -> reason` ("" accepts).
 template <typename Check>
 Function Predicate(Check check) {
   return Function::FromTyped(
       [check](const ir::Call& call) -> Any {
         std::string reason;
-        std::optional<std::vector<int64_t>> lhs = Float32Shape(*call.get(), 0, &reason);
-        std::optional<std::vector<int64_t>> rhs = Float32Shape(*call.get(), 1, &reason);
-        if (lhs.has_value() && rhs.has_value()) reason = check(*lhs, *rhs);
+        std::optional<std::vector<int64_t>> lhs =
+            transform::StaticFloat32Shape(call->args()[0]->checked_type(), "argument 0", &reason);
+        if (!lhs.has_value()) return String(reason);
+        std::optional<std::vector<int64_t>> rhs =
+            transform::StaticFloat32Shape(call->args()[1]->checked_type(), "argument 1", &reason);
+        if (!rhs.has_value()) return String(reason);
+        reason = check(*lhs, *rhs);
         if (reason.empty()) return true;
         return String(reason);
       },

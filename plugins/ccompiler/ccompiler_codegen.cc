@@ -8,6 +8,7 @@
 #include <kiln/ir/function.h>
 #include <kiln/ir/op.h>
 #include <kiln/runtime/artifact.h>
+#include <kiln/transform/byoc.h>
 
 #include <algorithm>
 #include <cmath>
@@ -128,7 +129,7 @@ class RegionEmitter {
 
   std::vector<int64_t> ShapeOf(const ir::Type& type, const std::string& what) const {
     std::string reason;
-    std::optional<std::vector<int64_t>> shape = Float32Shape(type, what, &reason);
+    std::optional<std::vector<int64_t>> shape = transform::StaticFloat32Shape(type, what, &reason);
     KILN_CHECK(shape.has_value(), NotImplementedError)
         << "ccompiler: '" << symbol_ << "': " << reason;
     return *shape;

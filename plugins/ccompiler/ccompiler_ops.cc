@@ -84,27 +84,5 @@ static float* kiln_cc_tensor(const KilnAny* arg, int32_t ndim, const int64_t* sh
   return c.str();
 }
 
-std::optional<std::vector<int64_t>> Float32Shape(const ir::Type& type, const std::string& what,
-                                                 std::string* reason) {
-  const auto* tensor = type.as<ir::TensorTypeObj>();
-  if (tensor == nullptr) {
-    *reason = what + " is not a tensor";
-    return std::nullopt;
-  }
-  if (!DataTypeEqual(tensor->dtype(), DLDataType{kDLFloat, 32, 1})) {
-    *reason = what + " is " + DataTypeToString(tensor->dtype()) + ", not float32";
-    return std::nullopt;
-  }
-  std::vector<int64_t> shape;
-  for (const ir::Dim& dim : tensor->shape()) {
-    if (!dim.as_static().has_value()) {
-      *reason = what + " has a dynamic shape";
-      return std::nullopt;
-    }
-    shape.push_back(*dim.as_static());
-  }
-  return shape;
-}
-
 }  // namespace ccompiler
 }  // namespace kiln

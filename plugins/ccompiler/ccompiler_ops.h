@@ -35,11 +35,6 @@ const COp* FindOp(const std::string& op);
 /// static inline function per supported op.
 std::string Prelude();
 
-/// The static shape of a float32 tensor of type `type`; nullopt with `*reason` (naming the
-/// value as `what`) for another dtype, a dynamic shape or a type that is not a tensor.
-std::optional<std::vector<int64_t>> Float32Shape(const ir::Type& type, const std::string& what,
-                                                 std::string* reason);
-
 }  // namespace ccompiler
 }  // namespace kiln
 

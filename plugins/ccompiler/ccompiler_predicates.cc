@@ -2,6 +2,7 @@
 // plugin takes. A predicate returns true, or a string that says why not; the placement report
 // prints it.
 #include <kiln/ir/op.h>
+#include <kiln/transform/byoc.h>
 
 #include <string>
 
@@ -17,9 +18,11 @@ Any TakesCall(const ir::Call& call) {
   std::string reason;
   for (int64_t i = 0; i < call->args().size(); ++i) {
     const std::string what = "argument " + std::to_string(i);
-    if (!Float32Shape(call->args()[i]->checked_type(), what, &reason)) return String(reason);
+    if (!transform::StaticFloat32Shape(call->args()[i]->checked_type(), what, &reason))
+      return String(reason);
   }
-  if (!Float32Shape(call->checked_type(), "the result", &reason)) return String(reason);
+  if (!transform::StaticFloat32Shape(call->checked_type(), "the result", &reason))
+    return String(reason);
   return true;
 }
 

@@ -13,6 +13,7 @@
 // once, as the data. The runtime (dnnl_primitives.cc, ParseFused) reads them back the same way.
 #include <kiln/codegen/json_graph.h>
 #include <kiln/ffi/registry.h>
+#include <kiln/transform/byoc.h>
 #include <kiln/transform/pattern.h>
 
 #include <algorithm>
@@ -100,17 +101,17 @@ PatternEntry MakeEntry(const Form& form) {
     }
     std::string reason;
     const std::optional<std::vector<int64_t>> out =
-        Float32Shape(binding->at(anchor), "the result", &reason);
+        transform::StaticFloat32Shape(binding->at(anchor)->checked_type(), "the result", &reason);
     if (!out.has_value()) return false;
     if (has_bias) {
       const std::optional<std::vector<int64_t>> shape =
-          Float32Shape(binding->at(bias), "the bias", &reason);
+          transform::StaticFloat32Shape(binding->at(bias)->checked_type(), "the bias", &reason);
       const size_t axis = channel_axis == SIZE_MAX ? out->size() - 1 : channel_axis;
       if (!shape.has_value() || !IsPerChannel(*shape, *out, axis)) return false;
     }
     if (has_sum) {
-      const std::optional<std::vector<int64_t>> shape =
-          Float32Shape(binding->at(residual), "the residual", &reason);
+      const std::optional<std::vector<int64_t>> shape = transform::StaticFloat32Shape(
+          binding->at(residual)->checked_type(), "the residual", &reason);
       if (!shape.has_value() || *shape != *out) return false;
       // The runtime finds the residual by position; it may be the data (passed once) but
       // not the weight or bias.
@@ -151,7 +152,8 @@ PatternEntry MakeGeluEntry() {
   auto check = [pattern, x, root2, one, half](const ir::Expr& root) {
     std::optional<transform::PatternBinding> binding = transform::MatchPattern(pattern, root);
     std::string reason;
-    if (!binding.has_value() || !Float32Shape(binding->at(x), "x", &reason).has_value()) {
+    if (!binding.has_value() ||
+        !transform::StaticFloat32Shape(binding->at(x)->checked_type(), "x", &reason).has_value()) {
       return false;
     }
     const std::optional<float> divisor = ScalarOf(binding->at(root2));

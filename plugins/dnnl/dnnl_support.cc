@@ -5,6 +5,7 @@
 
 #include <kiln/ffi/registry.h>
 #include <kiln/ir/op.h>
+#include <kiln/transform/byoc.h>
 
 #include <functional>
 #include <map>
@@ -212,28 +213,6 @@ const bool kRegistered = [] {
 
 }  // namespace
 
-std::optional<std::vector<int64_t>> Float32Shape(const ir::Expr& expr, const std::string& what,
-                                                 std::string* reason) {
-  const auto* type = expr->checked_type().as<ir::TensorTypeObj>();
-  if (type == nullptr) {
-    *reason = what + " is not a tensor";
-    return std::nullopt;
-  }
-  if (!DataTypeEqual(type->dtype(), DLDataType{kDLFloat, 32, 1})) {
-    *reason = "dtype " + DataTypeToString(type->dtype()) + " is not float32";
-    return std::nullopt;
-  }
-  std::vector<int64_t> shape;
-  for (const ir::Dim& dim : type->shape()) {
-    if (!dim.as_static().has_value()) {
-      *reason = what + " has a dynamic shape";
-      return std::nullopt;
-    }
-    shape.push_back(*dim.as_static());
-  }
-  return shape;
-}
-
 std::string WhyNotDnnl(const ir::Call& call) {
   const auto* op = call->op().as<ir::OpObj>();
   if (op == nullptr) return "not a call of an op";
@@ -249,7 +228,8 @@ std::string WhyNotDnnl(const ir::Call& call) {
     // A tuple argument (concatenate's) counts as its fields, as the JSON graph passes them.
     const auto* tuple = arg.as<ir::TupleObj>();
     for (const ir::Expr& field : tuple != nullptr ? tuple->fields() : Array<ir::Expr>{arg}) {
-      std::optional<std::vector<int64_t>> shape = Float32Shape(field, what, &reason);
+      std::optional<std::vector<int64_t>> shape =
+          transform::StaticFloat32Shape(field->checked_type(), what, &reason);
       if (!shape.has_value()) return reason;
       shapes.push_back(*std::move(shape));
     }

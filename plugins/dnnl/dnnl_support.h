@@ -14,12 +14,8 @@ namespace kiln {
 namespace dnnl_plugin {
 
 /// Why oneDNN cannot run `call`, a typed call of an op; empty when it can. The sentence is what
-/// the placement report prints ("dtype int64 is not float32").
+/// the placement report prints ("argument 0 is int64, not float32").
 std::string WhyNotDnnl(const ir::Call& call);
-
-/// The static shape of `expr` when it is a float32 tensor, else nullopt with `*reason` set.
-std::optional<std::vector<int64_t>> Float32Shape(const ir::Expr& expr, const std::string& what,
-                                                 std::string* reason);
 
 }  // namespace dnnl_plugin
 }  // namespace kiln

@@ -16,6 +16,12 @@ def _plugin_path(variable):
     return path
 
 
+def load_built_plugin(name):
+    """Loads the compiler side of plugins/<name> from KILN_<NAME>_PLUGIN, which ctest sets when
+    the plugin was built (tests/python/CMakeLists.txt leaves the plugin's tests out otherwise)."""
+    kiln.load_plugin(_plugin_path(f"KILN_{name.upper()}_PLUGIN"))
+
+
 @pytest.fixture(scope="session")
 def testing_plugin_path():
     return _plugin_path("KILN_TESTING_PLUGIN")

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import kiln
+from conftest import load_built_plugin
 from kiln import transform
 
 RNG = np.random.default_rng(7)
@@ -19,11 +20,7 @@ RNG = np.random.default_rng(7)
 
 @pytest.fixture(scope="module")
 def blas():
-    path = os.environ.get("KILN_BLAS_PLUGIN")
-    if not path:
-        pytest.fail("KILN_BLAS_PLUGIN is not set; run through ctest (it is set when OpenBLAS "
-                    "was found and plugins/blas was built)", pytrace=False)
-    kiln.load_plugin(path)
+    load_built_plugin("blas")
     return kiln.get_global_func("kiln.ext.blas")
 
 
@@ -43,7 +40,7 @@ def test_predicates_take_float32_products_and_say_why_not(blas):
           nn.dense(%x, %w) }""") is True
     assert predicate("nn.dense", """
         def @main(%x: Tensor[(2, 3), float64], %w: Tensor[(4, 3), float64]) {
-          nn.dense(%x, %w) }""") == "dtype float64 is not float32"
+          nn.dense(%x, %w) }""") == "argument 0 is float64, not float32"
     assert predicate("matmul", """
         def @main(%x: Tensor[(3), float32], %w: Tensor[(3, 4), float32]) {
           matmul(%x, %w) }""") == "a 1-D operand"

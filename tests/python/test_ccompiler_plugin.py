@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import kiln
+from conftest import load_built_plugin
 from kiln import transform
 
 RNG = np.random.default_rng(11)
@@ -19,11 +20,7 @@ RNG = np.random.default_rng(11)
 
 @pytest.fixture(scope="module")
 def ccompiler():
-    path = os.environ.get("KILN_CCOMPILER_PLUGIN")
-    if not path:
-        pytest.fail("KILN_CCOMPILER_PLUGIN is not set; run through ctest (it is set when "
-                    "plugins/ccompiler was built)", pytrace=False)
-    kiln.load_plugin(path)
+    load_built_plugin("ccompiler")
     return kiln.get_global_func("kiln.ext.ccompiler")
 
 

@@ -10,13 +10,13 @@ KILN_MODELS_DIR, or:
         /usr/bin/python3 -m pytest tests/python/test_dnnl_models.py
 """
 
-import os
 import re
 
 import pytest
 
 import kiln
 import kiln.frontend
+from conftest import load_built_plugin
 # The generated models, their references and the comparison are the reference-model test's.
 from test_reference_models import (ATOL, OPSETS, RTOL, _load_reference, _max_abs_error,
                                    _within_tolerance, generator,
@@ -48,11 +48,7 @@ def _assert_matches_pytorch(outputs, reference, what):
 
 @pytest.fixture(scope="module", autouse=True)
 def dnnl():
-    path = os.environ.get("KILN_DNNL_PLUGIN")
-    if not path:
-        pytest.fail("KILN_DNNL_PLUGIN is not set; run through ctest (it is set when oneDNN was "
-                    "found and plugins/dnnl was built)", pytrace=False)
-    kiln.load_plugin(path)
+    load_built_plugin("dnnl")
 
 
 def placements(report):

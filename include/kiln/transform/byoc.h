@@ -11,6 +11,8 @@
 #include <kiln/ir/expr.h>
 #include <kiln/transform/pass.h>
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +32,14 @@ struct PredicateAnswer {
   /// Why it declined: the predicate's string, or a sentence for a composite; empty otherwise.
   std::string reason;
 };
+
+/// For plugins' predicates and codegens: the static shape of `type` when it is a float32 tensor
+/// whose dimensions are all known; otherwise nullopt, with `*reason` naming the value as `what`
+/// the way the placement report shows it: "<what> is not a tensor", "<what> is float64, not
+/// float32", "<what> has a dynamic shape".
+KILN_API std::optional<std::vector<int64_t>> StaticFloat32Shape(const ir::Type& type,
+                                                                const std::string& what,
+                                                                std::string* reason);
 
 /// Each compiler's answer for `call`, in the order of `compilers`, as AnnotateTarget asks them:
 /// a call of an op asks the op attribute `target.<compiler>`, a Function `(call: ir.Call) ->
