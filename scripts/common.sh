@@ -9,6 +9,7 @@ KILN_BUILD_DIR="$(realpath -m "${KILN_BUILD_DIR:-$KILN_REPO/build}")"
 KILN_PREFIX="$(realpath -m "${KILN_PREFIX:-$KILN_REPO/install}")"
 KILN_JOBS="${KILN_JOBS:-$(nproc)}"
 KILN_EXTENSION_BUILD_DIR="$KILN_REPO/build-extension"
+KILN_PLUGINS_BUILD_DIR="$KILN_REPO/build-plugins"
 # Debian's interpreter, whatever else is first on PATH (pyenv, venvs): Kiln builds against it.
 KILN_PYTHON=/usr/bin/python3
 
@@ -76,6 +77,14 @@ kiln_build_extension() {
     -DCMAKE_PREFIX_PATH="$KILN_PREFIX" \
     -DPython3_EXECUTABLE="$KILN_PYTHON"
   cmake --build "$KILN_EXTENSION_BUILD_DIR" -j "$KILN_JOBS"
+}
+
+# plugins/ (the BYOC plugins) as an out-of-tree project against the installed Kiln.
+kiln_build_plugins_out_of_tree() {
+  rm -rf "$KILN_PLUGINS_BUILD_DIR"
+  cmake -S "$KILN_REPO/plugins" -B "$KILN_PLUGINS_BUILD_DIR" -G Ninja \
+    -DCMAKE_PREFIX_PATH="$KILN_PREFIX" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON
+  cmake --build "$KILN_PLUGINS_BUILD_DIR" -j "$KILN_JOBS"
 }
 
 # Runs a command with its output in a log file; shows the log's end only if the command fails.

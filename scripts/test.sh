@@ -12,7 +12,8 @@
 #              program loader, bounded time
 #   format     clang-format-14 --dry-run --Werror over the repository's C/C++ files
 #   tidy       clang-tidy (.clang-tidy) over src/, with build/compile_commands.json
-#   extension  examples/extension built against install/ only, then its tests
+#   extension  examples/extension built against install/ only, then its tests; plugins/ built
+#              against install/ only
 #
 # A failing stage does not stop the others; stages that need the build are skipped (and count
 # as failed) when it fails. Exit status is non-zero when any stage failed.
@@ -157,17 +158,19 @@ stage_tidy() {
   return "$rc"
 }
 
-# The paths under the repository that the extension's build may mention: its own sources, its
+# The paths under the repository that an out-of-tree build may mention: its own sources, its
 # own build tree and the install prefix. Anything else (include/, src/, build/) means it did not
 # build against the installed package alone.
-check_extension_references() {
-  local ext_build=$KILN_EXTENSION_BUILD_DIR
-  local -a files=("$ext_build/compile_commands.json" "$ext_build/build.ninja")
-  local allowed=("$KILN_PREFIX" "$KILN_REPO/examples/extension" "$ext_build")
+# Usage: check_install_only_references WHAT BUILD_DIR SOURCE_DIR BINARY...
+check_install_only_references() {
+  local what=$1 build_dir=$2 source_dir=$3
+  shift 3
+  local -a files=("$build_dir/compile_commands.json" "$build_dir/build.ninja")
+  local allowed=("$KILN_PREFIX" "$source_dir" "$build_dir")
   local refs bad=() ref ok a
   refs="$(grep -ohE "$KILN_REPO(/[^[:space:]\"';:\\]*)?" "${files[@]}" | sort -u)"
-  # Binaries: where the plugin, the test and the demo look for libraries at run time.
-  for bin in "$ext_build/libkiln_my_ext.so" "$ext_build/my_ext_test" "$ext_build/my_ext_hello"; do
+  # Binaries: where they look for libraries at run time.
+  for bin in "$@"; do
     refs+=$'\n'"$(readelf -d "$bin" | sed -n 's/.*R\(UN\)\?PATH.*\[\(.*\)\]/\2/p' | tr ':' '\n')"
   done
   while IFS= read -r ref; do
@@ -179,16 +182,16 @@ check_extension_references() {
     done
     [ "$ok" = 1 ] || bad+=("$ref")
   done <<<"$refs"
-  if ! grep -q -- "$KILN_PREFIX/include" "$ext_build/compile_commands.json"; then
-    kiln_log "the extension's compile lines do not use $KILN_PREFIX/include"
+  if ! grep -q -- "$KILN_PREFIX/include" "$build_dir/compile_commands.json"; then
+    kiln_log "$what: the compile lines do not use $KILN_PREFIX/include"
     return 1
   fi
   if [ ${#bad[@]} -ne 0 ]; then
-    kiln_log "the extension's build refers to Kiln's source or build tree, not only $KILN_PREFIX:"
+    kiln_log "$what: the build refers to Kiln's source or build tree, not only $KILN_PREFIX:"
     printf '  %s\n' "${bad[@]}" | sort -u
     return 1
   fi
-  kiln_log "compile lines, link lines and run paths refer only to $KILN_PREFIX"
+  kiln_log "$what: compile lines, link lines and run paths refer only to $KILN_PREFIX"
 }
 
 stage_extension() {
@@ -197,8 +200,19 @@ stage_extension() {
     return 1
   }
   kiln_build_extension
-  check_extension_references
+  check_install_only_references "examples/extension" "$KILN_EXTENSION_BUILD_DIR" \
+    "$KILN_REPO/examples/extension" "$KILN_EXTENSION_BUILD_DIR/libkiln_my_ext.so" \
+    "$KILN_EXTENSION_BUILD_DIR/my_ext_test" "$KILN_EXTENSION_BUILD_DIR/my_ext_hello"
   ctest --test-dir "$KILN_EXTENSION_BUILD_DIR" --output-on-failure -j "$KILN_JOBS"
+  # The BYOC plugins, which Kiln's own build adds as folders, built as the out-of-tree projects
+  # they claim to be: from the installed package alone.
+  kiln_build_plugins_out_of_tree
+  local -a plugin_libs
+  mapfile -t plugin_libs < <(find "$KILN_PLUGINS_BUILD_DIR" -name 'libkiln_*.so')
+  [ ${#plugin_libs[@]} -gt 0 ] || { kiln_log "plugins/: nothing was built"; return 1; }
+  kiln_log "plugins/ built out of tree: ${plugin_libs[*]##*/}"
+  check_install_only_references "plugins/" "$KILN_PLUGINS_BUILD_DIR" "$KILN_REPO/plugins" \
+    "${plugin_libs[@]}"
 }
 
 # ---- driver ---------------------------------------------------------------------------------
