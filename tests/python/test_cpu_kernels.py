@@ -532,7 +532,8 @@ def test_gemm_kernels_take_float32_only():
 
 @pytest.mark.parametrize("a_shape,b_shape", [((5,), (5,)), ((4,), (4, 6)), ((3, 7), (7,)),
                                              ((9, 31), (31, 17)), ((2, 1, 5, 8), (3, 8, 4)),
-                                             ((4, 65, 33), (33, 70))])
+                                             ((4, 65, 33), (33, 70)), ((6, 1, 40), (40, 9)),
+                                             ((2, 3, 5, 7), (1, 7, 4))])
 def test_matmul(a_shape, b_shape):
     a, b = rand(*a_shape), rand(*b_shape)
     check("matmul", [a, b], np.matmul(a, b), rtol=1e-4, atol=1e-4)

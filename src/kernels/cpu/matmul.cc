@@ -22,6 +22,12 @@ void Dense(const KernelCall& call) {
 }
 KILN_CPU_KERNEL("nn.dense", Dense);
 
+int64_t Product(const std::vector<int64_t>& extents) {
+  int64_t product = 1;
+  for (int64_t extent : extents) product *= extent;
+  return product;
+}
+
 /// A batch of GEMMs C[b] = A[b] x B[b]: `a_shape` and `b_shape` are the operands' batch
 /// shapes, broadcast together (numpy) into the output's batch.
 struct BatchedGemm {
@@ -39,13 +45,19 @@ struct BatchedGemm {
       }
     }
     const BroadcastPlan plan = PlanBroadcast(batch, {a_batch, b_batch});
-    int64_t count = 1;
-    for (int64_t extent : batch) count *= extent;
+    const int64_t count = Product(batch);
     const MatrixView a_view = transpose_a ? MatrixView{Data<const float>(a), 1, m}
                                           : MatrixView{Data<const float>(a), k, 1};
     const MatrixView b_view = transpose_b ? MatrixView{Data<const float>(b), 1, k}
                                           : MatrixView{Data<const float>(b), n, 1};
     float* c_data = Data<float>(c);
+    if (!transpose_a && Product(b_batch) == 1 && Product(a_batch) == count) {
+      // Every A[i] times the one B: the A's are consecutive rows of one (count * m, k) matrix,
+      // so one GEMM packs B once instead of once per batch ((128, 1, K) x (K, N) in attention
+      // projections would otherwise be 128 GEMMs of one row each).
+      Gemm(count * m, n, k, a_view, b_view, c_data, n);
+      return;
+    }
     ForEachMatrix(count, [&](int64_t i) {
       const int64_t row = i / plan.inner();
       const int64_t col = i % plan.inner();
