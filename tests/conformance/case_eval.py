@@ -16,7 +16,6 @@ is any other import failure, ``fail`` is anything wrong after a successful impor
 """
 
 import glob
-import inspect
 import json
 import os
 import re
@@ -189,14 +188,6 @@ def compare_outputs(expected, actual, rtol, atol):
 # Import, with inputs bound as constants or shapes taken from the data where Kiln needs them
 
 
-def supports_values(from_onnx):
-    """Whether this Kiln's importer can bind graph inputs to arrays (``values=``)."""
-    try:
-        return "values" in inspect.signature(from_onnx).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 def classify_import_error(exc):
     """The exception to raise for a failed import: Unsupported for kiln.NotImplementedError
     (with the ops it lists), CaseError otherwise."""
@@ -258,7 +249,6 @@ def import_model(model_path, inputs, bound=(), shaped=()):
     from_onnx = kiln.frontend.from_onnx
     bound, shaped = list(bound), list(shaped)
     graph = None
-    can_bind = supports_values(from_onnx)
     while True:
         kwargs = {}
         if shaped:
@@ -273,7 +263,7 @@ def import_model(model_path, inputs, bound=(), shaped=()):
 
                 graph = onnx.load(model_path).graph
             need = _needed_binding(exc, inputs, bound, shaped, graph)
-            if need is None or (need[0] == "value" and not can_bind):
+            if need is None:
                 raise classify_import_error(exc) from None
             (bound if need[0] == "value" else shaped).extend(need[1])
 

@@ -241,22 +241,9 @@ def test_wrong_dtype_of_stored_output_fails(tmp_path):
     assert result["detail"] == "output 0: dtype float32, expected float64"
 
 
-def test_shape_deciding_input_is_an_error_without_values(tmp_path, monkeypatch):
-    frontend = kiln_frontend()
-    monkeypatch.setattr(frontend, "from_onnx", without_values(frontend.from_onnx))
-    x = np.arange(6, dtype=np.float32).reshape(2, 3)
-    case_dir = write_case(str(tmp_path), "node", "reshape", reshape_by_input_model(),
-                          [x, np.array([3, 2], np.int64)], [x.reshape(3, 2)])
-    result = case_eval.evaluate_case(case_dir)
-    assert result["status"] == "error"
-    assert "input 1 ('shape') must be a constant" in result["detail"]
-
-
-def test_shape_deciding_inputs_are_bound_one_after_another(tmp_path, monkeypatch):
-    frontend = kiln_frontend()
+def test_shape_deciding_inputs_are_bound_one_after_another(tmp_path):
+    kiln_frontend()
     needs_build()
-    if not case_eval.supports_values(frontend.from_onnx):
-        monkeypatch.setattr(frontend, "from_onnx", binding_by_initializers(frontend.from_onnx))
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     first, second = np.array([3, 2], np.int64), np.array([1, 6], np.int64)
     case_dir = write_case(str(tmp_path), "node", "reshape2", two_reshapes_model(),
@@ -267,10 +254,8 @@ def test_shape_deciding_inputs_are_bound_one_after_another(tmp_path, monkeypatch
 
 
 def test_inputs_a_needed_value_is_computed_from_are_bound(tmp_path):
-    frontend = kiln_frontend()
+    kiln_frontend()
     needs_build()
-    if not case_eval.supports_values(frontend.from_onnx):
-        pytest.skip("this importer has no values=")
     # Reshape's shape is Cast(Mul(n, 2)) of a float input: ONNX's data propagation stops at the
     # Mul of floats, so the importer names the Cast's output, which is no graph input.
     graph = helper.make_graph(
@@ -291,11 +276,9 @@ def test_inputs_a_needed_value_is_computed_from_are_bound(tmp_path):
     assert result["bound_inputs"] == ["n"]
 
 
-def test_bound_inputs_are_rebound_for_each_data_set(tmp_path, monkeypatch):
-    frontend = kiln_frontend()
+def test_bound_inputs_are_rebound_for_each_data_set(tmp_path):
+    kiln_frontend()
     needs_build()
-    if not case_eval.supports_values(frontend.from_onnx):
-        monkeypatch.setattr(frontend, "from_onnx", binding_by_initializers(frontend.from_onnx))
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     shape = np.array([3, 2], np.int64)
     model = reshape_by_input_model(["rows", "columns"])  # differs between the data sets
@@ -325,25 +308,6 @@ def test_symbolic_input_dimension_takes_its_shape_from_the_data(tmp_path):
                                                 [np.maximum(data, 0)]))
     assert result["status"] == "pass", result
     assert result["bound_shapes"] == ["x"] and result["bound_inputs"] == []
-
-
-def without_values(from_onnx):
-    """from_onnx as a Kiln without ``values=`` has it."""
-    return lambda model, shapes=None: from_onnx(model, shapes=shapes)
-
-
-def binding_by_initializers(from_onnx):
-    """from_onnx with ``values=``, done by turning the bound inputs into initializers: what
-    the runner expects of kiln.frontend.from_onnx(values=...), for Kilns that lack it."""
-    def bind(model, shapes=None, values=None):
-        proto = onnx.load(model)
-        for name, array in (values or {}).items():
-            proto.graph.initializer.append(numpy_helper.from_array(np.asarray(array), name))
-            kept = [value for value in proto.graph.input if value.name != name]
-            del proto.graph.input[:]
-            proto.graph.input.extend(kept)
-        return from_onnx(proto, shapes=shapes)
-    return bind
 
 
 def two_reshapes_model():
