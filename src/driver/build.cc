@@ -2,6 +2,7 @@
 #include <kiln/codegen/external_codegen.h>
 #include <kiln/codegen/graph_lowering.h>
 #include <kiln/driver/build.h>
+#include <kiln/driver/placement.h>
 #include <kiln/ffi/registry.h>
 #include <kiln/ir/expr_functor.h>
 #include <kiln/ir/function.h>
@@ -77,24 +78,13 @@ std::string JoinNames(const std::vector<std::string>& names) {
   return joined;
 }
 
-/// The op names called outside every external compiler's functions, with counts: what runs
-/// on Kiln's CPU path.
-std::map<std::string, int64_t> HostOps(const ir::IRModule& mod) {
-  std::map<std::string, int64_t> counts;
-  for (const auto& [gvar, func] : mod->functions()) {
-    if (func->attrs().count(String(ir::attr::kCompiler)) != 0) continue;
-    // Visits nested functions too: the fused groups FuseOps made for the CPU path.
-    ir::PostOrderVisit(func->body(), [&counts](const ir::Expr& expr) {
-      const auto* call = expr.as<ir::CallObj>();
-      const auto* op = call != nullptr ? call->op().as<ir::OpObj>() : nullptr;
-      if (op != nullptr) ++counts[op->name().str()];
-    });
-  }
-  return counts;
-}
-
+/// ValueError listing the ops of `mod` that run on Kiln's CPU path (as the placement report
+/// places them), if there are any.
 void CheckNoFallback(const ir::IRModule& mod, const std::vector<std::string>& compilers) {
-  const std::map<std::string, int64_t> host_ops = HostOps(mod);
+  std::map<std::string, int64_t> host_ops;
+  for (const OpPlacement& placement : ReportPlacement(mod, compilers).ops) {
+    if (placement.target == kHostTarget) ++host_ops[placement.op];
+  }
   if (host_ops.empty()) return;
   std::string listed;
   for (const auto& [op, count] : host_ops) {

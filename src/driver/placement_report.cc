@@ -15,8 +15,6 @@
 namespace kiln {
 namespace {
 
-constexpr const char* kHost = "host";
-
 /// Appends a placement for each op call under `body` (nested functions included: composites
 /// and fused groups), in post-order.
 void CollectOps(const ir::Expr& body, const std::string& target, const std::string& function,
@@ -39,7 +37,7 @@ void CollectOps(const ir::Expr& body, const std::string& target, const std::stri
     OpPlacement placement{op->name().str(), target, function, "", {}};
     auto composite = composite_of.find(expr.get());
     if (composite != composite_of.end()) placement.composite = composite->second;
-    if (target == kHost)
+    if (target == kHostTarget)
       placement.answers = transform::AskCompilers(Downcast<ir::Call>(expr), compilers);
     out->push_back(std::move(placement));
   });
@@ -85,7 +83,7 @@ PlacementReport ReportPlacement(const ir::IRModule& built,
                &report.ops);
   }
   for (const ir::Function& func : host) {
-    CollectOps(func->body(), kHost, "", compilers, &report.ops);
+    CollectOps(func->body(), kHostTarget, "", compilers, &report.ops);
   }
   return report;
 }
@@ -99,7 +97,7 @@ std::string PlacementReport::ToText() const {
     ++calls;
     if (!placement.function.empty()) functions.insert(placement.function);
     ++per_op[{placement.target, placement.op, placement.composite}];
-    if (placement.target == kHost) ++declined[{placement.op, AnswersText(placement.answers)}];
+    if (placement.target == kHostTarget) ++declined[{placement.op, AnswersText(placement.answers)}];
   }
   std::ostringstream text;
   std::string asked;

@@ -130,15 +130,22 @@ bool IsCompilerPluginFile(const fs::path& file) {
          file.extension() == ".so";
 }
 
+/// The non-empty entries of KILN_PLUGIN_PATH, in order.
+std::vector<fs::path> PluginPathEntries() {
+  std::vector<fs::path> entries;
+  if (const char* env = std::getenv("KILN_PLUGIN_PATH")) {
+    std::stringstream items(env);
+    for (std::string item; std::getline(items, item, ':');) {
+      if (!item.empty()) entries.emplace_back(item);
+    }
+  }
+  return entries;
+}
+
 /// Plugin files in discovery order: <libdir>/kiln/plugins first, then KILN_PLUGIN_PATH.
 std::vector<fs::path> FindPluginFiles() {
   std::vector<fs::path> places = {LibraryDirectory() / "kiln" / "plugins"};
-  if (const char* env = std::getenv("KILN_PLUGIN_PATH")) {
-    std::stringstream entries(env);
-    for (std::string entry; std::getline(entries, entry, ':');) {
-      if (!entry.empty()) places.emplace_back(entry);
-    }
-  }
+  for (fs::path& entry : PluginPathEntries()) places.push_back(std::move(entry));
   std::vector<fs::path> files;
   for (const fs::path& place : places) {
     std::error_code error;
@@ -161,13 +168,7 @@ std::vector<fs::path> FindPluginFiles() {
 /// Where a plugin given by name is looked for, in order: each entry of KILN_PLUGIN_PATH, then
 /// <libdir>/kiln/plugins (an explicit setting wins over what is installed).
 std::vector<fs::path> NamedPluginDirectories() {
-  std::vector<fs::path> dirs;
-  if (const char* env = std::getenv("KILN_PLUGIN_PATH")) {
-    std::stringstream entries(env);
-    for (std::string entry; std::getline(entries, entry, ':');) {
-      if (!entry.empty()) dirs.emplace_back(entry);
-    }
-  }
+  std::vector<fs::path> dirs = PluginPathEntries();
   dirs.push_back(LibraryDirectory() / "kiln" / "plugins");
   return dirs;
 }

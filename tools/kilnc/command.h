@@ -2,6 +2,9 @@
 #ifndef KILN_TOOLS_KILNC_COMMAND_H_
 #define KILN_TOOLS_KILNC_COMMAND_H_
 
+#include <kiln/runtime/module.h>
+
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -25,6 +28,8 @@ const std::vector<Command>& Commands();
 int RunCompile(const std::vector<std::string>& args);
 /// `kilnc inspect model.so`, which RunInspect hands artifacts to.
 int InspectArtifact(const std::string& path);
+/// How many nodes the graph executor `executor` runs (fused CPU groups and external regions).
+size_t GraphNodeCount(const kiln::runtime::Module& executor);
 int RunInspect(const std::vector<std::string>& args);
 int RunPlugins(const std::vector<std::string>& args);
 int RunRun(const std::vector<std::string>& args);

@@ -93,7 +93,7 @@ auto Timed(const std::string& name, Step step) {
 void PrintSummary(const kiln::Executable& model, const std::string& output) {
   const kiln::Map<kiln::String, kiln::Any> plan = model.memory_plan();
   std::cout << "wrote " << output << " (" << std::filesystem::file_size(output) << " bytes)\n"
-            << "  graph nodes: " << model.module().imports()[0]->ListFunctions().size() << "\n"
+            << "  graph nodes: " << GraphNodeCount(model.module()) << "\n"
             << "  planned activation memory: " << plan.at("total_bytes").cast<int64_t>()
             << " bytes (" << plan.at("bytes_without_sharing").cast<int64_t>()
             << " without buffer reuse)\n";

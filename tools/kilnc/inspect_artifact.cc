@@ -68,6 +68,10 @@ void PrintEntries(const char* title, const Json& list, const Json& entries) {
 
 }  // namespace
 
+size_t GraphNodeCount(const kiln::runtime::Module& executor) {
+  return GraphJson(executor).at("nodes").size();
+}
+
 int InspectArtifact(const std::string& path) {
   const kiln::runtime::Module root = kiln::runtime::LoadModule(path);
   KILN_CHECK(root->kind() == kiln::runtime::kGraphExecutorKind && root.imports().size() == 1 &&

@@ -16,11 +16,14 @@
 
 namespace kiln {
 
+/// The target of an op that no compiler took: Kiln's CPU path.
+constexpr const char* kHostTarget = "host";
+
 /// One op call of the model.
 struct OpPlacement {
   /// The op's name, "nn.conv2d".
   std::string op;
-  /// The compiler that took it, or "host" for Kiln's CPU path.
+  /// The compiler that took it, or kHostTarget.
   std::string target;
   /// The external function holding it ("kiln_dnnl_0"); empty on the host.
   std::string function;
