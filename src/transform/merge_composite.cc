@@ -254,11 +254,8 @@ Pass MakeMergeComposite(std::function<Array<PatternEntry>()> table, std::string 
 }  // namespace
 
 Pass MergeComposite(const Array<String>& compilers) {
-  std::string name = "transform.MergeComposite";
-  for (int64_t i = 0; i < compilers.size(); ++i) {
-    name += (i == 0 ? "(" : ", ") + compilers[i].str();
-  }
-  if (!compilers.empty()) name += ")";
+  std::string name = PassNameWithArgs("transform.MergeComposite",
+                                      std::vector<std::string>(compilers.begin(), compilers.end()));
   // The tables are read when the pass runs, so plugins loaded after the pass was built count.
   return MakeMergeComposite(
       [compilers] {

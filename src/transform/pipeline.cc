@@ -102,6 +102,13 @@ Pass ParsePipeline(const std::string& pipeline) {
   return Sequential(std::move(passes), "pipeline");
 }
 
+std::string PassNameWithArgs(const std::string& name, const std::vector<std::string>& args) {
+  if (args.empty()) return name;
+  std::string joined;
+  for (const std::string& arg : args) joined += (joined.empty() ? "" : ", ") + arg;
+  return name + "(" + joined + ")";
+}
+
 ir::IRModule RunPipeline(const ir::IRModule& mod, const std::string& pipeline,
                          const Map<String, Any>& settings) {
   return ParsePipeline(pipeline)(mod, PassContext::FromMap(settings));

@@ -96,6 +96,11 @@ class KILN_API SequentialObj : public PassObj {
 /// with one Array<String> of them (commas inside parentheses separate arguments, not passes).
 KILN_API Pass ParsePipeline(const std::string& pipeline);
 
+/// The name a pass made from string arguments gives itself so that its pipeline string parses
+/// back to it: "transform.AnnotateTarget(dnnl, blas)"; just `name` when `args` is empty.
+KILN_API std::string PassNameWithArgs(const std::string& name,
+                                      const std::vector<std::string>& args);
+
 /// ParsePipeline(pipeline) run on `mod` under PassContext::FromMap(settings). Also registered
 /// as the global function `transform.RunPipeline`.
 KILN_API ir::IRModule RunPipeline(const ir::IRModule& mod, const std::string& pipeline,

@@ -187,12 +187,6 @@ void CheckCompilerNames(const std::vector<std::string>& compilers) {
   }
 }
 
-std::string PassName(const std::vector<std::string>& compilers) {
-  std::string name = "transform.AnnotateTarget(";
-  for (size_t i = 0; i < compilers.size(); ++i) name += (i ? ", " : "") + compilers[i];
-  return name + ")";
-}
-
 }  // namespace
 
 std::vector<PredicateAnswer> AskCompilers(const ir::Call& call,
@@ -214,7 +208,8 @@ Pass AnnotateTarget(const std::vector<std::string>& compilers) {
     const ir::Expr body = TargetAnnotator(compilers, func).Rewrite(func->body());
     return ir::Function(func->params(), body, func->ret_type(), func->attrs());
   };
-  return CreateFunctionPass(annotate, PassInfo{PassName(compilers), 0, false});
+  return CreateFunctionPass(
+      annotate, PassInfo{PassNameWithArgs("transform.AnnotateTarget", compilers), 0, false});
 }
 
 KILN_REGISTER_GLOBAL("transform.AnnotateTarget").set_body_typed([](const Array<String>& names) {
