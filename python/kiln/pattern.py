@@ -17,7 +17,7 @@ A compiler provides its table as the global ``kiln.ext.<compiler>.pattern_table`
     register_pattern_table("mylib", [
         ("mylib.conv2d_bias_relu", pattern),
         ("mylib.dense", is_op("nn.dense")(wildcard(), wildcard()),
-         lambda call: checked_type(call).shape[0].value == 1),
+         lambda call: call.checked_type.shape[0].value == 1),
     ])
     mod = kiln.transform.MergeComposite(["mylib"])(mod)
 
@@ -156,11 +156,6 @@ def register_pattern_table(compiler, entries, override=False):
     return table
 
 
-def checked_type(expr):
-    """The type InferType gave ``expr`` (None before it ran): what checks read shapes from."""
-    return _api("CheckedType")(expr)
-
-
 def pattern_table(compiler):
     """``compiler``'s pattern table as MergeComposite reads it (empty when it has none)."""
     return list(_api("GetPatternTable")(compiler))
@@ -179,5 +174,4 @@ __all__ = [
     "match",
     "register_pattern_table",
     "pattern_table",
-    "checked_type",
 ]

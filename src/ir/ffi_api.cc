@@ -67,6 +67,11 @@ const std::map<std::string, FieldTable>& NodeFields() {
 
 Any NodeField(const ObjectRef& node, const std::string& field) {
   KILN_CHECK(node.defined(), ValueError) << "ir.NodeField: the node is None";
+  // Every expression has its checked type (None before InferType): what predicates and
+  // pattern checks written in Python read shapes from.
+  if (field == "checked_type" && node->IsInstance<ExprObj>()) {
+    return static_cast<const ExprObj*>(node.get())->checked_type();
+  }
   const std::string key = node->GetTypeKey();
   auto table = NodeFields().find(key);
   KILN_CHECK(table != NodeFields().end(), TypeError)

@@ -30,6 +30,19 @@ def test_nodes_expose_their_fields(relu):
         call.nope
 
 
+def test_expressions_expose_their_checked_type():
+    from kiln import transform
+
+    def body(mod):
+        (main,) = list(mod.functions.values())
+        return main.body
+
+    mod = ir.ParseModule("def @main(%x: Tensor[(2, 3), float32]) { nn.relu(%x) }", [])
+    assert body(mod).checked_type is None  # before InferType
+    result = body(transform.InferType()(mod)).checked_type
+    assert [dim.value for dim in result.shape] == [2, 3] and result.dtype == "float32"
+
+
 def test_constant_shares_numpy_memory():
     data = np.arange(6, dtype="float32").reshape(2, 3)
     constant = ir.Constant(data)

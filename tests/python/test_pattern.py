@@ -11,7 +11,6 @@ from kiln.pattern import (
     Pattern,
     PatternEntry,
     bind,
-    checked_type,
     is_constant,
     is_op,
     is_tuple,
@@ -115,7 +114,7 @@ def test_python_table_with_a_check_drives_merge_composite():
 
     def batch_of_one(call):
         seen.append(call)
-        return checked_type(call).shape[0].value == 1
+        return call.checked_type.shape[0].value == 1
 
     entries = register_pattern_table(
         "py_test",

@@ -63,10 +63,6 @@ KILN_REGISTER_GLOBAL("transform.pattern.PatternEntryFields")
       fields.Set("check", entry->check());
       return fields;
     });
-/// The checked type of an expression (None before InferType), for checks written in Python.
-KILN_REGISTER_GLOBAL("transform.pattern.CheckedType").set_body_typed([](const ir::Expr& expr) {
-  return expr->checked_type();
-});
 KILN_REGISTER_GLOBAL("transform.pattern.GetPatternTable")
     .set_body_typed([](const std::string& compiler) { return GetPatternTable(compiler); });
 
