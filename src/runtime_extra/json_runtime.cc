@@ -183,7 +183,9 @@ void JsonRuntimeBase::Call(const AnyView* args, int32_t num_args) {
   KILN_CHECK(static_cast<size_t>(num_args) == arguments_.size(), TypeError)
       << "'" << graph_.symbol << "' takes " << arguments_.size() - graph_.heads.size()
       << " inputs and " << graph_.heads.size() << " outputs, got " << num_args << " arguments";
-  std::vector<DLTensor*> tensors;
+  const size_t num_inputs = arguments_.size() - graph_.heads.size();
+  std::vector<DLTensor*> inputs;
+  std::vector<DLTensor*> outputs;
   for (size_t i = 0; i < arguments_.size(); ++i) {
     const auto& [what, spec] = arguments_[i];
     std::optional<DLTensor*> tensor = args[i].as<DLTensor*>();
@@ -195,11 +197,8 @@ void JsonRuntimeBase::Call(const AnyView* args, int32_t num_args) {
         << Describe(spec->shape, spec->dtype) << ", got "
         << Describe(std::vector<int64_t>(dl.shape, dl.shape + dl.ndim), dl.dtype)
         << (IsCompact(dl) ? "" : " (strided)");
-    tensors.push_back(*tensor);
+    (i < num_inputs ? inputs : outputs).push_back(*tensor);
   }
-  const auto num_inputs = static_cast<int64_t>(arguments_.size() - graph_.heads.size());
-  const std::vector<DLTensor*> inputs(tensors.begin(), tensors.begin() + num_inputs);
-  const std::vector<DLTensor*> outputs(tensors.begin() + num_inputs, tensors.end());
   std::lock_guard<std::mutex> lock(mutex_);
   if (!initialized_) {
     Init(constants_);
