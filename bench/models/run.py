@@ -297,10 +297,10 @@ def run_worker(spec, build_dir):
                 "KILN_PLUGIN_PATH": os.path.join(build_dir, "lib", "kiln", "plugins"),
                 "KILN_NUM_THREADS": str(spec["threads"]),
                 "OMP_NUM_THREADS": str(spec["threads"]), "PYTHONDONTWRITEBYTECODE": "1",
-                # Idle OpenMP threads sleep instead of spinning: PyTorch and oneDNN (Kiln +
-                # dnnl) both run on OpenMP, next to Kiln's own pool, and a pool spinning after
-                # one variant's call steals the cores of the next variant in the same process.
-                "OMP_WAIT_POLICY": "PASSIVE"})
+                # By default idle OpenMP threads sleep instead of spinning: PyTorch and oneDNN
+                # (Kiln + dnnl) both run on OpenMP, next to Kiln's own pool, and a pool spinning
+                # after one variant's call steals the cores of the next one in the process.
+                "OMP_WAIT_POLICY": spec["omp_wait_policy"]})
     proc = subprocess.run([PYTHON, os.path.abspath(__file__), "--worker", json.dumps(spec)],
                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = [line for line in proc.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
@@ -495,11 +495,11 @@ PyTorch run three ways, with the same number of threads.
   on its own CPU path and, as "Kiln + <plugin>", with that BYOC plugin taking what it can;
   `jit.freeze` is `torch.jit.freeze(torch.jit.script(model))`, `optimize_for_inference` is
   `torch.jit.optimize_for_inference(torch.jit.script(model))`; all PyTorch runs under no_grad.
-- `OMP_WAIT_POLICY=PASSIVE` for every variant: PyTorch and oneDNN use OpenMP and Kiln its own
-  pool, all in one process; with OpenMP's default spinning, threads left spinning after one
-  variant's call took the cores of the next one (PyTorch eager on the encoder at 2 threads
-  measured a 94 ms median against 8 ms), so interleaved times were not comparable. Sleeping
-  idle threads cost the OpenMP variants some speed at 2 threads.
+- `OMP_WAIT_POLICY={args.omp_wait_policy}` for every variant: PyTorch and oneDNN use OpenMP
+  and Kiln its own pool, all in one process; with spinning idle threads (`--omp-wait-policy
+  ACTIVE`), threads left spinning after one variant's call take the cores of the next one, so
+  interleaved times are not comparable at 2 threads. Sleeping idle threads cost the OpenMP
+  variants some speed at 2 threads.
 
 {results_table(results, flops, kiln_variants(args))}
 
@@ -541,6 +541,9 @@ def parse_args(argv, models):
     parser.add_argument("--plugins", nargs="*", default=None, metavar="NAME",
                         help="BYOC plugins to time Kiln with, one variant each (default: dnnl "
                              "when the build has libkiln_dnnl.so; none: --plugins)")
+    parser.add_argument("--omp-wait-policy", default="PASSIVE", choices=["PASSIVE", "ACTIVE"],
+                        help="OMP_WAIT_POLICY of the workers (default PASSIVE: idle OpenMP "
+                             "threads sleep, so one variant's threads do not slow the next)")
     parser.add_argument("--opset", type=int, default=17, choices=[13, 17],
                         help="which ONNX export Kiln compiles (default 17)")
     parser.add_argument("--build-dir", default=os.path.join(REPO, "build-bench"),
@@ -590,7 +593,7 @@ def main(argv=None):
     for threads in args.threads:
         for model in args.models:
             spec = {"model": model, "threads": threads, "runs": args.runs,
-                    "plugins": args.plugins,
+                    "plugins": args.plugins, "omp_wait_policy": args.omp_wait_policy,
                     "warmup": args.warmup, "opset": args.opset,
                     "onnx_path": generator.onnx_path(args.models_dir, model, args.opset),
                     "npz_path": generator.npz_path(args.models_dir, model)}
