@@ -6,13 +6,13 @@
 #include <kiln/ir/expr_functor.h>
 #include <kiln/transform/pass.h>
 
+#include "mutator_pass.h"
+
 namespace my_ext {
 namespace {
 
 namespace ir = kiln::ir;
-namespace transform = kiln::transform;
 
-// An ExprMutator rather than a recursive walk: the driver handles deep graphs and shared nodes.
 class IdentityRemover : public ir::ExprMutator {
  protected:
   ir::Expr VisitCall(const ir::Call& pre, const ir::Call& post) override {
@@ -28,14 +28,8 @@ class IdentityRemover : public ir::ExprMutator {
   const ir::Op identity_ = ir::Op::Get("my_ext.identity");
 };
 
-transform::Pass RemoveIdentity() {
-  return transform::CreateFunctionPass(
-      [](const ir::Function& func, const ir::IRModule& /*mod*/,
-         const transform::PassContext& /*ctx*/) {
-        return kiln::Any(IdentityRemover().Mutate(func)).cast<ir::Function>();
-      },
-      transform::PassInfo{"my_ext.transform.RemoveIdentity", /*opt_level=*/1,
-                          /*required=*/false});
+kiln::transform::Pass RemoveIdentity() {
+  return MutatorPass<IdentityRemover>("my_ext.transform.RemoveIdentity");
 }
 
 KILN_REGISTER_PASS_AS("my_ext.transform.RemoveIdentity", RemoveIdentity);
