@@ -2,7 +2,8 @@
 // fused pattern it knows, and the codegen that hands each partitioned region to the runtime
 // side (runtime/my_ext_runtime.cc), where simple loops run it.
 //
-//   kiln.build(mod, plugins=["my_ext"])   # MergeComposite, AnnotateTarget, ... then kiln.ext.my_ext
+//   kiln.build(mod, plugins=["my_ext"])   # MergeComposite, AnnotateTarget, ... then
+//   kiln.ext.my_ext
 #include <kiln/codegen/json_graph.h>
 #include <kiln/ffi/registry.h>
 #include <kiln/ir/op.h>
@@ -46,8 +47,8 @@ Any TakesCall(const ir::Call& call) {
 
 [[maybe_unused]] const bool kPredicatesRegistered = [] {
   for (const char* op : {"add", "multiply", "nn.relu"}) {
-    ir::OpRegisterer::Extend(op).set_attr(
-        "target.my_ext", kiln::Function::FromTyped(TakesCall, "target.my_ext"));
+    ir::OpRegisterer::Extend(op).set_attr("target.my_ext",
+                                          kiln::Function::FromTyped(TakesCall, "target.my_ext"));
   }
   return true;
 }();
@@ -60,10 +61,11 @@ bool AddReluTakes(const ir::Call& relu) {
 }
 
 KILN_REGISTER_GLOBAL("kiln.ext.my_ext.pattern_table").set_body_typed([] {
-  const transform::Pattern add = transform::IsOp("add")({transform::Wildcard(), transform::Wildcard()});
-  return Array<transform::PatternEntry>{transform::PatternEntry(
-      "my_ext.add_relu", transform::IsOp("nn.relu")({add}),
-      kiln::Function::FromTyped(AddReluTakes, "my_ext.add_relu check"))};
+  const transform::Pattern add =
+      transform::IsOp("add")({transform::Wildcard(), transform::Wildcard()});
+  return Array<transform::PatternEntry>{
+      transform::PatternEntry("my_ext.add_relu", transform::IsOp("nn.relu")({add}),
+                              kiln::Function::FromTyped(AddReluTakes, "my_ext.add_relu check"))};
 });
 
 /// Each region becomes a module of kind "my_ext_json", made by the creator the runtime side

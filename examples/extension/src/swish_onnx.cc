@@ -19,8 +19,7 @@ using kiln::String;
 
 /// `inputs` in the node's order, `attrs` as plain values (a float attribute is a double),
 /// `opset` the version of com.example.my_ext the model imports: only version 1 exists.
-ir::Expr ConvertSwish(const Array<ir::Expr>& inputs, const Map<String, Any>& attrs,
-                      int64_t opset) {
+ir::Expr ConvertSwish(const Array<ir::Expr>& inputs, const Map<String, Any>& attrs, int64_t opset) {
   KILN_CHECK(opset <= 1, NotImplementedError)
       << "Swish: com.example.my_ext opset " << opset << " is newer than this plugin (1)";
   KILN_CHECK(inputs.size() == 1 && inputs[0].defined(), ValueError)

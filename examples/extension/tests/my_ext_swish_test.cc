@@ -56,18 +56,16 @@ TEST_F(MyExtSwishTest, IsElementwiseSoFuseOpsFusesIt) {
 }
 
 TEST_F(MyExtSwishTest, NonFloat32InputIsATypeErrorNamingTheOp) {
-  const kiln::Error error = ErrorOf([] {
-    Typed("def @main(%x: Tensor[(4), float64]) { my_ext.swish(%x) }");
-  });
+  const kiln::Error error =
+      ErrorOf([] { Typed("def @main(%x: Tensor[(4), float64]) { my_ext.swish(%x) }"); });
   EXPECT_EQ(error.kind(), "TypeError");
   EXPECT_NE(error.message().find("my_ext.swish"), std::string::npos) << error.message();
   EXPECT_NE(error.message().find("float64"), std::string::npos) << error.message();
 }
 
 TEST_F(MyExtSwishTest, TupleInputIsATypeErrorNamingTheOp) {
-  const kiln::Error error = ErrorOf([] {
-    Typed("def @main(%x: Tensor[(4), float32]) { my_ext.swish((%x, %x)) }");
-  });
+  const kiln::Error error =
+      ErrorOf([] { Typed("def @main(%x: Tensor[(4), float32]) { my_ext.swish((%x, %x)) }"); });
   EXPECT_EQ(error.kind(), "TypeError");
   EXPECT_NE(error.message().find("my_ext.swish"), std::string::npos) << error.message();
 }
@@ -108,9 +106,8 @@ TEST_F(MyExtSwishTest, FuseSwishRewritesBothOrdersInAPipelineString) {
 }
 
 TEST_F(MyExtSwishTest, FuseSwishWithoutTypesSaysToRunInferType) {
-  const kiln::Error error = ErrorOf([] {
-    transform::ParsePipeline("my_ext.transform.FuseSwish")(ir::ParseModule(kSwishes));
-  });
+  const kiln::Error error = ErrorOf(
+      [] { transform::ParsePipeline("my_ext.transform.FuseSwish")(ir::ParseModule(kSwishes)); });
   EXPECT_NE(error.message().find("run InferType"), std::string::npos) << error.message();
 }
 

@@ -79,7 +79,8 @@ class MyExtRuntime : public kiln::runtime::JsonRuntimeBase {
     values_.assign(graph().nodes.size(), {});
     buffers_.clear();  // Init runs again after a failed attempt
     for (size_t i = 0; i < graph().const_nodes.size(); ++i) {
-      values_[graph().const_nodes[i]] = {static_cast<float*>(constants[static_cast<int64_t>(i)].data())};
+      values_[graph().const_nodes[i]] = {
+          static_cast<float*>(constants[static_cast<int64_t>(i)].data())};
     }
     for (const Step& step : steps_) {
       buffers_.push_back(kiln::runtime::Empty(graph().nodes[step.node].outputs[0].shape,

@@ -50,7 +50,8 @@ void Swish(const Array<Tensor>& inputs, const Array<Tensor>& outputs,
       << "kernel.cpu.my_ext.swish: the output has " << y.NumElements() << " elements, the input "
       << x.NumElements();
   // Compiled models always pass beta (the schema fills in its default); a direct call may not.
-  const float beta = static_cast<float>(attrs.Get(String("beta")).value_or(Any(1.0)).cast<double>());
+  const float beta =
+      static_cast<float>(attrs.Get(String("beta")).value_or(Any(1.0)).cast<double>());
   const auto* in = static_cast<const float*>(x.data());
   auto* out = static_cast<float*>(y.data());
   kiln::runtime::ParallelFor(0, x.NumElements(), kGrain, [&](int64_t begin, int64_t end) {
