@@ -29,11 +29,13 @@ constexpr int64_t kGrain = 1 << 14;
 
 /// The kernel program hands compact CPU tensors; a direct call from Python or C++ might not.
 void CheckFloat32(const Tensor& tensor, const char* what) {
-  KILN_CHECK(kiln::DataTypeEqual(tensor.dtype(), DLDataType{kDLFloat, 32, 1}) &&
-                 tensor.device().device_type == kDLCPU && tensor.IsContiguous(),
+  const bool on_cpu = tensor.device().device_type == kDLCPU;
+  KILN_CHECK(kiln::DataTypeEqual(tensor.dtype(), DLDataType{kDLFloat, 32, 1}) && on_cpu &&
+                 tensor.IsContiguous(),
              ValueError)
-      << "kernel.cpu.my_ext.swish: " << what << " must be a compact float32 CPU tensor, got "
-      << kiln::DataTypeToString(tensor.dtype());
+      << "kernel.cpu.my_ext.swish: " << what << " must be a compact float32 CPU tensor, got a "
+      << (tensor.IsContiguous() ? "" : "strided ") << kiln::DataTypeToString(tensor.dtype())
+      << (on_cpu ? " CPU" : " non-CPU") << " tensor";
 }
 
 /// FKernel's signature (kiln/ir/op.h): inputs, outputs allocated by the caller, attributes.
