@@ -200,27 +200,45 @@ int ParseThreads(const std::string& arg, const std::vector<int>& cpus) {
   return threads;
 }
 
+double ParseSeconds(const std::string& arg) {
+  std::size_t used = 0;
+  double seconds = 0;
+  try {
+    seconds = std::stod(arg, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != arg.size() || !(seconds > 0)) {
+    throw std::invalid_argument("--seconds must be a positive number, not \"" + arg + "\"");
+  }
+  return seconds;
+}
+
 int Run(int argc, char** argv) {
   const std::vector<int> cpus = CpusOnePerCoreFirst();
   double seconds = 0.2;
-  std::vector<int> thread_counts;
+  std::vector<std::string> counts;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--seconds" && i + 1 < argc) {
-      seconds = std::stod(argv[++i]);
+      seconds = ParseSeconds(argv[++i]);
     } else {
-      const int threads = ParseThreads(arg, cpus);
-      // "1 2 cores" on two cores measures 2 threads once.
-      if (std::find(thread_counts.begin(), thread_counts.end(), threads) == thread_counts.end()) {
-        thread_counts.push_back(threads);
-      }
+      counts.push_back(arg);
     }
   }
-  if (thread_counts.empty()) thread_counts = {1, PhysicalCores(cpus)};
+  if (counts.empty()) counts = {"1", "cores"};
+  std::vector<int> thread_counts;
+  for (const std::string& count : counts) {
+    const int threads = ParseThreads(count, cpus);
+    // "1 2 cores" on two cores measures 2 threads once.
+    if (std::find(thread_counts.begin(), thread_counts.end(), threads) == thread_counts.end()) {
+      thread_counts.push_back(threads);
+    }
+  }
   for (int threads : thread_counts) {
     // More threads than CPUs wrap around: the peak cannot grow past one thread per CPU.
-    std::vector<int> pinned;
-    for (int t = 0; t < threads; ++t) pinned.push_back(cpus[t % cpus.size()]);
+    std::vector<int> pinned(threads);
+    for (int t = 0; t < threads; ++t) pinned[t] = cpus[t % cpus.size()];
     std::cout << Json(pinned, PeakGflops(pinned, seconds)) << std::endl;
   }
   return 0;
