@@ -173,7 +173,9 @@ def footprint_table(footprints, compile_s, variants, titles, baseline_mib):
                 else:
                     cells.append(memory_cell(data[key], baseline_mib))
         lines.append(f"| {model} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    failed = [f"- {model}, {titles[v]}: {data['error']}" for model, per_variant in
+              footprints.items() for v, data in per_variant.items() if "error" in data]
+    return "\n".join(lines) + ("\n\nFailed:\n\n" + "\n".join(failed) if failed else "")
 
 
 def startup_table(startup):
@@ -184,7 +186,7 @@ def startup_table(startup):
     rows = [("`import kiln`", startup["import_ms"], verdict(startup["import_ms"])),
             ("`import kiln` + `kiln.discover_plugins()` + `kiln.runtime.backends()`",
              startup["discovery_ms"], f"**{verdict(startup['discovery_ms'])}** (the goal)"),
-            ("whole process: `python3` start to exit, the above included",
+            ("whole process, as its parent sees it: `python3` started, the above, exit",
              startup["process_ms"], "—")]
     return "\n".join(["| What | median (ms) | < 100 ms |", "|---|---:|---|"] +
                      [f"| {what} | {ms:.0f} | {note} |" for what, ms, note in rows])

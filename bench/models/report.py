@@ -1,7 +1,7 @@
 """The "Reference models: Kiln vs PyTorch on the CPU" section of docs/benchmarks.md, written by
 bench/models/run.py from its measurements: the timing table (with % of the measured peak), the
 chart's link, errors, placement, compile time and footprint, start-up. Pure functions of the
-report dict run.py assembles; no measuring here.
+report dict run.py assembles (and what PyTorch runs on); no timing here.
 """
 
 import datetime

@@ -126,8 +126,9 @@ def test_footprint_table_gives_total_and_over_baseline():
         DNNL: {"error": "compile child failed: boom"}}}
     table = footprint.footprint_table(footprints, {"resnet18": {report.KILN: 1.34}}, KILNS,
                                       report.VARIANT_TITLES, baseline_mib=60.0)
-    header, _, row = table.splitlines()
+    header, _, row, *notes = table.splitlines()
     assert header.count("Kiln + dnnl") == 4
+    assert notes == ["", "Failed:", "", "- resnet18, Kiln + dnnl: compile child failed: boom"]
     assert [c.strip() for c in row.strip("|").split("|")] == [
         "resnet18", "1.3", "—", "210 (+150)", "failed", "120 (+60)", "failed", "45.0", "failed"]
 
