@@ -26,7 +26,7 @@ def write_chart(path, ratios, models, variants, thread_counts, titles, subtitle=
     series = [(v, t) for v in variants for t in thread_counts]
     width = 0.8 / len(series)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    figure, axes = plt.subplots(figsize=(max(6.0, 1.6 * len(models) + 2), 4.5))
+    figure, axes = plt.subplots(figsize=(max(7.0, 1.6 * len(models) + 4), 4.5))
     for i, (variant, threads) in enumerate(series):
         xs, ys = [], []
         for m, model in enumerate(models):
@@ -44,7 +44,8 @@ def write_chart(path, ratios, models, variants, thread_counts, titles, subtitle=
     axes.set_ylabel("median time / best PyTorch's (lower is faster)")
     axes.set_title("Kiln vs PyTorch's best on the CPU" + (f"\n{subtitle}" if subtitle else ""),
                    fontsize=10)
-    axes.legend(fontsize=8)
+    # Outside the axes, where no bar can hide behind it.
+    axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     figure.tight_layout()
     # No Software/date metadata: the file changes only when the numbers do.
     figure.savefig(path, dpi=100, metadata={"Software": None})
