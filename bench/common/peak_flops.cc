@@ -140,16 +140,15 @@ double TimeThreads(const std::vector<int>& cpus, std::int64_t iterations) {
     workers.emplace_back([&, cpu] {
       PinTo(cpu);
       ready.fetch_add(1);
-      while (!go.load()) {
-      }
+      // Yielding, so that more threads than CPUs still all get to the start line.
+      while (!go.load()) std::this_thread::yield();
       const float total = FmaLoop(iterations);
       float expected = g_sink.load();
       while (!g_sink.compare_exchange_weak(expected, expected + total)) {
       }
     });
   }
-  while (ready.load() < static_cast<int>(cpus.size())) {
-  }
+  while (ready.load() < static_cast<int>(cpus.size())) std::this_thread::yield();
   const auto start = std::chrono::steady_clock::now();
   go.store(true);
   for (auto& worker : workers) worker.join();
