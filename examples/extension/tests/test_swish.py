@@ -48,6 +48,18 @@ def test_compiled_model_runs_the_kernel(my_ext):
     np.testing.assert_allclose(got, numpy_swish(x, 1.5), rtol=1e-6, atol=1e-6)
 
 
+def test_fold_constant_runs_the_kernel_on_a_constant(my_ext):
+    c = RNG.standard_normal(5).astype("float32")
+    mod = transform.InferType()(kiln.ir.ParseModule("""
+    def @main() {
+      my_ext.swish(meta[Constant][0], beta=2.0)
+    }
+    """, [kiln.tensor(c)]))
+    folded = transform.FoldConstant()(mod)["main"].body
+    assert isinstance(folded, kiln.ir.Constant), folded
+    np.testing.assert_allclose(folded.data.numpy(), numpy_swish(c, 2.0), rtol=1e-6, atol=1e-6)
+
+
 def test_float64_input_is_a_type_error_naming_the_op(my_ext):
     with pytest.raises(kiln.TypeError, match="my_ext.swish"):
         typed("def @main(%x: Tensor[(4), float64]) { my_ext.swish(%x) }")
