@@ -101,8 +101,10 @@ TEST(PluginTest, DiscoveryLoadsPluginPathAndRecordsFailures) {
 
 TEST(PluginTest, EnsureDiscoversOnceFromManyThreads) {
   ::setenv("KILN_PLUGIN_PATH", KILN_TESTING_PLUGIN, 1);
+  constexpr int kThreads = 8;
   std::vector<std::thread> threads;
-  for (int i = 0; i < 8; ++i) threads.emplace_back([] { EnsurePluginsDiscovered(); });
+  threads.reserve(kThreads);
+  for (int i = 0; i < kThreads; ++i) threads.emplace_back([] { EnsurePluginsDiscovered(); });
   for (std::thread& thread : threads) thread.join();
   // Every thread returned after the one scan: the testing plugin is there for all of them.
   EXPECT_TRUE(Function::GetGlobal("testing.add").has_value());
