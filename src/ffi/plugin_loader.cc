@@ -250,10 +250,13 @@ class Discovery {
   }
 
   /// Scans unless a scan has run. Other threads wait for a scan in progress; the scanning
-  /// thread itself returns at once when a plugin's registration needs a name (Op::Get on a
-  /// miss), as that plugin is what is being loaded.
+  /// thread itself returns at once when a plugin it loads needs a name (Op::Get on a miss). So
+  /// does any thread inside a plugin's registration: it holds the plugin table's lock, which a
+  /// scan would take after this one (a deadlock with a scan on another thread).
   void Ensure() {
-    if (done_.load(std::memory_order_acquire)) return;
+    if (done_.load(std::memory_order_acquire) || detail::RegistrationScope::Current() != nullptr) {
+      return;
+    }
     std::lock_guard<std::recursive_mutex> lock(mutex_);
     if (done_.load(std::memory_order_acquire) || scanning_) return;
     Run();
