@@ -124,7 +124,8 @@ def run_exported(tmp_path, artifact, x, runtime_path, when="from_start"):
     script = tmp_path / "run.py"
     script.write_text(RUN_EXPORTED)
     np.save(tmp_path / "x.npy", x)
-    env = {k: v for k, v in os.environ.items() if k not in ("KILN_PLUGIN_PATH", "KILN_RUNTIME_PATH")}
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("KILN_PLUGIN_PATH", "KILN_RUNTIME_PATH")}
     if runtime_path is not None:
         env["KILN_RUNTIME_PATH"] = runtime_path
     return subprocess.run(
@@ -150,5 +151,6 @@ def test_missing_kernel_library_is_named_with_where_it_was_looked_for(ext_op, tm
     empty.mkdir()
     result = run_exported(tmp_path, artifact, np.zeros((2, 4), "float32"), str(empty))
     assert result.returncode != 0
-    assert "kernel.cpu.ext_op.swish: libkiln_runtime_ext_op.so was not found (searched" in result.stderr
+    expected = "kernel.cpu.ext_op.swish: libkiln_runtime_ext_op.so was not found (searched"
+    assert expected in result.stderr
     assert str(empty) in result.stderr
