@@ -63,13 +63,10 @@ fs::path LibraryDirectory() {
   return fs::path(info.dli_fname).parent_path();
 }
 
-/// Kiln's headers for compiling host code: the installed prefix's include/, or the source
-/// tree's when running from a build folder.
-fs::path IncludeDirectory() {
-  fs::path installed = LibraryDirectory().parent_path() / "include";
-  if (fs::exists(installed / "kiln" / "ffi" / "c_api.h")) return installed;
-  return KILN_SOURCE_INCLUDE_DIR;
-}
+/// Kiln's headers for compiling host code: <prefix>/include next to <prefix>/lib, in an
+/// installed prefix as in a build folder (where <build>/include links to the source tree's), so
+/// that no absolute path is built into the library.
+fs::path IncludeDirectory() { return LibraryDirectory().parent_path() / "include"; }
 
 }  // namespace
 
