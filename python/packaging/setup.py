@@ -16,6 +16,7 @@ is rewritten. KILN_PREFIX names the prefix (`cmake --install build --prefix <pre
 
 import os
 import shutil
+import subprocess
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
@@ -46,16 +47,30 @@ def version():
     raise SystemExit(f"kiln wheel: no PACKAGE_VERSION in {config}")
 
 
+def is_elf(path):
+    with open(path, "rb") as f:
+        return f.read(4) == b"\x7fELF"
+
+
+def copy_file(path, out):
+    """Copies ``path`` (a link as the file it names: a wheel holds no links). ELF files lose
+    their debug info, which would triple the wheel (KILN_WHEEL_KEEP_DEBUG=1 keeps it)."""
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    strip = shutil.which("strip")
+    if strip and is_elf(path) and os.environ.get("KILN_WHEEL_KEEP_DEBUG") != "1":
+        subprocess.run([strip, "--strip-debug", "-o", out, path], check=True)
+        shutil.copymode(path, out)
+    else:
+        shutil.copy2(path, out)
+
+
 def copy_tree(source, target, skip):
-    """Files of ``source`` into ``target``, except the folder ``skip``; links are copied as
-    files (a wheel holds no links)."""
+    """Files of ``source`` into ``target``, except the folder ``skip``."""
     for root, dirs, files in os.walk(source):
         dirs[:] = [d for d in dirs if os.path.join(root, d) != skip and d != "__pycache__"]
         for name in files:
             path = os.path.join(root, name)
-            out = os.path.join(target, os.path.relpath(path, source))
-            os.makedirs(os.path.dirname(out), exist_ok=True)
-            shutil.copy2(path, out)
+            copy_file(path, os.path.join(target, os.path.relpath(path, source)))
 
 
 class BuildPyFromPrefix(build_py):

@@ -36,7 +36,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 def _loaded_plugin():
     """Kiln's description of the loaded my_ext plugin, or None."""
     for info in kiln.plugins():
-        if info["name"] == PLUGIN_NAME and info["status"] == "loaded":
+        if info.get("name") == PLUGIN_NAME and info["status"] == "loaded":
             return info
     return None
 

@@ -32,7 +32,7 @@ CALLS = (
     "print(my_ext.greet('x'))\n"
     "print(isinstance(my_ext.transform.RemoveIdentity(), kiln.transform.Pass))\n"
     "print(kiln.my_ext.add_one(1))\n"
-    "print(sum(p['name'] == 'my_ext' for p in kiln.plugins()))\n"
+    "print(sum(p.get('name') == 'my_ext' for p in kiln.plugins()))\n"
 )
 EXPECTED = ["42", "Hello, x!", "True", "2", "1"]
 
