@@ -16,7 +16,8 @@
 #              against install/ only
 #   package    install/ relocated (scripts/check_relocatable.sh); the kiln and my_ext wheels in a
 #              fresh venv (scripts/check_wheels.sh); examples/extension with Kiln as a subproject
-#              (add_subdirectory, build-subproject/)
+#              (add_subdirectory, build-subproject/); the .deb (cpack), installed and removed
+#              again when run as root (scripts/check_deb.sh)
 #
 # A failing stage does not stop the others; stages that need the build are skipped (and count
 # as failed) when it fails. Exit status is non-zero when any stage failed.
@@ -226,6 +227,7 @@ stage_package() {
   bash "$KILN_REPO/scripts/check_wheels.sh" "$KILN_PREFIX"
   kiln_build_extension_with_kiln_subproject
   ctest --test-dir "$KILN_SUBPROJECT_BUILD_DIR" --output-on-failure -j "$KILN_JOBS"
+  bash "$KILN_REPO/scripts/check_deb.sh"
 }
 
 # ---- driver ---------------------------------------------------------------------------------
