@@ -35,7 +35,8 @@ def check_locations(root):
     assert plugins, "no compiler plugin was discovered"
     for info in plugins:
         check_under(root, f"plugin {info['name']}", info["path"])
-        assert info["status"] == "loaded", f"plugin {info['path']}: {info['status']}: {info['reason']}"
+        assert info["status"] == "loaded", (
+            f"plugin {info['path']}: {info['status']}: {info['reason']}")
     backends = kiln.runtime.backends()
     for info in backends:
         check_under(root, f"backend {info['name']}", info["path"])
@@ -45,8 +46,10 @@ def check_locations(root):
 
 def make_mlp(path, rng):
     """x (2, 8) -> MatMul, Add, Relu, MatMul, Add, Softmax; returns the numpy reference function."""
-    w1, b1 = rng.standard_normal((8, 16)).astype("float32"), rng.standard_normal(16).astype("float32")
-    w2, b2 = rng.standard_normal((16, 4)).astype("float32"), rng.standard_normal(4).astype("float32")
+    def normal(*shape):
+        return rng.standard_normal(shape).astype("float32")
+
+    w1, b1, w2, b2 = normal(8, 16), normal(16), normal(16, 4), normal(4)
     nodes = [
         helper.make_node("MatMul", ["x", "w1"], ["h0"]),
         helper.make_node("Add", ["h0", "b1"], ["h1"]),
@@ -55,7 +58,8 @@ def make_mlp(path, rng):
         helper.make_node("Add", ["h3", "b2"], ["h4"]),
         helper.make_node("Softmax", ["h4"], ["y"], axis=-1),
     ]
-    inits = [numpy_helper.from_array(a, n) for n, a in (("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2))]
+    params = {"w1": w1, "b1": b1, "w2": w2, "b2": b2}
+    inits = [numpy_helper.from_array(array, name) for name, array in params.items()]
     graph = helper.make_graph(
         nodes, "mlp",
         [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 8])],

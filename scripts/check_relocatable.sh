@@ -47,6 +47,7 @@ check_run_paths() {
     n=$((n + 1))
     while IFS= read -r entry; do
       [ -n "$entry" ] || continue
+      # shellcheck disable=SC2016 # the literal text $ORIGIN, which the loader expands
       case "$entry" in
         '$ORIGIN' | '$ORIGIN/'*) ;;
         *) kiln_log "run path of ${f#"$prefix"/} is not \$ORIGIN-relative: $entry"; bad=1 ;;
@@ -100,8 +101,9 @@ check_kilnc() {
 }
 
 check_python() {
-  PYTHONPATH="$copy/lib/python3/dist-packages" PYTHONDONTWRITEBYTECODE=1 KILN_PLUGIN_PATH= \
-    KILN_RUNTIME_PATH= "$KILN_PYTHON" "$KILN_REPO/scripts/check_kiln_package.py" "$copy" "$work"
+  env -u KILN_PLUGIN_PATH -u KILN_RUNTIME_PATH PYTHONPATH="$copy/lib/python3/dist-packages" \
+    PYTHONDONTWRITEBYTECODE=1 \
+    "$KILN_PYTHON" "$KILN_REPO/scripts/check_kiln_package.py" "$copy" "$work"
 }
 
 check_cmake_consumer() {
@@ -109,7 +111,8 @@ check_cmake_consumer() {
   kiln_quiet cmake -S "$KILN_REPO/examples/extension" -B "$build" -G Ninja \
     -DCMAKE_PREFIX_PATH="$copy" -DPython3_EXECUTABLE="$KILN_PYTHON"
   grep -qF "Kiln_DIR:PATH=$copy/lib/cmake/Kiln" "$build/CMakeCache.txt" || {
-    kiln_log "examples/extension did not find Kiln in the copy: $(grep Kiln_DIR "$build/CMakeCache.txt")"
+    kiln_log "examples/extension did not find Kiln in the copy:" \
+      "$(grep Kiln_DIR "$build/CMakeCache.txt")"
     return 1
   }
   kiln_quiet cmake --build "$build" -j "$KILN_JOBS"

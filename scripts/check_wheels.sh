@@ -65,10 +65,10 @@ check_venv() {
   mkdir -p "$work/run"
   cp "$KILN_REPO/scripts/check_kiln_package.py" "$work/run/"
   in_venv "$venv/bin/python" check_kiln_package.py "$venv" "$work/run" --my-ext
-  local order
+  local order calls="print(my_ext.add_one(41), kiln.my_ext.greet('x'))"
   for order in "import my_ext, kiln" "import kiln, my_ext"; do
-    [ "$(in_venv "$venv/bin/python" -c "$order; print(my_ext.add_one(41), kiln.my_ext.greet('x'))")" = \
-      "42 Hello, x!" ] || { kiln_log "'$order' then a my_ext call failed"; return 1; }
+    [ "$(in_venv "$venv/bin/python" -c "$order; $calls")" = "42 Hello, x!" ] ||
+      { kiln_log "'$order' then a my_ext call failed"; return 1; }
   done
   kiln_log "ok: my_ext works imported before and after kiln"
   in_venv "$venv/bin/kilnc" compile mlp.onnx -o mlp_kilnc.so >/dev/null 2>&1

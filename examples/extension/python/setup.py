@@ -42,7 +42,8 @@ class BuildPyWithLibraries(build_py):
     def run(self):
         super().run()
         for library in installed_libraries():
-            self.copy_file(library, os.path.join(self.build_lib, "my_ext", os.path.basename(library)))
+            target = os.path.join(self.build_lib, "my_ext", os.path.basename(library))
+            self.copy_file(library, target)
 
 
 class BinaryDistribution(Distribution):

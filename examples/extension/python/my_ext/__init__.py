@@ -13,7 +13,8 @@ Where the plugin comes from, first match wins:
    kept, never loaded a second time;
 2. the file named by MY_EXT_PLUGIN;
 3. libkiln_my_ext.so next to this file (the my_ext wheel);
-4. libkiln_my_ext.so in kiln.plugin_search_dirs() (KILN_PLUGIN_PATH, <kiln prefix>/lib/kiln/plugins).
+4. libkiln_my_ext.so in kiln.plugin_search_dirs() (KILN_PLUGIN_PATH, then
+   <kiln prefix>/lib/kiln/plugins).
 
 The runtime side, libkiln_runtime_my_ext.so, is what a runtime-only process needs to run an
 exported model that contains my_ext's modules. When it sits next to this file (the wheel), its

@@ -37,7 +37,9 @@ CALLS = (
 EXPECTED = ["42", "Hello, x!", "True", "2", "1"]
 
 
-@pytest.mark.parametrize("imports", ["import my_ext\nimport kiln\n", "import kiln\nimport my_ext\n"])
+@pytest.mark.parametrize(
+    "imports", ["import my_ext\nimport kiln\n", "import kiln\nimport my_ext\n"]
+)
 def test_functions_callable_in_either_import_order(imports):
     assert run_python(imports + CALLS) == EXPECTED
 
