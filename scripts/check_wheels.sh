@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Builds the kiln wheel (from an installed prefix) and the my_ext wheel (from
-# examples/extension, built and installed against that prefix) offline with Debian's pip,
-# setuptools and wheel, installs both into a fresh venv ("install the core, then the
-# extension") and checks them together from a folder outside the repository, PYTHONPATH unset.
+# Builds the kiln wheel (from an installed prefix) offline with Debian's pip, setuptools and
+# wheel and installs it into a fresh venv; then builds examples/extension against the venv's
+# kiln (find_package), makes the my_ext wheel of it and installs it too ("install the core, then
+# the extension"); checks both together from a folder outside the repository, PYTHONPATH unset.
 #
 #   bash scripts/check_wheels.sh [PREFIX] [OUT_DIR]  # default: KILN_PREFIX; wheels in OUT_DIR
 #                                                    # (default: a temporary folder, removed)
@@ -36,23 +36,33 @@ pip_wheel() {
     -w "$dist" "$copy"
 }
 
-build_wheels() {
+# The core first: the kiln wheel, installed into a fresh venv (--system-site-packages: numpy and
+# onnx from Debian).
+install_kiln_wheel() {
   rm -f "$dist"/kiln-*.whl "$dist"/my_ext-*.whl
   KILN_PREFIX="$prefix" pip_wheel "$KILN_REPO/python/packaging"
-  local ext_build="$work/extension-build" ext_stage="$work/extension-stage"
+  "$KILN_PYTHON" -m venv --system-site-packages "$venv"
+  kiln_quiet "$venv/bin/pip" install --no-index --no-cache-dir "$dist"/kiln-*.whl
+  kiln_log "built $(cd "$dist" && echo kiln-*.whl) and installed it into a fresh venv"
+}
+
+# Then the extension, built against the Kiln of the venv (the wheel's kiln/ folder is a prefix
+# with lib/cmake/Kiln), never the prefix the wheel was made from; its wheel installed next to
+# kiln's.
+install_my_ext_wheel() {
+  local kiln_dir ext_build="$work/extension-build" ext_stage="$work/extension-stage"
+  kiln_dir="$(in_venv "$venv/bin/python" -c 'import kiln, os; print(os.path.dirname(kiln.__file__))')"
   kiln_quiet cmake -S "$KILN_REPO/examples/extension" -B "$ext_build" -G Ninja \
-    -DCMAKE_PREFIX_PATH="$prefix" -DPython3_EXECUTABLE="$KILN_PYTHON" -DBUILD_TESTING=OFF
+    -DCMAKE_PREFIX_PATH="$kiln_dir" -DPython3_EXECUTABLE="$KILN_PYTHON" -DBUILD_TESTING=OFF
+  if grep -qF "$prefix" "$ext_build/build.ninja"; then
+    kiln_log "examples/extension built against $prefix, not the venv's kiln ($kiln_dir)"
+    return 1
+  fi
   kiln_quiet cmake --build "$ext_build" -j "$KILN_JOBS"
   kiln_quiet cmake --install "$ext_build" --prefix "$ext_stage"
   MY_EXT_PREFIX="$ext_stage" pip_wheel "$KILN_REPO/examples/extension/python"
-  kiln_log "built $(cd "$dist" && echo kiln-*.whl my_ext-*.whl)"
-}
-
-install_wheels() {
-  "$KILN_PYTHON" -m venv --system-site-packages "$venv" # numpy and onnx from Debian
-  kiln_quiet "$venv/bin/pip" install --no-index --no-cache-dir "$dist"/kiln-*.whl
   kiln_quiet "$venv/bin/pip" install --no-index --no-cache-dir "$dist"/my_ext-*.whl
-  kiln_log "installed both wheels into a fresh venv"
+  kiln_log "built $(cd "$dist" && echo my_ext-*.whl) against the venv's kiln and installed it"
 }
 
 # In a folder outside the repository, with nothing pointing back at it or at the prefix.
@@ -62,7 +72,6 @@ in_venv() {
 }
 
 check_venv() {
-  mkdir -p "$work/run"
   cp "$KILN_REPO/scripts/check_kiln_package.py" "$work/run/"
   in_venv "$venv/bin/python" check_kiln_package.py "$venv" "$work/run" --my-ext
   local order calls="print(my_ext.add_one(41), kiln.my_ext.greet('x'))"
@@ -81,7 +90,8 @@ check_venv() {
   kiln_log "ok: the venv's kilnc compiles and runs a model"
 }
 
-build_wheels
-install_wheels
+mkdir -p "$work/run"
+install_kiln_wheel
+install_my_ext_wheel
 check_venv
 kiln_log "the kiln and my_ext wheels work together in a fresh venv"
