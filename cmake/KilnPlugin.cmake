@@ -43,7 +43,9 @@ function(kiln_add_plugin)
     CXX_VISIBILITY_PRESET hidden
     VISIBILITY_INLINES_HIDDEN ON
     LINK_DEPENDS "${version_script}"
-    INSTALL_RPATH "$ORIGIN:$ORIGIN/../..")
+    # <prefix>/lib/kiln/plugins/ and <prefix>/lib/ find <prefix>/lib; a plugin shipped in its own
+    # wheel (site-packages/<pkg>/) finds the kiln wheel's site-packages/kiln/lib.
+    INSTALL_RPATH "$ORIGIN;$ORIGIN/../..;$ORIGIN/../kiln/lib")
   if(NOT PLUGIN_NO_INSTALL)
     install(TARGETS ${target} LIBRARY DESTINATION "${PLUGIN_INSTALL_DIR}")
   endif()

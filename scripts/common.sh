@@ -10,6 +10,7 @@ KILN_PREFIX="$(realpath -m "${KILN_PREFIX:-$KILN_REPO/install}")"
 KILN_JOBS="${KILN_JOBS:-$(nproc)}"
 KILN_EXTENSION_BUILD_DIR="$KILN_REPO/build-extension"
 KILN_PLUGINS_BUILD_DIR="$KILN_REPO/build-plugins"
+KILN_SUBPROJECT_BUILD_DIR="$KILN_REPO/build-subproject"
 # Debian's interpreter, whatever else is first on PATH (pyenv, venvs): Kiln builds against it.
 KILN_PYTHON=/usr/bin/python3
 
@@ -19,6 +20,7 @@ KILN_DEBIAN_PACKAGES=(
   libdlpack-dev libgtest-dev libbenchmark-dev nlohmann-json3-dev
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   python3-dev python3-pytest python3-numpy
+  python3-pip python3-wheel python3-venv python3-setuptools
   clang-14 clang-format clang-tidy libclang-rt-14-dev
   libonnx-dev libprotobuf-dev protobuf-compiler python3-onnx libonnx-testdata
   python3-torch python3-torchvision
@@ -77,6 +79,14 @@ kiln_build_extension() {
     -DCMAKE_PREFIX_PATH="$KILN_PREFIX" \
     -DPython3_EXECUTABLE="$KILN_PYTHON"
   cmake --build "$KILN_EXTENSION_BUILD_DIR" -j "$KILN_JOBS"
+}
+
+# examples/extension with Kiln's source tree as a subproject (add_subdirectory), as a project
+# that vendors Kiln as a git submodule builds it; kept between runs, so a rebuild is incremental.
+kiln_build_extension_with_kiln_subproject() {
+  cmake -S "$KILN_REPO/examples/extension" -B "$KILN_SUBPROJECT_BUILD_DIR" -G Ninja \
+    -DMY_EXT_KILN_SOURCE_DIR="$KILN_REPO" -DPython3_EXECUTABLE="$KILN_PYTHON" >/dev/null
+  cmake --build "$KILN_SUBPROJECT_BUILD_DIR" -j "$KILN_JOBS"
 }
 
 # plugins/ (the BYOC plugins) as an out-of-tree project against the installed Kiln.

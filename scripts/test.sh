@@ -14,6 +14,10 @@
 #   tidy       clang-tidy (.clang-tidy) over src/, with build/compile_commands.json
 #   extension  examples/extension built against install/ only, then its tests; plugins/ built
 #              against install/ only
+#   package    install/ relocated (scripts/check_relocatable.sh); the kiln and my_ext wheels in a
+#              fresh venv (scripts/check_wheels.sh); examples/extension with Kiln as a subproject
+#              (add_subdirectory, build-subproject/); the .deb (cpack), installed and removed
+#              again when run as root (scripts/check_deb.sh)
 #
 # A failing stage does not stop the others; stages that need the build are skipped (and count
 # as failed) when it fails. Exit status is non-zero when any stage failed.
@@ -25,7 +29,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 KILN_ASAN_BUILD_DIR="$KILN_REPO/build-asan"
 KILN_ASAN_COMPILER="${KILN_ASAN_COMPILER:-clang}"
-ALL_STAGES=(build ctest asan fuzz format tidy extension)
+ALL_STAGES=(build ctest asan fuzz format tidy extension package)
 
 # ---- stages ---------------------------------------------------------------------------------
 
@@ -215,10 +219,21 @@ stage_extension() {
     "${plugin_libs[@]}"
 }
 
+# Distribution: the installed prefix works from anywhere, the wheels work together in a venv,
+# and a project that vendors Kiln (a git submodule) builds it with add_subdirectory, using the
+# same Kiln:: targets and kiln_add_plugin() as against an install (docs/packaging.md).
+stage_package() {
+  bash "$KILN_REPO/scripts/check_relocatable.sh" "$KILN_PREFIX"
+  bash "$KILN_REPO/scripts/check_wheels.sh" "$KILN_PREFIX"
+  kiln_build_extension_with_kiln_subproject
+  ctest --test-dir "$KILN_SUBPROJECT_BUILD_DIR" --output-on-failure -j "$KILN_JOBS"
+  bash "$KILN_REPO/scripts/check_deb.sh"
+}
+
 # ---- driver ---------------------------------------------------------------------------------
 
 needs_build() {
-  case "$1" in ctest | tidy | extension) return 0 ;; *) return 1 ;; esac
+  case "$1" in ctest | tidy | extension | package) return 0 ;; *) return 1 ;; esac
 }
 
 stages=("$@")

@@ -1,4 +1,8 @@
-"""Loads kiln._ffi, the C extension over libkiln_ffi.so's C ABI, and Kiln's runtime library."""
+"""Loads kiln._ffi, the C extension over libkiln_ffi.so's C ABI, and Kiln's runtime library.
+
+Every other library, plugin and backend is found from the folder of libkiln_ffi.so, which _ffi's
+run path locates in both layouts: an installed prefix (<prefix>/lib/python3/dist-packages/kiln,
+libraries in <prefix>/lib) and the kiln wheel (site-packages/kiln, libraries in kiln/lib)."""
 
 import os
 

@@ -63,12 +63,16 @@ fs::path LibraryDirectory() {
   return fs::path(info.dli_fname).parent_path();
 }
 
-/// Kiln's headers for compiling host code: the installed prefix's include/, or the source
-/// tree's when running from a build folder.
+/// Kiln's headers for compiling host code: <prefix>/include next to <prefix>/lib, in an
+/// installed prefix as in a build folder (where <build>/include links to the source tree's), so
+/// that no absolute path is built into the library and a moved prefix still works.
 fs::path IncludeDirectory() {
-  fs::path installed = LibraryDirectory().parent_path() / "include";
-  if (fs::exists(installed / "kiln" / "ffi" / "c_api.h")) return installed;
-  return KILN_SOURCE_INCLUDE_DIR;
+  fs::path include = LibraryDirectory().parent_path() / "include";
+  KILN_CHECK(fs::exists(include / "kiln" / "ffi" / "c_api.h"), FileNotFoundError)
+      << "Kiln's headers are not in " << include
+      << ", next to the folder of libkiln_runtime.so: compiling host code needs them (install "
+         "Kiln's include/ with its lib/)";
+  return include;
 }
 
 }  // namespace
