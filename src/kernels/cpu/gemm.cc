@@ -1,8 +1,9 @@
-// Blocked GEMM in the Goto/BLIS scheme: B is packed once per depth block into NR-wide strips,
-// each task packs its rows of A into MR-tall strips, and a register-tiled MR x NR
-// micro-kernel, written as plain loops the compiler vectorizes, walks the packed strips.
-// Packing makes every inner loop contiguous whatever the operands' strides (transposes are
-// free) and pads edges with zeros, so the micro-kernel never branches on tile size.
+// Blocked GEMM in the Goto/BLIS scheme: A is packed once per call into MR-tall strips, each
+// task packs the depth blocks of its column block of B into NR-wide strips (a panel that stays
+// in L2 while every row of the task multiplies it), and a register-tiled MR x NR micro-kernel,
+// written as plain loops the compiler vectorizes, walks the packed strips. Packing makes every
+// inner loop contiguous whatever the operands' strides (transposes are free) and pads edges
+// with zeros, so the micro-kernel never branches on tile size.
 #include "gemm.h"
 
 #include <kiln/runtime/thread_pool.h>
@@ -17,37 +18,34 @@ namespace cpu {
 namespace {
 
 constexpr int64_t kKC = 256;  // depth block: an MR strip of A and NR strip of B stay in L1
-constexpr int64_t kMC = 72;   // rows of C per task (a multiple of every MR below)
-constexpr int64_t kNC = 256;  // columns of C per task (a multiple of every NR below)
+constexpr int64_t kMC = 144;  // rows of C per micro-kernel sweep (a multiple of every MR below)
+constexpr int64_t kNC = 256;  // most columns of C per task (a multiple of every NR below)
 
 int64_t RoundUp(int64_t value, int64_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
 }
 
-/// Packs rows [row0, row0 + rows) x depth [p0, p0 + kc) of A into `mr`-tall strips, each
-/// stored depth-major ([kc][mr]); rows past the end are zero.
-void PackA(const MatrixView& a, int64_t row0, int64_t rows, int64_t p0, int64_t kc, int64_t mr,
-           float* packed) {
-  for (int64_t s = 0; s < rows; s += mr) {
-    float* strip = packed + s * kc;
-    for (int64_t p = 0; p < kc; ++p) {
-      for (int64_t i = 0; i < mr; ++i) {
-        strip[p * mr + i] =
-            s + i < rows ? a.data[(row0 + s + i) * a.row_stride + (p0 + p) * a.col_stride] : 0.F;
-      }
-    }
-  }
-}
+int64_t CeilDiv(int64_t value, int64_t divisor) { return (value + divisor - 1) / divisor; }
 
-/// Packs `nr`-wide strip `s` of depth [p0, p0 + kc) of B ([kc][nr]); columns past n are zero.
-void PackBStrip(const MatrixView& b, int64_t n, int64_t s, int64_t p0, int64_t kc, int64_t nr,
-                float* strip) {
-  const int64_t col0 = s * nr;
-  for (int64_t p = 0; p < kc; ++p) {
-    for (int64_t j = 0; j < nr; ++j) {
-      strip[p * nr + j] =
-          col0 + j < n ? b.data[(p0 + p) * b.row_stride + (col0 + j) * b.col_stride] : 0.F;
+/// Packs a depth x `width` panel, depth-major ([depth][width]): element (p, j) of the operand
+/// is src[p * depth_stride + j * index_stride], for j < count; columns [count, width) are zero.
+/// A strip of A takes rows as j, a strip of B columns. Contiguous j (the common B, and A
+/// transposed) copies whole lines; otherwise each j is read along its depth.
+void PackPanel(const float* src, int64_t depth_stride, int64_t index_stride, int64_t depth,
+               int64_t count, int64_t width, float* __restrict__ panel) {
+  if (index_stride == 1) {
+    for (int64_t p = 0; p < depth; ++p) {
+      std::memcpy(panel + p * width, src + p * depth_stride, count * sizeof(float));
+      std::fill(panel + p * width + count, panel + (p + 1) * width, 0.F);
     }
+    return;
+  }
+  for (int64_t j = 0; j < count; ++j) {
+    const float* line = src + j * index_stride;
+    for (int64_t p = 0; p < depth; ++p) panel[p * width + j] = line[p * depth_stride];
+  }
+  for (int64_t p = 0; count < width && p < depth; ++p) {
+    std::fill(panel + p * width + count, panel + (p + 1) * width, 0.F);
   }
 }
 
@@ -82,9 +80,9 @@ __attribute__((always_inline)) inline void MicroKernel(int64_t kc, const float* 
   Vec acc[MR][kVecs] = {};
   for (int64_t p = 0; p < kc; ++p) {
     Vec row[kVecs];
-    std::memcpy(row, b + p * NR, sizeof(row));
+    for (int64_t v = 0; v < kVecs; ++v) std::memcpy(&row[v], b + p * NR + v * W, sizeof(Vec));
     for (int64_t i = 0; i < MR; ++i) {
-      const Vec ai = Vec{} + a[p * MR + i];
+      const Vec ai = a[p * MR + i] - Vec{};  // a broadcast: x - (+0) is x, unlike x + 0
       for (int64_t v = 0; v < kVecs; ++v) acc[i][v] += ai * row[v];
     }
   }
@@ -166,6 +164,29 @@ const GemmKernel& SelectKernel() {
   return kernel;
 }
 
+/// How C is cut into tasks: column blocks (each task packs its own panel of B), split further
+/// into row groups only when there are fewer column blocks than threads.
+struct GemmPlan {
+  int64_t nc;          ///< columns per block (a multiple of NR)
+  int64_t col_blocks;  ///< ceil(n / nc)
+  int64_t rows;        ///< rows per group (a multiple of MR)
+  int64_t row_groups;  ///< ceil(m / rows)
+
+  GemmPlan(int64_t m, int64_t n, const GemmKernel& kernel) {
+    const int64_t threads = runtime::NumThreads();
+    col_blocks = CeilDiv(n, kNC);
+    // A multiple of the thread count when there are several blocks, so no thread idles at
+    // the end; equal blocks.
+    if (col_blocks > 1) col_blocks = RoundUp(col_blocks, threads);
+    nc = RoundUp(CeilDiv(n, col_blocks), kernel.nr);
+    col_blocks = CeilDiv(n, nc);
+    const int64_t strips = CeilDiv(m, kernel.mr);
+    row_groups = std::min(strips, col_blocks >= threads ? 1 : CeilDiv(threads, col_blocks));
+    rows = CeilDiv(strips, row_groups) * kernel.mr;
+    row_groups = CeilDiv(m, rows);
+  }
+};
+
 }  // namespace
 
 void Gemm(int64_t m, int64_t n, int64_t k, const MatrixView& a, const MatrixView& b, float* c,
@@ -176,30 +197,49 @@ void Gemm(int64_t m, int64_t n, int64_t k, const MatrixView& a, const MatrixView
     return;
   }
   const GemmKernel& kernel = SelectKernel();
-  const int64_t strips = RoundUp(n, kernel.nr) / kernel.nr;
-  const int64_t row_blocks = RoundUp(m, kMC) / kMC;
-  const int64_t col_blocks = RoundUp(n, kNC) / kNC;
-  std::vector<float> packed_b(strips * kernel.nr * std::min(k, kKC));
-  for (int64_t p0 = 0; p0 < k; p0 += kKC) {
-    const int64_t kc = std::min(kKC, k - p0);
-    runtime::ParallelFor(0, strips, 16, [&](int64_t begin, int64_t end) {
-      for (int64_t s = begin; s < end; ++s) {
-        PackBStrip(b, n, s, p0, kc, kernel.nr, &packed_b[s * kernel.nr * kc]);
+  const int64_t mr = kernel.mr;
+  const int64_t nr = kernel.nr;
+  const int64_t m_pad = RoundUp(m, mr);
+  const int64_t strips = m_pad / mr;
+  // Depth block `d` of A's strips starts at d * kKC * m_pad; in it, strip s at s * mr * kc.
+  std::vector<float> packed_a(m_pad * k);
+  const int64_t depth_blocks = CeilDiv(k, kKC);
+  runtime::ParallelFor(0, depth_blocks * strips, 4, [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t p0 = task / strips * kKC;
+      const int64_t row0 = task % strips * mr;
+      const int64_t kc = std::min(kKC, k - p0);
+      PackPanel(a.data + row0 * a.row_stride + p0 * a.col_stride, a.col_stride, a.row_stride, kc,
+                std::min(mr, m - row0), mr, &packed_a[p0 * m_pad + row0 * kc]);
+    }
+  });
+  const GemmPlan plan(m, n, kernel);
+  // Tasks are column-block-major: a chunk holding several row groups of one column block
+  // packs its panel of B once.
+  runtime::ParallelFor(0, plan.col_blocks * plan.row_groups, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> panel(plan.nc * std::min(k, kKC));
+    for (int64_t first = begin; first < end;) {
+      const int64_t block = first / plan.row_groups;
+      const int64_t last = std::min(end, (block + 1) * plan.row_groups);
+      const int64_t col0 = block * plan.nc;
+      const int64_t cols = std::min(plan.nc, n - col0);
+      const int64_t row_begin = first % plan.row_groups * plan.rows;
+      const int64_t row_end = std::min(m, (last - block * plan.row_groups) * plan.rows);
+      for (int64_t p0 = 0; p0 < k; p0 += kKC) {
+        const int64_t kc = std::min(kKC, k - p0);
+        for (int64_t j = 0; j < cols; j += nr) {
+          PackPanel(b.data + p0 * b.row_stride + (col0 + j) * b.col_stride, b.row_stride,
+                    b.col_stride, kc, std::min(nr, cols - j), nr, &panel[j * kc]);
+        }
+        for (int64_t row0 = row_begin; row0 < row_end; row0 += kMC) {
+          kernel.multiply_block(&packed_a[p0 * m_pad + row0 * kc], panel.data(),
+                                std::min(kMC, row_end - row0), cols, kc, c + row0 * ldc + col0, ldc,
+                                p0 > 0);
+        }
       }
-    });
-    runtime::ParallelFor(0, row_blocks * col_blocks, 1, [&](int64_t begin, int64_t end) {
-      std::vector<float> packed_a(RoundUp(kMC, kernel.mr) * kc);
-      for (int64_t task = begin; task < end; ++task) {
-        const int64_t row0 = task / col_blocks * kMC;
-        const int64_t col0 = task % col_blocks * kNC;
-        const int64_t rows = std::min(kMC, m - row0);
-        const int64_t cols = std::min(kNC, n - col0);
-        PackA(a, row0, rows, p0, kc, kernel.mr, packed_a.data());
-        kernel.multiply_block(packed_a.data(), &packed_b[col0 * kc], rows, cols, kc,
-                              c + row0 * ldc + col0, ldc, p0 > 0);
-      }
-    });
-  }
+      first = last;
+    }
+  });
 }
 
 void ForEachMatrix(int64_t count, const std::function<void(int64_t)>& body) {
