@@ -35,6 +35,12 @@
 /// Every kernel a program names is looked up when the program is made or loaded; the error
 /// lists all missing ones (a plugin's op whose plugin is not loaded, say).
 ///
+/// When a program is made or loaded, each step input that is a constant is offered to the
+/// global function `kernel_prepack.cpu.<kernel>(index, constant, attrs)` when one is
+/// registered; a Tensor it returns (the constant packed for the kernel, say a GEMM's weights)
+/// is passed to every call of that step as attribute "__packed_<index>". The description and
+/// the serialized form do not change: what is packed depends on the CPU that loads it.
+///
 /// Serialized (SaveToBytes): the description's length as 8 little-endian bytes, the
 /// description, then each constant's compact bytes in order.
 ///
@@ -54,6 +60,8 @@ namespace runtime {
 constexpr const char* kKernelProgramKind = "kernel_program";
 /// The description format version this runtime reads and the compiler writes.
 constexpr int64_t kKernelProgramFormatVersion = 1;
+/// The attribute a step's prepacked constant input i is passed as: this prefix, then i.
+constexpr const char* kPrepackedAttrPrefix = "__packed_";
 /// The library implementing the kind, named when an artifact needs it and it is missing.
 constexpr const char* kKernelProgramLibrary = "libkiln_kernels_cpu.so";
 

@@ -5,6 +5,7 @@
 // tap and output depth. Depthwise conv2d (one input channel per group) has no reduction worth
 // a GEMM and runs directly.
 #include <algorithm>
+#include <optional>
 
 #include "gemm.h"
 #include "kernel_util.h"
@@ -99,6 +100,37 @@ void DepthwiseConv2D(const ConvShapes& s, const float* x, const float* weight, f
   });
 }
 
+/// A conv2d's GEMM per group: weights (group_out x depth) times the im2col matrix.
+struct ConvGemm {
+  int64_t groups, group_out, depth;
+
+  explicit ConvGemm(const Tensor& weight, int64_t groups)
+      : groups(groups),
+        group_out(weight.shape(0) / groups),
+        depth(weight.shape(1) * weight.shape(2) * weight.shape(3)) {}
+
+  /// Depthwise convolutions (one input channel per group) run directly, without a GEMM.
+  bool depthwise(const Tensor& weight) const { return groups > 1 && weight.shape(1) == 1; }
+  int64_t PackedGroupSize() const { return PackedGemmASize(group_out, depth); }
+};
+
+/// Packs a constant conv2d weight for its GEMMs, group after group.
+std::optional<Tensor> PrepackConv2D(size_t index, const Tensor& weight, const KernelCall& call) {
+  const ConvGemm gemm(weight, call.Int("groups"));
+  if (index != 1 || weight.dtype().code != kDLFloat || weight.dtype().bits != 32 ||
+      gemm.depthwise(weight)) {
+    return std::nullopt;
+  }
+  Tensor packed = NewPackedTensor(gemm.groups * gemm.PackedGroupSize());
+  const float* w = Data<const float>(weight);
+  for (int64_t group = 0; group < gemm.groups; ++group) {
+    PackGemmA(gemm.group_out, gemm.depth, {w + group * gemm.group_out * gemm.depth, gemm.depth, 1},
+              Data<float>(packed) + group * gemm.PackedGroupSize());
+  }
+  return packed;
+}
+KILN_CPU_PREPACK("nn.conv2d", PrepackConv2D);
+
 void Conv2D(const KernelCall& call) {
   RequireFloat32Inputs(call);
   const Tensor data = call.input(0);
@@ -109,7 +141,7 @@ void Conv2D(const KernelCall& call) {
   const float* w = Data<const float>(weight);
   float* y = Data<float>(out);
   const int64_t group_in = s.c / s.groups;
-  if (s.groups > 1 && group_in == 1) {
+  if (ConvGemm(weight, s.groups).depthwise(weight)) {
     DepthwiseConv2D(s, x, w, y);
     return;
   }
@@ -118,9 +150,11 @@ void Conv2D(const KernelCall& call) {
   const bool pointwise = win.kernel[0] == 1 && win.kernel[1] == 1 && win.stride[0] == 1 &&
                          win.stride[1] == 1 && win.pad_begin[0] == 0 && win.pad_begin[1] == 0 &&
                          win.pad_end[0] == 0 && win.pad_end[1] == 0;
-  const int64_t group_out = s.o / s.groups;
-  const int64_t depth = group_in * win.kernel[0] * win.kernel[1];
+  const ConvGemm gemm(weight, s.groups);
+  const int64_t group_out = gemm.group_out;
+  const int64_t depth = gemm.depth;
   const int64_t spatial = s.oh * s.ow;
+  const float* prepacked = call.Prepacked(1);
   ForEachMatrix(s.n * s.groups, [&](int64_t i) {
     const int64_t image = i / s.groups;
     const int64_t group = i % s.groups;
@@ -136,8 +170,10 @@ void Conv2D(const KernelCall& call) {
                            end - begin, s.h, s.w, s.oh, s.ow, win, spatial);
       });
     }
-    Gemm(group_out, spatial, depth, {w + group * group_out * depth, depth, 1},
-         {pointwise ? group_data : col.data(), spatial, 1},
+    GemmOperand weights({w + group * group_out * depth, depth, 1});
+    if (prepacked != nullptr) weights.packed = prepacked + group * gemm.PackedGroupSize();
+    Gemm(group_out, spatial, depth, weights,
+         GemmOperand({pointwise ? group_data : col.data(), spatial, 1}),
          y + (image * s.o + group * group_out) * spatial, spatial);
   });
 }

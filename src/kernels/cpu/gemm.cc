@@ -6,6 +6,7 @@
 // with zeros, so the micro-kernel never branches on tile size.
 #include "gemm.h"
 
+#include <kiln/runtime/memory.h>
 #include <kiln/runtime/thread_pool.h>
 
 #include <algorithm>
@@ -187,9 +188,42 @@ struct GemmPlan {
   }
 };
 
+/// Packs every depth block of an operand into `width`-wide strips of `count` indices (rows of
+/// A, columns of B): depth block d starts at d * kKC * RoundUp(count, width), its strip s at
+/// s * width * kc. Element (p, j) is src[p * depth_stride + j * index_stride].
+void PackOperand(const float* src, int64_t depth_stride, int64_t index_stride, int64_t count,
+                 int64_t depth, int64_t width, float* packed) {
+  const int64_t strips = CeilDiv(count, width);
+  runtime::ParallelFor(0, CeilDiv(depth, kKC) * strips, 4, [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t p0 = task / strips * kKC;
+      const int64_t j0 = task % strips * width;
+      const int64_t kc = std::min(kKC, depth - p0);
+      PackPanel(src + p0 * depth_stride + j0 * index_stride, depth_stride, index_stride, kc,
+                std::min(width, count - j0), width, packed + p0 * strips * width + j0 * kc);
+    }
+  });
+}
+
 }  // namespace
 
-void Gemm(int64_t m, int64_t n, int64_t k, const MatrixView& a, const MatrixView& b, float* c,
+int64_t PackedGemmASize(int64_t m, int64_t k) { return RoundUp(m, SelectKernel().mr) * k; }
+
+int64_t PackedGemmBSize(int64_t k, int64_t n) { return RoundUp(n, SelectKernel().nr) * k; }
+
+void PackGemmA(int64_t m, int64_t k, const MatrixView& a, float* packed) {
+  PackOperand(a.data, a.col_stride, a.row_stride, m, k, SelectKernel().mr, packed);
+}
+
+void PackGemmB(int64_t k, int64_t n, const MatrixView& b, float* packed) {
+  PackOperand(b.data, b.row_stride, b.col_stride, n, k, SelectKernel().nr, packed);
+}
+
+Tensor NewPackedTensor(int64_t size) {
+  return runtime::Empty({size}, DLDataType{kDLFloat, 32, 1}, DLDevice{kDLCPU, 0});
+}
+
+void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOperand& b, float* c,
           int64_t ldc) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
@@ -197,27 +231,21 @@ void Gemm(int64_t m, int64_t n, int64_t k, const MatrixView& a, const MatrixView
     return;
   }
   const GemmKernel& kernel = SelectKernel();
-  const int64_t mr = kernel.mr;
   const int64_t nr = kernel.nr;
-  const int64_t m_pad = RoundUp(m, mr);
-  const int64_t strips = m_pad / mr;
-  // Depth block `d` of A's strips starts at d * kKC * m_pad; in it, strip s at s * mr * kc.
-  std::vector<float> packed_a(m_pad * k);
-  const int64_t depth_blocks = CeilDiv(k, kKC);
-  runtime::ParallelFor(0, depth_blocks * strips, 4, [&](int64_t begin, int64_t end) {
-    for (int64_t task = begin; task < end; ++task) {
-      const int64_t p0 = task / strips * kKC;
-      const int64_t row0 = task % strips * mr;
-      const int64_t kc = std::min(kKC, k - p0);
-      PackPanel(a.data + row0 * a.row_stride + p0 * a.col_stride, a.col_stride, a.row_stride, kc,
-                std::min(mr, m - row0), mr, &packed_a[p0 * m_pad + row0 * kc]);
-    }
-  });
+  const int64_t m_pad = RoundUp(m, kernel.mr);
+  const int64_t n_pad = RoundUp(n, nr);
+  std::vector<float> own_a;
+  const float* packed_a = a.packed;
+  if (packed_a == nullptr) {
+    own_a.resize(PackedGemmASize(m, k));
+    PackGemmA(m, k, a.view, own_a.data());
+    packed_a = own_a.data();
+  }
   const GemmPlan plan(m, n, kernel);
   // Tasks are column-block-major: a chunk holding several row groups of one column block
   // packs its panel of B once.
   runtime::ParallelFor(0, plan.col_blocks * plan.row_groups, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> panel(plan.nc * std::min(k, kKC));
+    std::vector<float> own_panel(b.packed == nullptr ? plan.nc * std::min(k, kKC) : 0);
     for (int64_t first = begin; first < end;) {
       const int64_t block = first / plan.row_groups;
       const int64_t last = std::min(end, (block + 1) * plan.row_groups);
@@ -227,12 +255,18 @@ void Gemm(int64_t m, int64_t n, int64_t k, const MatrixView& a, const MatrixView
       const int64_t row_end = std::min(m, (last - block * plan.row_groups) * plan.rows);
       for (int64_t p0 = 0; p0 < k; p0 += kKC) {
         const int64_t kc = std::min(kKC, k - p0);
-        for (int64_t j = 0; j < cols; j += nr) {
-          PackPanel(b.data + p0 * b.row_stride + (col0 + j) * b.col_stride, b.row_stride,
-                    b.col_stride, kc, std::min(nr, cols - j), nr, &panel[j * kc]);
+        const float* panel = own_panel.data();
+        if (b.packed != nullptr) {
+          panel = b.packed + p0 * n_pad + col0 * kc;
+        } else {
+          for (int64_t j = 0; j < cols; j += nr) {
+            PackPanel(b.view.data + p0 * b.view.row_stride + (col0 + j) * b.view.col_stride,
+                      b.view.row_stride, b.view.col_stride, kc, std::min(nr, cols - j), nr,
+                      &own_panel[j * kc]);
+          }
         }
         for (int64_t row0 = row_begin; row0 < row_end; row0 += kMC) {
-          kernel.multiply_block(&packed_a[p0 * m_pad + row0 * kc], panel.data(),
+          kernel.multiply_block(packed_a + p0 * m_pad + row0 * kc, panel,
                                 std::min(kMC, row_end - row0), cols, kc, c + row0 * ldc + col0, ldc,
                                 p0 > 0);
         }
@@ -240,6 +274,11 @@ void Gemm(int64_t m, int64_t n, int64_t k, const MatrixView& a, const MatrixView
       first = last;
     }
   });
+}
+
+void Gemm(int64_t m, int64_t n, int64_t k, const MatrixView& a, const MatrixView& b, float* c,
+          int64_t ldc) {
+  Gemm(m, n, k, GemmOperand{a}, GemmOperand{b}, c, ldc);
 }
 
 void ForEachMatrix(int64_t count, const std::function<void(int64_t)>& body) {

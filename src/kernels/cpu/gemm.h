@@ -2,6 +2,8 @@
 #ifndef KILN_SRC_KERNELS_CPU_GEMM_H_
 #define KILN_SRC_KERNELS_CPU_GEMM_H_
 
+#include <kiln/ffi/tensor.h>
+
 #include <cstdint>
 #include <functional>
 
@@ -17,10 +19,32 @@ struct MatrixView {
   int64_t col_stride;
 };
 
+/// A GEMM operand: a view packed at each call, or `packed` by PackGemmA / PackGemmB ahead of
+/// time (a constant weight, packed once when its program loads).
+struct GemmOperand {
+  explicit GemmOperand(const MatrixView& view, const float* packed = nullptr)
+      : view(view), packed(packed) {}
+
+  MatrixView view;
+  const float* packed;
+};
+
 /// C (m x n, rows `ldc` apart) = A (m x k) * B (k x n). Blocks of C run on the thread pool
 /// (serially when called from inside a parallel region).
+void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOperand& b, float* c,
+          int64_t ldc);
 void Gemm(int64_t m, int64_t n, int64_t k, const MatrixView& a, const MatrixView& b, float* c,
           int64_t ldc);
+
+/// Floats the packed form of an m x k A, or a k x n B, takes (this CPU's tile sizes).
+int64_t PackedGemmASize(int64_t m, int64_t k);
+int64_t PackedGemmBSize(int64_t k, int64_t n);
+/// Writes the packed form of A (m x k), or of B (k x n), to `packed` (its size above).
+void PackGemmA(int64_t m, int64_t k, const MatrixView& a, float* packed);
+void PackGemmB(int64_t k, int64_t n, const MatrixView& b, float* packed);
+
+/// A float32 CPU tensor of `size` elements for packed operands (prepack hooks return one).
+Tensor NewPackedTensor(int64_t size);
 
 /// Runs body(i) for i in [0, count): over the thread pool when there are at least as many
 /// items as threads (each then runs its GEMMs serially), else one after another so each GEMM

@@ -146,6 +146,26 @@ void ResolveKernels(std::vector<ProgramFunction>& functions) {
                            << "; load the plugin that provides these ops before the model";
 }
 
+/// Offers each step's constant inputs to the kernel's prepack hook, once per program; what it
+/// returns rides along as an attribute of the step (kiln/runtime/kernel_program.h).
+void PrepackConstants(std::vector<ProgramFunction>& functions,
+                      const std::vector<Tensor>& constants) {
+  for (ProgramFunction& func : functions) {
+    for (Step& step : func.steps) {
+      if (step.kernel.empty()) continue;
+      const std::string name = "kernel_prepack.cpu." + step.kernel;
+      const std::optional<Function> prepack = Function::GetGlobal(name.c_str());
+      if (!prepack.has_value()) continue;
+      for (size_t i = 0; i < step.inputs.size(); ++i) {
+        if (step.inputs[i].list != 'c') continue;
+        const Any packed =
+            (*prepack)(static_cast<int64_t>(i), constants[step.inputs[i].index], step.attrs);
+        if (!packed.is_none()) step.attrs.Set(kPrepackedAttrPrefix + std::to_string(i), packed);
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The module
 // ---------------------------------------------------------------------------------------------
@@ -269,6 +289,7 @@ Module MakeProgram(std::string description, ConstantSource constant_at) {
     KILN_THROW(ValueError) << kPrefix << "malformed description: " << error.what();
   }
   ResolveKernels(functions);
+  PrepackConstants(functions, constants);
   return Module(make_object<KernelProgramObj>(std::move(description), std::move(functions),
                                               std::move(constants)));
 }

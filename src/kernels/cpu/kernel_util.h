@@ -46,6 +46,10 @@ class KernelCall {
   std::optional<std::vector<int64_t>> OptionalInts(const char* name) const;
   std::optional<std::vector<double>> OptionalFloats(const char* name) const;
 
+  /// The data of input `i` as the op's prepack hook packed it when its program loaded (an
+  /// attribute the kernel program adds, see KILN_CPU_PREPACK), or nullptr: pack at each call.
+  const float* Prepacked(size_t i) const;
+
   /// "kernel.cpu.<op>: " for error messages.
   std::string Prefix() const { return "kernel.cpu." + op_ + ": "; }
   /// ValueError: `dtype` is not one this kernel implements.
@@ -71,6 +75,19 @@ bool RegisterKernel(const char* op, KernelBody body);
 #define KILN_CPU_KERNEL(OpName, Body)                                     \
   [[maybe_unused]] static const bool KILN_UNIQUE_NAME(kiln_cpu_kernel_) = \
       ::kiln::kernels::cpu::RegisterKernel(OpName, Body)
+
+/// Prepares a constant input of `op` once, when a kernel program loads: body(i, constant, call)
+/// returns what the kernel then reads through call.Prepacked(i) (its weights packed for the
+/// GEMM), or nullopt to leave input i alone. `call` has the step's attributes and no tensors.
+using PrepackBody = std::optional<Tensor> (*)(size_t, const Tensor&, const KernelCall&);
+
+/// Registers `body` as the global function `kernel_prepack.cpu.<op>`, whose signature
+/// (index, constant, attrs) -> Tensor or None is the kernel program's (kernel_program.cc).
+bool RegisterPrepack(const char* op, PrepackBody body);
+
+#define KILN_CPU_PREPACK(OpName, Body)                                     \
+  [[maybe_unused]] static const bool KILN_UNIQUE_NAME(kiln_cpu_prepack_) = \
+      ::kiln::kernels::cpu::RegisterPrepack(OpName, Body)
 
 template <typename T>
 T* Data(const Tensor& tensor) {
