@@ -5,6 +5,7 @@
 // tap and output depth. Depthwise conv2d (one input channel per group) has no reduction worth
 // a GEMM and runs directly.
 #include <algorithm>
+#include <memory>
 #include <optional>
 
 #include "gemm.h"
@@ -16,15 +17,32 @@ namespace kernels {
 namespace cpu {
 namespace {
 
+/// One line of WalkColumns: col_line[x] pairs with line[x * stride] for x in `valid`; gathering
+/// zeroes the rest of the col_line's `width` (the padding).
+template <bool kScatter, typename Image>
+void WalkLine(float* col_line, Image* line, const Range& valid, int64_t width, int64_t stride) {
+  if constexpr (kScatter) {
+    for (int64_t x = valid.begin; x < valid.end; ++x) line[x * stride] += col_line[x];
+  } else {
+    std::fill(col_line, col_line + valid.begin, 0.F);
+    std::fill(col_line + valid.end, col_line + width, 0.F);
+    if (stride == 1) {
+      std::copy(line + valid.begin, line + valid.end, col_line + valid.begin);
+      return;
+    }
+    for (int64_t x = valid.begin; x < valid.end; ++x) col_line[x] = line[x * stride];
+  }
+}
+
 /// The im2col matrix of one group: row (c, kh, kw), column (y, x) of a col_h x col_w grid
 /// pairs with image position (y * stride - pad + kh * dilation, ...). Gathering fills `col`
-/// from the image (zeros outside it); scattering adds `col` into the image, col2im, which is
-/// the same walk in the other direction. Rows are `row_stride` floats apart (col_h * col_w
-/// when the matrix is this grid alone; conv3d interleaves several).
+/// from the image (zeros outside it, so `col` need not be initialized); scattering adds `col`
+/// into the image, col2im, which is the same walk in the other direction. Rows are
+/// `row_stride` floats apart (col_h * col_w when the matrix is this grid alone; conv3d
+/// interleaves several).
 template <bool kScatter, typename Image>
 void WalkColumns(float* col, Image* image, int64_t channels, int64_t image_h, int64_t image_w,
                  int64_t col_h, int64_t col_w, const Window2D& window, int64_t row_stride) {
-  const int64_t col_size = col_h * col_w;
   for (int64_t c = 0; c < channels; ++c) {
     Image* plane = image + c * image_h * image_w;
     for (int64_t kh = 0; kh < window.kernel[0]; ++kh) {
@@ -34,17 +52,14 @@ void WalkColumns(float* col, Image* image, int64_t channels, int64_t image_h, in
         const int64_t offset_w = window.InputPos(1, 0, kw);
         const Range rows = ValidOutputs(col_h, window.stride[0], offset_h, image_h);
         const Range cols = ValidOutputs(col_w, window.stride[1], offset_w, image_w);
-        if constexpr (!kScatter) std::fill_n(col_row, col_size, 0.F);
+        if constexpr (!kScatter) {
+          std::fill(col_row, col_row + rows.begin * col_w, 0.F);
+          std::fill(col_row + rows.end * col_w, col_row + col_h * col_w, 0.F);
+        }
         for (int64_t y = rows.begin; y < rows.end; ++y) {
-          float* col_line = col_row + y * col_w;
-          Image* line = plane + (y * window.stride[0] + offset_h) * image_w + offset_w;
-          for (int64_t x = cols.begin; x < cols.end; ++x) {
-            if constexpr (kScatter) {
-              line[x * window.stride[1]] += col_line[x];
-            } else {
-              col_line[x] = line[x * window.stride[1]];
-            }
-          }
+          WalkLine<kScatter>(col_row + y * col_w,
+                             plane + (y * window.stride[0] + offset_h) * image_w + offset_w, cols,
+                             col_w, window.stride[1]);
         }
       }
     }
@@ -159,21 +174,21 @@ void Conv2D(const KernelCall& call) {
     const int64_t image = i / s.groups;
     const int64_t group = i % s.groups;
     const float* group_data = x + (image * s.c + group * group_in) * s.h * s.w;
-    std::vector<float> col;
+    std::unique_ptr<float[]> col;  // not value-initialized: the gather writes all of it
     if (!pointwise) {
-      col.resize(depth * spatial);
+      col.reset(new float[depth * spatial]);  // NOLINT(cppcoreguidelines-owning-memory)
       // Channels gather independently: with one image the gather would otherwise be serial
       // next to a parallel GEMM (inside ForEachMatrix's tasks this runs serially).
       const int64_t taps = win.kernel[0] * win.kernel[1];
       runtime::ParallelFor(0, group_in, 1, [&](int64_t begin, int64_t end) {
-        WalkColumns<false>(col.data() + begin * taps * spatial, group_data + begin * s.h * s.w,
+        WalkColumns<false>(col.get() + begin * taps * spatial, group_data + begin * s.h * s.w,
                            end - begin, s.h, s.w, s.oh, s.ow, win, spatial);
       });
     }
     GemmOperand weights({w + group * group_out * depth, depth, 1});
     if (prepacked != nullptr) weights.packed = prepacked + group * gemm.PackedGroupSize();
     Gemm(group_out, spatial, depth, weights,
-         GemmOperand({pointwise ? group_data : col.data(), spatial, 1}),
+         GemmOperand({pointwise ? group_data : col.get(), spatial, 1}),
          y + (image * s.o + group * group_out) * spatial, spatial);
   });
 }
