@@ -84,33 +84,46 @@ struct ConvShapes {
         window(ReadWindow(call, weight.shape(2), weight.shape(3))) {}
 };
 
+/// out_line[ox] += tap * in_line[ox * kStride] over `cols`; kStride 0 means `stride` (a
+/// compile-time stride lets the loop vectorize with plain or strided loads).
+template <int64_t kStride>
+void AddScaledLine(float* __restrict__ out_line, const float* __restrict__ in_line, float tap,
+                   const Range& cols, int64_t stride) {
+  const int64_t step = kStride == 0 ? stride : kStride;
+  for (int64_t ox = cols.begin; ox < cols.end; ++ox) out_line[ox] += tap * in_line[ox * step];
+}
+
+/// One output plane of a depthwise conv2d, row by row: all taps of a row are summed while the
+/// row is in L1.
+template <int64_t kStride>
+void DepthwisePlane(const ConvShapes& s, const float* plane, const float* taps, float* out) {
+  const Window2D& win = s.window;
+  std::fill_n(out, s.oh * s.ow, 0.F);
+  for (int64_t oy = 0; oy < s.oh; ++oy) {
+    float* out_line = out + oy * s.ow;
+    for (int64_t kh = 0; kh < win.kernel[0]; ++kh) {
+      const int64_t iy = win.InputPos(0, oy, kh);
+      if (iy < 0 || iy >= s.h) continue;
+      for (int64_t kw = 0; kw < win.kernel[1]; ++kw) {
+        const int64_t offset_w = win.InputPos(1, 0, kw);
+        AddScaledLine<kStride>(out_line, plane + iy * s.w + offset_w, taps[kh * win.kernel[1] + kw],
+                               ValidOutputs(s.ow, win.stride[1], offset_w, s.w), win.stride[1]);
+      }
+    }
+  }
+}
+
 /// One input channel per group: each output plane is a weighted sum of shifted input rows.
 void DepthwiseConv2D(const ConvShapes& s, const float* x, const float* weight, float* y) {
   const Window2D& win = s.window;
   const int64_t multiplier = s.o / s.c;
+  const auto plane_fn = win.stride[1] == 1   ? DepthwisePlane<1>
+                        : win.stride[1] == 2 ? DepthwisePlane<2>
+                                             : DepthwisePlane<0>;
   runtime::ParallelFor(0, s.n * s.o, 1, [&](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
-      const float* plane = x + (p / s.o * s.c + p % s.o / multiplier) * s.h * s.w;
-      const float* taps = weight + p % s.o * win.kernel[0] * win.kernel[1];
-      float* out = y + p * s.oh * s.ow;
-      std::fill_n(out, s.oh * s.ow, 0.F);
-      for (int64_t kh = 0; kh < win.kernel[0]; ++kh) {
-        for (int64_t kw = 0; kw < win.kernel[1]; ++kw) {
-          const float tap = taps[kh * win.kernel[1] + kw];
-          const int64_t offset_h = win.InputPos(0, 0, kh);
-          const int64_t offset_w = win.InputPos(1, 0, kw);
-          const Range rows = ValidOutputs(s.oh, win.stride[0], offset_h, s.h);
-          const Range cols = ValidOutputs(s.ow, win.stride[1], offset_w, s.w);
-          for (int64_t oy = rows.begin; oy < rows.end; ++oy) {
-            const float* __restrict__ in_line =
-                plane + (oy * win.stride[0] + offset_h) * s.w + offset_w;
-            float* __restrict__ out_line = out + oy * s.ow;
-            for (int64_t ox = cols.begin; ox < cols.end; ++ox) {
-              out_line[ox] += tap * in_line[ox * win.stride[1]];
-            }
-          }
-        }
-      }
+      plane_fn(s, x + (p / s.o * s.c + p % s.o / multiplier) * s.h * s.w,
+               weight + p % s.o * win.kernel[0] * win.kernel[1], y + p * s.oh * s.ow);
     }
   });
 }

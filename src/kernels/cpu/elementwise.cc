@@ -5,6 +5,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "fast_math.h"
 #include "kernel_util.h"
 
 namespace kiln {
@@ -30,6 +31,9 @@ void Unary(const KernelCall& call) {
   });
 }
 
+float ErfOf(float x) { return FastErf(x); }
+double ErfOf(double x) { return std::erf(x); }
+
 /// Base of functors without attributes.
 struct NoAttrs {
   explicit NoAttrs(const KernelCall& /*call*/) {}
@@ -52,7 +56,7 @@ KILN_UNARY_FN(Exp, std::exp(x));
 KILN_UNARY_FN(Log, std::log(x));
 KILN_UNARY_FN(Sqrt, std::sqrt(x));
 KILN_UNARY_FN(Reciprocal, T(1) / x);
-KILN_UNARY_FN(Erf, std::erf(x));
+KILN_UNARY_FN(Erf, ErfOf(x));
 KILN_UNARY_FN(Floor, std::floor(x));
 KILN_UNARY_FN(Ceil, std::ceil(x));
 KILN_UNARY_FN(Round, std::nearbyint(x));  // halves to even, as ONNX Round
@@ -71,7 +75,7 @@ KILN_UNARY_FN(Tanh, std::tanh(x));
 KILN_UNARY_FN(Sigmoid, T(1) / (T(1) + std::exp(-x)));
 KILN_UNARY_FN(LogicalNot, !x);
 // ONNX Gelu with approximate = "none".
-KILN_UNARY_FN(Gelu, T(0.5) * x * (T(1) + std::erf(x * T(M_SQRT1_2))));
+KILN_UNARY_FN(Gelu, T(0.5) * x * (T(1) + ErfOf(x * T(M_SQRT1_2))));
 // log(1 + e^x) without overflow for large x.
 KILN_UNARY_FN(Softplus, x > T(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)));
 
