@@ -84,19 +84,23 @@ struct ConvShapes {
         window(ReadWindow(call, weight.shape(2), weight.shape(3))) {}
 };
 
-/// out_line[ox] += tap * in_line[ox * kStride] over `cols`; kStride 0 means `stride` (a
-/// compile-time stride lets the loop vectorize with plain or strided loads).
-template <int64_t kStride>
-void AddScaledLine(float* __restrict__ out_line, const float* __restrict__ in_line, float tap,
-                   const Range& cols, int64_t stride) {
-  const int64_t step = kStride == 0 ? stride : kStride;
-  for (int64_t ox = cols.begin; ox < cols.end; ++ox) out_line[ox] += tap * in_line[ox * step];
+/// out_line[ox] += tap * in_line[ox * stride] over `cols`; strides 1 and 2 are spelled out
+/// so their loops vectorize with plain or strided loads.
+inline void AddScaledLine(float* __restrict__ out_line, const float* __restrict__ in_line,
+                          float tap, const Range& cols, int64_t stride) {
+  if (stride == 1) {
+    for (int64_t ox = cols.begin; ox < cols.end; ++ox) out_line[ox] += tap * in_line[ox];
+  } else if (stride == 2) {
+    for (int64_t ox = cols.begin; ox < cols.end; ++ox) out_line[ox] += tap * in_line[ox * 2];
+  } else {
+    for (int64_t ox = cols.begin; ox < cols.end; ++ox) out_line[ox] += tap * in_line[ox * stride];
+  }
 }
 
 /// One output plane of a depthwise conv2d, row by row: all taps of a row are summed while the
-/// row is in L1.
-template <int64_t kStride>
-void DepthwisePlane(const ConvShapes& s, const float* plane, const float* taps, float* out) {
+/// row is in L1. `cols[kw]` are the output columns whose tap kw reads inside the image.
+KILN_CPU_CLONES void DepthwisePlane(const ConvShapes& s, const Range* cols, const float* plane,
+                                    const float* taps, float* out) {
   const Window2D& win = s.window;
   std::fill_n(out, s.oh * s.ow, 0.F);
   for (int64_t oy = 0; oy < s.oh; ++oy) {
@@ -105,9 +109,8 @@ void DepthwisePlane(const ConvShapes& s, const float* plane, const float* taps, 
       const int64_t iy = win.InputPos(0, oy, kh);
       if (iy < 0 || iy >= s.h) continue;
       for (int64_t kw = 0; kw < win.kernel[1]; ++kw) {
-        const int64_t offset_w = win.InputPos(1, 0, kw);
-        AddScaledLine<kStride>(out_line, plane + iy * s.w + offset_w, taps[kh * win.kernel[1] + kw],
-                               ValidOutputs(s.ow, win.stride[1], offset_w, s.w), win.stride[1]);
+        AddScaledLine(out_line, plane + iy * s.w + win.InputPos(1, 0, kw),
+                      taps[kh * win.kernel[1] + kw], cols[kw], win.stride[1]);
       }
     }
   }
@@ -117,13 +120,14 @@ void DepthwisePlane(const ConvShapes& s, const float* plane, const float* taps, 
 void DepthwiseConv2D(const ConvShapes& s, const float* x, const float* weight, float* y) {
   const Window2D& win = s.window;
   const int64_t multiplier = s.o / s.c;
-  const auto plane_fn = win.stride[1] == 1   ? DepthwisePlane<1>
-                        : win.stride[1] == 2 ? DepthwisePlane<2>
-                                             : DepthwisePlane<0>;
+  std::vector<Range> cols;
+  for (int64_t kw = 0; kw < win.kernel[1]; ++kw) {
+    cols.push_back(ValidOutputs(s.ow, win.stride[1], win.InputPos(1, 0, kw), s.w));
+  }
   runtime::ParallelFor(0, s.n * s.o, 1, [&](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
-      plane_fn(s, x + (p / s.o * s.c + p % s.o / multiplier) * s.h * s.w,
-               weight + p % s.o * win.kernel[0] * win.kernel[1], y + p * s.oh * s.ow);
+      DepthwisePlane(s, cols.data(), x + (p / s.o * s.c + p % s.o / multiplier) * s.h * s.w,
+                     weight + p % s.o * win.kernel[0] * win.kernel[1], y + p * s.oh * s.ow);
     }
   });
 }

@@ -23,9 +23,13 @@ void Unary(const KernelCall& call) {
   const Fn fn(call);
   DispatchDType<Allowed>(call, in.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    const T* __restrict__ x = Data<const T>(in);
-    T* __restrict__ y = Data<T>(out);
+    const T* x_base = Data<const T>(in);
+    T* y_base = Data<T>(out);
     runtime::ParallelFor(0, in.NumElements(), kElementGrain, [&](int64_t begin, int64_t end) {
+      // Restrict-qualified here, not in the enclosing scope: a lambda's captures lose it, and
+      // the loop then vectorizes only behind an overlap check that in-place calls fail.
+      const T* __restrict__ x = x_base;
+      T* __restrict__ y = y_base;
       for (int64_t i = begin; i < end; ++i) y[i] = fn(x[i]);
     });
   });

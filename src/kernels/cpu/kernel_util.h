@@ -96,6 +96,15 @@ T* Data(const Tensor& tensor) {
 
 std::vector<int64_t> ShapeOf(const Tensor& tensor);
 
+/// Compiles a hot loop's function for the x86-64 baseline the library targets (design §15) and
+/// for AVX-512 (x86-64-v4), picking one when the library loads (GCC's target_clones); other
+/// compilers (Clang, the sanitizer build) get the baseline only, as the GEMM does.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#define KILN_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "default")))
+#else
+#define KILN_CPU_CLONES
+#endif
+
 /// Elements per grain of ParallelFor for cheap per-element work: below this threads cost more
 /// than they save.
 constexpr int64_t kElementGrain = 1 << 14;

@@ -15,7 +15,7 @@ namespace {
 
 /// Softmax of one contiguous float32 row (the last axis, attention's case): the exponentials
 /// and the sum run 16 lanes wide, which vectorizes without reassociating the sum.
-void SoftmaxRow(const float* __restrict__ x, float* __restrict__ y, int64_t n) {
+KILN_CPU_CLONES void SoftmaxRow(const float* __restrict__ x, float* __restrict__ y, int64_t n) {
   constexpr int64_t kLanes = 16;
   float max = -std::numeric_limits<float>::infinity();
   for (int64_t i = 0; i < n; ++i) max = std::max(max, x[i]);
