@@ -1,6 +1,7 @@
 """CPU kernels (libkiln_kernels_cpu.so): each `kernel.cpu.<op>` against numpy or PyTorch, on
 random data with odd sizes (not multiples of the GEMM blocks), broadcasting and strides."""
 
+import json
 import os
 import subprocess
 import sys
@@ -632,6 +633,78 @@ def test_prepacked_conv2d(case):
                    groups=groups).numpy()
     run_prepacked("nn.conv2d", [x, w], ref, strides=strides, padding=padding,
                   dilation=dilation, groups=groups)
+
+
+@pytest.mark.parametrize("case", CONV_CASES)
+@pytest.mark.parametrize("bounds", [None, (0.0, float("inf")), (-0.5, 0.75)])
+def test_conv2d_epilogue(case, bounds):
+    """A conv2d step merged with its bias add and relu/clip (kernel_program.cc): input 2 is
+    the per-channel bias, "__epilogue_min"/"__epilogue_max" clamp."""
+    shape, (o, kh, kw), strides, padding, dilation, groups = case
+    x = rand(*shape)
+    w = rand(o, shape[1] // groups, kh, kw)
+    bias = rand(o, 1, 1)
+    ref = F.conv2d(_torch_padded(x, padding), t(w), stride=strides, dilation=dilation,
+                   groups=groups).numpy() + bias
+    attrs = dict(strides=strides, padding=padding, dilation=dilation, groups=groups)
+    if bounds is not None:
+        ref = np.clip(ref, *bounds)
+        attrs.update(__epilogue_min=bounds[0], __epilogue_max=bounds[1])
+    check("nn.conv2d", [x, w, bias], ref, rtol=1e-4, atol=1e-4, **attrs)
+
+
+def _program(steps, temps, constants, num_inputs=1):
+    """A one-function kernel program ("f") with float32 tensors of the given shapes."""
+    spec = lambda a: {"shape": list(np.shape(a)), "dtype": "float32"}  # noqa: E731
+    description = json.dumps({
+        "version": 1, "constants": [spec(c) for c in constants],
+        "functions": [{"name": "f", "num_inputs": num_inputs, "num_outputs": 1,
+                       "temps": [{"shape": list(s), "dtype": "float32"} for s in temps],
+                       "steps": steps}]})
+    program = kiln.get_global_func("runtime.KernelProgramCreate")(
+        description, [kiln.tensor(np.ascontiguousarray(c)) for c in constants])
+    return program["f"]
+
+
+def _conv_step(inputs, output):
+    attrs = {"strides": {"ints": [1, 1]}, "padding": {"ints": [1, 1, 1, 1]},
+             "dilation": {"ints": [1, 1]}, "groups": {"int": 1}}
+    return {"kernel": "nn.conv2d", "attrs": attrs, "inputs": inputs, "outputs": [output]}
+
+
+@pytest.mark.parametrize("bias_shape", [(6, 1, 1), (1, 6, 1, 1), (1, 6, 9, 1)])
+@pytest.mark.parametrize("activation", [None, "nn.relu", "clip", "negative"])
+def test_program_merges_conv_epilogues(bias_shape, activation):
+    """conv2d -> add(bias) -> relu/clip, as FuseOps groups them, computes the same whether the
+    program merges the steps (a per-channel bias) or not (any other bias, other ops)."""
+    x, w, bias = rand(1, 4, 9, 7, low=-1, high=1), rand(6, 4, 3, 3), rand(*bias_shape)
+    out_shape = (1, 6, 9, 7)
+    steps = [_conv_step(["i0", "c0"], "t0"),
+             {"kernel": "add", "attrs": {}, "inputs": ["c1", "t0"],
+              "outputs": ["t1" if activation else "o0"]}]
+    ref = F.conv2d(t(x), t(w), padding=1).numpy() + bias
+    if activation:
+        attrs = {"a_min": {"float": -0.5}, "a_max": {"float": 1.5}} if activation == "clip" else {}
+        steps.append({"kernel": activation, "attrs": attrs, "inputs": ["t1"], "outputs": ["o0"]})
+        ref = {"nn.relu": np.maximum(ref, 0), "clip": np.clip(ref, -0.5, 1.5),
+               "negative": -ref}[activation]
+    f = _program(steps, [out_shape, out_shape], [w, bias])
+    y = kiln.empty(list(out_shape), "float32")
+    f(kiln.tensor(x), y)
+    np.testing.assert_allclose(y.numpy(), ref, rtol=1e-4, atol=1e-4)
+
+
+def test_program_keeps_a_conv_output_that_is_read_twice():
+    """t0 feeds the bias add and the final add: merging the bias would lose the plain conv."""
+    x, w, bias = rand(1, 4, 6, 6), rand(6, 4, 3, 3), rand(6, 1, 1)
+    steps = [_conv_step(["i0", "c0"], "t0"),
+             {"kernel": "add", "attrs": {}, "inputs": ["t0", "c1"], "outputs": ["t1"]},
+             {"kernel": "add", "attrs": {}, "inputs": ["t1", "t0"], "outputs": ["o0"]}]
+    f = _program(steps, [(1, 6, 6, 6)] * 2, [w, bias])
+    y = kiln.empty([1, 6, 6, 6], "float32")
+    f(kiln.tensor(x), y)
+    conv = F.conv2d(t(x), t(w), padding=1).numpy()
+    np.testing.assert_allclose(y.numpy(), 2 * conv + bias, rtol=1e-4, atol=1e-4)
 
 
 def test_depthwise_conv2d_is_not_prepacked():

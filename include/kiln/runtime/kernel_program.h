@@ -62,6 +62,10 @@ constexpr const char* kKernelProgramKind = "kernel_program";
 constexpr int64_t kKernelProgramFormatVersion = 1;
 /// The attribute a step's prepacked constant input i is passed as: this prefix, then i.
 constexpr const char* kPrepackedAttrPrefix = "__packed_";
+/// The attributes of a conv2d step that the program merged with the bias add and relu or clip
+/// after it (its input 2 is then the per-channel bias): the clamp bounds.
+constexpr const char* kEpilogueMinAttr = "__epilogue_min";
+constexpr const char* kEpilogueMaxAttr = "__epilogue_max";
 /// The library implementing the kind, named when an artifact needs it and it is missing.
 constexpr const char* kKernelProgramLibrary = "libkiln_kernels_cpu.so";
 

@@ -4,7 +4,10 @@
 // the products into the output; conv3d builds its im2col matrix from 2-D ones, one per depth
 // tap and output depth. Depthwise conv2d (one input channel per group) has no reduction worth
 // a GEMM and runs directly.
+#include <kiln/runtime/kernel_program.h>
+
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -116,8 +119,20 @@ KILN_CPU_CLONES void DepthwisePlane(const ConvShapes& s, const Range* cols, cons
   }
 }
 
+/// The epilogue a kernel program merged into this conv2d step (kiln/runtime/kernel_program.h):
+/// input 2 is the per-channel bias, the clamp bounds are attributes.
+GemmEpilogue ReadEpilogue(const KernelCall& call) {
+  GemmEpilogue epilogue;
+  if (call.num_inputs() > 2) epilogue.row_bias = Data<const float>(call.input(2));
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  epilogue.min_value = static_cast<float>(call.FloatOr(runtime::kEpilogueMinAttr, -kInf));
+  epilogue.max_value = static_cast<float>(call.FloatOr(runtime::kEpilogueMaxAttr, kInf));
+  return epilogue;
+}
+
 /// One input channel per group: each output plane is a weighted sum of shifted input rows.
-void DepthwiseConv2D(const ConvShapes& s, const float* x, const float* weight, float* y) {
+void DepthwiseConv2D(const ConvShapes& s, const float* x, const float* weight,
+                     const GemmEpilogue& epilogue, float* y) {
   const Window2D& win = s.window;
   const int64_t multiplier = s.o / s.c;
   std::vector<Range> cols;
@@ -126,8 +141,10 @@ void DepthwiseConv2D(const ConvShapes& s, const float* x, const float* weight, f
   }
   runtime::ParallelFor(0, s.n * s.o, 1, [&](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
+      float* out = y + p * s.oh * s.ow;
       DepthwisePlane(s, cols.data(), x + (p / s.o * s.c + p % s.o / multiplier) * s.h * s.w,
-                     weight + p % s.o * win.kernel[0] * win.kernel[1], y + p * s.oh * s.ow);
+                     weight + p % s.o * win.kernel[0] * win.kernel[1], out);
+      if (epilogue.active()) epilogue.Apply(p % s.o, 1, s.oh * s.ow, out, s.oh * s.ow);
     }
   });
 }
@@ -173,8 +190,9 @@ void Conv2D(const KernelCall& call) {
   const float* w = Data<const float>(weight);
   float* y = Data<float>(out);
   const int64_t group_in = s.c / s.groups;
+  const GemmEpilogue epilogue = ReadEpilogue(call);
   if (ConvGemm(weight, s.groups).depthwise(weight)) {
-    DepthwiseConv2D(s, x, w, y);
+    DepthwiseConv2D(s, x, w, epilogue, y);
     return;
   }
   const Window2D& win = s.window;
@@ -204,9 +222,11 @@ void Conv2D(const KernelCall& call) {
     }
     GemmOperand weights({w + group * group_out * depth, depth, 1});
     if (prepacked != nullptr) weights.packed = prepacked + group * gemm.PackedGroupSize();
+    GemmEpilogue group_epilogue = epilogue;
+    if (epilogue.row_bias != nullptr) group_epilogue.row_bias += group * group_out;
     Gemm(group_out, spatial, depth, weights,
          GemmOperand({pointwise ? group_data : col.get(), spatial, 1}),
-         y + (image * s.o + group * group_out) * spatial, spatial);
+         y + (image * s.o + group * group_out) * spatial, spatial, group_epilogue);
   });
 }
 KILN_CPU_KERNEL("nn.conv2d", Conv2D);

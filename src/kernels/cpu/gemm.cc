@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 namespace kiln {
@@ -223,11 +224,33 @@ Tensor NewPackedTensor(int64_t size) {
   return runtime::Empty({size}, DLDataType{kDLFloat, 32, 1}, DLDevice{kDLCPU, 0});
 }
 
+bool GemmEpilogue::clamps() const {
+  return min_value != -std::numeric_limits<float>::infinity() ||
+         max_value != std::numeric_limits<float>::infinity();
+}
+
+bool GemmEpilogue::active() const { return row_bias != nullptr || clamps(); }
+
+void GemmEpilogue::Apply(int64_t row0, int64_t rows, int64_t cols, float* c, int64_t ldc) const {
+  for (int64_t i = 0; i < rows; ++i) {
+    float* __restrict__ line = c + i * ldc;
+    if (row_bias != nullptr) {
+      const float bias = row_bias[row0 + i];
+      for (int64_t j = 0; j < cols; ++j) line[j] += bias;
+    }
+    if (!clamps()) continue;
+    // As clip and relu: NaN becomes min_value.
+    for (int64_t j = 0; j < cols; ++j) line[j] = std::min(max_value, std::max(min_value, line[j]));
+  }
+}
+
 void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOperand& b, float* c,
-          int64_t ldc) {
+          int64_t ldc, const GemmEpilogue& epilogue) {
   if (m == 0 || n == 0) return;
+  const bool has_epilogue = epilogue.active();
   if (k == 0) {
     for (int64_t i = 0; i < m; ++i) std::fill_n(c + i * ldc, n, 0.F);
+    if (has_epilogue) epilogue.Apply(0, m, n, c, ldc);
     return;
   }
   const GemmKernel& kernel = SelectKernel();
@@ -266,9 +289,11 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOpera
           }
         }
         for (int64_t row0 = row_begin; row0 < row_end; row0 += kMC) {
-          kernel.multiply_block(packed_a + p0 * m_pad + row0 * kc, panel,
-                                std::min(kMC, row_end - row0), cols, kc, c + row0 * ldc + col0, ldc,
-                                p0 > 0);
+          const int64_t rows = std::min(kMC, row_end - row0);
+          float* c_block = c + row0 * ldc + col0;
+          kernel.multiply_block(packed_a + p0 * m_pad + row0 * kc, panel, rows, cols, kc, c_block,
+                                ldc, p0 > 0);
+          if (has_epilogue && p0 + kc == k) epilogue.Apply(row0, rows, cols, c_block, ldc);
         }
       }
       first = last;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 
 namespace kiln {
 namespace kernels {
@@ -29,10 +30,23 @@ struct GemmOperand {
   const float* packed;
 };
 
-/// C (m x n, rows `ldc` apart) = A (m x k) * B (k x n). Blocks of C run on the thread pool
-/// (serially when called from inside a parallel region).
+/// What a fused function does to a product after it (a convolution's bias and activation):
+/// c = min(max_value, max(min_value, c + row_bias[row])), applied while C is in cache.
+struct GemmEpilogue {
+  const float* row_bias = nullptr;  ///< one per row of C, or none
+  float min_value = -std::numeric_limits<float>::infinity();
+  float max_value = std::numeric_limits<float>::infinity();
+
+  bool clamps() const;
+  bool active() const;
+  /// Applies the epilogue to rows [row0, row0 + rows) x `cols` of C; `c` points at row row0.
+  void Apply(int64_t row0, int64_t rows, int64_t cols, float* c, int64_t ldc) const;
+};
+
+/// C (m x n, rows `ldc` apart) = A (m x k) * B (k x n), then `epilogue`. Blocks of C run on
+/// the thread pool (serially when called from inside a parallel region).
 void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOperand& b, float* c,
-          int64_t ldc);
+          int64_t ldc, const GemmEpilogue& epilogue = GemmEpilogue{});
 void Gemm(int64_t m, int64_t n, int64_t k, const MatrixView& a, const MatrixView& b, float* c,
           int64_t ldc);
 

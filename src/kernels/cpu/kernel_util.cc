@@ -40,6 +40,10 @@ Any KernelCall::Attr(const char* name) const {
   return *value;
 }
 
+double KernelCall::FloatOr(const char* name, double fallback) const {
+  return attrs_.Get(String(name)).has_value() ? Float(name) : fallback;
+}
+
 const float* KernelCall::Prepacked(size_t i) const {
   std::optional<Any> value = attrs_.Get(String(runtime::kPrepackedAttrPrefix + std::to_string(i)));
   if (!value.has_value()) return nullptr;
