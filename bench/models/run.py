@@ -7,11 +7,14 @@
    batch 1) in <build-dir>/models unless they are up to date, and counts each model's FLOPs
    once: 2 x the multiply-adds of its convolutions, linear layers and attention matmuls, from
    forward hooks (elementwise ops, pooling and normalization are not counted).
-2. For each thread count, and each model, starts one worker process. Kiln reads
+2. Measures, before any model is timed, the peak fp32 throughput at 1 thread, at each thread
+   count and at one thread per core (kiln_peak_flops, bench/common/peak.py), and Kiln's
+   start-up: `import kiln`, then plugin and backend discovery (bench/models/footprint.py).
+3. For each thread count, and each model, starts one worker process. Kiln reads
    KILN_NUM_THREADS once, when its thread pool first starts (src/runtime/thread_pool.cc), so a
    process cannot switch thread counts; the worker gets KILN_NUM_THREADS=N in its environment
    and calls torch.set_num_threads(N), and checks that both took effect.
-3. The worker compiles the ONNX model (--opset) with kiln.build twice: the default CPU path,
+4. The worker compiles the ONNX model (--opset) with kiln.build twice: the default CPU path,
    and with each BYOC plugin of --plugins (default: dnnl, when the build has it; its placement
    report is kept in the notes), and prepares
    PyTorch eager (under no_grad), torch.jit.freeze(torch.jit.script(model)) and
@@ -19,20 +22,22 @@
    fails); checks every variant's output against the stored reference (PyTorch in float64);
    warms each up; then times them interleaved round-robin (the starting variant rotates each
    round), so a slow spell of the machine hits all of them alike.
-4. Refuses a busy machine: before each worker it waits (up to 60 s) until other processes use
-   under 15% of a core (/proc/stat); a worker whose timed rounds overlapped more than that from
-   other processes is run again (3 attempts), never reported. --quick only warns.
-5. Replaces the "Reference models: Kiln vs PyTorch on the CPU" section of docs/benchmarks.md
-   (other sections are kept). --quick writes no file unless --output is given.
+5. Refuses a busy machine: before each worker (and the peak, and the start-up) it waits (up to
+   60 s) until other processes use under 15% of a core (/proc/stat); a worker whose timed
+   rounds overlapped more than that from other processes is run again (3 attempts), never
+   reported. --quick only warns.
+6. Measures each model's footprint in fresh processes: peak RSS of compile and of inference,
+   artifact size (bench/models/footprint.py); memory needs no idle machine.
+7. Replaces the "Reference models: Kiln vs PyTorch on the CPU" section of docs/benchmarks.md
+   (other sections are kept; bench/models/report.py writes it) and draws the ratios in
+   docs/benchmarks_models.png (bench/models/chart.py; needs python3-matplotlib, else the
+   section says there is no chart). --quick writes no file unless --output is given.
 """
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import shlex
-import statistics
 import subprocess
 import sys
 import time
@@ -40,22 +45,17 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "common"))
 import harness  # noqa: E402  (bench/common/harness.py: idle checks, build, doc sections)
+import peak  # noqa: E402  (bench/common/peak.py: measured peak fp32 throughput)
 from harness import IDLE_LIMIT_CORES, PYTHON, REPO, log  # noqa: E402
+
+import chart  # noqa: E402  (bench/models/chart.py: the ratios' PNG)
+import footprint  # noqa: E402  (bench/models/footprint.py: memory, artifact size, start-up)
+from report import (  # noqa: E402  (bench/models/report.py: the document)
+    CHART, KILN, SECTION, VARIANT_TITLES, kiln_ratios, kiln_variants, plugin_variant, render)
 
 harness.set_name("models")
 
 GENERATOR = os.path.join(REPO, "tests", "models", "make_reference_models.py")
-SECTION = "Reference models: Kiln vs PyTorch on the CPU"
-KILN = "kiln"
-PYTORCH_VARIANTS = ("eager", "jit_freeze", "optimize_for_inference")
-VARIANT_TITLES = {KILN: "Kiln", "eager": "PyTorch eager", "jit_freeze": "`jit.freeze`",
-                  "optimize_for_inference": "`optimize_for_inference`"}
-
-
-def plugin_variant(plugin):
-    """The Kiln variant built with one BYOC plugin, e.g. "kiln+dnnl"."""
-    VARIANT_TITLES.setdefault(f"{KILN}+{plugin}", f"Kiln + {plugin}")
-    return f"{KILN}+{plugin}"
 RESULT_PREFIX = "RESULT "
 MIN_RUNS = 30
 QUICK_RUNS, QUICK_WARMUP = 3, 1
@@ -291,16 +291,22 @@ def count_flops_main(models):
     print(json.dumps(flops), flush=True)
 
 
-def run_worker(spec, build_dir):
+def kiln_env(build_dir, threads, omp_wait_policy):
+    """The environment of every child: the build's kiln and plugins, `threads` threads."""
     env = dict(os.environ)
     env.update({"PYTHONPATH": os.path.join(build_dir, "python"),
                 "KILN_PLUGIN_PATH": os.path.join(build_dir, "lib", "kiln", "plugins"),
-                "KILN_NUM_THREADS": str(spec["threads"]),
-                "OMP_NUM_THREADS": str(spec["threads"]), "PYTHONDONTWRITEBYTECODE": "1",
+                "KILN_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads),
                 # By default idle OpenMP threads sleep instead of spinning: PyTorch and oneDNN
                 # (Kiln + dnnl) both run on OpenMP, next to Kiln's own pool, and a pool spinning
                 # after one variant's call steals the cores of the next one in the process.
-                "OMP_WAIT_POLICY": spec["omp_wait_policy"]})
+                "OMP_WAIT_POLICY": omp_wait_policy})
+    return env
+
+
+def run_worker(spec, build_dir):
+    env = kiln_env(build_dir, spec["threads"], spec["omp_wait_policy"])
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
     proc = subprocess.run([PYTHON, os.path.abspath(__file__), "--worker", json.dumps(spec)],
                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = [line for line in proc.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
@@ -334,186 +340,6 @@ def measure(spec, build_dir, quick):
             f"(attempt {attempt}/{ATTEMPTS}); timing it again")
     harness.fail(f"refusing to report {what}: the machine never stayed quiet through it "
                  f"({ATTEMPTS} attempts). Run again when no build or test is running.")
-
-
-# ---- the document ---------------------------------------------------------------------------
-
-
-def summarize(times):
-    return {"median": statistics.median(times), "min": min(times), "max": max(times)}
-
-
-def cell(stats):
-    return f"{stats['median']:.2f} ({stats['min']:.2f}–{stats['max']:.2f})"
-
-
-def kiln_variants(args):
-    return [KILN] + [plugin_variant(p) for p in args.plugins]
-
-
-def result_row(model, threads, result, flops, kilns):
-    variants = kilns + list(PYTORCH_VARIANTS)
-    stats = {v: summarize(result["times_ms"][v]) for v in variants if v in result["times_ms"]}
-    cells = [cell(stats[v]) if v in stats else "failed" for v in variants]
-    pytorch = [v for v in PYTORCH_VARIANTS if v in stats]
-    best = min(pytorch, key=lambda v: stats[v]["median"]) if pytorch else None
-    ratios = [f"{stats[k]['median'] / stats[best]['median']:.2f}×" if k in stats and best
-              else "—" for k in kilns]
-
-    def gflops(variant):
-        return f"{flops / stats[variant]['median'] / 1e6:.1f}" if variant in stats else "—"
-
-    return (f"| {model} | {threads} | " + " | ".join(cells) + " | " + " | ".join(ratios) +
-            f" | {VARIANT_TITLES[best] if best else '—'} | " +
-            " | ".join(gflops(k) for k in kilns) + f" | {gflops(best) if best else '—'} |")
-
-
-def results_table(results, flops, kilns):
-    titles = [VARIANT_TITLES[k] for k in kilns]
-    header = ["| Model | Threads | " + " | ".join(VARIANT_TITLES[v] for v in
-                                                   [*kilns, *PYTORCH_VARIANTS]) + " | " +
-              " | ".join(f"{t} / best PyTorch" for t in titles) + " | best PyTorch | " +
-              " | ".join(f"{t} GFLOP/s" for t in titles) + " | best PyTorch GFLOP/s |",
-              "|---|---:|" + "---:|" * (len(kilns) * 3 + len(PYTORCH_VARIANTS) + 2)]
-    rows = [result_row(m, t, r, flops[m], kilns) for (m, t), r in results.items()]
-    return "\n".join(header + rows)
-
-
-def models_table(results, flops, kilns):
-    variants = [*kilns, *PYTORCH_VARIANTS]
-    lines = ["| Model | GFLOP per run | compile (s): " +
-             " | ".join(VARIANT_TITLES[k] for k in kilns) + " | max abs error: " +
-             " | ".join(VARIANT_TITLES[v] for v in variants) + " |",
-             "|---|---:|" + "---:|" * (len(kilns) + len(variants))]
-    seen = set()
-    for (model, _), result in results.items():
-        if model in seen:
-            continue
-        seen.add(model)
-        compile_s = [f"{result['compile_s'][k]:.1f}" if k in result["compile_s"] else "—"
-                     for k in kilns]
-        errors = result["max_abs_error"]
-        cells = [f"{errors[v]:.1e}" if v in errors else "—" for v in variants]
-        lines.append(f"| {model} | {flops[model] / 1e9:.2f} | " + " | ".join(compile_s) +
-                     " | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def placement_notes(results):
-    """Per model and plugin, the summary lines of the placement report (first thread count)."""
-    notes, seen = [], set()
-    for (model, _), result in results.items():
-        for variant, report in result.get("placement", {}).items():
-            if (model, variant) in seen:
-                continue
-            seen.add((model, variant))
-            summary = [line.strip() for line in report.splitlines()[1:]
-                       if line.startswith("  ") and "op calls" in line]
-            notes.append(f"- {model}, {VARIANT_TITLES[variant]}: " + "; ".join(summary))
-    return ("\n\nWhere the ops ran (placement report):\n\n" + "\n".join(notes)) if notes else ""
-
-
-def failures(results):
-    """The notes under the tables: each failure once, with the thread counts it happened at."""
-    threads_of = {}
-    for (model, threads), result in results.items():
-        for variant, error in result["errors"].items():
-            threads_of.setdefault((model, variant, error), []).append(str(threads))
-    notes = [f"- {model}, {VARIANT_TITLES[variant]} ({', '.join(threads)} thread(s)): {error}"
-             for (model, variant, error), threads in threads_of.items()]
-    traced = {m for (m, _), r in results.items()
-              if any(h == "trace" for h in r["how"].values())}
-    if traced:
-        notes.append("- torch.jit.script failed, torch.jit.trace used: " +
-                     ", ".join(sorted(traced)))
-    return ("\n\nNotes:\n\n" + "\n".join(notes)) if notes else ""
-
-
-def build_type(build_dir):
-    try:
-        with open(os.path.join(build_dir, "CMakeCache.txt")) as f:
-            for line in f:
-                if line.startswith("CMAKE_BUILD_TYPE:"):
-                    return line.split("=", 1)[1].strip() or "no build type"
-    except OSError:
-        pass
-    return "unknown build type"
-
-
-def build_line(build_dir):
-    return f"Kiln {build_type(build_dir)} (`{os.path.relpath(build_dir, REPO)}`)"
-
-
-def pytorch_backends():
-    """What PyTorch's CPU speed rests on: the BLAS library its generic BLAS interface resolves
-    to at run time (Debian's libblas.so.3 is an alternative: the reference BLAS, or OpenBLAS
-    once libopenblas is installed, as Kiln's setup does for the blas plugin), and MKL-DNN, which
-    optimize_for_inference uses for convolutions."""
-    import re
-
-    import torch
-
-    torch.ones(4, 4) @ torch.ones(4, 4)  # maps the BLAS library
-    with open("/proc/self/maps") as maps:
-        blas = sorted({os.path.basename(line.split()[-1]) for line in maps
-                       if re.search(r"lib(open)?blas[^/]*\.so", line.split()[-1])})
-    mkldnn = re.search(r"MKL-DNN (v[\d.]+)", torch.__config__.show())
-    return (f"BLAS at run time: {', '.join(blas) or 'unknown'}, "
-            f"MKL-DNN {mkldnn.group(1) if mkldnn else 'absent'}")
-
-
-def quick_warning(args):
-    if not args.quick:
-        return ""
-    return ("\n- **A --quick smoke run: too few rounds, and the machine was not required to be "
-            "idle. Not for reporting.**")
-
-
-def render(results, flops, args, command):
-    import torch
-
-    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    software = (f"{build_line(args.build_dir)}; PyTorch {torch.__version__} "
-                f"({pytorch_backends()}); Python {platform.python_version()}")
-    return f"""## {SECTION}
-
-Latency of one batch-1 inference of each reference model (tests/models/make_reference_models.py:
-random weights, seed 0; 3x224x224 images, the encoder (1, 128, 256)) compiled by Kiln, next to
-PyTorch run three ways, with the same number of threads.
-
-- Machine: {harness.cpu_model()}, {os.cpu_count()} cores; Linux {platform.release()}
-- Build: {software}; {date}
-- Command: `{command}` (source: `bench/models/run.py`){quick_warning(args)}
-- Method: one process per (model, thread count), because Kiln reads `KILN_NUM_THREADS` once;
-  PyTorch gets `torch.set_num_threads` with the same count. {args.warmup} warm-up call(s) each,
-  then {args.runs} rounds calling each Kiln variant and the three PyTorch variants once each,
-  round-robin;
-  times in ms as median (min–max) of the rounds. Timing starts only when the rest of the
-  machine uses under {IDLE_LIMIT_CORES:.0%} of a core, and a model whose rounds overlapped more
-  than that is timed again. GFLOP/s is 2 x the multiply-adds of convolutions, linear layers and
-  attention matmuls over the median time. Kiln runs the ONNX export at opset {args.opset},
-  on its own CPU path and, as "Kiln + <plugin>", with that BYOC plugin taking what it can;
-  `jit.freeze` is `torch.jit.freeze(torch.jit.script(model))`, `optimize_for_inference` is
-  `torch.jit.optimize_for_inference(torch.jit.script(model))`; all PyTorch runs under no_grad.
-- `OMP_WAIT_POLICY={args.omp_wait_policy}` for every variant: PyTorch and oneDNN use OpenMP
-  and Kiln its own pool, all in one process; with spinning idle threads (`--omp-wait-policy
-  ACTIVE`), threads left spinning after one variant's call take the cores of the next one, so
-  interleaved times are not comparable at 2 threads. Sleeping idle threads cost the OpenMP
-  variants some speed at 2 threads.
-
-{results_table(results, flops, kiln_variants(args))}
-
-A ratio above 1 means that Kiln variant is slower than the fastest PyTorch variant. The Build line
-says which BLAS library PyTorch's matrix products ran on: Debian's PyTorch calls the system
-`libblas.so.3`, which is OpenBLAS once `libopenblas` is installed (Kiln's setup installs it for
-the blas plugin) and the slow reference BLAS otherwise; `optimize_for_inference` runs
-convolutions on MKL-DNN either way.
-
-Max abs error: each variant's output against the reference output, PyTorch's in float64
-(tests/models), at the first thread count.
-
-{models_table(results, flops, kiln_variants(args))}{placement_notes(results)}{failures(results)}
-"""
 
 
 # ---- command line ---------------------------------------------------------------------------
@@ -574,6 +400,46 @@ def parse_args(argv, models):
     return args
 
 
+def phase(what, run, quick):
+    """run() on an idle machine, again if something else ran meanwhile (--quick: warns only)."""
+    if not quick:
+        return harness.timed_phase(what, run)
+    busy = harness.busy_cores()
+    if busy > IDLE_LIMIT_CORES:
+        log(f"WARNING: other processes use {busy:.0%} of a core; --quick measures {what} anyway")
+    return run()
+
+
+def measure_footprints(args, generator, env):
+    """{model: footprint.measure_model(...)} for every Kiln variant, and the baseline RSS."""
+    variants = {KILN: [], **{plugin_variant(p): [p] for p in args.plugins}}
+    baseline = footprint.baseline_rss_mib(env)
+    footprints = {}
+    for model in args.models:
+        log(f"{model}: peak memory of compile and inference, artifact size")
+        spec = {"model": model,
+                "onnx_path": generator.onnx_path(args.models_dir, model, args.opset),
+                "npz_path": generator.npz_path(args.models_dir, model)}
+        footprints[model] = footprint.measure_model(spec, variants, env, log)
+    return footprints, baseline
+
+
+def draw_chart(results, args):
+    """Writes the chart next to --output; None, or why there is no chart."""
+    if not args.output:
+        return "--quick without --output writes no files"
+    if not chart.available():
+        log(f"WARNING: {chart.MISSING}")
+        return "python3-matplotlib was not installed where this was generated"
+    path = os.path.join(os.path.dirname(os.path.abspath(args.output)), CHART)
+    kilns = kiln_variants(args)
+    chart.write_chart(path, {key: kiln_ratios(r, kilns) for key, r in results.items()},
+                      args.models, kilns, args.threads, VARIANT_TITLES,
+                      subtitle=f"batch 1; {harness.cpu_model()}")
+    log(f"wrote {os.path.relpath(path, REPO)}")
+    return None
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--worker"]:
@@ -584,10 +450,23 @@ def main(argv=None):
     args = parse_args(argv, list(generator.MODELS))
     if not args.no_build:
         harness.build(args.build_dir, ["all"], what="Kiln")
+    try:
+        peak_flops = peak.binary(args.build_dir)
+    except FileNotFoundError as error:
+        harness.fail(str(error))
     ensure_models(args.models_dir, args.models, args.opset)
     flops = flops_per_model(args.models)
     for model in args.models:
         log(f"{model}: {flops[model] / 1e9:.2f} GFLOP per run")
+
+    # The peak and the start-up first, while nothing of ours has warmed or filled the machine.
+    peaks = phase("the peak fp32 throughput", lambda: peak.measure(peak_flops, args.threads),
+                  args.quick)
+    log(f"measured peak fp32: {peak.describe(peaks)}")
+    env = kiln_env(args.build_dir, max(args.threads), args.omp_wait_policy)
+    startup = phase("start-up", lambda: footprint.measure_startup(env), args.quick)
+    log("start-up: `import kiln` {import_ms:.0f} ms, with discovery {discovery_ms:.0f} ms, "
+        "whole process {process_ms:.0f} ms".format(**startup))
 
     results = {}
     for threads in args.threads:
@@ -601,9 +480,13 @@ def main(argv=None):
             for variant, error in results[(model, threads)]["errors"].items():
                 log(f"{model}: {VARIANT_TITLES[variant]} failed: {error}")
 
+    footprints, baseline = measure_footprints(args, generator, env)
+    report = {"results": results, "flops": flops, "peaks": peaks, "startup": startup,
+              "footprints": footprints, "baseline_mib": baseline,
+              "chart_note": draw_chart(results, args)}
     command = " ".join(["/usr/bin/python3", "bench/models/run.py"] +
                        [shlex.quote(a) for a in argv])
-    section = render(results, flops, args, command)
+    section = render(report, args, command)
     print(section)
     if args.output:
         harness.write_section(args.output, section)

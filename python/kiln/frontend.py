@@ -14,7 +14,8 @@ import os
 from . import ir as _ir  # noqa: F401  (registers the IR classes the importer returns)
 from . import namespace as _namespace
 from ._lib import load_kiln_library as _load_kiln_library
-from .function import get_global_func
+from .containers import to_builtin
+from .function import get_global_func, register_func
 from .tensors import tensor
 
 _reason = _load_kiln_library("kiln_onnx")
@@ -66,6 +67,37 @@ def from_onnx(model, shapes=None, values=None):
         return get_global_func("frontend.from_onnx_file")(os.fspath(model), shapes, values)
     raise TypeError("from_onnx takes a path, bytes or an onnx.ModelProto, not "
                     f"{type(model).__name__}")
+
+
+def register_onnx_converter(domain, op_type, override=False):
+    """Decorator making ``f(inputs, attrs, opset)`` the converter of ONNX op ``op_type`` of the
+    custom domain ``domain`` (kiln/frontend/onnx_converter.h states the contract).
+
+    ``inputs`` is a list of the node's converted inputs (kiln.ir expressions, None for an
+    omitted optional one), ``attrs`` a dict of its attributes (int, float, str, lists of those,
+    kiln.Tensor), ``opset`` the version of ``domain`` the model imports (0 when none). ``f``
+    returns an expression, or a list of expressions for a node with several outputs. The
+    converter is the global function ``frontend.onnx.convert.<domain>.<op_type>``; a name
+    registered already raises kiln.KeyError unless ``override``. Returns ``f``.
+
+        @kiln.frontend.register_onnx_converter("com.example", "Swish")
+        def swish(inputs, attrs, opset):
+            x = inputs[0]
+            return kiln.ir.Call("multiply", [x, kiln.ir.Call("sigmoid", [x])])
+    """
+    name = get_global_func("frontend.OnnxConverterName")(domain, op_type)
+
+    def register(func):
+        def convert(inputs, attrs, opset):
+            return func(list(inputs), to_builtin(attrs), opset)
+
+        # The owner Kiln records is the module of what was registered: the user's.
+        convert.__module__ = getattr(func, "__module__", None)
+        convert.__name__ = getattr(func, "__name__", "convert")
+        register_func(name, convert, override=override)
+        return func
+
+    return register
 
 
 __getattr__ = _namespace.module_getattr(__name__, "frontend")

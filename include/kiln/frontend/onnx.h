@@ -10,6 +10,8 @@
 /// Errors are Kiln errors: ValueError for a file that is not a valid ONNX model (or fails the
 /// ONNX checker or shape inference), NotImplementedError listing every unsupported
 /// (op type, opset) of the model at once, TypeError when the imported graph is ill-typed.
+/// Ops of custom domains are converted by functions plugins register
+/// (kiln/frontend/onnx_converter.h).
 ///
 /// Libraries: libkiln_onnx.so (CMake target Kiln::onnx). From other languages:
 /// `frontend.from_onnx_file(path, shapes, values)` and

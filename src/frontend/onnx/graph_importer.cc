@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "converter.h"
+#include "custom_domain.h"
 #include "tensor_proto.h"
 
 namespace kiln {
@@ -17,35 +18,36 @@ namespace frontend {
 namespace onnx_import {
 namespace {
 
-/// The default domain's name: "" or its alias "ai.onnx".
-std::string Domain(const std::string& domain) { return domain == "ai.onnx" ? "" : domain; }
-
-/// The opset version the model imports for each domain.
+/// The opset version the model imports for each domain ("" for the default domain).
 std::map<std::string, int64_t> DomainOpsets(const onnx::ModelProto& model) {
   std::map<std::string, int64_t> opsets;
   for (const onnx::OperatorSetIdProto& opset : model.opset_import()) {
-    opsets[Domain(opset.domain())] = opset.version();
+    opsets[opset.domain() == "ai.onnx" ? "" : opset.domain()] = opset.version();
   }
   return opsets;
 }
 
-/// The key a node's op is known by: the op type, prefixed by a custom domain.
-std::string OpKey(const onnx::NodeProto& node) {
-  const std::string domain = Domain(node.domain());
-  return domain.empty() ? node.op_type() : domain + "." + node.op_type();
+/// The version of `node`'s domain the model imports; 0 when it imports none.
+int64_t NodeOpset(const onnx::NodeProto& node, const std::map<std::string, int64_t>& opsets) {
+  auto opset = opsets.find(NodeDomain(node));
+  return opset == opsets.end() ? 0 : opset->second;
 }
 
-/// Fails with one error listing every op of the graph without a converter at `opset`, so a
-/// user sees all that is missing at once rather than one op per attempt.
+/// Fails with one error listing every op of the graph without a converter (a built-in one at
+/// the model's opset for the default domain, a registered global function for other domains),
+/// so a user sees all that is missing at once rather than one op per attempt.
 void CheckSupported(const onnx::GraphProto& graph, const std::map<std::string, int64_t>& opsets) {
-  // "op (opset N)" -> NodeName of the first node using it
+  // "op (opset N)" -> NodeName of the first node using it, and a hint for custom domains
   std::map<std::string, std::string> first_node;
   for (const onnx::NodeProto& node : graph.node()) {
-    auto opset = opsets.find(Domain(node.domain()));
-    const int64_t version = opset == opsets.end() ? 0 : opset->second;
-    const std::string key = OpKey(node);
-    if (FindConverter(key, version) == nullptr) {
-      first_node.emplace(key + " (opset " + std::to_string(version) + ")", NodeName(node));
+    const std::string domain = NodeDomain(node);
+    const int64_t version = NodeOpset(node, opsets);
+    const std::string op = (domain.empty() ? "" : domain + ".") + node.op_type() + " (opset " +
+                           std::to_string(version) + ")";
+    if (domain.empty() ? FindConverter(node.op_type(), version) == nullptr
+                       : !FindCustomConverter(node).has_value()) {
+      first_node.emplace(op, "first at node " + NodeName(node) +
+                                 (domain.empty() ? "" : "; " + MissingCustomConverterHint(node)));
     }
   }
   if (first_node.empty()) return;
@@ -53,9 +55,7 @@ void CheckSupported(const onnx::GraphProto& graph, const std::map<std::string, i
   message << "the model uses " << first_node.size()
           << " unsupported ONNX op(s) (Kiln imports opsets " << kMinOpset << "-" << kMaxOpset
           << "; docs/onnx.md lists the ops):";
-  for (const auto& [op, node] : first_node) {
-    message << "\n  " << op << ", first at node " << node;
-  }
+  for (const auto& [op, where] : first_node) message << "\n  " << op << ", " << where;
   throw Error("NotImplementedError", message.str());
 }
 
@@ -108,8 +108,8 @@ std::optional<Tensor> PropagatedValue(const PropagatedValues& shape_values, cons
 
 class GraphImporter {
  public:
-  GraphImporter(int64_t opset, const PropagatedValues& shape_values)
-      : opset_(opset), shape_values_(shape_values) {}
+  GraphImporter(std::map<std::string, int64_t> opsets, const PropagatedValues& shape_values)
+      : opsets_(std::move(opsets)), shape_values_(shape_values) {}
 
   ir::Function Import(const onnx::GraphProto& graph) {
     for (const onnx::TensorProto& initializer : graph.initializer()) {
@@ -150,24 +150,40 @@ class GraphImporter {
       propagated.push_back(name.empty() ? std::nullopt
                                         : PropagatedValue(shape_values_, name, inputs.back()));
     }
-    const Converter* convert = FindConverter(OpKey(node), opset_);
-    KILN_ICHECK(convert != nullptr) << OpKey(node);
-    NodeContext context(node, opset_, std::move(inputs), std::move(propagated));
+    const int64_t opset = NodeOpset(node, opsets_);
+    NodeContext context(node, opset, std::move(inputs), std::move(propagated));
     try {
-      ir::Expr value = (*convert)(context);
+      ir::Expr value = Convert(context);
       transform::InferNodeType(value);
       DefineOutputs(context, value);
     } catch (const Error& error) {
-      throw error.WithContext("while importing " + context.Describe() + " (opset " +
-                              std::to_string(opset_) + ")");
+      const std::string domain = NodeDomain(node);
+      throw error.WithContext("while importing " + context.Describe() +
+                              (domain.empty() ? "" : " of domain '" + domain + "'") + " (opset " +
+                              std::to_string(opset) + ")");
     }
+  }
+
+  /// The node's value from its converter, which CheckSupported made sure exists.
+  static ir::Expr Convert(const NodeContext& node) {
+    const onnx::NodeProto& proto = node.proto();
+    if (!NodeDomain(proto).empty()) {
+      // Looked up per node, never cached (a converter may have been removed since the check).
+      std::optional<Function> convert = FindCustomConverter(proto);
+      KILN_CHECK(convert.has_value(), NotImplementedError)
+          << node.Describe() << ": " << MissingCustomConverterHint(proto);
+      return ConvertCustomNode(*convert, node, node.opset());
+    }
+    const Converter* convert = FindConverter(proto.op_type(), node.opset());
+    KILN_ICHECK(convert != nullptr) << proto.op_type();
+    return (*convert)(node);
   }
 
   /// Names the node's outputs: the value itself, or the fields of a tuple-typed value.
   void DefineOutputs(const NodeContext& node, const ir::Expr& value) {
     const auto* tuple = value->checked_type().as<ir::TupleTypeObj>();
     const onnx::NodeProto& proto = node.proto();
-    if (tuple == nullptr || ProducesSequence(proto.op_type())) {
+    if (tuple == nullptr || (NodeDomain(proto).empty() && ProducesSequence(proto.op_type()))) {
       KILN_CHECK(node.NumOutputs() <= 1, NotImplementedError)
           << node.Describe() << ": only the first output is supported";
       if (node.NumOutputs() == 1) Define(proto.output(0), value);
@@ -181,7 +197,7 @@ class GraphImporter {
     }
   }
 
-  int64_t opset_;
+  std::map<std::string, int64_t> opsets_;
   const PropagatedValues& shape_values_;
   std::unordered_map<std::string, ir::Expr> values_;
 };
@@ -192,11 +208,9 @@ ir::IRModule ImportGraph(const LoadedModel& loaded) {
   const onnx::ModelProto& model = loaded.model;
   const std::map<std::string, int64_t> opsets = DomainOpsets(model);
   CheckSupported(model.graph(), opsets);
-  // Every node is now of the default domain, which the checker made sure the model imports.
-  const int64_t opset = opsets.count("") != 0 ? opsets.at("") : 0;
   ir::IRModule module = ir::IRModule::Create();
   module.Add(ir::GlobalVar("main"),
-             GraphImporter(opset, loaded.shape_values).Import(model.graph()));
+             GraphImporter(opsets, loaded.shape_values).Import(model.graph()));
   return module;
 }
 

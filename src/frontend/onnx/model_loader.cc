@@ -8,6 +8,7 @@
 #include <limits>
 #include <set>
 #include <sstream>
+#include <vector>
 
 #include "converter.h"
 #include "node_context.h"
@@ -126,6 +127,33 @@ void CheckGraphForUpgrade(const onnx::GraphProto& graph, const std::string& sour
   }
 }
 
+/// Runs ONNX's version converter on `model`. The converter looks every node's op type up among
+/// the default domain's schemas, even a custom domain's node, which it then leaves alone; an op
+/// type ONNX does not know fails that lookup (std::out_of_range). So each custom-domain node is
+/// named Identity (an op unchanged over the opsets upgraded through) while converting, and
+/// named back after: the adapters only insert default-domain nodes, so custom-domain nodes keep
+/// their order.
+onnx::ModelProto ConvertDefaultDomain(const onnx::ModelProto& model, int target) {
+  onnx::ModelProto stand_ins = model;
+  std::vector<std::string> custom_op_types;
+  for (onnx::NodeProto& node : *stand_ins.mutable_graph()->mutable_node()) {
+    if (node.domain().empty() || node.domain() == "ai.onnx") continue;
+    custom_op_types.push_back(node.op_type());
+    node.set_op_type("Identity");
+  }
+  onnx::ModelProto converted = onnx::version_conversion::ConvertVersion(stand_ins, target);
+  size_t next = 0;
+  for (onnx::NodeProto& node : *converted.mutable_graph()->mutable_node()) {
+    if (node.domain().empty() || node.domain() == "ai.onnx") continue;
+    KILN_ICHECK(next < custom_op_types.size())
+        << "the version converter added a custom-domain node";
+    node.set_op_type(custom_op_types[next++]);
+  }
+  KILN_ICHECK(next == custom_op_types.size())
+      << "the version converter dropped a custom-domain node";
+  return converted;
+}
+
 /// Models older than the converters (opset 6 and before: PyTorch's early exporters, legacy
 /// broadcasting attributes) are upgraded by ONNX's own version converter rather than by a second
 /// set of converters in Kiln. The target is opset 9, not 7: those exporters wrote int64
@@ -140,7 +168,7 @@ void UpgradeOldOpset(onnx::ModelProto& model, const std::string& source) {
     onnx::shape_inference::InferShapes(model);
     ReshapeLegacyPReluSlopes(*model.mutable_graph());
     onnx::shape_inference::InferShapes(model);
-    model = onnx::version_conversion::ConvertVersion(model, kUpgradeTarget);
+    model = ConvertDefaultDomain(model, kUpgradeTarget);
   } catch (const std::exception& error) {
     KILN_THROW(NotImplementedError)
         << source << " uses opset " << opset << "; Kiln imports opsets " << kMinOpset << "-"

@@ -1,0 +1,275 @@
+"""The "Reference models: Kiln vs PyTorch on the CPU" section of docs/benchmarks.md, written by
+bench/models/run.py from its measurements: the timing table (with % of the measured peak), the
+chart's link, errors, placement, compile time and footprint, start-up. Pure functions of the
+report dict run.py assembles (and what PyTorch runs on); no timing here.
+"""
+
+import datetime
+import os
+import platform
+import statistics
+
+import footprint
+import harness
+import peak
+from harness import IDLE_LIMIT_CORES, REPO
+
+SECTION = "Reference models: Kiln vs PyTorch on the CPU"
+CHART = "benchmarks_models.png"  # next to the output document
+KILN = "kiln"
+PYTORCH_VARIANTS = ("eager", "jit_freeze", "optimize_for_inference")
+VARIANT_TITLES = {KILN: "Kiln", "eager": "PyTorch eager", "jit_freeze": "`jit.freeze`",
+                  "optimize_for_inference": "`optimize_for_inference`"}
+
+
+def plugin_variant(plugin):
+    """The Kiln variant built with one BYOC plugin, e.g. "kiln+dnnl"."""
+    VARIANT_TITLES.setdefault(f"{KILN}+{plugin}", f"Kiln + {plugin}")
+    return f"{KILN}+{plugin}"
+
+
+
+def summarize(times):
+    return {"median": statistics.median(times), "min": min(times), "max": max(times)}
+
+
+def cell(stats):
+    return f"{stats['median']:.2f} ({stats['min']:.2f}–{stats['max']:.2f})"
+
+
+def kiln_variants(args):
+    return [KILN] + [plugin_variant(p) for p in args.plugins]
+
+
+def variant_stats(result, variants):
+    return {v: summarize(result["times_ms"][v]) for v in variants if v in result["times_ms"]}
+
+
+def best_pytorch(stats):
+    """The PyTorch variant with the lowest median, or None when all of them failed."""
+    pytorch = [v for v in PYTORCH_VARIANTS if v in stats]
+    return min(pytorch, key=lambda v: stats[v]["median"]) if pytorch else None
+
+
+def kiln_ratios(result, kilns):
+    """{Kiln variant: its median / best PyTorch's median, or None where either failed}."""
+    stats = variant_stats(result, [*kilns, *PYTORCH_VARIANTS])
+    best = best_pytorch(stats)
+    return {k: stats[k]["median"] / stats[best]["median"] if k in stats and best else None
+            for k in kilns}
+
+
+def result_row(model, threads, result, flops, kilns, peaks):
+    variants = kilns + list(PYTORCH_VARIANTS)
+    stats = variant_stats(result, variants)
+    cells = [cell(stats[v]) if v in stats else "failed" for v in variants]
+    best = best_pytorch(stats)
+    ratios = [f"{r:.2f}×" if r is not None else "—"
+              for r in kiln_ratios(result, kilns).values()]
+
+    def gflops(variant):
+        if variant not in stats:
+            return "—"
+        achieved = flops / stats[variant]["median"] / 1e6
+        return f"{achieved:.1f} ({peak.share(achieved, peaks, threads)})"
+
+    return (f"| {model} | {threads} | " + " | ".join(cells) + " | " + " | ".join(ratios) +
+            f" | {VARIANT_TITLES[best] if best else '—'} | " +
+            " | ".join(gflops(k) for k in kilns) + f" | {gflops(best) if best else '—'} |")
+
+
+def results_table(results, flops, kilns, peaks):
+    titles = [VARIANT_TITLES[k] for k in kilns]
+    header = ["| Model | Threads | " + " | ".join(VARIANT_TITLES[v] for v in
+                                                   [*kilns, *PYTORCH_VARIANTS]) + " | " +
+              " | ".join(f"{t} / best PyTorch" for t in titles) + " | best PyTorch | " +
+              " | ".join(f"{t} GFLOP/s (% of peak)" for t in titles) +
+              " | best PyTorch GFLOP/s (% of peak) |",
+              "|---|---:|" + "---:|" * (len(kilns) * 3 + len(PYTORCH_VARIANTS) + 2)]
+    rows = [result_row(m, t, r, flops[m], kilns, peaks) for (m, t), r in results.items()]
+    return "\n".join(header + rows)
+
+
+def models_table(results, flops, kilns):
+    variants = [*kilns, *PYTORCH_VARIANTS]
+    lines = ["| Model | GFLOP per run | max abs error: " +
+             " | ".join(VARIANT_TITLES[v] for v in variants) + " |",
+             "|---|---:|" + "---:|" * len(variants)]
+    seen = set()
+    for (model, _), result in results.items():
+        if model in seen:
+            continue
+        seen.add(model)
+        errors = result["max_abs_error"]
+        cells = [f"{errors[v]:.1e}" if v in errors else "—" for v in variants]
+        lines.append(f"| {model} | {flops[model] / 1e9:.2f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def placement_notes(results):
+    """Per model and plugin, the summary lines of the placement report (first thread count)."""
+    notes, seen = [], set()
+    for (model, _), result in results.items():
+        for variant, report in result.get("placement", {}).items():
+            if (model, variant) in seen:
+                continue
+            seen.add((model, variant))
+            summary = [line.strip() for line in report.splitlines()[1:]
+                       if line.startswith("  ") and "op calls" in line]
+            notes.append(f"- {model}, {VARIANT_TITLES[variant]}: " + "; ".join(summary))
+    return ("\n\nWhere the ops ran (placement report):\n\n" + "\n".join(notes)) if notes else ""
+
+
+def failures(results):
+    """The notes under the tables: each failure once, with the thread counts it happened at."""
+    threads_of = {}
+    for (model, threads), result in results.items():
+        for variant, error in result["errors"].items():
+            threads_of.setdefault((model, variant, error), []).append(str(threads))
+    notes = [f"- {model}, {VARIANT_TITLES[variant]} ({', '.join(threads)} thread(s)): {error}"
+             for (model, variant, error), threads in threads_of.items()]
+    traced = {m for (m, _), r in results.items()
+              if any(h == "trace" for h in r["how"].values())}
+    if traced:
+        notes.append("- torch.jit.script failed, torch.jit.trace used: " +
+                     ", ".join(sorted(traced)))
+    return ("\n\nNotes:\n\n" + "\n".join(notes)) if notes else ""
+
+
+def build_type(build_dir):
+    try:
+        with open(os.path.join(build_dir, "CMakeCache.txt")) as f:
+            for line in f:
+                if line.startswith("CMAKE_BUILD_TYPE:"):
+                    return line.split("=", 1)[1].strip() or "no build type"
+    except OSError:
+        pass
+    return "unknown build type"
+
+
+def build_line(build_dir):
+    return f"Kiln {build_type(build_dir)} (`{os.path.relpath(build_dir, REPO)}`)"
+
+
+def pytorch_backends():
+    """What PyTorch's CPU speed rests on: the BLAS library its generic BLAS interface resolves
+    to at run time (Debian's libblas.so.3 is an alternative: the reference BLAS, or OpenBLAS
+    once libopenblas is installed, as Kiln's setup does for the blas plugin), and MKL-DNN, which
+    optimize_for_inference uses for convolutions."""
+    import re
+
+    import torch
+
+    torch.ones(4, 4) @ torch.ones(4, 4)  # maps the BLAS library
+    with open("/proc/self/maps") as maps:
+        blas = sorted({os.path.basename(line.split()[-1]) for line in maps
+                       if re.search(r"lib(open)?blas[^/]*\.so", line.split()[-1])})
+    mkldnn = re.search(r"MKL-DNN (v[\d.]+)", torch.__config__.show())
+    return (f"BLAS at run time: {', '.join(blas) or 'unknown'}, "
+            f"MKL-DNN {mkldnn.group(1) if mkldnn else 'absent'}")
+
+
+def quick_warning(args):
+    if not args.quick:
+        return ""
+    return ("\n- **A --quick smoke run: too few rounds, and the machine was not required to be "
+            "idle. Not for reporting.**")
+
+
+def chart_line(chart_note):
+    """The doc's line for the chart: the image, or why there is none."""
+    if chart_note is None:
+        return (f"![Kiln / best PyTorch per model and thread count]({CHART})\n\n"
+                f"The chart ([{CHART}]({CHART})) shows the ratio columns: each Kiln variant's "
+                "median over the best PyTorch variant's, per thread count; below the dashed "
+                "line at 1.0 Kiln is faster.")
+    return f"No chart: {chart_note}."
+
+
+def footprint_section(report, args):
+    kilns = kiln_variants(args)
+    compile_s = {}
+    for (model, _), result in report["results"].items():
+        compile_s.setdefault(model, result["compile_s"])
+    titles = {k: VARIANT_TITLES[k] for k in kilns}
+    table = footprint.footprint_table(report["footprints"], compile_s, kilns, titles,
+                                      report["baseline_mib"])
+    return f"""### Compile time, memory and artifact size
+
+- Compile time: `kiln.build` of the ONNX model in the timing worker, at
+  {args.threads[0]} thread(s), on an idle machine.
+- Peak RSS: `ru_maxrss` of a fresh process of its own, at {max(args.threads)} thread(s): compile
+  is `kiln.build` (peak taken before `export_library`, whose C compiler is a process of its
+  own), inference is `kiln.load_module` of the exported artifact and {footprint.INFER_RUNS}
+  runs. Each cell is the total and, in parentheses, over the baseline: a process that only
+  imports kiln and numpy, {report["baseline_mib"]:.0f} MiB.
+- Artifact: the size of the shared library `export_library` writes.
+
+{table}
+
+### Start-up
+
+Median of {footprint.STARTUP_RUNS} fresh processes (after one untimed, which also leaves
+Python's bytecode cache as a user's second start finds it), timed inside the process with
+`time.perf_counter`; goal: `import kiln` plus plugin and backend discovery under
+{footprint.STARTUP_GOAL_MS} ms. Both are measured explicitly, whether `import kiln` discovers
+plugins itself or leaves it to `kiln.discover_plugins()` (then a second call is a no-op).
+
+{footprint.startup_table(report["startup"])}
+"""
+
+
+def render(report, args, command):
+    import torch
+
+    results, flops = report["results"], report["flops"]
+
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    software = (f"{build_line(args.build_dir)}; PyTorch {torch.__version__} "
+                f"({pytorch_backends()}); Python {platform.python_version()}")
+    return f"""## {SECTION}
+
+Latency of one batch-1 inference of each reference model (tests/models/make_reference_models.py:
+random weights, seed 0; 3x224x224 images, the encoder (1, 128, 256)) compiled by Kiln, next to
+PyTorch run three ways, with the same number of threads.
+
+- Machine: {harness.cpu_model()}, {os.cpu_count()} CPUs; Linux {platform.release()};
+  measured peak fp32: {peak.describe(report["peaks"])}
+- Build: {software}; {date}
+- Command: `{command}` (source: `bench/models/run.py`){quick_warning(args)}
+- Method: one process per (model, thread count), because Kiln reads `KILN_NUM_THREADS` once;
+  PyTorch gets `torch.set_num_threads` with the same count. {args.warmup} warm-up call(s) each,
+  then {args.runs} rounds calling each Kiln variant and the three PyTorch variants once each,
+  round-robin;
+  times in ms as median (min–max) of the rounds. Timing starts only when the rest of the
+  machine uses under {IDLE_LIMIT_CORES:.0%} of a core, and a model whose rounds overlapped more
+  than that is timed again. GFLOP/s is 2 x the multiply-adds of convolutions, linear layers and
+  attention matmuls over the median time; its % of peak is against the measured peak at the
+  same thread count. Kiln runs the ONNX export at opset {args.opset},
+  on its own CPU path and, as "Kiln + <plugin>", with that BYOC plugin taking what it can;
+  `jit.freeze` is `torch.jit.freeze(torch.jit.script(model))`, `optimize_for_inference` is
+  `torch.jit.optimize_for_inference(torch.jit.script(model))`; all PyTorch runs under no_grad.
+- Peak: `kiln_peak_flops` (bench/common/peak_flops.cc, built with `-O3 -march=native`), run
+  before the models, on the idle machine: {peak.KERNEL}; threads pinned one per physical core.
+- `OMP_WAIT_POLICY={args.omp_wait_policy}` for every variant: PyTorch and oneDNN use OpenMP
+  and Kiln its own pool, all in one process; with spinning idle threads (`--omp-wait-policy
+  ACTIVE`), threads left spinning after one variant's call take the cores of the next one, so
+  interleaved times are not comparable at 2 threads. Sleeping idle threads cost the OpenMP
+  variants some speed at 2 threads.
+
+{results_table(results, flops, kiln_variants(args), report["peaks"])}
+
+{chart_line(report["chart_note"])}
+
+A ratio above 1 means that Kiln variant is slower than the fastest PyTorch variant. The Build line
+says which BLAS library PyTorch's matrix products ran on: Debian's PyTorch calls the system
+`libblas.so.3`, which is OpenBLAS once `libopenblas` is installed (Kiln's setup installs it for
+the blas plugin) and the slow reference BLAS otherwise; `optimize_for_inference` runs
+convolutions on MKL-DNN either way.
+
+Max abs error: each variant's output against the reference output, PyTorch's in float64
+(tests/models), at the first thread count.
+
+{models_table(results, flops, kiln_variants(args))}{placement_notes(results)}{failures(results)}
+
+{footprint_section(report, args)}"""

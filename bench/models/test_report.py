@@ -1,0 +1,170 @@
+"""Tests of the pure parts of bench/models/run.py's report: the peak program's output and its
+parsing, the tables (ratios, % of peak, footprint, start-up) and the chart. ctest runs it as
+bench.models_report, with KILN_PEAK_FLOPS naming the built kiln_peak_flops."""
+
+import os
+import subprocess
+import sys
+import types
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "common"))
+
+import chart  # noqa: E402
+import footprint  # noqa: E402
+import peak  # noqa: E402
+import report  # noqa: E402
+import run  # noqa: E402
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+PEAK_LINES = (
+    '{"threads": 1, "cpus": [0], "isa": "AVX-512 FMA", "vector_bits": 512, "gflops": 225.5}\n'
+    '{"threads": 2, "cpus": [0, 1], "isa": "AVX-512 FMA", "vector_bits": 512, "gflops": 450}\n')
+PEAKS = peak.parse(PEAK_LINES)
+DNNL = report.plugin_variant("dnnl")
+KILNS = [report.KILN, DNNL]
+
+
+# ---- peak -----------------------------------------------------------------------------------
+
+
+def test_parse_reads_every_thread_count():
+    assert PEAKS == {1: {"gflops": 225.5, "isa": "AVX-512 FMA", "vector_bits": 512, "cpus": [0]},
+                     2: {"gflops": 450.0, "isa": "AVX-512 FMA", "vector_bits": 512,
+                         "cpus": [0, 1]}}
+
+
+@pytest.mark.parametrize("output, quoted", [
+    ("peak: 450 GFLOP/s\n", "peak: 450 GFLOP/s"),
+    ('{"threads": 1, "isa": "x"}\n', '"isa": "x"'),
+])
+def test_parse_rejects_a_line_that_is_not_a_record(output, quoted):
+    with pytest.raises(ValueError, match="kiln_peak_flops printed") as error:
+        peak.parse(output)
+    assert quoted in str(error.value)
+
+
+def test_parse_rejects_no_output():
+    with pytest.raises(ValueError, match="no peak record"):
+        peak.parse("\n")
+
+
+def test_share_is_against_the_peak_of_the_same_thread_count():
+    assert peak.share(45.0, PEAKS, 2) == "10%"
+    assert peak.share(45.0, PEAKS, 1) == "20%"
+    assert peak.share(45.0, PEAKS, 4) == "—"
+    assert peak.share(45.0, {}, 1) == "—"
+
+
+def test_describe_names_each_thread_count_and_the_isa():
+    text = peak.describe(PEAKS)
+    assert text.startswith("226 GFLOP/s on 1 thread, 450 on 2 (AVX-512 FMA, 512-bit vectors")
+    assert peak.describe({}) == "not measured"
+
+
+def test_binary_missing_says_what_to_build(tmp_path):
+    with pytest.raises(FileNotFoundError, match="build the target kiln_peak_flops"):
+        peak.binary(str(tmp_path))
+
+
+@pytest.fixture
+def peak_flops():
+    path = os.environ.get("KILN_PEAK_FLOPS")
+    if not path:
+        pytest.skip("KILN_PEAK_FLOPS (the built kiln_peak_flops) not given; ctest gives it")
+    return path
+
+
+def test_peak_program_output_parses(peak_flops):
+    peaks = peak.parse(subprocess.run([peak_flops, "--seconds", "0.01", "1", "1"], check=True,
+                                      stdout=subprocess.PIPE, text=True).stdout)
+    assert list(peaks) == [1]  # a thread count given twice is measured once
+    assert peaks[1]["gflops"] > 0
+    assert peaks[1]["vector_bits"] in (128, 256, 512)
+    assert len(peaks[1]["cpus"]) == 1
+
+
+def test_peak_program_rejects_a_bad_thread_count(peak_flops):
+    proc = subprocess.run([peak_flops, "two"], stderr=subprocess.PIPE, text=True)
+    assert proc.returncode == 2
+    assert '"two"' in proc.stderr
+
+
+# ---- tables ---------------------------------------------------------------------------------
+
+
+def timing_result(medians):
+    """A worker result whose variants all took `medians[v]` ms in every round."""
+    return {"times_ms": {v: [ms] * 3 for v, ms in medians.items()}, "errors": {}, "how": {},
+            "compile_s": {report.KILN: 1.25, DNNL: 0.5}}
+
+
+def test_ratios_are_against_the_fastest_pytorch_variant():
+    result = timing_result({report.KILN: 30.0, DNNL: 5.0, "eager": 20.0, "jit_freeze": 12.0,
+                            "optimize_for_inference": 10.0})
+    assert report.kiln_ratios(result, KILNS) == {report.KILN: 3.0, DNNL: 0.5}
+
+
+def test_results_row_gives_gflops_and_share_of_peak_at_its_thread_count():
+    # 2 GFLOP in 10 ms: 200 GFLOP/s, 44% of the 2-thread peak of 450.
+    result = timing_result({report.KILN: 10.0, "eager": 20.0, "optimize_for_inference": 40.0})
+    row = report.results_table({("resnet18", 2): result}, {"resnet18": 2e9}, KILNS,
+                               PEAKS).splitlines()[2]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[:2] == ["resnet18", "2"]
+    assert cells[3] == "failed"  # Kiln + dnnl was never timed
+    assert cells[7:10] == ["0.50×", "—", "PyTorch eager"]
+    assert cells[10:] == ["200.0 (44%)", "—", "100.0 (22%)"]
+
+
+def test_footprint_table_gives_total_and_over_baseline():
+    footprints = {"resnet18": {
+        report.KILN: {"compile_rss_mib": 210.0, "infer_rss_mib": 120.0, "artifact_mib": 45.04},
+        DNNL: {"error": "compile child failed: boom"}}}
+    table = footprint.footprint_table(footprints, {"resnet18": {report.KILN: 1.34}}, KILNS,
+                                      report.VARIANT_TITLES, baseline_mib=60.0)
+    header, _, row, *notes = table.splitlines()
+    assert header.count("Kiln + dnnl") == 4
+    assert notes == ["", "Failed:", "", "- resnet18, Kiln + dnnl: compile child failed: boom"]
+    assert [c.strip() for c in row.strip("|").split("|")] == [
+        "resnet18", "1.3", "—", "210 (+150)", "failed", "120 (+60)", "failed", "45.0", "failed"]
+
+
+def test_startup_table_judges_import_with_discovery_against_100_ms():
+    table = footprint.startup_table({"import_ms": 60.0, "discovery_ms": 130.0,
+                                     "process_ms": 180.0})
+    rows = table.splitlines()[2:]
+    assert rows[0].endswith("| 60 | met |")
+    assert rows[1].endswith("| 130 | **missed** (the goal) |")
+    assert "| 180 |" in rows[2]
+
+
+# ---- chart ----------------------------------------------------------------------------------
+
+
+def test_chart_is_a_png_and_survives_a_failed_variant(tmp_path):
+    pytest.importorskip("matplotlib", reason="Debian: python3-matplotlib")
+    models = ["resnet18", "resnet50", "mobilenet_v2", "squeezenet1_1", "bert_encoder"]
+    ratios = {(m, t): {report.KILN: 1.0 + i / 2 + t / 10, DNNL: 0.6 + i / 10}
+              for i, m in enumerate(models) for t in (1, 2)}
+    ratios[("resnet50", 2)][DNNL] = None
+    path = tmp_path / report.CHART
+    chart.write_chart(str(path), ratios, models, KILNS, [1, 2], report.VARIANT_TITLES,
+                      subtitle="test")
+    with open(path, "rb") as f:
+        assert f.read(8) == PNG_MAGIC
+
+
+def test_without_matplotlib_the_doc_says_which_package(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(chart, "available", lambda: False)
+    args = types.SimpleNamespace(output=str(tmp_path / "benchmarks.md"), models=["resnet18"],
+                                 threads=[1], plugins=[])
+    note = run.draw_chart({}, args)
+    assert "python3-matplotlib" in note
+    assert "apt-get install -y python3-matplotlib" in capsys.readouterr().out
+    assert not (tmp_path / report.CHART).exists()
+    assert report.chart_line(note) == f"No chart: {note}."
+    assert f"]({report.CHART})" in report.chart_line(None)
