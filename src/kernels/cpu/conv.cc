@@ -100,20 +100,77 @@ inline void AddScaledLine(float* __restrict__ out_line, const float* __restrict_
   }
 }
 
-/// One output plane of a depthwise conv2d, row by row: all taps of a row are summed while the
-/// row is in L1. `cols[kw]` are the output columns whose tap kw reads inside the image.
-KILN_CPU_CLONES void DepthwisePlane(const ConvShapes& s, const Range* cols, const float* plane,
-                                    const float* taps, float* out) {
+/// Where the taps of one window row read, the same for every output row of a plane.
+struct WindowRowPlan {
+  std::vector<int64_t> offsets;  ///< tap kw reads in_row[ox * stride + offsets[kw]]
+  std::vector<Range> cols;       ///< output columns whose tap kw reads inside the image
+  Range interior{0, 0};          ///< output columns where every tap does (possibly empty)
+
+  explicit WindowRowPlan(const ConvShapes& s) {
+    const Window2D& win = s.window;
+    interior = {0, s.ow};
+    for (int64_t kw = 0; kw < win.kernel[1]; ++kw) {
+      offsets.push_back(win.InputPos(1, 0, kw));
+      cols.push_back(ValidOutputs(s.ow, win.stride[1], offsets.back(), s.w));
+      interior = {std::max(interior.begin, cols.back().begin),
+                  std::min(interior.end, cols.back().end)};
+    }
+    // Empty as [0, 0), so that the edges below are each tap's whole range.
+    if (interior.begin >= interior.end) interior = {0, 0};
+  }
+};
+
+/// out_line[ox] += the taps of one window row times their inputs, for ox in the interior: one
+/// pass over the output row per window row, taps added in order. kKW (window width) and
+/// kStride are compile-time for the common 3-wide windows so the loop vectorizes; 0 means the
+/// runtime values.
+template <int64_t kKW, int64_t kStride>
+__attribute__((always_inline)) inline void AddWindowRow(float* __restrict__ out_line,
+                                                        const float* __restrict__ in_row,
+                                                        const float* taps,
+                                                        const WindowRowPlan& plan, int64_t stride) {
+  const auto width = static_cast<int64_t>(kKW == 0 ? plan.offsets.size() : kKW);
+  const int64_t step = kStride == 0 ? stride : kStride;
+  const int64_t* offsets = plan.offsets.data();
+  for (int64_t ox = plan.interior.begin; ox < plan.interior.end; ++ox) {
+    float sum = out_line[ox];
+    for (int64_t kw = 0; kw < width; ++kw) sum += taps[kw] * in_row[ox * step + offsets[kw]];
+    out_line[ox] = sum;
+  }
+}
+
+/// One output plane of a depthwise conv2d, row by row: each window row is one pass over the
+/// output row (which stays in L1) in the interior, tap by tap at the edges.
+KILN_CPU_CLONES void DepthwisePlane(const ConvShapes& s, const WindowRowPlan& plan,
+                                    const float* plane, const float* taps, float* out) {
   const Window2D& win = s.window;
+  const int64_t stride = win.stride[1];
   std::fill_n(out, s.oh * s.ow, 0.F);
   for (int64_t oy = 0; oy < s.oh; ++oy) {
     float* out_line = out + oy * s.ow;
     for (int64_t kh = 0; kh < win.kernel[0]; ++kh) {
       const int64_t iy = win.InputPos(0, oy, kh);
       if (iy < 0 || iy >= s.h) continue;
+      const float* in_row = plane + iy * s.w;
+      const float* row_taps = taps + kh * win.kernel[1];
+      // Called directly, not through a pointer, so that each inlines into this function's
+      // AVX-512 clone.
+      if (win.kernel[1] != 3) {
+        AddWindowRow<0, 0>(out_line, in_row, row_taps, plan, stride);
+      } else if (stride == 1) {
+        AddWindowRow<3, 1>(out_line, in_row, row_taps, plan, stride);
+      } else if (stride == 2) {
+        AddWindowRow<3, 2>(out_line, in_row, row_taps, plan, stride);
+      } else {
+        AddWindowRow<3, 0>(out_line, in_row, row_taps, plan, stride);
+      }
       for (int64_t kw = 0; kw < win.kernel[1]; ++kw) {
-        AddScaledLine(out_line, plane + iy * s.w + win.InputPos(1, 0, kw),
-                      taps[kh * win.kernel[1] + kw], cols[kw], win.stride[1]);
+        const Range& cols = plan.cols[kw];
+        const float* in_line = in_row + plan.offsets[kw];
+        AddScaledLine(out_line, in_line, row_taps[kw],
+                      {cols.begin, std::min(cols.end, plan.interior.begin)}, stride);
+        AddScaledLine(out_line, in_line, row_taps[kw],
+                      {std::max(cols.begin, plan.interior.end), cols.end}, stride);
       }
     }
   }
@@ -135,14 +192,11 @@ void DepthwiseConv2D(const ConvShapes& s, const float* x, const float* weight,
                      const GemmEpilogue& epilogue, float* y) {
   const Window2D& win = s.window;
   const int64_t multiplier = s.o / s.c;
-  std::vector<Range> cols;
-  for (int64_t kw = 0; kw < win.kernel[1]; ++kw) {
-    cols.push_back(ValidOutputs(s.ow, win.stride[1], win.InputPos(1, 0, kw), s.w));
-  }
+  const WindowRowPlan plan(s);
   runtime::ParallelFor(0, s.n * s.o, 1, [&](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
       float* out = y + p * s.oh * s.ow;
-      DepthwisePlane(s, cols.data(), x + (p / s.o * s.c + p % s.o / multiplier) * s.h * s.w,
+      DepthwisePlane(s, plan, x + (p / s.o * s.c + p % s.o / multiplier) * s.h * s.w,
                      weight + p % s.o * win.kernel[0] * win.kernel[1], out);
       if (epilogue.active()) epilogue.Apply(p % s.o, 1, s.oh * s.ow, out, s.oh * s.ow);
     }
@@ -211,7 +265,7 @@ void Conv2D(const KernelCall& call) {
     const float* group_data = x + (image * s.c + group * group_in) * s.h * s.w;
     std::unique_ptr<float[]> col;  // not value-initialized: the gather writes all of it
     if (!pointwise) {
-      col.reset(new float[depth * spatial]);  // NOLINT(cppcoreguidelines-owning-memory)
+      col.reset(new float[depth * spatial]);
       // Channels gather independently: with one image the gather would otherwise be serial
       // next to a parallel GEMM (inside ForEachMatrix's tasks this runs serially).
       const int64_t taps = win.kernel[0] * win.kernel[1];
