@@ -1,6 +1,7 @@
 // nn.conv2d, nn.conv2d_transpose (NCHW) and nn.conv3d (NCDHW), float32. All go through the
-// shared GEMM: conv2d gathers each image group into an im2col matrix and multiplies the weights
-// by it; conv2d_transpose multiplies the transposed weights by the input and scatters (col2im)
+// shared GEMM: conv2d multiplies the weights by each image group's im2col matrix, which the
+// GEMM's B packing gathers from the image panel by panel (the matrix is never stored);
+// conv2d_transpose multiplies the transposed weights by the input and scatters (col2im)
 // the products into the output; conv3d builds its im2col matrix from 2-D ones, one per depth
 // tap and output depth. Depthwise conv2d (one input channel per group) has no reduction worth
 // a GEMM and runs directly.
@@ -85,6 +86,69 @@ struct ConvShapes {
         ow(out.shape(3)),
         groups(call.Int("groups")),
         window(ReadWindow(call, weight.shape(2), weight.shape(3))) {}
+};
+
+/// Packs B's panels for a conv2d GEMM straight from one group's image (implicit im2col): row
+/// (c, kh, kw) and column (y, x) of the im2col matrix are gathered a depth row at a time into
+/// a line in L1 and split into the panel's strips, so the matrix itself is never written.
+class ImagePanelPacker {
+ public:
+  ImagePanelPacker(const ConvShapes& s, const float* group_data)
+      : s_(s), data_(group_data), taps_(s.window.kernel[0] * s.window.kernel[1]) {
+    for (int64_t kw = 0; kw < s.window.kernel[1]; ++kw) {
+      x_valid_.push_back(ValidOutputs(s.ow, s.window.stride[1], s.window.InputPos(1, 0, kw), s.w));
+    }
+  }
+
+  void operator()(int64_t p0, int64_t kc, int64_t col0, int64_t cols, int64_t nr,
+                  float* panel) const {
+    std::vector<float> line(cols);
+    for (int64_t p = 0; p < kc; ++p) {
+      GatherRow(p0 + p, col0, cols, line.data());
+      for (int64_t j = 0; j < cols; j += nr) {
+        float* strip_row = panel + j * kc + p * nr;
+        const int64_t count = std::min(nr, cols - j);
+        std::copy_n(line.data() + j, count, strip_row);
+        std::fill(strip_row + count, strip_row + nr, 0.F);
+      }
+    }
+  }
+
+ private:
+  /// line[i] = im2col element (row, col0 + i) for i < cols.
+  void GatherRow(int64_t row, int64_t col0, int64_t cols, float* line) const {
+    const Window2D& win = s_.window;
+    const int64_t c = row / taps_;
+    const int64_t kh = row % taps_ / win.kernel[1];
+    const int64_t kw = row % win.kernel[1];
+    const float* plane = data_ + c * s_.h * s_.w;
+    const int64_t offset_w = win.InputPos(1, 0, kw);
+    for (int64_t col = col0; col < col0 + cols;) {
+      const int64_t y = col / s_.ow;
+      const int64_t x_begin = col % s_.ow;
+      const int64_t x_end = std::min(s_.ow, x_begin + col0 + cols - col);
+      float* out = line + (col - col0);  // out[x - x_begin] is column (y, x)
+      const int64_t iy = win.InputPos(0, y, kh);
+      Range copied{std::max(x_begin, x_valid_[kw].begin), std::min(x_end, x_valid_[kw].end)};
+      if (iy < 0 || iy >= s_.h || copied.begin >= copied.end) copied = {x_begin, x_begin};
+      std::fill(out, out + (copied.begin - x_begin), 0.F);
+      const float* in = plane + iy * s_.w + offset_w;
+      if (win.stride[1] == 1) {
+        std::copy(in + copied.begin, in + copied.end, out + (copied.begin - x_begin));
+      } else {
+        for (int64_t x = copied.begin; x < copied.end; ++x) {
+          out[x - x_begin] = in[x * win.stride[1]];
+        }
+      }
+      std::fill(out + (copied.end - x_begin), out + (x_end - x_begin), 0.F);
+      col += x_end - x_begin;
+    }
+  }
+
+  const ConvShapes& s_;
+  const float* data_;
+  int64_t taps_;
+  std::vector<Range> x_valid_;
 };
 
 /// out_line[ox] += tap * in_line[ox * stride] over `cols`; strides 1 and 2 are spelled out
@@ -263,23 +327,13 @@ void Conv2D(const KernelCall& call) {
     const int64_t image = i / s.groups;
     const int64_t group = i % s.groups;
     const float* group_data = x + (image * s.c + group * group_in) * s.h * s.w;
-    std::unique_ptr<float[]> col;  // not value-initialized: the gather writes all of it
-    if (!pointwise) {
-      col.reset(new float[depth * spatial]);
-      // Channels gather independently: with one image the gather would otherwise be serial
-      // next to a parallel GEMM (inside ForEachMatrix's tasks this runs serially).
-      const int64_t taps = win.kernel[0] * win.kernel[1];
-      runtime::ParallelFor(0, group_in, 1, [&](int64_t begin, int64_t end) {
-        WalkColumns<false>(col.get() + begin * taps * spatial, group_data + begin * s.h * s.w,
-                           end - begin, s.h, s.w, s.oh, s.ow, win, spatial);
-      });
-    }
+    const PanelPacker image_packer = ImagePanelPacker(s, group_data);
     GemmOperand weights({w + group * group_out * depth, depth, 1});
     if (prepacked != nullptr) weights.packed = prepacked + group * gemm.PackedGroupSize();
     GemmEpilogue group_epilogue = epilogue;
     if (epilogue.row_bias != nullptr) group_epilogue.row_bias += group * group_out;
     Gemm(group_out, spatial, depth, weights,
-         GemmOperand({pointwise ? group_data : col.get(), spatial, 1}),
+         pointwise ? GemmOperand({group_data, spatial, 1}) : GemmOperand(&image_packer),
          y + (image * s.o + group * group_out) * spatial, spatial, group_epilogue);
   });
 }

@@ -281,6 +281,8 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOpera
         const float* panel = own_panel.data();
         if (b.packed != nullptr) {
           panel = b.packed + p0 * n_pad + col0 * kc;
+        } else if (b.packer != nullptr) {
+          (*b.packer)(p0, kc, col0, cols, nr, own_panel.data());
         } else {
           for (int64_t j = 0; j < cols; j += nr) {
             PackPanel(b.view.data + p0 * b.view.row_stride + (col0 + j) * b.view.col_stride,

@@ -22,12 +22,21 @@ struct MatrixView {
 
 /// A GEMM operand: a view packed at each call, or `packed` by PackGemmA / PackGemmB ahead of
 /// time (a constant weight, packed once when its program loads).
+/// Writes B's packed panel for depth rows [p0, p0 + kc) and columns [col0, col0 + cols):
+/// nr-wide strips one after another, each [kc][nr], columns past `cols` zero. Lets a caller
+/// pack B from a source no MatrixView describes (a convolution's image, without im2col).
+using PanelPacker = std::function<void(int64_t p0, int64_t kc, int64_t col0, int64_t cols,
+                                       int64_t nr, float* panel)>;
+
 struct GemmOperand {
   explicit GemmOperand(const MatrixView& view, const float* packed = nullptr)
       : view(view), packed(packed) {}
+  /// B packed by `packer` (not owned; it must outlive the Gemm call).
+  explicit GemmOperand(const PanelPacker* packer) : view{nullptr, 0, 0}, packer(packer) {}
 
   MatrixView view;
-  const float* packed;
+  const float* packed = nullptr;
+  const PanelPacker* packer = nullptr;  ///< B only
 };
 
 /// What a fused function does to a product after it (a convolution's bias and activation):
