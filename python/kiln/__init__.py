@@ -43,7 +43,9 @@ Compiler
 
 Plugins
     ``kiln.load_plugin(path_or_name)``, ``kiln.plugins()``; plugins in KILN_PLUGIN_PATH and
-    <libdir>/kiln/plugins are discovered on import, failures recorded rather than raised.
+    <libdir>/kiln/plugins are discovered once, on first need rather than on import (a compiler
+    plugin maps libkiln.so): by kiln.plugins(), a global function or ``kiln.<name>`` not found,
+    kiln.build, the ONNX import; failures recorded rather than raised.
 """
 
 import warnings as _warnings
@@ -146,8 +148,3 @@ _runtime_error = _load_kiln_library("kiln_runtime")
 if _runtime_error:
     _warnings.warn(f"kiln: {_runtime_error}", RuntimeWarning, stacklevel=2)
 del _runtime_error
-
-try:
-    discover_plugins()
-except KilnError as _exc:  # discovery records failures itself; never let it break the import
-    _warnings.warn(f"kiln: plugin discovery failed: {_exc}", RuntimeWarning, stacklevel=2)

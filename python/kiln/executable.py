@@ -10,8 +10,6 @@ by name and returns copies of every output, so results stay valid across runs.
 
 import os
 
-import numpy as np
-
 from ._lib import core_func
 from .graph_executor import GraphExecutor
 
@@ -26,7 +24,7 @@ class Executable(GraphExecutor):
         """Sets ``inputs`` by name (numpy arrays, Tensors, anything kiln.tensor accepts), runs
         the model once and returns its outputs as a list of numpy arrays (copies)."""
         super().run(**inputs)
-        return [np.array(self.get_output(i).numpy(), copy=True) for i in range(self.num_outputs)]
+        return [self.get_output(i).numpy().copy() for i in range(self.num_outputs)]
 
     def export_library(self, path):
         """Writes the model as one shared library at ``path``; nothing is left there on failure."""

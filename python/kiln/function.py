@@ -28,13 +28,23 @@ def list_global_funcs():
     return _ffi.list_global_funcs()
 
 
+def ensure_plugins_discovered():
+    """Discovers the installed compiler plugins unless that was done already in this process
+    (``import kiln`` does not: a compiler plugin maps libkiln.so, the compiler)."""
+    _ffi.get_global_func("ffi.EnsurePluginsDiscovered")()
+
+
 def get_global_func(name, allow_missing=False):
     """The global Function registered as ``name``.
 
-    A name that is not registered raises kiln.UnknownFunctionError (a KeyError) naming close
-    matches, or returns None with ``allow_missing=True``.
+    A name that is not registered is looked for again after plugin discovery (once per
+    process), then raises kiln.UnknownFunctionError (a KeyError) naming close matches, or
+    returns None with ``allow_missing=True``.
     """
     func = _ffi.get_global_func(name)
+    if func is None:
+        ensure_plugins_discovered()
+        func = _ffi.get_global_func(name)
     if func is None and not allow_missing:
         suggestion = did_you_mean(name, list_global_funcs())
         raise UnknownFunctionError(f"no global function is registered as {name!r}.{suggestion}")

@@ -21,7 +21,7 @@ import importlib.util
 
 from ._lib import _ffi
 from .error import AttributeError as _KilnAttributeError
-from .function import did_you_mean
+from .function import did_you_mean, ensure_plugins_discovered
 
 
 def _child_names(prefix):
@@ -54,11 +54,14 @@ def resolve(path, where):
 
     ``where`` names the object being accessed for the error message ("module 'kiln'").
     """
-    func = _ffi.get_global_func(path)
-    if func is not None:
-        return func
-    if _has_prefix()(f"{path}."):
-        return Namespace(path)
+    for attempt in range(2):
+        func = _ffi.get_global_func(path)
+        if func is not None:
+            return func
+        if _has_prefix()(f"{path}."):
+            return Namespace(path)
+        if attempt == 0:
+            ensure_plugins_discovered()  # kiln.my_ext of an installed plugin not loaded yet
     attr = path.rsplit(".", 1)[-1]
     raise _KilnAttributeError(
         f"{where} has no attribute {attr!r}: no global function {path!r} and no global name "

@@ -4,7 +4,7 @@ import os
 
 from ._lib import _ffi
 from .containers import to_builtin
-from .function import get_global_func
+from .function import ensure_plugins_discovered, get_global_func
 
 
 def plugin_search_dirs():
@@ -36,11 +36,16 @@ def load_plugin(path_or_name):
 
 
 def plugins():
-    """Every plugin Kiln has tried to load (explicitly or by discovery), with status and reason."""
+    """Every plugin Kiln has tried to load (explicitly or by discovery), with status and reason.
+    Runs discovery first unless it has run in this process."""
+    ensure_plugins_discovered()
     return to_builtin(get_global_func("ffi.ListPlugins")())
 
 
 def discover_plugins():
-    """Load the plugins in KILN_PLUGIN_PATH and <libdir>/kiln/plugins. Failures are recorded in
-    plugins(), never raised. ``import kiln`` calls this once."""
+    """Load the plugins in KILN_PLUGIN_PATH and <libdir>/kiln/plugins, scanning again on every
+    call. Failures are recorded in plugins(), never raised. ``import kiln`` does not discover:
+    discovery runs once on first need (kiln.plugins(), a global function or a ``kiln.<name>``
+    attribute that is not found, kiln.build, the ONNX import, ...), as a compiler plugin maps
+    libkiln.so, which a process that only runs compiled models should not load."""
     return to_builtin(get_global_func("ffi.DiscoverPlugins")())

@@ -58,6 +58,8 @@ void CheckSymbols(const std::string& compiler, const Array<ir::Function>& functi
 Function FindExternalCodegen(const std::string& compiler) {
   const std::string name = "kiln.ext." + compiler;
   if (std::optional<Function> codegen = Function::GetGlobal(name.c_str())) return *codegen;
+  EnsurePluginsDiscovered();
+  if (std::optional<Function> codegen = Function::GetGlobal(name.c_str())) return *codegen;
   try {
     LoadPluginByName(compiler);
   } catch (const Error& error) {

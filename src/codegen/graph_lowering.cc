@@ -459,18 +459,25 @@ class GraphLowering {
     return "c" + std::to_string(it->second);
   }
 
+  /// Records `op` when it has no CPU kernel. runtime.WhyNoCpuKernel (libkiln_kernels_cpu)
+  /// loads a plugin op's runtime library (libkiln_runtime_<namespace>.so) before giving up.
   void NoteKernel(const std::string& op) {
+    if (missing_kernels_.count(op) != 0) return;
     const std::string global = "kernel.cpu." + op;
-    if (!Function::GetGlobal(global.c_str()).has_value()) missing_kernels_.insert(op);
+    if (Function::GetGlobal(global.c_str()).has_value()) return;
+    const auto why = Function::GetGlobalRequired("runtime.WhyNoCpuKernel")(op);
+    if (!why.is_none()) missing_kernels_.emplace(op, why.cast<String>().str());
   }
 
   void ReportMissingKernels() const {
     if (missing_kernels_.empty()) return;
-    std::string names;
-    for (const std::string& op : missing_kernels_) names += (names.empty() ? "" : ", ") + op;
+    std::string lines;
+    for (const auto& [op, why] : missing_kernels_) {
+      lines.append("\n  ").append(op).append(": ").append(why);
+    }
     KILN_THROW(NotImplementedError)
-        << "no CPU kernel for op(s) " << names << " (each needs a global function "
-        << "kernel.cpu.<op>; load the plugin that provides it)";
+        << "no CPU kernel for " << missing_kernels_.size() << " op(s) (each needs a global "
+        << "function kernel.cpu.<op>; load the plugin that provides it):" << lines;
   }
 
   int64_t NewEntry(const ir::TensorType& type, bool pinned) {
@@ -525,7 +532,7 @@ class GraphLowering {
   Json constant_specs_ = Json::array();
   std::unordered_map<const Object*, size_t> constant_ids_;
   std::map<std::string, int64_t> name_counts_;
-  std::set<std::string> missing_kernels_;
+  std::map<std::string, std::string> missing_kernels_;  ///< op -> why it has no kernel
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <kiln/codegen/graph_lowering.h>
 #include <kiln/driver/build.h>
 #include <kiln/driver/placement.h>
+#include <kiln/ffi/plugin.h>
 #include <kiln/ffi/registry.h>
 #include <kiln/ir/expr_functor.h>
 #include <kiln/ir/function.h>
@@ -112,6 +113,7 @@ transform::Pass DefaultPipeline(const std::vector<std::string>& compilers) {
 }
 
 ir::IRModule Optimize(const ir::IRModule& mod, const BuildOptions& options) {
+  EnsurePluginsDiscovered();
   KILN_CHECK(options.target == "cpu", ValueError)
       << "unknown build target '" << options.target << "' (known targets: cpu)";
   // Loads each compiler's plugin now: its predicates and patterns must be registered before
@@ -128,6 +130,7 @@ ir::IRModule Optimize(const ir::IRModule& mod, const BuildOptions& options) {
 }
 
 Executable BuildOptimized(const ir::IRModule& optimized, const BuildOptions& options) {
+  EnsurePluginsDiscovered();
   if (!options.fallback) CheckNoFallback(optimized, options.compilers);
   const std::vector<runtime::Module> external =
       codegen::RunExternalCodegen(optimized, options.codegen_options);

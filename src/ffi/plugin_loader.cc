@@ -4,6 +4,7 @@
 
 #include <kiln/ffi/plugin.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
@@ -207,19 +208,72 @@ KILN_REGISTER_GLOBAL("ffi.ListPlugins").set_body_typed([]() {
   return PluginTable::Global().List();
 });
 
-KILN_REGISTER_GLOBAL("ffi.DiscoverPlugins").set_body_typed([]() {
+/// Loads every plugin FindPluginFiles finds; never throws: a broken plugin is recorded with its
+/// reason and skipped.
+Array<PluginInfo> LoadFoundPlugins() {
   Array<PluginInfo> found;
   for (const fs::path& file : FindPluginFiles()) {
     try {
       found.push_back(PluginTable::Global().Load(file.string()));
     } catch (const Error& error) {
-      // Discovery never fails: a broken plugin is recorded with its reason and skipped.
       found.push_back(PluginInfo{{"path", String(file.string())},
                                  {"status", String("failed")},
                                  {"reason", String(error.message())}});
     }
   }
   return found;
+}
+
+/// Discovery runs on first need (EnsurePluginsDiscovered), not when a library loads: a compiler
+/// plugin maps libkiln.so, which a process that only runs compiled models must not do.
+class Discovery {
+ public:
+  static Discovery& Global() {
+    static auto* discovery = new Discovery();
+    return *discovery;
+  }
+
+  /// Scans now, whether or not a scan ran before.
+  Array<PluginInfo> Run() {
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    scanning_ = true;
+    Array<PluginInfo> found;
+    try {
+      found = LoadFoundPlugins();
+    } catch (...) {
+      scanning_ = false;
+      throw;
+    }
+    scanning_ = false;
+    done_.store(true, std::memory_order_release);
+    return found;
+  }
+
+  /// Scans unless a scan has run. Other threads wait for a scan in progress; the scanning
+  /// thread itself returns at once when a plugin it loads needs a name (Op::Get on a miss). So
+  /// does any thread inside a plugin's registration: it holds the plugin table's lock, which a
+  /// scan would take after this one (a deadlock with a scan on another thread).
+  void Ensure() {
+    if (done_.load(std::memory_order_acquire) || detail::RegistrationScope::Current() != nullptr) {
+      return;
+    }
+    std::lock_guard<std::recursive_mutex> lock(mutex_);
+    if (done_.load(std::memory_order_acquire) || scanning_) return;
+    Run();
+  }
+
+ private:
+  std::recursive_mutex mutex_;
+  bool scanning_ = false;  ///< guarded by mutex_
+  std::atomic<bool> done_{false};
+};
+
+KILN_REGISTER_GLOBAL("ffi.DiscoverPlugins").set_body_typed([]() {
+  return Discovery::Global().Run();
+});
+
+KILN_REGISTER_GLOBAL("ffi.EnsurePluginsDiscovered").set_body_typed([]() {
+  Discovery::Global().Ensure();
 });
 
 }  // namespace

@@ -1,5 +1,6 @@
 // The op registry: one Op object per name, with attributes added under a lock.
 #include <kiln/ffi/close_names.h>
+#include <kiln/ffi/plugin.h>
 #include <kiln/ir/op.h>
 
 #include "op_schema_internal.h"
@@ -123,7 +124,16 @@ void OpRegistry::ThrowUnknownLocked(const std::string& name) const {
 
 }  // namespace
 
-Op Op::Get(const std::string& name) { return OpRegistry::Global().Get(name); }
+Op Op::Get(const std::string& name) {
+  try {
+    return OpRegistry::Global().Get(name);
+  } catch (const Error& error) {
+    if (error.kind() != "KeyError") throw;
+  }
+  // An op of a plugin that is installed but not loaded yet.
+  EnsurePluginsDiscovered();
+  return OpRegistry::Global().Get(name);
+}
 
 std::vector<std::string> Op::ListNames() { return OpRegistry::Global().Names(); }
 

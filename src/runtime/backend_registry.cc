@@ -73,6 +73,20 @@ BackendInfo Load(const std::string& name, const fs::path& path) {
   }
 }
 
+std::string FailedToLoad(const std::string& file_name, const fs::path& path,
+                         const std::string& reason) {
+  return file_name + " was found at " + path.string() + " but failed to load: " + reason;
+}
+
+std::string NotFound(const std::string& file_name) {
+  std::string places;
+  for (const fs::path& dir : SearchDirectories()) {
+    places += (places.empty() ? "" : ", ") + dir.string();
+  }
+  return file_name + " was not found (searched " + places +
+         "); install it next to libkiln_runtime.so or add its folder to KILN_RUNTIME_PATH";
+}
+
 class BackendTable {
  public:
   static BackendTable& Global() {
@@ -147,20 +161,33 @@ bool LoadRuntimeLibrary(const std::string& file_name) {
   return false;
 }
 
+std::optional<std::string> LoadRuntimePlugin(const std::string& file_name) {
+  // As LoadRuntimeLibrary: a plain Kiln file name only, never a path out of the search folders.
+  if (file_name.rfind(kBackendPrefix, 0) != 0 || file_name.find('/') != std::string::npos) {
+    return file_name + " is not the name of a runtime plugin (" + kBackendPrefix + "<name>.so)";
+  }
+  for (const fs::path& dir : SearchDirectories()) {
+    const fs::path path = dir / file_name;
+    std::error_code error;
+    if (!fs::is_regular_file(path, error)) continue;
+    try {
+      LoadPlugin(path.string());
+      return std::nullopt;
+    } catch (const Error& failure) {
+      return FailedToLoad(file_name, path, failure.message());
+    }
+  }
+  return NotFound(file_name);
+}
+
 std::string DescribeMissingBackend(const std::string& file_name) {
   for (const BackendInfo& info : DiscoverBackends()) {
     const fs::path path = info.at("path").cast<String>().str();
     if (path.filename() == file_name && info.at("status").cast<String>() == "failed") {
-      return file_name + " was found at " + path.string() +
-             " but failed to load: " + info.at("reason").cast<String>().str();
+      return FailedToLoad(file_name, path, info.at("reason").cast<String>().str());
     }
   }
-  std::string places;
-  for (const fs::path& dir : SearchDirectories()) {
-    places += (places.empty() ? "" : ", ") + dir.string();
-  }
-  return file_name + " was not found (searched " + places +
-         "); install it next to libkiln_runtime.so or add its folder to KILN_RUNTIME_PATH";
+  return NotFound(file_name);
 }
 
 }  // namespace runtime

@@ -1,5 +1,6 @@
 // Pipeline strings ("transform.A,my_ext.transform.B") and the transform.* global functions
 // that let Python and kilnc run passes.
+#include <kiln/ffi/plugin.h>
 #include <kiln/transform/pass.h>
 
 #include <algorithm>
@@ -91,6 +92,7 @@ Pass LookupPass(const PassItem& item) {
 }  // namespace
 
 Pass ParsePipeline(const std::string& pipeline) {
+  EnsurePluginsDiscovered();  // passes of installed plugins are named like built-in ones
   std::vector<Pass> passes;
   try {
     for (const std::string& item : SplitTopLevel(pipeline)) {

@@ -67,10 +67,19 @@ inline PluginInfo LoadPluginByName(const std::string& name) {
   return Function::GetGlobalRequired("ffi.LoadPluginByName")(String(name)).cast<PluginInfo>();
 }
 
-/// Loads every plugin found in `<libdir>/kiln/plugins` and on KILN_PLUGIN_PATH. Failures are
-/// recorded in the result (status "failed"), never thrown.
+/// Loads every plugin found in `<libdir>/kiln/plugins` and on KILN_PLUGIN_PATH, scanning again
+/// each time it is called. Failures are recorded in the result (status "failed"), never thrown.
 inline Array<PluginInfo> DiscoverPlugins() {
   return Function::GetGlobalRequired("ffi.DiscoverPlugins")().cast<Array<PluginInfo>>();
+}
+
+/// Runs DiscoverPlugins once per process, unless a discovery has run already; thread-safe (a
+/// second thread waits for the scan in progress). Nothing discovers plugins when a library
+/// loads: the compiler's entry points (kiln::Build, the ONNX import, pass names, Op::Get of an
+/// unknown op, external codegen lookup) call this first, so a process that only runs compiled
+/// models never maps a compiler plugin, nor through it libkiln.so.
+inline void EnsurePluginsDiscovered() {
+  Function::GetGlobalRequired("ffi.EnsurePluginsDiscovered")();
 }
 
 /// Every plugin load attempted in this process, in order.

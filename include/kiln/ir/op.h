@@ -67,6 +67,13 @@ constexpr const char* kFInferType = "FInferType";
 constexpr const char* kFKernel = "FKernel";
 }  // namespace op_attr
 
+/// An FKernel that calls the global function `kernel.cpu.<op>`, looked up at each call: what the
+/// core ops have, and what a plugin op whose kernel its runtime library registers sets, so that
+/// FoldConstant runs it too (docs/kernels.md, "Kernels of plugin ops"):
+///   KILN_REGISTER_OP("my_ext.swish")...set_attr(op_attr::kFKernel, CpuKernelOf("my_ext.swish"));
+/// A missing kernel of a plugin namespace loads libkiln_runtime_<namespace>.so first.
+KILN_API Function CpuKernelOf(const std::string& op);
+
 /// What a value of an op attribute may be.
 enum class AttrKind : int {
   kInt = 0,     ///< an integer (a bool is not accepted)

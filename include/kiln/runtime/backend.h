@@ -25,6 +25,14 @@ KILN_API Array<BackendInfo> DiscoverBackends();
 /// when no folder has it; a RuntimeError with dlerror's reason when it is there but fails to load.
 KILN_API bool LoadRuntimeLibrary(const std::string& file_name);
 
+/// Loads `file_name` ("libkiln_runtime_my_ext.so"), a runtime-side plugin (a backend, or the
+/// runtime half of a compiler plugin: its kernels), from the first folder of the backend search
+/// path holding it, through the plugin loader (ABI check, then its registrations) as backend
+/// discovery would; a no-op when that file is loaded already. Returns nullopt once it is
+/// loaded, else why not, in DescribeMissingBackend's words (not found, and where it looked; or
+/// found but failed to load, and why). Never throws for a missing or broken library.
+KILN_API std::optional<std::string> LoadRuntimePlugin(const std::string& file_name);
+
 /// Why the backend library `file_name` ("libkiln_runtime_opencl.so") is not loaded: its
 /// failure reason, or a note that it was not found and where discovery looked.
 KILN_API std::string DescribeMissingBackend(const std::string& file_name);

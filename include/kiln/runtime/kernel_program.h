@@ -32,8 +32,10 @@
 ///   {"float": 0.5} (or "inf", "-inf", "nan"), {"bool": true}, {"str": "linear"},
 ///   {"ints": [1, 1]}, {"floats": [0.5]}, or null for None.
 ///
-/// Every kernel a program names is looked up when the program is made or loaded; the error
-/// lists all missing ones (a plugin's op whose plugin is not loaded, say).
+/// Every kernel a program names is looked up when the program is made or loaded; a missing
+/// kernel `<ns>.<op>` of a namespace without any kernel loads libkiln_runtime_<ns>.so, a plugin's
+/// runtime half, from the backend search path first (docs/kernels.md, "Kernels of plugin ops").
+/// The error lists all kernels still missing, each with the library looked for and where.
 ///
 /// When a program is made or loaded, each step input that is a constant is offered to the
 /// global function `kernel_prepack.cpu.<kernel>(index, constant, attrs)` when one is
@@ -48,6 +50,8 @@
 ///   runtime.KernelProgramCreate(description: str, constants: Array<Tensor>) -> Module
 ///   runtime.KernelProgramDescription(Module) -> str    the description (kilnc inspect)
 ///   runtime.module.load_bytes.kernel_program(bytes) -> Module
+///   runtime.WhyNoCpuKernel(kernel: str) -> str or None   None once kernel.cpu.<kernel> is
+///       registered (its plugin's runtime library loaded as a program would), else why not
 #ifndef KILN_RUNTIME_KERNEL_PROGRAM_H_
 #define KILN_RUNTIME_KERNEL_PROGRAM_H_
 

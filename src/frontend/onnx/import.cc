@@ -1,5 +1,6 @@
 // The public entry points (kiln/frontend/onnx.h) and their global functions.
 #include <kiln/ffi/error.h>
+#include <kiln/ffi/plugin.h>
 #include <kiln/ffi/registry.h>
 #include <kiln/frontend/onnx.h>
 
@@ -15,6 +16,7 @@ namespace {
 
 ir::IRModule Import(const std::string& bytes, const std::string& source, const InputShapes& shapes,
                     const InputValues& values) {
+  EnsurePluginsDiscovered();  // converters of custom domains come from plugins
   try {
     return onnx_import::ImportGraph(onnx_import::LoadModel(bytes, source, shapes, values));
   } catch (const Error&) {

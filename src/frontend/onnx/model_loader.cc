@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "converter.h"
+#include "custom_domain.h"
 #include "node_context.h"
 #include "tensor_proto.h"
 
@@ -137,14 +138,14 @@ onnx::ModelProto ConvertDefaultDomain(const onnx::ModelProto& model, int target)
   onnx::ModelProto stand_ins = model;
   std::vector<std::string> custom_op_types;
   for (onnx::NodeProto& node : *stand_ins.mutable_graph()->mutable_node()) {
-    if (node.domain().empty() || node.domain() == "ai.onnx") continue;
+    if (NodeDomain(node).empty()) continue;
     custom_op_types.push_back(node.op_type());
     node.set_op_type("Identity");
   }
   onnx::ModelProto converted = onnx::version_conversion::ConvertVersion(stand_ins, target);
   size_t next = 0;
   for (onnx::NodeProto& node : *converted.mutable_graph()->mutable_node()) {
-    if (node.domain().empty() || node.domain() == "ai.onnx") continue;
+    if (NodeDomain(node).empty()) continue;
     KILN_ICHECK(next < custom_op_types.size())
         << "the version converter added a custom-domain node";
     node.set_op_type(custom_op_types[next++]);

@@ -2,6 +2,7 @@
 // once, resolves every kernel once, and runs a function as its list of kernel calls.
 #include <kiln/ffi/map.h>
 #include <kiln/ffi/registry.h>
+#include <kiln/runtime/backend.h>
 #include <kiln/runtime/kernel_program.h>
 #include <kiln/runtime/memory.h>
 #include <kiln/runtime/module.h>
@@ -127,25 +128,63 @@ ProgramFunction ReadFunction(const Json& value, size_t num_constants) {
   return func;
 }
 
-/// Sets each step's kernel function; one error lists every kernel that is not registered.
+/// The plugin namespace of kernel `kernel` ("my_ext" for "my_ext.swish"): the part before its
+/// first dot, when no kernel of that namespace is registered at all. Core ops' namespaces ("nn",
+/// "image") always have kernels, which this library registers, so they never count; nor does a
+/// plugin whose runtime library is loaded already.
+std::optional<std::string> PluginNamespace(const std::string& kernel) {
+  const size_t dot = kernel.find('.');
+  if (dot == std::string::npos || dot == 0) return std::nullopt;
+  const std::string prefix = "kernel.cpu." + kernel.substr(0, dot + 1);
+  for (const std::string& name : Function::ListGlobalNames()) {
+    if (name.rfind(prefix, 0) == 0) return std::nullopt;
+  }
+  return kernel.substr(0, dot);
+}
+
+/// The library providing the kernels of plugin namespace `ns`.
+std::string RuntimePluginFile(const std::string& ns) { return "libkiln_runtime_" + ns + ".so"; }
+
+/// The CPU kernel `kernel.cpu.<kernel>`. When it is missing and `kernel` is of a plugin
+/// namespace, the plugin's runtime library is loaded first; when none is found, `why_missing`
+/// receives why.
+std::optional<Function> FindCpuKernel(const std::string& kernel, std::string& why_missing) {
+  const std::string name = "kernel.cpu." + kernel;
+  if (std::optional<Function> found = Function::GetGlobal(name.c_str())) return found;
+  const std::optional<std::string> ns = PluginNamespace(kernel);
+  if (!ns.has_value()) {
+    why_missing = "no loaded library registers it";
+    return std::nullopt;
+  }
+  std::optional<std::string> reason = LoadRuntimePlugin(RuntimePluginFile(*ns));
+  if (std::optional<Function> found = Function::GetGlobal(name.c_str())) return found;
+  why_missing = reason.value_or(RuntimePluginFile(*ns) + " is loaded but does not register it");
+  return std::nullopt;
+}
+
+/// Sets each step's kernel function; one error lists every kernel that is not registered, each
+/// with the library it was looked for in.
 void ResolveKernels(std::vector<ProgramFunction>& functions) {
   std::vector<std::string> missing;
   for (ProgramFunction& func : functions) {
     for (Step& step : func.steps) {
       if (step.kernel.empty()) continue;
-      const std::string name = "kernel.cpu." + step.kernel;
-      if (std::optional<Function> kernel = Function::GetGlobal(name.c_str())) {
+      std::string why;
+      if (std::optional<Function> kernel = FindCpuKernel(step.kernel, why)) {
         step.function = *kernel;
-      } else if (std::find(missing.begin(), missing.end(), name) == missing.end()) {
-        missing.push_back(name);
+        continue;
       }
+      std::string line = "kernel.cpu." + step.kernel;
+      line.append(": ").append(why);
+      if (std::find(missing.begin(), missing.end(), line) == missing.end()) missing.push_back(line);
     }
   }
   if (missing.empty()) return;
-  std::string names;
-  for (const std::string& name : missing) names += (names.empty() ? "" : ", ") + name;
-  KILN_THROW(RuntimeError) << kPrefix << "no CPU kernel registered for " << names
-                           << "; load the plugin that provides these ops before the model";
+  std::string lines;
+  for (const std::string& line : missing) lines += "\n  " + line;
+  KILN_THROW(RuntimeError) << kPrefix << "no CPU kernel registered for " << missing.size()
+                           << " kernel(s) (a kernel my_ext.op is looked for in "
+                           << "libkiln_runtime_my_ext.so, docs/kernels.md):" << lines;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -434,6 +473,12 @@ KILN_REGISTER_GLOBAL("runtime.KernelProgramDescription").set_body_typed([](const
       << "runtime.KernelProgramDescription takes a '" << kKernelProgramKind << "' module, got '"
       << module->kind() << "'";
   return String(program->description());
+});
+
+KILN_REGISTER_GLOBAL("runtime.WhyNoCpuKernel").set_body_typed([](const String& kernel) {
+  std::string why;
+  return FindCpuKernel(kernel.str(), why).has_value() ? std::nullopt
+                                                      : std::optional<String>(String(why));
 });
 
 KILN_REGISTER_GLOBAL("runtime.module.load_bytes.kernel_program")

@@ -3,6 +3,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
+#include <vector>
 
 namespace kiln {
 namespace {
@@ -95,6 +97,26 @@ TEST(PluginTest, DiscoveryLoadsPluginPathAndRecordsFailures) {
       EXPECT_FALSE(info.at("reason").cast<String>().empty());
     }
   }
+}
+
+TEST(PluginTest, EnsureDiscoversOnceFromManyThreads) {
+  ::setenv("KILN_PLUGIN_PATH", KILN_TESTING_PLUGIN, 1);
+  constexpr int kThreads = 8;
+  std::vector<std::thread> threads;
+  threads.reserve(kThreads);
+  for (int i = 0; i < kThreads; ++i) threads.emplace_back([] { EnsurePluginsDiscovered(); });
+  for (std::thread& thread : threads) thread.join();
+  // Every thread returned after the one scan: the testing plugin is there for all of them.
+  EXPECT_TRUE(Function::GetGlobal("testing.add").has_value());
+  const int64_t after_first = ListPlugins().size();
+  // A later call does not scan again: a plugin put on the path now is not loaded.
+  ::setenv("KILN_PLUGIN_PATH", KILN_DUPLICATE_PLUGIN, 1);
+  EnsurePluginsDiscovered();
+  EXPECT_EQ(ListPlugins().size(), after_first);
+  // An explicit discovery does, and records the duplicate plugin's refusal.
+  DiscoverPlugins();
+  ::unsetenv("KILN_PLUGIN_PATH");
+  EXPECT_EQ(ListPlugins().size(), after_first + 1);
 }
 
 }  // namespace
