@@ -1,6 +1,7 @@
 """CPU kernels (libkiln_kernels_cpu.so): each `kernel.cpu.<op>` against numpy or PyTorch, on
 random data with odd sizes (not multiples of the GEMM blocks), broadcasting and strides."""
 
+import json
 import os
 import subprocess
 import sys
@@ -333,11 +334,20 @@ def test_arg_reduce(op, ref, axis, dtype):
 
 @pytest.mark.parametrize("op", ["nn.softmax", "nn.log_softmax"])
 @pytest.mark.parametrize("shape,axis", [((7,), 0), ((4, 33), -1), ((3, 5, 7), 1),
-                                        ((2, 1000, 3), -2), ((64, 513), 1)])
+                                        ((2, 1000, 3), -2), ((64, 513), 1), ((3, 1000), -1)])
 def test_softmax(op, shape, axis):
     x = rand(*shape, low=-20, high=20)
     fn = F.softmax if op == "nn.softmax" else F.log_softmax
     check(op, [x], fn(t(x), dim=axis).numpy(), rtol=1e-5, atol=1e-6, axis=axis)
+
+
+def test_softmax_of_masked_rows():
+    """Attention masks: -inf logits get probability 0, a row of equal logits is uniform."""
+    x = rand(5, 40, low=-80, high=80)
+    x[0, ::3] = -np.inf
+    x[1] = 3.0
+    x[2, 1:] = -np.inf
+    check("nn.softmax", [x], F.softmax(t(x), dim=-1).numpy(), rtol=1e-5, atol=1e-6, axis=-1)
 
 
 # ---- data movement --------------------------------------------------------------------------
@@ -514,7 +524,24 @@ def test_pad(mode, dtype):
 
 # ---- GEMM -----------------------------------------------------------------------------------
 
-GEMM_SIZES = [(1, 1, 1), (5, 7, 3), (6, 8, 256), (73, 259, 300), (130, 17, 513), (1, 1000, 97)]
+# Odd sizes around the tiles and blocks: several depth blocks (k > 256), many column blocks
+# (n > 256), and few columns with many rows (the GEMM then splits rows between threads).
+GEMM_SIZES = [(1, 1, 1), (5, 7, 3), (6, 8, 256), (73, 259, 300), (130, 17, 513), (1, 1000, 97),
+              (300, 49, 700), (37, 1500, 530)]
+
+
+def run_prepacked(op, inputs, expected, **attrs):
+    """Runs `op` the way a kernel program runs it with input 1 constant: the op's prepack hook
+    packs that input once and the kernel gets the result as attribute "__packed_1". Input 1
+    itself is passed zeroed, so the expected result can only come from the packed copy."""
+    attrs = {**DEFAULTS.get(op, {}), **attrs}
+    prepack = kiln.get_global_func("kernel_prepack.cpu." + op)
+    packed = prepack(1, kiln.tensor(np.ascontiguousarray(inputs[1])), attrs)
+    assert packed is not None
+    assert prepack(0, kiln.tensor(np.ascontiguousarray(inputs[0])), attrs) is None
+    zeroed = [inputs[0], np.zeros_like(inputs[1])]
+    (got,) = run(op, zeroed, [expected], **attrs, __packed_1=packed)
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("m,n,k", GEMM_SIZES)
@@ -523,6 +550,19 @@ def test_dense(m, n, k):
     check("nn.dense", [x, w], x @ w.T, rtol=1e-4, atol=1e-4)
     x3 = rand(2, 3, k)
     check("nn.dense", [x3, w], x3 @ w.T, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("m,n,k", GEMM_SIZES)
+def test_prepacked_dense(m, n, k):
+    x, w = rand(2, m, k), rand(n, k)
+    run_prepacked("nn.dense", [x, w], x @ w.T)
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [((9, 31), (31, 17)), ((4, 65, 300), (300, 70)),
+                                             ((2, 3, 5, 7), (7, 300))])
+def test_prepacked_matmul(a_shape, b_shape):
+    a, b = rand(*a_shape), rand(*b_shape)
+    run_prepacked("matmul", [a, b], np.matmul(a, b))
 
 
 def test_gemm_kernels_take_float32_only():
@@ -563,6 +603,8 @@ CONV_CASES = [
     ((3, 16, 7, 5), (33, 1, 1), [1, 1], [0, 0, 0, 0], [1, 1], 1),
     ((1, 6, 8, 8), (4, 1, 1), [2, 2], [0, 0, 0, 0], [1, 1], 2),
     ((1, 64, 30, 31), (70, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1),
+    ((1, 5, 33, 37), (5, 3, 3), [2, 2], [1, 1, 1, 1], [1, 1], 5),
+    ((1, 3, 20, 41), (6, 3, 3), [1, 1], [0, 2, 1, 0], [1, 1], 3),
 ]
 
 
@@ -579,6 +621,96 @@ def test_conv2d(case):
                    groups=groups).numpy()
     check("nn.conv2d", [x, w], ref, rtol=1e-4, atol=1e-4, strides=strides, padding=padding,
           dilation=dilation, groups=groups)
+
+
+@pytest.mark.parametrize("case", [c for c in CONV_CASES if c[0][1] != c[5]])
+def test_prepacked_conv2d(case):
+    """Conv2d with prepacked weights (every case but depthwise, which has no GEMM)."""
+    shape, (o, kh, kw), strides, padding, dilation, groups = case
+    x = rand(*shape)
+    w = rand(o, shape[1] // groups, kh, kw)
+    ref = F.conv2d(_torch_padded(x, padding), t(w), stride=strides, dilation=dilation,
+                   groups=groups).numpy()
+    run_prepacked("nn.conv2d", [x, w], ref, strides=strides, padding=padding,
+                  dilation=dilation, groups=groups)
+
+
+@pytest.mark.parametrize("case", CONV_CASES)
+@pytest.mark.parametrize("bounds", [None, (0.0, float("inf")), (-0.5, 0.75)])
+def test_conv2d_epilogue(case, bounds):
+    """A conv2d step merged with its bias add and relu/clip (kernel_program.cc): input 2 is
+    the per-channel bias, "__epilogue_min"/"__epilogue_max" clamp."""
+    shape, (o, kh, kw), strides, padding, dilation, groups = case
+    x = rand(*shape)
+    w = rand(o, shape[1] // groups, kh, kw)
+    bias = rand(o, 1, 1)
+    ref = F.conv2d(_torch_padded(x, padding), t(w), stride=strides, dilation=dilation,
+                   groups=groups).numpy() + bias
+    attrs = dict(strides=strides, padding=padding, dilation=dilation, groups=groups)
+    if bounds is not None:
+        ref = np.clip(ref, *bounds)
+        attrs.update(__epilogue_min=bounds[0], __epilogue_max=bounds[1])
+    check("nn.conv2d", [x, w, bias], ref, rtol=1e-4, atol=1e-4, **attrs)
+
+
+def _program(steps, temps, constants, num_inputs=1):
+    """A one-function kernel program ("f") with float32 tensors of the given shapes."""
+    spec = lambda a: {"shape": list(np.shape(a)), "dtype": "float32"}  # noqa: E731
+    description = json.dumps({
+        "version": 1, "constants": [spec(c) for c in constants],
+        "functions": [{"name": "f", "num_inputs": num_inputs, "num_outputs": 1,
+                       "temps": [{"shape": list(s), "dtype": "float32"} for s in temps],
+                       "steps": steps}]})
+    program = kiln.get_global_func("runtime.KernelProgramCreate")(
+        description, [kiln.tensor(np.ascontiguousarray(c)) for c in constants])
+    return program["f"]
+
+
+def _conv_step(inputs, output):
+    attrs = {"strides": {"ints": [1, 1]}, "padding": {"ints": [1, 1, 1, 1]},
+             "dilation": {"ints": [1, 1]}, "groups": {"int": 1}}
+    return {"kernel": "nn.conv2d", "attrs": attrs, "inputs": inputs, "outputs": [output]}
+
+
+@pytest.mark.parametrize("bias_shape", [(6, 1, 1), (1, 6, 1, 1), (1, 6, 9, 1)])
+@pytest.mark.parametrize("activation", [None, "nn.relu", "clip", "negative"])
+def test_program_merges_conv_epilogues(bias_shape, activation):
+    """conv2d -> add(bias) -> relu/clip, as FuseOps groups them, computes the same whether the
+    program merges the steps (a per-channel bias) or not (any other bias, other ops)."""
+    x, w, bias = rand(1, 4, 9, 7, low=-1, high=1), rand(6, 4, 3, 3), rand(*bias_shape)
+    out_shape = (1, 6, 9, 7)
+    steps = [_conv_step(["i0", "c0"], "t0"),
+             {"kernel": "add", "attrs": {}, "inputs": ["c1", "t0"],
+              "outputs": ["t1" if activation else "o0"]}]
+    ref = F.conv2d(t(x), t(w), padding=1).numpy() + bias
+    if activation:
+        attrs = {"a_min": {"float": -0.5}, "a_max": {"float": 1.5}} if activation == "clip" else {}
+        steps.append({"kernel": activation, "attrs": attrs, "inputs": ["t1"], "outputs": ["o0"]})
+        ref = {"nn.relu": np.maximum(ref, 0), "clip": np.clip(ref, -0.5, 1.5),
+               "negative": -ref}[activation]
+    f = _program(steps, [out_shape, out_shape], [w, bias])
+    y = kiln.empty(list(out_shape), "float32")
+    f(kiln.tensor(x), y)
+    np.testing.assert_allclose(y.numpy(), ref, rtol=1e-4, atol=1e-4)
+
+
+def test_program_keeps_a_conv_output_that_is_read_twice():
+    """t0 feeds the bias add and the final add: merging the bias would lose the plain conv."""
+    x, w, bias = rand(1, 4, 6, 6), rand(6, 4, 3, 3), rand(6, 1, 1)
+    steps = [_conv_step(["i0", "c0"], "t0"),
+             {"kernel": "add", "attrs": {}, "inputs": ["t0", "c1"], "outputs": ["t1"]},
+             {"kernel": "add", "attrs": {}, "inputs": ["t1", "t0"], "outputs": ["o0"]}]
+    f = _program(steps, [(1, 6, 6, 6)] * 2, [w, bias])
+    y = kiln.empty([1, 6, 6, 6], "float32")
+    f(kiln.tensor(x), y)
+    conv = F.conv2d(t(x), t(w), padding=1).numpy()
+    np.testing.assert_allclose(y.numpy(), 2 * conv + bias, rtol=1e-4, atol=1e-4)
+
+
+def test_depthwise_conv2d_is_not_prepacked():
+    attrs = {**DEFAULTS["nn.conv2d"], "groups": 4}
+    prepack = kiln.get_global_func("kernel_prepack.cpu.nn.conv2d")
+    assert prepack(1, kiln.tensor(rand(8, 1, 3, 3)), attrs) is None
 
 
 @pytest.mark.parametrize("case", [

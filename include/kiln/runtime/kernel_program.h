@@ -37,6 +37,12 @@
 /// runtime half, from the backend search path first (docs/kernels.md, "Kernels of plugin ops").
 /// The error lists all kernels still missing, each with the library looked for and where.
 ///
+/// When a program is made or loaded, each step input that is a constant is offered to the
+/// global function `kernel_prepack.cpu.<kernel>(index, constant, attrs)` when one is
+/// registered; a Tensor it returns (the constant packed for the kernel, say a GEMM's weights)
+/// is passed to every call of that step as attribute "__packed_<index>". The description and
+/// the serialized form do not change: what is packed depends on the CPU that loads it.
+///
 /// Serialized (SaveToBytes): the description's length as 8 little-endian bytes, the
 /// description, then each constant's compact bytes in order.
 ///
@@ -58,6 +64,12 @@ namespace runtime {
 constexpr const char* kKernelProgramKind = "kernel_program";
 /// The description format version this runtime reads and the compiler writes.
 constexpr int64_t kKernelProgramFormatVersion = 1;
+/// The attribute a step's prepacked constant input i is passed as: this prefix, then i.
+constexpr const char* kPrepackedAttrPrefix = "__packed_";
+/// The attributes of a conv2d step that the program merged with the bias add and relu or clip
+/// after it (its input 2 is then the per-channel bias): the clamp bounds.
+constexpr const char* kEpilogueMinAttr = "__epilogue_min";
+constexpr const char* kEpilogueMaxAttr = "__epilogue_max";
 /// The library implementing the kind, named when an artifact needs it and it is missing.
 constexpr const char* kKernelProgramLibrary = "libkiln_kernels_cpu.so";
 

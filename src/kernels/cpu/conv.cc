@@ -1,10 +1,16 @@
 // nn.conv2d, nn.conv2d_transpose (NCHW) and nn.conv3d (NCDHW), float32. All go through the
-// shared GEMM: conv2d gathers each image group into an im2col matrix and multiplies the weights
-// by it; conv2d_transpose multiplies the transposed weights by the input and scatters (col2im)
+// shared GEMM: conv2d multiplies the weights by each image group's im2col matrix, which the
+// GEMM's B packing gathers from the image panel by panel (the matrix is never stored);
+// conv2d_transpose multiplies the transposed weights by the input and scatters (col2im)
 // the products into the output; conv3d builds its im2col matrix from 2-D ones, one per depth
 // tap and output depth. Depthwise conv2d (one input channel per group) has no reduction worth
 // a GEMM and runs directly.
+#include <kiln/runtime/kernel_program.h>
+
 #include <algorithm>
+#include <limits>
+#include <memory>
+#include <optional>
 
 #include "gemm.h"
 #include "kernel_util.h"
@@ -15,15 +21,32 @@ namespace kernels {
 namespace cpu {
 namespace {
 
+/// One line of WalkColumns: col_line[x] pairs with line[x * stride] for x in `valid`; gathering
+/// zeroes the rest of the col_line's `width` (the padding).
+template <bool kScatter, typename Image>
+void WalkLine(float* col_line, Image* line, const Range& valid, int64_t width, int64_t stride) {
+  if constexpr (kScatter) {
+    for (int64_t x = valid.begin; x < valid.end; ++x) line[x * stride] += col_line[x];
+  } else {
+    std::fill(col_line, col_line + valid.begin, 0.F);
+    std::fill(col_line + valid.end, col_line + width, 0.F);
+    if (stride == 1) {
+      std::copy(line + valid.begin, line + valid.end, col_line + valid.begin);
+      return;
+    }
+    for (int64_t x = valid.begin; x < valid.end; ++x) col_line[x] = line[x * stride];
+  }
+}
+
 /// The im2col matrix of one group: row (c, kh, kw), column (y, x) of a col_h x col_w grid
 /// pairs with image position (y * stride - pad + kh * dilation, ...). Gathering fills `col`
-/// from the image (zeros outside it); scattering adds `col` into the image, col2im, which is
-/// the same walk in the other direction. Rows are `row_stride` floats apart (col_h * col_w
-/// when the matrix is this grid alone; conv3d interleaves several).
+/// from the image (zeros outside it, so `col` need not be initialized); scattering adds `col`
+/// into the image, col2im, which is the same walk in the other direction. Rows are
+/// `row_stride` floats apart (col_h * col_w when the matrix is this grid alone; conv3d
+/// interleaves several).
 template <bool kScatter, typename Image>
 void WalkColumns(float* col, Image* image, int64_t channels, int64_t image_h, int64_t image_w,
                  int64_t col_h, int64_t col_w, const Window2D& window, int64_t row_stride) {
-  const int64_t col_size = col_h * col_w;
   for (int64_t c = 0; c < channels; ++c) {
     Image* plane = image + c * image_h * image_w;
     for (int64_t kh = 0; kh < window.kernel[0]; ++kh) {
@@ -33,17 +56,14 @@ void WalkColumns(float* col, Image* image, int64_t channels, int64_t image_h, in
         const int64_t offset_w = window.InputPos(1, 0, kw);
         const Range rows = ValidOutputs(col_h, window.stride[0], offset_h, image_h);
         const Range cols = ValidOutputs(col_w, window.stride[1], offset_w, image_w);
-        if constexpr (!kScatter) std::fill_n(col_row, col_size, 0.F);
+        if constexpr (!kScatter) {
+          std::fill(col_row, col_row + rows.begin * col_w, 0.F);
+          std::fill(col_row + rows.end * col_w, col_row + col_h * col_w, 0.F);
+        }
         for (int64_t y = rows.begin; y < rows.end; ++y) {
-          float* col_line = col_row + y * col_w;
-          Image* line = plane + (y * window.stride[0] + offset_h) * image_w + offset_w;
-          for (int64_t x = cols.begin; x < cols.end; ++x) {
-            if constexpr (kScatter) {
-              line[x * window.stride[1]] += col_line[x];
-            } else {
-              col_line[x] = line[x * window.stride[1]];
-            }
-          }
+          WalkLine<kScatter>(col_row + y * col_w,
+                             plane + (y * window.stride[0] + offset_h) * image_w + offset_w, cols,
+                             col_w, window.stride[1]);
         }
       }
     }
@@ -68,36 +88,215 @@ struct ConvShapes {
         window(ReadWindow(call, weight.shape(2), weight.shape(3))) {}
 };
 
-/// One input channel per group: each output plane is a weighted sum of shifted input rows.
-void DepthwiseConv2D(const ConvShapes& s, const float* x, const float* weight, float* y) {
-  const Window2D& win = s.window;
-  const int64_t multiplier = s.o / s.c;
-  runtime::ParallelFor(0, s.n * s.o, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t p = begin; p < end; ++p) {
-      const float* plane = x + (p / s.o * s.c + p % s.o / multiplier) * s.h * s.w;
-      const float* taps = weight + p % s.o * win.kernel[0] * win.kernel[1];
-      float* out = y + p * s.oh * s.ow;
-      std::fill_n(out, s.oh * s.ow, 0.F);
-      for (int64_t kh = 0; kh < win.kernel[0]; ++kh) {
-        for (int64_t kw = 0; kw < win.kernel[1]; ++kw) {
-          const float tap = taps[kh * win.kernel[1] + kw];
-          const int64_t offset_h = win.InputPos(0, 0, kh);
-          const int64_t offset_w = win.InputPos(1, 0, kw);
-          const Range rows = ValidOutputs(s.oh, win.stride[0], offset_h, s.h);
-          const Range cols = ValidOutputs(s.ow, win.stride[1], offset_w, s.w);
-          for (int64_t oy = rows.begin; oy < rows.end; ++oy) {
-            const float* __restrict__ in_line =
-                plane + (oy * win.stride[0] + offset_h) * s.w + offset_w;
-            float* __restrict__ out_line = out + oy * s.ow;
-            for (int64_t ox = cols.begin; ox < cols.end; ++ox) {
-              out_line[ox] += tap * in_line[ox * win.stride[1]];
-            }
-          }
+/// Packs B's panels for a conv2d GEMM straight from one group's image (implicit im2col): row
+/// (c, kh, kw) and column (y, x) of the im2col matrix are gathered a depth row at a time into
+/// a line in L1 and split into the panel's strips, so the matrix itself is never written.
+class ImagePanelPacker {
+ public:
+  ImagePanelPacker(const ConvShapes& s, const float* group_data)
+      : s_(s), data_(group_data), taps_(s.window.kernel[0] * s.window.kernel[1]) {
+    for (int64_t kw = 0; kw < s.window.kernel[1]; ++kw) {
+      x_valid_.push_back(ValidOutputs(s.ow, s.window.stride[1], s.window.InputPos(1, 0, kw), s.w));
+    }
+  }
+
+  void operator()(int64_t p0, int64_t kc, int64_t col0, int64_t cols, int64_t nr,
+                  float* panel) const {
+    std::vector<float> line(cols);
+    for (int64_t p = 0; p < kc; ++p) {
+      GatherRow(p0 + p, col0, cols, line.data());
+      for (int64_t j = 0; j < cols; j += nr) {
+        float* strip_row = panel + j * kc + p * nr;
+        const int64_t count = std::min(nr, cols - j);
+        std::copy_n(line.data() + j, count, strip_row);
+        std::fill(strip_row + count, strip_row + nr, 0.F);
+      }
+    }
+  }
+
+ private:
+  /// line[i] = im2col element (row, col0 + i) for i < cols.
+  void GatherRow(int64_t row, int64_t col0, int64_t cols, float* line) const {
+    const Window2D& win = s_.window;
+    const int64_t c = row / taps_;
+    const int64_t kh = row % taps_ / win.kernel[1];
+    const int64_t kw = row % win.kernel[1];
+    const float* plane = data_ + c * s_.h * s_.w;
+    const int64_t offset_w = win.InputPos(1, 0, kw);
+    for (int64_t col = col0; col < col0 + cols;) {
+      const int64_t y = col / s_.ow;
+      const int64_t x_begin = col % s_.ow;
+      const int64_t x_end = std::min(s_.ow, x_begin + col0 + cols - col);
+      float* out = line + (col - col0);  // out[x - x_begin] is column (y, x)
+      const int64_t iy = win.InputPos(0, y, kh);
+      Range copied{std::max(x_begin, x_valid_[kw].begin), std::min(x_end, x_valid_[kw].end)};
+      if (iy < 0 || iy >= s_.h || copied.begin >= copied.end) copied = {x_begin, x_begin};
+      std::fill(out, out + (copied.begin - x_begin), 0.F);
+      const float* in = plane + iy * s_.w + offset_w;
+      if (win.stride[1] == 1) {
+        std::copy(in + copied.begin, in + copied.end, out + (copied.begin - x_begin));
+      } else {
+        for (int64_t x = copied.begin; x < copied.end; ++x) {
+          out[x - x_begin] = in[x * win.stride[1]];
         }
       }
+      std::fill(out + (copied.end - x_begin), out + (x_end - x_begin), 0.F);
+      col += x_end - x_begin;
+    }
+  }
+
+  const ConvShapes& s_;
+  const float* data_;
+  int64_t taps_;
+  std::vector<Range> x_valid_;
+};
+
+/// out_line[ox] += tap * in_line[ox * stride] over `cols`; strides 1 and 2 are spelled out
+/// so their loops vectorize with plain or strided loads.
+inline void AddScaledLine(float* __restrict__ out_line, const float* __restrict__ in_line,
+                          float tap, const Range& cols, int64_t stride) {
+  if (stride == 1) {
+    for (int64_t ox = cols.begin; ox < cols.end; ++ox) out_line[ox] += tap * in_line[ox];
+  } else if (stride == 2) {
+    for (int64_t ox = cols.begin; ox < cols.end; ++ox) out_line[ox] += tap * in_line[ox * 2];
+  } else {
+    for (int64_t ox = cols.begin; ox < cols.end; ++ox) out_line[ox] += tap * in_line[ox * stride];
+  }
+}
+
+/// Where the taps of one window row read, the same for every output row of a plane.
+struct WindowRowPlan {
+  std::vector<int64_t> offsets;  ///< tap kw reads in_row[ox * stride + offsets[kw]]
+  std::vector<Range> cols;       ///< output columns whose tap kw reads inside the image
+  Range interior{0, 0};          ///< output columns where every tap does (possibly empty)
+
+  explicit WindowRowPlan(const ConvShapes& s) {
+    const Window2D& win = s.window;
+    interior = {0, s.ow};
+    for (int64_t kw = 0; kw < win.kernel[1]; ++kw) {
+      offsets.push_back(win.InputPos(1, 0, kw));
+      cols.push_back(ValidOutputs(s.ow, win.stride[1], offsets.back(), s.w));
+      interior = {std::max(interior.begin, cols.back().begin),
+                  std::min(interior.end, cols.back().end)};
+    }
+    // Empty as [0, 0), so that the edges below are each tap's whole range.
+    if (interior.begin >= interior.end) interior = {0, 0};
+  }
+};
+
+/// out_line[ox] += the taps of one window row times their inputs, for ox in the interior: one
+/// pass over the output row per window row, taps added in order. kKW (window width) and
+/// kStride are compile-time for the common 3-wide windows so the loop vectorizes; 0 means the
+/// runtime values.
+template <int64_t kKW, int64_t kStride>
+__attribute__((always_inline)) inline void AddWindowRow(float* __restrict__ out_line,
+                                                        const float* __restrict__ in_row,
+                                                        const float* taps,
+                                                        const WindowRowPlan& plan, int64_t stride) {
+  const auto width = static_cast<int64_t>(kKW == 0 ? plan.offsets.size() : kKW);
+  const int64_t step = kStride == 0 ? stride : kStride;
+  const int64_t* offsets = plan.offsets.data();
+  for (int64_t ox = plan.interior.begin; ox < plan.interior.end; ++ox) {
+    float sum = out_line[ox];
+    for (int64_t kw = 0; kw < width; ++kw) sum += taps[kw] * in_row[ox * step + offsets[kw]];
+    out_line[ox] = sum;
+  }
+}
+
+/// One output plane of a depthwise conv2d, row by row: each window row is one pass over the
+/// output row (which stays in L1) in the interior, tap by tap at the edges.
+KILN_CPU_CLONES void DepthwisePlane(const ConvShapes& s, const WindowRowPlan& plan,
+                                    const float* plane, const float* taps, float* out) {
+  const Window2D& win = s.window;
+  const int64_t stride = win.stride[1];
+  std::fill_n(out, s.oh * s.ow, 0.F);
+  for (int64_t oy = 0; oy < s.oh; ++oy) {
+    float* out_line = out + oy * s.ow;
+    for (int64_t kh = 0; kh < win.kernel[0]; ++kh) {
+      const int64_t iy = win.InputPos(0, oy, kh);
+      if (iy < 0 || iy >= s.h) continue;
+      const float* in_row = plane + iy * s.w;
+      const float* row_taps = taps + kh * win.kernel[1];
+      // Called directly, not through a pointer, so that each inlines into this function's
+      // AVX-512 clone.
+      if (win.kernel[1] != 3) {
+        AddWindowRow<0, 0>(out_line, in_row, row_taps, plan, stride);
+      } else if (stride == 1) {
+        AddWindowRow<3, 1>(out_line, in_row, row_taps, plan, stride);
+      } else if (stride == 2) {
+        AddWindowRow<3, 2>(out_line, in_row, row_taps, plan, stride);
+      } else {
+        AddWindowRow<3, 0>(out_line, in_row, row_taps, plan, stride);
+      }
+      for (int64_t kw = 0; kw < win.kernel[1]; ++kw) {
+        const Range& cols = plan.cols[kw];
+        const float* in_line = in_row + plan.offsets[kw];
+        AddScaledLine(out_line, in_line, row_taps[kw],
+                      {cols.begin, std::min(cols.end, plan.interior.begin)}, stride);
+        AddScaledLine(out_line, in_line, row_taps[kw],
+                      {std::max(cols.begin, plan.interior.end), cols.end}, stride);
+      }
+    }
+  }
+}
+
+/// The epilogue a kernel program merged into this conv2d step (kiln/runtime/kernel_program.h):
+/// input 2 is the per-channel bias, the clamp bounds are attributes.
+GemmEpilogue ReadEpilogue(const KernelCall& call) {
+  GemmEpilogue epilogue;
+  if (call.num_inputs() > 2) epilogue.row_bias = Data<const float>(call.input(2));
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  epilogue.min_value = static_cast<float>(call.FloatOr(runtime::kEpilogueMinAttr, -kInf));
+  epilogue.max_value = static_cast<float>(call.FloatOr(runtime::kEpilogueMaxAttr, kInf));
+  return epilogue;
+}
+
+/// One input channel per group: each output plane is a weighted sum of shifted input rows.
+void DepthwiseConv2D(const ConvShapes& s, const float* x, const float* weight,
+                     const GemmEpilogue& epilogue, float* y) {
+  const Window2D& win = s.window;
+  const int64_t multiplier = s.o / s.c;
+  const WindowRowPlan plan(s);
+  runtime::ParallelFor(0, s.n * s.o, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      float* out = y + p * s.oh * s.ow;
+      DepthwisePlane(s, plan, x + (p / s.o * s.c + p % s.o / multiplier) * s.h * s.w,
+                     weight + p % s.o * win.kernel[0] * win.kernel[1], out);
+      if (epilogue.active()) epilogue.Apply(p % s.o, 1, s.oh * s.ow, out, s.oh * s.ow);
     }
   });
 }
+
+/// A conv2d's GEMM per group: weights (group_out x depth) times the im2col matrix.
+struct ConvGemm {
+  int64_t groups, group_out, depth;
+
+  explicit ConvGemm(const Tensor& weight, int64_t groups)
+      : groups(groups),
+        group_out(weight.shape(0) / groups),
+        depth(weight.shape(1) * weight.shape(2) * weight.shape(3)) {}
+
+  /// Depthwise convolutions (one input channel per group) run directly, without a GEMM.
+  bool depthwise(const Tensor& weight) const { return groups > 1 && weight.shape(1) == 1; }
+  int64_t PackedGroupSize() const { return PackedGemmASize(group_out, depth); }
+};
+
+/// Packs a constant conv2d weight for its GEMMs, group after group.
+std::optional<Tensor> PrepackConv2D(size_t index, const Tensor& weight, const KernelCall& call) {
+  const ConvGemm gemm(weight, call.Int("groups"));
+  if (index != 1 || weight.dtype().code != kDLFloat || weight.dtype().bits != 32 ||
+      gemm.depthwise(weight)) {
+    return std::nullopt;
+  }
+  Tensor packed = NewPackedTensor(gemm.groups * gemm.PackedGroupSize());
+  const float* w = Data<const float>(weight);
+  for (int64_t group = 0; group < gemm.groups; ++group) {
+    PackGemmA(gemm.group_out, gemm.depth, {w + group * gemm.group_out * gemm.depth, gemm.depth, 1},
+              Data<float>(packed) + group * gemm.PackedGroupSize());
+  }
+  return packed;
+}
+KILN_CPU_PREPACK("nn.conv2d", PrepackConv2D);
 
 void Conv2D(const KernelCall& call) {
   RequireFloat32Inputs(call);
@@ -109,8 +308,9 @@ void Conv2D(const KernelCall& call) {
   const float* w = Data<const float>(weight);
   float* y = Data<float>(out);
   const int64_t group_in = s.c / s.groups;
-  if (s.groups > 1 && group_in == 1) {
-    DepthwiseConv2D(s, x, w, y);
+  const GemmEpilogue epilogue = ReadEpilogue(call);
+  if (ConvGemm(weight, s.groups).depthwise(weight)) {
+    DepthwiseConv2D(s, x, w, epilogue, y);
     return;
   }
   const Window2D& win = s.window;
@@ -118,27 +318,23 @@ void Conv2D(const KernelCall& call) {
   const bool pointwise = win.kernel[0] == 1 && win.kernel[1] == 1 && win.stride[0] == 1 &&
                          win.stride[1] == 1 && win.pad_begin[0] == 0 && win.pad_begin[1] == 0 &&
                          win.pad_end[0] == 0 && win.pad_end[1] == 0;
-  const int64_t group_out = s.o / s.groups;
-  const int64_t depth = group_in * win.kernel[0] * win.kernel[1];
+  const ConvGemm gemm(weight, s.groups);
+  const int64_t group_out = gemm.group_out;
+  const int64_t depth = gemm.depth;
   const int64_t spatial = s.oh * s.ow;
+  const float* prepacked = call.Prepacked(1);
   ForEachMatrix(s.n * s.groups, [&](int64_t i) {
     const int64_t image = i / s.groups;
     const int64_t group = i % s.groups;
     const float* group_data = x + (image * s.c + group * group_in) * s.h * s.w;
-    std::vector<float> col;
-    if (!pointwise) {
-      col.resize(depth * spatial);
-      // Channels gather independently: with one image the gather would otherwise be serial
-      // next to a parallel GEMM (inside ForEachMatrix's tasks this runs serially).
-      const int64_t taps = win.kernel[0] * win.kernel[1];
-      runtime::ParallelFor(0, group_in, 1, [&](int64_t begin, int64_t end) {
-        WalkColumns<false>(col.data() + begin * taps * spatial, group_data + begin * s.h * s.w,
-                           end - begin, s.h, s.w, s.oh, s.ow, win, spatial);
-      });
-    }
-    Gemm(group_out, spatial, depth, {w + group * group_out * depth, depth, 1},
-         {pointwise ? group_data : col.data(), spatial, 1},
-         y + (image * s.o + group * group_out) * spatial, spatial);
+    const PanelPacker image_packer = ImagePanelPacker(s, group_data);
+    GemmOperand weights({w + group * group_out * depth, depth, 1});
+    if (prepacked != nullptr) weights.packed = prepacked + group * gemm.PackedGroupSize();
+    GemmEpilogue group_epilogue = epilogue;
+    if (epilogue.row_bias != nullptr) group_epilogue.row_bias += group * group_out;
+    Gemm(group_out, spatial, depth, weights,
+         pointwise ? GemmOperand({group_data, spatial, 1}) : GemmOperand(&image_packer),
+         y + (image * s.o + group * group_out) * spatial, spatial, group_epilogue);
   });
 }
 KILN_CPU_KERNEL("nn.conv2d", Conv2D);

@@ -5,6 +5,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "fast_math.h"
 #include "kernel_util.h"
 
 namespace kiln {
@@ -22,13 +23,20 @@ void Unary(const KernelCall& call) {
   const Fn fn(call);
   DispatchDType<Allowed>(call, in.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    const T* __restrict__ x = Data<const T>(in);
-    T* __restrict__ y = Data<T>(out);
+    const T* x_base = Data<const T>(in);
+    T* y_base = Data<T>(out);
     runtime::ParallelFor(0, in.NumElements(), kElementGrain, [&](int64_t begin, int64_t end) {
+      // Restrict-qualified here, not in the enclosing scope: a lambda's captures lose it, and
+      // the loop then vectorizes only behind an overlap check that in-place calls fail.
+      const T* __restrict__ x = x_base;
+      T* __restrict__ y = y_base;
       for (int64_t i = begin; i < end; ++i) y[i] = fn(x[i]);
     });
   });
 }
+
+float ErfOf(float x) { return FastErf(x); }
+double ErfOf(double x) { return std::erf(x); }
 
 /// Base of functors without attributes.
 struct NoAttrs {
@@ -52,7 +60,7 @@ KILN_UNARY_FN(Exp, std::exp(x));
 KILN_UNARY_FN(Log, std::log(x));
 KILN_UNARY_FN(Sqrt, std::sqrt(x));
 KILN_UNARY_FN(Reciprocal, T(1) / x);
-KILN_UNARY_FN(Erf, std::erf(x));
+KILN_UNARY_FN(Erf, ErfOf(x));
 KILN_UNARY_FN(Floor, std::floor(x));
 KILN_UNARY_FN(Ceil, std::ceil(x));
 KILN_UNARY_FN(Round, std::nearbyint(x));  // halves to even, as ONNX Round
@@ -71,7 +79,7 @@ KILN_UNARY_FN(Tanh, std::tanh(x));
 KILN_UNARY_FN(Sigmoid, T(1) / (T(1) + std::exp(-x)));
 KILN_UNARY_FN(LogicalNot, !x);
 // ONNX Gelu with approximate = "none".
-KILN_UNARY_FN(Gelu, T(0.5) * x * (T(1) + std::erf(x * T(M_SQRT1_2))));
+KILN_UNARY_FN(Gelu, T(0.5) * x * (T(1) + ErfOf(x * T(M_SQRT1_2))));
 // log(1 + e^x) without overflow for large x.
 KILN_UNARY_FN(Softplus, x > T(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)));
 

@@ -1,14 +1,17 @@
-// Blocked GEMM in the Goto/BLIS scheme: B is packed once per depth block into NR-wide strips,
-// each task packs its rows of A into MR-tall strips, and a register-tiled MR x NR
-// micro-kernel, written as plain loops the compiler vectorizes, walks the packed strips.
-// Packing makes every inner loop contiguous whatever the operands' strides (transposes are
-// free) and pads edges with zeros, so the micro-kernel never branches on tile size.
+// Blocked GEMM in the Goto/BLIS scheme: A is packed once per call into MR-tall strips, each
+// task packs the depth blocks of its column block of B into NR-wide strips (a panel that stays
+// in L2 while every row of the task multiplies it), and a register-tiled MR x NR micro-kernel,
+// written as plain loops the compiler vectorizes, walks the packed strips. Packing makes every
+// inner loop contiguous whatever the operands' strides (transposes are free) and pads edges
+// with zeros, so the micro-kernel never branches on tile size.
 #include "gemm.h"
 
+#include <kiln/runtime/memory.h>
 #include <kiln/runtime/thread_pool.h>
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 namespace kiln {
@@ -17,37 +20,34 @@ namespace cpu {
 namespace {
 
 constexpr int64_t kKC = 256;  // depth block: an MR strip of A and NR strip of B stay in L1
-constexpr int64_t kMC = 72;   // rows of C per task (a multiple of every MR below)
-constexpr int64_t kNC = 256;  // columns of C per task (a multiple of every NR below)
+constexpr int64_t kMC = 144;  // rows of C per micro-kernel sweep (a multiple of every MR below)
+constexpr int64_t kNC = 256;  // most columns of C per task (a multiple of every NR below)
 
 int64_t RoundUp(int64_t value, int64_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
 }
 
-/// Packs rows [row0, row0 + rows) x depth [p0, p0 + kc) of A into `mr`-tall strips, each
-/// stored depth-major ([kc][mr]); rows past the end are zero.
-void PackA(const MatrixView& a, int64_t row0, int64_t rows, int64_t p0, int64_t kc, int64_t mr,
-           float* packed) {
-  for (int64_t s = 0; s < rows; s += mr) {
-    float* strip = packed + s * kc;
-    for (int64_t p = 0; p < kc; ++p) {
-      for (int64_t i = 0; i < mr; ++i) {
-        strip[p * mr + i] =
-            s + i < rows ? a.data[(row0 + s + i) * a.row_stride + (p0 + p) * a.col_stride] : 0.F;
-      }
-    }
-  }
-}
+int64_t CeilDiv(int64_t value, int64_t divisor) { return (value + divisor - 1) / divisor; }
 
-/// Packs `nr`-wide strip `s` of depth [p0, p0 + kc) of B ([kc][nr]); columns past n are zero.
-void PackBStrip(const MatrixView& b, int64_t n, int64_t s, int64_t p0, int64_t kc, int64_t nr,
-                float* strip) {
-  const int64_t col0 = s * nr;
-  for (int64_t p = 0; p < kc; ++p) {
-    for (int64_t j = 0; j < nr; ++j) {
-      strip[p * nr + j] =
-          col0 + j < n ? b.data[(p0 + p) * b.row_stride + (col0 + j) * b.col_stride] : 0.F;
+/// Packs a depth x `width` panel, depth-major ([depth][width]): element (p, j) of the operand
+/// is src[p * depth_stride + j * index_stride], for j < count; columns [count, width) are zero.
+/// A strip of A takes rows as j, a strip of B columns. Contiguous j (the common B, and A
+/// transposed) copies whole lines; otherwise each j is read along its depth.
+void PackPanel(const float* src, int64_t depth_stride, int64_t index_stride, int64_t depth,
+               int64_t count, int64_t width, float* __restrict__ panel) {
+  if (index_stride == 1) {
+    for (int64_t p = 0; p < depth; ++p) {
+      std::memcpy(panel + p * width, src + p * depth_stride, count * sizeof(float));
+      std::fill(panel + p * width + count, panel + (p + 1) * width, 0.F);
     }
+    return;
+  }
+  for (int64_t j = 0; j < count; ++j) {
+    const float* line = src + j * index_stride;
+    for (int64_t p = 0; p < depth; ++p) panel[p * width + j] = line[p * depth_stride];
+  }
+  for (int64_t p = 0; count < width && p < depth; ++p) {
+    std::fill(panel + p * width + count, panel + (p + 1) * width, 0.F);
   }
 }
 
@@ -82,9 +82,9 @@ __attribute__((always_inline)) inline void MicroKernel(int64_t kc, const float* 
   Vec acc[MR][kVecs] = {};
   for (int64_t p = 0; p < kc; ++p) {
     Vec row[kVecs];
-    std::memcpy(row, b + p * NR, sizeof(row));
+    for (int64_t v = 0; v < kVecs; ++v) std::memcpy(&row[v], b + p * NR + v * W, sizeof(Vec));
     for (int64_t i = 0; i < MR; ++i) {
-      const Vec ai = Vec{} + a[p * MR + i];
+      const Vec ai = a[p * MR + i] - Vec{};  // a broadcast: x - (+0) is x, unlike x + 0
       for (int64_t v = 0; v < kVecs; ++v) acc[i][v] += ai * row[v];
     }
   }
@@ -166,40 +166,146 @@ const GemmKernel& SelectKernel() {
   return kernel;
 }
 
+/// How C is cut into tasks: column blocks (each task packs its own panel of B), split further
+/// into row groups only when there are fewer column blocks than threads.
+struct GemmPlan {
+  int64_t nc;          ///< columns per block (a multiple of NR)
+  int64_t col_blocks;  ///< ceil(n / nc)
+  int64_t rows;        ///< rows per group (a multiple of MR)
+  int64_t row_groups;  ///< ceil(m / rows)
+
+  GemmPlan(int64_t m, int64_t n, const GemmKernel& kernel) {
+    const int64_t threads = runtime::NumThreads();
+    col_blocks = CeilDiv(n, kNC);
+    // A multiple of the thread count when there are several blocks, so no thread idles at
+    // the end; equal blocks.
+    if (col_blocks > 1) col_blocks = RoundUp(col_blocks, threads);
+    nc = RoundUp(CeilDiv(n, col_blocks), kernel.nr);
+    col_blocks = CeilDiv(n, nc);
+    const int64_t strips = CeilDiv(m, kernel.mr);
+    row_groups = std::min(strips, col_blocks >= threads ? 1 : CeilDiv(threads, col_blocks));
+    rows = CeilDiv(strips, row_groups) * kernel.mr;
+    row_groups = CeilDiv(m, rows);
+  }
+};
+
+/// Packs every depth block of an operand into `width`-wide strips of `count` indices (rows of
+/// A, columns of B): depth block d starts at d * kKC * RoundUp(count, width), its strip s at
+/// s * width * kc. Element (p, j) is src[p * depth_stride + j * index_stride].
+void PackOperand(const float* src, int64_t depth_stride, int64_t index_stride, int64_t count,
+                 int64_t depth, int64_t width, float* packed) {
+  const int64_t strips = CeilDiv(count, width);
+  runtime::ParallelFor(0, CeilDiv(depth, kKC) * strips, 4, [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t p0 = task / strips * kKC;
+      const int64_t j0 = task % strips * width;
+      const int64_t kc = std::min(kKC, depth - p0);
+      PackPanel(src + p0 * depth_stride + j0 * index_stride, depth_stride, index_stride, kc,
+                std::min(width, count - j0), width, packed + p0 * strips * width + j0 * kc);
+    }
+  });
+}
+
 }  // namespace
 
-void Gemm(int64_t m, int64_t n, int64_t k, const MatrixView& a, const MatrixView& b, float* c,
-          int64_t ldc) {
+int64_t PackedGemmASize(int64_t m, int64_t k) { return RoundUp(m, SelectKernel().mr) * k; }
+
+int64_t PackedGemmBSize(int64_t k, int64_t n) { return RoundUp(n, SelectKernel().nr) * k; }
+
+void PackGemmA(int64_t m, int64_t k, const MatrixView& a, float* packed) {
+  PackOperand(a.data, a.col_stride, a.row_stride, m, k, SelectKernel().mr, packed);
+}
+
+void PackGemmB(int64_t k, int64_t n, const MatrixView& b, float* packed) {
+  PackOperand(b.data, b.row_stride, b.col_stride, n, k, SelectKernel().nr, packed);
+}
+
+Tensor NewPackedTensor(int64_t size) {
+  return runtime::Empty({size}, DLDataType{kDLFloat, 32, 1}, DLDevice{kDLCPU, 0});
+}
+
+bool GemmEpilogue::clamps() const {
+  return min_value != -std::numeric_limits<float>::infinity() ||
+         max_value != std::numeric_limits<float>::infinity();
+}
+
+bool GemmEpilogue::active() const { return row_bias != nullptr || clamps(); }
+
+void GemmEpilogue::Apply(int64_t row0, int64_t rows, int64_t cols, float* c, int64_t ldc) const {
+  for (int64_t i = 0; i < rows; ++i) {
+    float* __restrict__ line = c + i * ldc;
+    if (row_bias != nullptr) {
+      const float bias = row_bias[row0 + i];
+      for (int64_t j = 0; j < cols; ++j) line[j] += bias;
+    }
+    if (!clamps()) continue;
+    // As clip and relu: NaN becomes min_value.
+    for (int64_t j = 0; j < cols; ++j) line[j] = std::min(max_value, std::max(min_value, line[j]));
+  }
+}
+
+void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOperand& b, float* c,
+          int64_t ldc, const GemmEpilogue& epilogue) {
   if (m == 0 || n == 0) return;
+  const bool has_epilogue = epilogue.active();
   if (k == 0) {
     for (int64_t i = 0; i < m; ++i) std::fill_n(c + i * ldc, n, 0.F);
+    if (has_epilogue) epilogue.Apply(0, m, n, c, ldc);
     return;
   }
   const GemmKernel& kernel = SelectKernel();
-  const int64_t strips = RoundUp(n, kernel.nr) / kernel.nr;
-  const int64_t row_blocks = RoundUp(m, kMC) / kMC;
-  const int64_t col_blocks = RoundUp(n, kNC) / kNC;
-  std::vector<float> packed_b(strips * kernel.nr * std::min(k, kKC));
-  for (int64_t p0 = 0; p0 < k; p0 += kKC) {
-    const int64_t kc = std::min(kKC, k - p0);
-    runtime::ParallelFor(0, strips, 16, [&](int64_t begin, int64_t end) {
-      for (int64_t s = begin; s < end; ++s) {
-        PackBStrip(b, n, s, p0, kc, kernel.nr, &packed_b[s * kernel.nr * kc]);
-      }
-    });
-    runtime::ParallelFor(0, row_blocks * col_blocks, 1, [&](int64_t begin, int64_t end) {
-      std::vector<float> packed_a(RoundUp(kMC, kernel.mr) * kc);
-      for (int64_t task = begin; task < end; ++task) {
-        const int64_t row0 = task / col_blocks * kMC;
-        const int64_t col0 = task % col_blocks * kNC;
-        const int64_t rows = std::min(kMC, m - row0);
-        const int64_t cols = std::min(kNC, n - col0);
-        PackA(a, row0, rows, p0, kc, kernel.mr, packed_a.data());
-        kernel.multiply_block(packed_a.data(), &packed_b[col0 * kc], rows, cols, kc,
-                              c + row0 * ldc + col0, ldc, p0 > 0);
-      }
-    });
+  const int64_t nr = kernel.nr;
+  const int64_t m_pad = RoundUp(m, kernel.mr);
+  const int64_t n_pad = RoundUp(n, nr);
+  std::vector<float> own_a;
+  const float* packed_a = a.packed;
+  if (packed_a == nullptr) {
+    own_a.resize(PackedGemmASize(m, k));
+    PackGemmA(m, k, a.view, own_a.data());
+    packed_a = own_a.data();
   }
+  const GemmPlan plan(m, n, kernel);
+  // Tasks are column-block-major: a chunk holding several row groups of one column block
+  // packs its panel of B once.
+  runtime::ParallelFor(0, plan.col_blocks * plan.row_groups, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> own_panel(b.packed == nullptr ? plan.nc * std::min(k, kKC) : 0);
+    for (int64_t first = begin; first < end;) {
+      const int64_t block = first / plan.row_groups;
+      const int64_t last = std::min(end, (block + 1) * plan.row_groups);
+      const int64_t col0 = block * plan.nc;
+      const int64_t cols = std::min(plan.nc, n - col0);
+      const int64_t row_begin = first % plan.row_groups * plan.rows;
+      const int64_t row_end = std::min(m, (last - block * plan.row_groups) * plan.rows);
+      for (int64_t p0 = 0; p0 < k; p0 += kKC) {
+        const int64_t kc = std::min(kKC, k - p0);
+        const float* panel = own_panel.data();
+        if (b.packed != nullptr) {
+          panel = b.packed + p0 * n_pad + col0 * kc;
+        } else if (b.packer != nullptr) {
+          (*b.packer)(p0, kc, col0, cols, nr, own_panel.data());
+        } else {
+          for (int64_t j = 0; j < cols; j += nr) {
+            PackPanel(b.view.data + p0 * b.view.row_stride + (col0 + j) * b.view.col_stride,
+                      b.view.row_stride, b.view.col_stride, kc, std::min(nr, cols - j), nr,
+                      &own_panel[j * kc]);
+          }
+        }
+        for (int64_t row0 = row_begin; row0 < row_end; row0 += kMC) {
+          const int64_t rows = std::min(kMC, row_end - row0);
+          float* c_block = c + row0 * ldc + col0;
+          kernel.multiply_block(packed_a + p0 * m_pad + row0 * kc, panel, rows, cols, kc, c_block,
+                                ldc, p0 > 0);
+          if (has_epilogue && p0 + kc == k) epilogue.Apply(row0, rows, cols, c_block, ldc);
+        }
+      }
+      first = last;
+    }
+  });
+}
+
+void Gemm(int64_t m, int64_t n, int64_t k, const MatrixView& a, const MatrixView& b, float* c,
+          int64_t ldc) {
+  Gemm(m, n, k, GemmOperand{a}, GemmOperand{b}, c, ldc);
 }
 
 void ForEachMatrix(int64_t count, const std::function<void(int64_t)>& body) {

@@ -2,8 +2,11 @@
 #ifndef KILN_SRC_KERNELS_CPU_GEMM_H_
 #define KILN_SRC_KERNELS_CPU_GEMM_H_
 
+#include <kiln/ffi/tensor.h>
+
 #include <cstdint>
 #include <functional>
+#include <limits>
 
 namespace kiln {
 namespace kernels {
@@ -17,10 +20,54 @@ struct MatrixView {
   int64_t col_stride;
 };
 
-/// C (m x n, rows `ldc` apart) = A (m x k) * B (k x n). Blocks of C run on the thread pool
-/// (serially when called from inside a parallel region).
+/// A GEMM operand: a view packed at each call, or `packed` by PackGemmA / PackGemmB ahead of
+/// time (a constant weight, packed once when its program loads).
+/// Writes B's packed panel for depth rows [p0, p0 + kc) and columns [col0, col0 + cols):
+/// nr-wide strips one after another, each [kc][nr], columns past `cols` zero. Lets a caller
+/// pack B from a source no MatrixView describes (a convolution's image, without im2col).
+using PanelPacker = std::function<void(int64_t p0, int64_t kc, int64_t col0, int64_t cols,
+                                       int64_t nr, float* panel)>;
+
+struct GemmOperand {
+  explicit GemmOperand(const MatrixView& view, const float* packed = nullptr)
+      : view(view), packed(packed) {}
+  /// B packed by `packer` (not owned; it must outlive the Gemm call).
+  explicit GemmOperand(const PanelPacker* packer) : view{nullptr, 0, 0}, packer(packer) {}
+
+  MatrixView view;
+  const float* packed = nullptr;
+  const PanelPacker* packer = nullptr;  ///< B only
+};
+
+/// What a fused function does to a product after it (a convolution's bias and activation):
+/// c = min(max_value, max(min_value, c + row_bias[row])), applied while C is in cache.
+struct GemmEpilogue {
+  const float* row_bias = nullptr;  ///< one per row of C, or none
+  float min_value = -std::numeric_limits<float>::infinity();
+  float max_value = std::numeric_limits<float>::infinity();
+
+  bool clamps() const;
+  bool active() const;
+  /// Applies the epilogue to rows [row0, row0 + rows) x `cols` of C; `c` points at row row0.
+  void Apply(int64_t row0, int64_t rows, int64_t cols, float* c, int64_t ldc) const;
+};
+
+/// C (m x n, rows `ldc` apart) = A (m x k) * B (k x n), then `epilogue`. Blocks of C run on
+/// the thread pool (serially when called from inside a parallel region).
+void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOperand& b, float* c,
+          int64_t ldc, const GemmEpilogue& epilogue = GemmEpilogue{});
 void Gemm(int64_t m, int64_t n, int64_t k, const MatrixView& a, const MatrixView& b, float* c,
           int64_t ldc);
+
+/// Floats the packed form of an m x k A, or a k x n B, takes (this CPU's tile sizes).
+int64_t PackedGemmASize(int64_t m, int64_t k);
+int64_t PackedGemmBSize(int64_t k, int64_t n);
+/// Writes the packed form of A (m x k), or of B (k x n), to `packed` (its size above).
+void PackGemmA(int64_t m, int64_t k, const MatrixView& a, float* packed);
+void PackGemmB(int64_t k, int64_t n, const MatrixView& b, float* packed);
+
+/// A float32 CPU tensor of `size` elements for packed operands (prepack hooks return one).
+Tensor NewPackedTensor(int64_t size);
 
 /// Runs body(i) for i in [0, count): over the thread pool when there are at least as many
 /// items as threads (each then runs its GEMMs serially), else one after another so each GEMM

@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -186,6 +188,118 @@ void ResolveKernels(std::vector<ProgramFunction>& functions) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Merging conv2d epilogues
+// ---------------------------------------------------------------------------------------------
+
+bool SameRef(const TensorRef& a, const TensorRef& b) {
+  return a.list == b.list && a.index == b.index;
+}
+
+/// How many times the function's steps name `ref`, as an input or an output.
+size_t Uses(const ProgramFunction& func, const TensorRef& ref) {
+  size_t uses = 0;
+  for (const Step& step : func.steps) {
+    for (const std::vector<TensorRef>* refs : {&step.inputs, &step.outputs}) {
+      uses += std::count_if(refs->begin(), refs->end(),
+                            [&](const TensorRef& other) { return SameRef(other, ref); });
+    }
+  }
+  return uses;
+}
+
+/// A float32 temporary that one step writes and one other step reads.
+bool IsPassedOnce(const ProgramFunction& func, const TensorRef& ref) {
+  return ref.list == 't' && Uses(func, ref) == 2 &&
+         DataTypeEqual(func.temps[ref.index].dtype, DLDataType{kDLFloat, 32, 1});
+}
+
+/// The other input of a two-input `add` step reading `ref`.
+std::optional<TensorRef> OtherAddend(const Step& step, const TensorRef& ref) {
+  if (step.kernel != "add" || step.inputs.size() != 2 || step.outputs.size() != 1) {
+    return std::nullopt;
+  }
+  if (SameRef(step.inputs[0], ref)) return step.inputs[1];
+  if (SameRef(step.inputs[1], ref)) return step.inputs[0];
+  return std::nullopt;
+}
+
+/// A float32 constant of shape (C, 1, 1) or (1, C, 1, 1): one value per channel of the
+/// (N, C, H, W) `out`.
+bool IsChannelBias(const Tensor& bias, const TensorSpec& out) {
+  const Shape shape = bias.shape();
+  const size_t rank = shape.size();
+  return out.shape.size() == 4 && (rank == 3 || (rank == 4 && shape[0] == 1)) &&
+         shape[rank - 3] == out.shape[1] && shape[rank - 2] == 1 && shape[rank - 1] == 1 &&
+         DataTypeEqual(bias.dtype(), DLDataType{kDLFloat, 32, 1});
+}
+
+/// The clamp bounds of an `nn.relu` or `clip` step reading `ref`, in that order.
+std::optional<std::pair<double, double>> ClampOf(const Step& step, const TensorRef& ref) {
+  if (step.inputs.size() != 1 || !SameRef(step.inputs[0], ref) || step.outputs.size() != 1) {
+    return std::nullopt;
+  }
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  if (step.kernel == "nn.relu") return std::make_pair(0.0, kInf);
+  if (step.kernel != "clip") return std::nullopt;
+  const std::optional<Any> low = step.attrs.Get("a_min");
+  const std::optional<Any> high = step.attrs.Get("a_max");
+  return std::make_pair(low.has_value() ? low->cast<double>() : -kInf,
+                        high.has_value() ? high->cast<double>() : kInf);
+}
+
+/// Merges each conv2d step followed by its per-channel bias add (and a relu or clip after
+/// that) into the conv2d step, which then runs them while its output is in cache: the bias
+/// becomes its input 2, the clamp attributes kEpilogueMinAttr / kEpilogueMaxAttr. Only
+/// temporaries passed from one step to the next disappear, so the function computes the same.
+void MergeConvEpilogues(ProgramFunction& func, const std::vector<Tensor>& constants) {
+  std::vector<Step> merged;
+  for (size_t s = 0; s < func.steps.size(); ++s) {
+    Step step = func.steps[s];
+    const bool conv = step.kernel == "nn.conv2d" && step.inputs.size() == 2 &&
+                      step.outputs.size() == 1 && s + 1 < func.steps.size();
+    const TensorRef out = conv ? step.outputs[0] : TensorRef{};
+    const std::optional<TensorRef> bias =
+        conv && IsPassedOnce(func, out) ? OtherAddend(func.steps[s + 1], out) : std::nullopt;
+    if (bias.has_value() && bias->list == 'c' &&
+        IsChannelBias(constants[bias->index], func.temps[out.index])) {
+      step.inputs.push_back(*bias);
+      step.outputs = func.steps[++s].outputs;
+      const TensorRef sum = step.outputs[0];
+      const std::optional<std::pair<double, double>> clamp =
+          s + 1 < func.steps.size() && IsPassedOnce(func, sum) ? ClampOf(func.steps[s + 1], sum)
+                                                               : std::nullopt;
+      if (clamp.has_value()) {
+        step.attrs.Set(kEpilogueMinAttr, clamp->first);
+        step.attrs.Set(kEpilogueMaxAttr, clamp->second);
+        step.outputs = func.steps[++s].outputs;
+      }
+    }
+    merged.push_back(std::move(step));
+  }
+  func.steps = std::move(merged);
+}
+
+/// Offers each step's constant inputs to the kernel's prepack hook, once per program; what it
+/// returns rides along as an attribute of the step (kiln/runtime/kernel_program.h).
+void PrepackConstants(std::vector<ProgramFunction>& functions,
+                      const std::vector<Tensor>& constants) {
+  for (ProgramFunction& func : functions) {
+    for (Step& step : func.steps) {
+      if (step.kernel.empty()) continue;
+      const std::string name = "kernel_prepack.cpu." + step.kernel;
+      const std::optional<Function> prepack = Function::GetGlobal(name.c_str());
+      if (!prepack.has_value()) continue;
+      for (size_t i = 0; i < step.inputs.size(); ++i) {
+        if (step.inputs[i].list != 'c') continue;
+        const Any packed =
+            (*prepack)(static_cast<int64_t>(i), constants[step.inputs[i].index], step.attrs);
+        if (!packed.is_none()) step.attrs.Set(kPrepackedAttrPrefix + std::to_string(i), packed);
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // The module
 // ---------------------------------------------------------------------------------------------
 
@@ -308,6 +422,8 @@ Module MakeProgram(std::string description, ConstantSource constant_at) {
     KILN_THROW(ValueError) << kPrefix << "malformed description: " << error.what();
   }
   ResolveKernels(functions);
+  for (ProgramFunction& func : functions) MergeConvEpilogues(func, constants);
+  PrepackConstants(functions, constants);
   return Module(make_object<KernelProgramObj>(std::move(description), std::move(functions),
                                               std::move(constants)));
 }

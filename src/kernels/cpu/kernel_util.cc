@@ -1,5 +1,8 @@
 #include "kernel_util.h"
 
+#include <kiln/runtime/kernel_program.h>
+
+#include <string>
 #include <utility>
 
 namespace kiln {
@@ -37,6 +40,16 @@ Any KernelCall::Attr(const char* name) const {
   return *value;
 }
 
+double KernelCall::FloatOr(const char* name, double fallback) const {
+  return attrs_.Get(String(name)).has_value() ? Float(name) : fallback;
+}
+
+const float* KernelCall::Prepacked(size_t i) const {
+  std::optional<Any> value = attrs_.Get(String(runtime::kPrepackedAttrPrefix + std::to_string(i)));
+  if (!value.has_value()) return nullptr;
+  return static_cast<const float*>(value->cast<Tensor>().data());
+}
+
 Tensor KernelCall::Checked(const Array<Tensor>& tensors, size_t i, const char* what) const {
   KILN_CHECK(static_cast<int64_t>(i) < static_cast<int64_t>(tensors.size()), ValueError)
       << Prefix() << "expected at least " << i + 1 << " " << what << "s, got " << tensors.size();
@@ -66,6 +79,19 @@ bool RegisterKernel(const char* op, KernelBody body) {
                                                    const Array<Tensor>& outputs,
                                                    const Map<String, Any>& attrs) {
         body(KernelCall(op, inputs, outputs, attrs));
+      });
+  return true;
+}
+
+bool RegisterPrepack(const char* op, PrepackBody body) {
+  const std::string name = std::string("kernel_prepack.cpu.") + op;
+  GlobalFunctionRegisterer(name.c_str())
+      .set_body_typed([op = std::string(op), body](int64_t index, const Tensor& constant,
+                                                   const Map<String, Any>& attrs) {
+        const Array<Tensor> none;
+        std::optional<Tensor> packed =
+            body(static_cast<size_t>(index), constant, KernelCall(op, none, none, attrs));
+        return packed.has_value() ? Any(*packed) : Any();
       });
   return true;
 }

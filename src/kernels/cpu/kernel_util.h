@@ -38,6 +38,8 @@ class KernelCall {
 
   int64_t Int(const char* name) const { return Attr(name).cast<int64_t>(); }
   double Float(const char* name) const { return Attr(name).cast<double>(); }
+  /// A float attribute, or `fallback` when it is absent.
+  double FloatOr(const char* name, double fallback) const;
   bool Bool(const char* name) const { return Attr(name).cast<bool>(); }
   std::string Str(const char* name) const { return Attr(name).cast<String>().str(); }
   std::vector<int64_t> Ints(const char* name) const;
@@ -45,6 +47,10 @@ class KernelCall {
   /// An ints attribute that may be absent or None (transpose's axes, ...).
   std::optional<std::vector<int64_t>> OptionalInts(const char* name) const;
   std::optional<std::vector<double>> OptionalFloats(const char* name) const;
+
+  /// The data of input `i` as the op's prepack hook packed it when its program loaded (an
+  /// attribute the kernel program adds, see KILN_CPU_PREPACK), or nullptr: pack at each call.
+  const float* Prepacked(size_t i) const;
 
   /// "kernel.cpu.<op>: " for error messages.
   std::string Prefix() const { return "kernel.cpu." + op_ + ": "; }
@@ -72,12 +78,34 @@ bool RegisterKernel(const char* op, KernelBody body);
   [[maybe_unused]] static const bool KILN_UNIQUE_NAME(kiln_cpu_kernel_) = \
       ::kiln::kernels::cpu::RegisterKernel(OpName, Body)
 
+/// Prepares a constant input of `op` once, when a kernel program loads: body(i, constant, call)
+/// returns what the kernel then reads through call.Prepacked(i) (its weights packed for the
+/// GEMM), or nullopt to leave input i alone. `call` has the step's attributes and no tensors.
+using PrepackBody = std::optional<Tensor> (*)(size_t, const Tensor&, const KernelCall&);
+
+/// Registers `body` as the global function `kernel_prepack.cpu.<op>`, whose signature
+/// (index, constant, attrs) -> Tensor or None is the kernel program's (kernel_program.cc).
+bool RegisterPrepack(const char* op, PrepackBody body);
+
+#define KILN_CPU_PREPACK(OpName, Body)                                     \
+  [[maybe_unused]] static const bool KILN_UNIQUE_NAME(kiln_cpu_prepack_) = \
+      ::kiln::kernels::cpu::RegisterPrepack(OpName, Body)
+
 template <typename T>
 T* Data(const Tensor& tensor) {
   return static_cast<T*>(tensor.data());
 }
 
 std::vector<int64_t> ShapeOf(const Tensor& tensor);
+
+/// Compiles a hot loop's function for the x86-64 baseline the library targets (design §15) and
+/// for AVX-512 (x86-64-v4), picking one when the library loads (GCC's target_clones); other
+/// compilers (Clang, the sanitizer build) get the baseline only, as the GEMM does.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#define KILN_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "default")))
+#else
+#define KILN_CPU_CLONES
+#endif
 
 /// Elements per grain of ParallelFor for cheap per-element work: below this threads cost more
 /// than they save.

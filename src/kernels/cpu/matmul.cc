@@ -1,5 +1,7 @@
 // nn.dense, matmul and nn.batch_matmul: each maps its operands onto MatrixViews (transposes
 // and broadcast batches are strides and offsets) and runs the shared GEMM per batch.
+#include <optional>
+
 #include "gemm.h"
 #include "kernel_util.h"
 
@@ -17,10 +19,25 @@ void Dense(const KernelCall& call) {
   const int64_t k = weight.shape(1);
   int64_t m = 1;
   for (int32_t d = 0; d + 1 < data.ndim(); ++d) m *= data.shape(d);
-  Gemm(m, n, k, {Data<const float>(data), k, 1}, {Data<const float>(weight), 1, k},
+  Gemm(m, n, k, GemmOperand({Data<const float>(data), k, 1}),
+       GemmOperand({Data<const float>(weight), 1, k}, call.Prepacked(1)),
        Data<float>(call.output(0)), n);
 }
 KILN_CPU_KERNEL("nn.dense", Dense);
+
+/// Packs a constant dense weight (N, K), the GEMM's B transposed.
+std::optional<Tensor> PrepackDense(size_t index, const Tensor& weight, const KernelCall&) {
+  if (index != 1 || weight.dtype().code != kDLFloat || weight.dtype().bits != 32 ||
+      weight.ndim() != 2) {
+    return std::nullopt;
+  }
+  const int64_t n = weight.shape(0);
+  const int64_t k = weight.shape(1);
+  Tensor packed = NewPackedTensor(PackedGemmBSize(k, n));
+  PackGemmB(k, n, {Data<const float>(weight), 1, k}, Data<float>(packed));
+  return packed;
+}
+KILN_CPU_PREPACK("nn.dense", PrepackDense);
 
 int64_t Product(const std::vector<int64_t>& extents) {
   int64_t product = 1;
@@ -35,6 +52,7 @@ struct BatchedGemm {
   std::vector<int64_t> a_batch, b_batch;
   bool transpose_a = false;
   bool transpose_b = false;
+  const float* packed_b = nullptr;  ///< B prepacked, when it has no batch
 
   void Run(const Tensor& a, const Tensor& b, const Tensor& c) const {
     std::vector<int64_t> batch(std::max(a_batch.size(), b_batch.size()), 1);
@@ -55,7 +73,7 @@ struct BatchedGemm {
       // Every A[i] times the one B: the A's are consecutive rows of one (count * m, k) matrix,
       // so one GEMM packs B once instead of once per batch ((128, 1, K) x (K, N) in attention
       // projections would otherwise be 128 GEMMs of one row each).
-      Gemm(count * m, n, k, a_view, b_view, c_data, n);
+      Gemm(count * m, n, k, GemmOperand{a_view}, GemmOperand{b_view, packed_b}, c_data, n);
       return;
     }
     ForEachMatrix(count, [&](int64_t i) {
@@ -67,7 +85,8 @@ struct BatchedGemm {
       MatrixView b_i = b_view;
       a_i.data += a_index * m * k;
       b_i.data += b_index * k * n;
-      Gemm(m, n, k, a_i, b_i, c_data + i * m * n, n);
+      Gemm(m, n, k, GemmOperand{a_i}, GemmOperand{b_i, b_index == 0 ? packed_b : nullptr},
+           c_data + i * m * n, n);
     });
   }
 };
@@ -88,9 +107,23 @@ void Matmul(const KernelCall& call) {
   gemm.n = b.back();
   gemm.a_batch.assign(a.begin(), a.end() - 2);
   gemm.b_batch.assign(b.begin(), b.end() - 2);
+  gemm.packed_b = call.Prepacked(1);
   gemm.Run(lhs, rhs, call.output(0));
 }
 KILN_CPU_KERNEL("matmul", Matmul);
+
+/// Packs a constant 2-D rhs (K, N): the GEMM's B for every batch of the lhs.
+std::optional<Tensor> PrepackMatmul(size_t index, const Tensor& rhs, const KernelCall&) {
+  if (index != 1 || rhs.dtype().code != kDLFloat || rhs.dtype().bits != 32 || rhs.ndim() != 2) {
+    return std::nullopt;
+  }
+  const int64_t k = rhs.shape(0);
+  const int64_t n = rhs.shape(1);
+  Tensor packed = NewPackedTensor(PackedGemmBSize(k, n));
+  PackGemmB(k, n, {Data<const float>(rhs), n, 1}, Data<float>(packed));
+  return packed;
+}
+KILN_CPU_PREPACK("matmul", PrepackMatmul);
 
 /// (B, M, K) x (B, K, N) after the optional transposes; a batch of 1 broadcasts.
 void BatchMatmul(const KernelCall& call) {
