@@ -6,12 +6,16 @@ installed prefix) and scripts/check_wheels.sh (ROOT: a venv, with --my-ext).
 
     python3 scripts/check_kiln_package.py ROOT WORK_DIR [--my-ext]
 
---my-ext also imports the my_ext package (examples/extension/python), calls its functions and
-runs its pass. Prints one line per check; exits non-zero at the first failure.
+--my-ext also imports the my_ext package (examples/extension/python), calls its functions, runs
+its pass, and builds a model with its op (whose kernel is in the runtime side the wheel ships) and
+its codegen, which runs, exports and reloads in a process that never imports my_ext. Prints one line per check; exits non-zero at the first failure.
 """
 
 import argparse
 import os
+import subprocess
+import sys
+import tempfile
 
 import numpy as np
 import onnx
@@ -107,6 +111,46 @@ def check_my_ext(root):
     assert "my_ext.identity" in kiln.ir.AsText(mod) and "my_ext.identity" not in kiln.ir.AsText(out)
     print(f"ok: my_ext from {os.path.dirname(my_ext.__file__)}: add_one, greet and "
           "transform.RemoveIdentity work")
+    check_my_ext_model(root, os.path.dirname(my_ext.__file__))
+
+
+RELOAD_WITHOUT_MY_EXT = """
+import sys
+import numpy as np
+import kiln
+(y,) = kiln.load_module(sys.argv[1]).run(x=np.load(sys.argv[2]))
+np.save(sys.argv[3], y)
+maps = open("/proc/self/maps").read()
+assert "libkiln_my_ext.so" not in maps and "/libkiln.so" not in maps, "the compiler was loaded"
+print([line.split()[-1] for line in maps.splitlines() if "libkiln_runtime_my_ext.so" in line][0])
+"""
+
+
+def check_my_ext_model(root, package_dir):
+    """relu(add(swish(x), x)): swish on the host (the plugin's kernel), add + relu on my_ext."""
+    mod = kiln.ir.ParseModule("def @main(%x: Tensor[(2, 8), float32]) {\n"
+                              "  %0 = my_ext.swish(%x, beta=2.0);\n"
+                              "  %1 = add(%0, %x);\n  nn.relu(%1)\n}\n", [])
+    model = kiln.build(mod, plugins=["my_ext"], report=True)
+    assert "my_ext    nn.relu x1  in pattern my_ext.add_relu" in model.placement_report, (
+        model.placement_report)
+    x = np.random.default_rng(3).standard_normal((2, 8)).astype("float32")
+    expected = np.maximum(x / (1 + np.exp(-2 * x)) + x, 0)
+    (y,) = model.run(x=x)
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-6)
+    with tempfile.TemporaryDirectory() as work:
+        artifact, x_path, y_path = (os.path.join(work, f) for f in ("m.so", "x.npy", "y.npy"))
+        model.export_library(artifact)
+        np.save(x_path, x)
+        # A process that does not import my_ext finds the runtime side by KILN_RUNTIME_PATH.
+        env = dict(os.environ, KILN_RUNTIME_PATH=package_dir)
+        run = subprocess.run([sys.executable, "-c", RELOAD_WITHOUT_MY_EXT, artifact, x_path,
+                              y_path], capture_output=True, text=True, env=env, check=False)
+        assert run.returncode == 0, run.stderr
+        check_under(root, "libkiln_runtime_my_ext.so", run.stdout.strip())
+        np.testing.assert_array_equal(np.load(y_path), y)
+    print("ok: a model with my_ext.swish and the my_ext codegen runs, and reloads without my_ext "
+          "imported, its runtime side from the wheel")
 
 
 def main():
