@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -235,15 +236,16 @@ Array<runtime::Module> CreateJsonModules(const Array<ir::Function>& functions,
   const std::string name = "runtime.module.create." + plugin + "_json";
   const std::string library = "libkiln_runtime_" + plugin + ".so";
   std::optional<Function> create = Function::GetGlobal(name.c_str());
+  std::optional<std::string> why_missing;
   if (!create.has_value()) {
-    // Runtime sides are named like backends, so backend discovery loads them (as plugins: the
-    // ABI check, then their registrations).
-    runtime::DiscoverBackends();
+    // Loaded by name from the backend search path as it is now, not as backend discovery saw
+    // it: a package may add its folder to KILN_RUNTIME_PATH after discovery ran.
+    why_missing = runtime::LoadRuntimePlugin(library);
     create = Function::GetGlobal(name.c_str());
   }
   KILN_CHECK(create.has_value(), RuntimeError)
-      << "the JSON graph runtime of '" << plugin << "' (" << name
-      << ") is not registered: " << runtime::DescribeMissingBackend(library);
+      << "the JSON graph runtime of '" << plugin << "' (" << name << ") is not registered: "
+      << why_missing.value_or(library + " loaded but did not register it");
   return CreateJsonModules(functions, [&](const JsonGraphCode& code) {
     return (*create)(String(code.graph_json), code.constants).cast<runtime::Module>();
   });
