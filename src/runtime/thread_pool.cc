@@ -173,9 +173,10 @@ constexpr int64_t kChunksPerThread = 4;
 /// caller polls for the workers to leave its region before it sleeps. Long enough to bridge the
 /// gap between two operators, short enough not to burn a shared machine's cores: a sleep costs a
 /// futex wake-up on the other side, tens of microseconds in a VM, and a transformer layer runs
-/// dozens of small regions (at 2 threads, 50 us and no caller polling left BERT's encoder 12%
-/// slower, 8.4 against 7.4 ms).
-constexpr std::chrono::microseconds kSpinTime(300);
+/// dozens of small regions. Measured with bench/models at 2 threads: the caller's polling took
+/// the BERT encoder from 11.4 to 7.8 ms; polling 300 us instead of 50 made ResNets slower when
+/// other thread pools (oneDNN's, PyTorch's) share the process.
+constexpr std::chrono::microseconds kSpinTime(50);
 
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
