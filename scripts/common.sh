@@ -25,6 +25,7 @@ KILN_DEBIAN_PACKAGES=(
   libonnx-dev libprotobuf-dev protobuf-compiler python3-onnx libonnx-testdata
   python3-torch python3-torchvision
   libdnnl-dev libopenblas-dev graphviz
+  dpkg-dev file
 )
 
 kiln_log() { printf '%s\n' "$*"; }
