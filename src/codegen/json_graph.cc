@@ -240,7 +240,7 @@ Array<runtime::Module> CreateJsonModules(const Array<ir::Function>& functions,
   if (!create.has_value()) {
     // Loaded by name from the backend search path as it is now, not as backend discovery saw
     // it: a package may add its folder to KILN_RUNTIME_PATH after discovery ran.
-    why_missing = runtime::LoadRuntimePlugin(library);
+    why_missing = runtime::LoadRuntimeLibrary(library);
     create = Function::GetGlobal(name.c_str());
   }
   KILN_CHECK(create.has_value(), RuntimeError)

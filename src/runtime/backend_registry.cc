@@ -73,20 +73,6 @@ BackendInfo Load(const std::string& name, const fs::path& path) {
   }
 }
 
-std::string FailedToLoad(const std::string& file_name, const fs::path& path,
-                         const std::string& reason) {
-  return file_name + " was found at " + path.string() + " but failed to load: " + reason;
-}
-
-std::string NotFound(const std::string& file_name) {
-  std::string places;
-  for (const fs::path& dir : SearchDirectories()) {
-    places += (places.empty() ? "" : ", ") + dir.string();
-  }
-  return file_name + " was not found (searched " + places +
-         "); install it next to libkiln_runtime.so or add its folder to KILN_RUNTIME_PATH";
-}
-
 class BackendTable {
  public:
   static BackendTable& Global() {
@@ -142,52 +128,36 @@ KILN_REGISTER_GLOBAL("runtime.DiscoverBackends").set_body_typed([]() {
 
 Array<BackendInfo> DiscoverBackends() { return BackendTable::Global().Discover(); }
 
-bool LoadRuntimeLibrary(const std::string& file_name) {
+std::optional<std::string> LoadRuntimeLibrary(const std::string& file_name) {
   // The name comes from an artifact: only a Kiln library's plain file name is looked for, never
   // a path that could lead out of the search folders.
   if (file_name.rfind("libkiln_", 0) != 0 || file_name.find('/') != std::string::npos) {
-    return false;
-  }
-  for (const fs::path& dir : SearchDirectories()) {
-    const fs::path path = dir / file_name;
-    std::error_code error;
-    if (!fs::is_regular_file(path, error)) continue;
-    // Never unloaded: the loaders and kernels it registers live as long as the process.
-    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    KILN_CHECK(handle != nullptr, RuntimeError)
-        << "cannot load " << path.string() << ": " << dlerror();
-    return true;
-  }
-  return false;
-}
-
-std::optional<std::string> LoadRuntimePlugin(const std::string& file_name) {
-  // As LoadRuntimeLibrary: a plain Kiln file name only, never a path out of the search folders.
-  if (file_name.rfind(kBackendPrefix, 0) != 0 || file_name.find('/') != std::string::npos) {
-    return file_name + " is not the name of a runtime plugin (" + kBackendPrefix + "<name>.so)";
+    return file_name + " is not the file name of a Kiln runtime library (libkiln_<name>.so)";
   }
   for (const fs::path& dir : SearchDirectories()) {
     const fs::path path = dir / file_name;
     std::error_code error;
     if (!fs::is_regular_file(path, error)) continue;
     try {
-      LoadPlugin(path.string());
+      if (file_name.rfind(kBackendPrefix, 0) == 0) {
+        LoadPlugin(path.string());
+      } else {
+        // Never unloaded: the loaders and kernels it registers live as long as the process.
+        KILN_CHECK(dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL) != nullptr, RuntimeError)
+            << dlerror();
+      }
       return std::nullopt;
     } catch (const Error& failure) {
-      return FailedToLoad(file_name, path, failure.message());
+      return file_name + " was found at " + path.string() +
+             " but failed to load: " + failure.message();
     }
   }
-  return NotFound(file_name);
-}
-
-std::string DescribeMissingBackend(const std::string& file_name) {
-  for (const BackendInfo& info : DiscoverBackends()) {
-    const fs::path path = info.at("path").cast<String>().str();
-    if (path.filename() == file_name && info.at("status").cast<String>() == "failed") {
-      return FailedToLoad(file_name, path, info.at("reason").cast<String>().str());
-    }
+  std::string places;
+  for (const fs::path& dir : SearchDirectories()) {
+    places += (places.empty() ? "" : ", ") + dir.string();
   }
-  return NotFound(file_name);
+  return file_name + " was not found (searched " + places +
+         "); install it next to libkiln_runtime.so or add its folder to KILN_RUNTIME_PATH";
 }
 
 }  // namespace runtime

@@ -48,13 +48,16 @@ void CheckElfIsComplete(const std::string& path) {
 }
 
 /// The loader of `kind`. When it is not registered yet: discovers the backends, then loads
-/// `runtime_library`, the library the artifact says implements the kind.
-std::optional<Function> FindLoader(const std::string& kind, const std::string& runtime_library) {
+/// `runtime_library`, the library the artifact says implements the kind; `why_missing`
+/// receives why when there is still none.
+std::optional<Function> FindLoader(const std::string& kind, const std::string& runtime_library,
+                                   std::string& why_missing) {
   const std::string name = "runtime.module.load_bytes." + kind;
   if (std::optional<Function> loader = Function::GetGlobal(name.c_str())) return loader;
   DiscoverBackends();
   if (std::optional<Function> loader = Function::GetGlobal(name.c_str())) return loader;
-  if (!LoadRuntimeLibrary(runtime_library)) return std::nullopt;
+  why_missing = LoadRuntimeLibrary(runtime_library)
+                    .value_or(runtime_library + " is loaded but does not register " + name);
   return Function::GetGlobal(name.c_str());
 }
 
@@ -62,10 +65,11 @@ Module LoadOne(const ArtifactModule& entry, void* handle, const std::string& pat
   if (entry.kind == kHostLibraryKind) {
     return HostLibraryModuleCreate(handle, path, entry.functions);
   }
-  std::optional<Function> loader = FindLoader(entry.kind, entry.runtime_library);
+  std::string why_missing;
+  std::optional<Function> loader = FindLoader(entry.kind, entry.runtime_library, why_missing);
   KILN_CHECK(loader.has_value(), RuntimeError)
       << "artifact '" << path << "' contains a module of kind '" << entry.kind << "', which needs "
-      << entry.runtime_library << ": " << DescribeMissingBackend(entry.runtime_library);
+      << entry.runtime_library << ": " << why_missing;
   Module module = (*loader)(Bytes(entry.blob)).cast<Module>();
   KILN_CHECK(module->compatibility() == entry.compatibility, RuntimeError)
       << "artifact '" << path << "' has a '" << entry.kind << "' module made for '"

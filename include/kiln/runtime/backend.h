@@ -19,23 +19,15 @@ using BackendInfo = Map<String, Any>;
 /// for a broken backend: it is skipped and its reason kept. Absent backends are not listed.
 KILN_API Array<BackendInfo> DiscoverBackends();
 
-/// Loads `file_name` ("libkiln_kernels_cpu.so"), a runtime-side library that registers module
-/// loaders but is not a backend, from the first folder of the backend search path holding it.
-/// Used when an artifact needs a module kind whose loader is not registered yet. Returns false
-/// when no folder has it; a RuntimeError with dlerror's reason when it is there but fails to load.
-KILN_API bool LoadRuntimeLibrary(const std::string& file_name);
-
-/// Loads `file_name` ("libkiln_runtime_my_ext.so"), a runtime-side plugin (a backend, or the
-/// runtime half of a compiler plugin: its kernels), from the first folder of the backend search
-/// path holding it, through the plugin loader (ABI check, then its registrations) as backend
-/// discovery would; a no-op when that file is loaded already. Returns nullopt once it is
-/// loaded, else why not, in DescribeMissingBackend's words (not found, and where it looked; or
-/// found but failed to load, and why). Never throws for a missing or broken library.
-KILN_API std::optional<std::string> LoadRuntimePlugin(const std::string& file_name);
-
-/// Why the backend library `file_name` ("libkiln_runtime_opencl.so") is not loaded: its
-/// failure reason, or a note that it was not found and where discovery looked.
-KILN_API std::string DescribeMissingBackend(const std::string& file_name);
+/// Loads `file_name`, a runtime-side library named by an artifact, a codegen or a plugin op's
+/// kernels, from the first folder of the backend search path holding it, as that path is now
+/// (a package may extend KILN_RUNTIME_PATH after discovery ran). A runtime plugin
+/// ("libkiln_runtime_my_ext.so": a backend, or the runtime half of a compiler plugin) goes
+/// through the plugin loader (ABI check, then its registrations); another Kiln library
+/// ("libkiln_kernels_cpu.so") is opened as it is. A no-op for a file loaded already. Returns
+/// nullopt once it is loaded, else why not: not found, and where it looked; or found but failed
+/// to load, and why. Never throws for a missing or broken library.
+KILN_API std::optional<std::string> LoadRuntimeLibrary(const std::string& file_name);
 
 }  // namespace runtime
 }  // namespace kiln

@@ -156,7 +156,7 @@ std::optional<Function> FindCpuKernel(const std::string& kernel, std::string& wh
     why_missing = "no loaded library registers it";
     return std::nullopt;
   }
-  std::optional<std::string> reason = LoadRuntimePlugin(RuntimePluginFile(*ns));
+  std::optional<std::string> reason = LoadRuntimeLibrary(RuntimePluginFile(*ns));
   if (std::optional<Function> found = Function::GetGlobal(name.c_str())) return found;
   why_missing = reason.value_or(RuntimePluginFile(*ns) + " is loaded but does not register it");
   return std::nullopt;
