@@ -311,7 +311,8 @@ class GraphLowering {
 
     /// The function's JSON, its result `results` written to outputs o0, o1, ...: a temporary
     /// is renamed to its output (the step writes there directly); anything else is copied.
-    Json Finish(const Refs& results) {
+    /// `inputs` and `outputs` are the specs of the tensors it is called with.
+    Json Finish(const Refs& results, Json inputs, Json outputs) {
       std::map<std::string, std::string> rename;
       for (size_t k = 0; k < results.size(); ++k) {
         const std::string output = "o" + std::to_string(k);
@@ -341,6 +342,8 @@ class GraphLowering {
       return Json{{"name", name_},
                   {"num_inputs", num_inputs_},
                   {"num_outputs", results.size()},
+                  {"inputs", std::move(inputs)},
+                  {"outputs", std::move(outputs)},
                   {"temps", temps},
                   {"steps", steps_}};
     }
@@ -403,7 +406,15 @@ class GraphLowering {
   /// for the tensors of `result_type`; returns those entries.
   std::vector<int64_t> AddNode(FunctionBuilder& builder, const Refs& results,
                                const ir::Type& result_type, const std::vector<int64_t>& inputs) {
-    functions_.push_back(builder.Finish(results));
+    Json input_specs = Json::array();
+    for (int64_t entry : inputs) {
+      input_specs.push_back(SpecJson(entries_[entry].shape, entries_[entry].dtype));
+    }
+    Json output_specs = Json::array();
+    for (const ir::TensorType& type : FlattenTensorTypes(result_type, builder.name())) {
+      output_specs.push_back(SpecJson(StaticShape(type), type->dtype()));
+    }
+    functions_.push_back(builder.Finish(results, std::move(input_specs), std::move(output_specs)));
     return AddGraphNode(builder.name(), result_type, inputs);
   }
 

@@ -592,6 +592,56 @@ def test_batch_matmul(transpose_a, transpose_b, batches):
           transpose_b=transpose_b)
 
 
+def _gelu(x):
+    return F.gelu(t(x)).numpy()
+
+
+def _epilogue(product, bias, residual, activation):
+    """What a merged epilogue computes after the product, in its order."""
+    out = product + bias if bias is not None else product
+    out = out + residual if residual is not None else out
+    return {None: lambda v: v, "relu": lambda v: np.maximum(v, 0),
+            "clip": lambda v: np.clip(v, -0.5, 0.75), "gelu": _gelu}[activation](out)
+
+
+def _epilogue_attrs(num_inputs, bias, residual, activation):
+    """The attributes a kernel program gives a step merged with that epilogue; the bias and
+    residual follow the step's own inputs."""
+    attrs = {}
+    if bias is not None:
+        attrs["__epilogue_bias"] = num_inputs
+    if residual is not None:
+        attrs["__epilogue_residual"] = num_inputs + (bias is not None)
+    if activation == "relu":
+        attrs["__epilogue_min"] = 0.0
+    elif activation == "clip":
+        attrs.update(__epilogue_min=-0.5, __epilogue_max=0.75)
+    elif activation == "gelu":
+        attrs["__epilogue_gelu"] = True
+    return attrs
+
+
+EPILOGUES = [(True, False, None), (True, True, None), (True, False, "gelu"), (False, True, "relu"),
+             (True, True, "clip"), (False, False, "gelu")]
+
+
+@pytest.mark.parametrize("has_bias,has_residual,activation", EPILOGUES)
+@pytest.mark.parametrize("op,a_shape,b_shape", [
+    ("nn.dense", (73, 300), (259, 300)), ("nn.dense", (2, 3, 40), (17, 40)),
+    ("matmul", (1, 128, 256), (256, 1024)), ("matmul", (130, 1, 513), (513, 17)),
+    ("matmul", (2, 3, 5, 7), (1, 7, 300)), ("matmul", (4, 9, 31), (4, 31, 17))])
+def test_gemm_epilogue(op, a_shape, b_shape, has_bias, has_residual, activation):
+    """dense and matmul merged with a per-column bias, a residual shaped as the output and an
+    activation: one GEMM, a batch of them, and a broadcast batch."""
+    a, b = rand(*a_shape), rand(*b_shape)
+    product = a @ b.T if op == "nn.dense" else np.matmul(a, b)
+    bias = rand(product.shape[-1]) if has_bias else None
+    residual = rand(*product.shape) if has_residual else None
+    inputs = [a, b] + [v for v in (bias, residual) if v is not None]
+    check(op, inputs, _epilogue(product, bias, residual, activation), rtol=1e-4, atol=1e-4,
+          **_epilogue_attrs(2, bias, residual, activation))
+
+
 # ---- convolution and pooling ----------------------------------------------------------------
 
 CONV_CASES = [
@@ -636,31 +686,34 @@ def test_prepacked_conv2d(case):
 
 
 @pytest.mark.parametrize("case", CONV_CASES)
-@pytest.mark.parametrize("bounds", [None, (0.0, float("inf")), (-0.5, 0.75)])
-def test_conv2d_epilogue(case, bounds):
-    """A conv2d step merged with its bias add and relu/clip (kernel_program.cc): input 2 is
-    the per-channel bias, "__epilogue_min"/"__epilogue_max" clamp."""
+@pytest.mark.parametrize("has_bias,has_residual,activation", EPILOGUES)
+def test_conv2d_epilogue(case, has_bias, has_residual, activation):
+    """A conv2d step merged with its per-channel bias add, a residual add and an activation
+    (kernel_program.cc), on the GEMM path and the depthwise one."""
     shape, (o, kh, kw), strides, padding, dilation, groups = case
     x = rand(*shape)
     w = rand(o, shape[1] // groups, kh, kw)
-    bias = rand(o, 1, 1)
-    ref = F.conv2d(_torch_padded(x, padding), t(w), stride=strides, dilation=dilation,
-                   groups=groups).numpy() + bias
-    attrs = dict(strides=strides, padding=padding, dilation=dilation, groups=groups)
-    if bounds is not None:
-        ref = np.clip(ref, *bounds)
-        attrs.update(__epilogue_min=bounds[0], __epilogue_max=bounds[1])
-    check("nn.conv2d", [x, w, bias], ref, rtol=1e-4, atol=1e-4, **attrs)
+    product = F.conv2d(_torch_padded(x, padding), t(w), stride=strides, dilation=dilation,
+                       groups=groups).numpy()
+    bias = rand(o, 1, 1) if has_bias else None
+    residual = rand(*product.shape) if has_residual else None
+    inputs = [x, w] + [v for v in (bias, residual) if v is not None]
+    check("nn.conv2d", inputs, _epilogue(product, bias, residual, activation), rtol=1e-4,
+          atol=1e-4, strides=strides, padding=padding, dilation=dilation, groups=groups,
+          **_epilogue_attrs(2, bias, residual, activation))
 
 
-def _program(steps, temps, constants, num_inputs=1):
-    """A one-function kernel program ("f") with float32 tensors of the given shapes."""
-    spec = lambda a: {"shape": list(np.shape(a)), "dtype": "float32"}  # noqa: E731
+def _program(steps, temps, constants, num_inputs=1, specs=None):
+    """A one-function kernel program ("f") with float32 tensors of the given shapes; `specs`,
+    when given, is (input shapes, output shapes)."""
+    spec = lambda shape: {"shape": list(shape), "dtype": "float32"}  # noqa: E731
+    function = {"name": "f", "num_inputs": num_inputs, "num_outputs": 1,
+                "temps": [spec(s) for s in temps], "steps": steps}
+    if specs is not None:
+        function.update(inputs=[spec(s) for s in specs[0]], outputs=[spec(s) for s in specs[1]])
     description = json.dumps({
-        "version": 1, "constants": [spec(c) for c in constants],
-        "functions": [{"name": "f", "num_inputs": num_inputs, "num_outputs": 1,
-                       "temps": [{"shape": list(s), "dtype": "float32"} for s in temps],
-                       "steps": steps}]})
+        "version": 1, "constants": [spec(np.shape(c)) for c in constants],
+        "functions": [function]})
     program = kiln.get_global_func("runtime.KernelProgramCreate")(
         description, [kiln.tensor(np.ascontiguousarray(c)) for c in constants])
     return program["f"]
@@ -705,6 +758,50 @@ def test_program_keeps_a_conv_output_that_is_read_twice():
     f(kiln.tensor(x), y)
     conv = F.conv2d(t(x), t(w), padding=1).numpy()
     np.testing.assert_allclose(y.numpy(), 2 * conv + bias, rtol=1e-4, atol=1e-4)
+
+
+def _matmul_bias_residual_gelu_steps():
+    """matmul -> add(bias) -> add(residual) -> nn.gelu, as FuseOps groups a transformer FFN."""
+    return [{"kernel": "matmul", "attrs": {}, "inputs": ["i0", "c0"], "outputs": ["t0"]},
+            {"kernel": "add", "attrs": {}, "inputs": ["c1", "t0"], "outputs": ["t1"]},
+            {"kernel": "add", "attrs": {}, "inputs": ["t1", "i1"], "outputs": ["t2"]},
+            {"kernel": "nn.gelu", "attrs": {}, "inputs": ["t2"], "outputs": ["o0"]}]
+
+
+@pytest.mark.parametrize("with_specs", [True, False])
+def test_program_merges_matmul_epilogues(with_specs):
+    """The chain computes the same merged into the matmul (with input specs: bias, residual and
+    GELU) or partly (without them the residual add stays a step)."""
+    x, w, bias, residual = rand(1, 20, 48), rand(48, 70), rand(70), rand(1, 20, 70)
+    shape = (1, 20, 70)
+    specs = ([x.shape, residual.shape], [shape]) if with_specs else None
+    f = _program(_matmul_bias_residual_gelu_steps(), [shape] * 3, [w, bias], num_inputs=2,
+                 specs=specs)
+    y = kiln.empty(list(shape), "float32")
+    f(kiln.tensor(x), kiln.tensor(residual), y)
+    np.testing.assert_allclose(y.numpy(), _gelu(x @ w + bias + residual), rtol=1e-4, atol=1e-4)
+
+
+def test_program_keeps_a_residual_add_that_broadcasts():
+    """A residual of another shape than the product (it broadcasts) is not merged."""
+    x, w, bias, residual = rand(1, 20, 48), rand(48, 70), rand(70), rand(3, 20, 70)
+    f = _program(_matmul_bias_residual_gelu_steps(), [(1, 20, 70), (1, 20, 70), (3, 20, 70)],
+                 [w, bias], num_inputs=2, specs=([x.shape, residual.shape], [(3, 20, 70)]))
+    y = kiln.empty([3, 20, 70], "float32")
+    f(kiln.tensor(x), kiln.tensor(residual), y)
+    np.testing.assert_allclose(y.numpy(), _gelu(x @ w + bias + residual), rtol=1e-4, atol=1e-4)
+
+
+def test_program_rejects_arguments_unlike_its_specs():
+    f = _program([{"kernel": "nn.relu", "attrs": {}, "inputs": ["i0"], "outputs": ["o0"]}], [],
+                 [], specs=([(2, 3)], [(2, 3)]))
+    with pytest.raises(ValueError, match=r"'f' takes input 0 of shape \(2, 3\).*got \(3, 2\)"):
+        f(kiln.tensor(rand(3, 2)), kiln.empty([3, 2], "float32"))
+
+
+def test_program_rejects_specs_that_do_not_match_the_count():
+    with pytest.raises(ValueError, match="'f' lists 2 inputs, but takes 1"):
+        _program([], [], [], specs=([(2,), (2,)], [(2,)]))
 
 
 def test_depthwise_conv2d_is_not_prepacked():

@@ -11,6 +11,8 @@
 ///     "functions": [{
 ///       "name": "fused_nn_conv2d_add_nn_relu_0",
 ///       "num_inputs": 1, "num_outputs": 1,
+///       "inputs": [{"shape": [1, 3, 224, 224], "dtype": "float32"}],
+///       "outputs": [{"shape": [1, 64, 112, 112], "dtype": "float32"}],
 ///       "temps": [{"shape": [1, 64, 112, 112], "dtype": "float32"}],
 ///       "steps": [
 ///         {"kernel": "nn.conv2d", "attrs": {"strides": {"ints": [2, 2]}, ...},
@@ -23,6 +25,9 @@
 ///
 /// - A function is called as the graph executor calls node functions: one DLTensor* per input,
 ///   then one per output (compact CPU tensors of any shape the steps accept).
+/// - "inputs" and "outputs" (optional: descriptions written before them lack them) give the
+///   shapes the function is called with; a call with other shapes is a ValueError. Merging a
+///   residual add into the step before it (below) needs them.
 /// - Each step either calls the global function `kernel.cpu.<kernel>(inputs, outputs, attrs)`
 ///   (the FKernel signature, see kiln/ir/op.h) or copies one tensor into another ("copy").
 ///   Tensors are named by a letter and an index: "i" the function's inputs, "o" its outputs,
@@ -42,6 +47,10 @@
 /// registered; a Tensor it returns (the constant packed for the kernel, say a GEMM's weights)
 /// is passed to every call of that step as attribute "__packed_<index>". The description and
 /// the serialized form do not change: what is packed depends on the CPU that loads it.
+///
+/// Before that, a conv2d, matmul or nn.dense step followed by a bias add, a residual add,
+/// and relu, clip or nn.gelu (any prefix of that chain, each reading the one temporary the step
+/// before wrote) becomes one step, with the kEpilogue* attributes below.
 ///
 /// Serialized (SaveToBytes): the description's length as 8 little-endian bytes, the
 /// description, then each constant's compact bytes in order.
@@ -66,10 +75,16 @@ constexpr const char* kKernelProgramKind = "kernel_program";
 constexpr int64_t kKernelProgramFormatVersion = 1;
 /// The attribute a step's prepacked constant input i is passed as: this prefix, then i.
 constexpr const char* kPrepackedAttrPrefix = "__packed_";
-/// The attributes of a conv2d step that the program merged with the bias add and relu or clip
-/// after it (its input 2 is then the per-channel bias): the clamp bounds.
+/// The attributes of a conv2d, matmul or nn.dense step that the program merged with the
+/// elementwise steps after it (a bias add, then a residual add, then relu, clip or nn.gelu), so
+/// that they run while the product is in cache: the index of the step input holding the bias
+/// (per channel for conv2d, per column otherwise) and of the one holding the residual (shaped
+/// as the output), the clamp bounds, and whether GELU follows.
+constexpr const char* kEpilogueBiasAttr = "__epilogue_bias";
+constexpr const char* kEpilogueResidualAttr = "__epilogue_residual";
 constexpr const char* kEpilogueMinAttr = "__epilogue_min";
 constexpr const char* kEpilogueMaxAttr = "__epilogue_max";
+constexpr const char* kEpilogueGeluAttr = "__epilogue_gelu";
 /// The library implementing the kind, named when an artifact needs it and it is missing.
 constexpr const char* kKernelProgramLibrary = "libkiln_kernels_cpu.so";
 

@@ -35,6 +35,10 @@ KILN_API Pass FoldConstant();
 /// into `add(multiply(x, scale), shift)` with per-channel constants. Opt level 1.
 KILN_API Pass CanonicalizeBatchNorm();
 
+/// Rewrites GELU spelled in five ops, x * (erf(x / sqrt(2)) + 1) * 0.5 (grouped and ordered in
+/// any way, or with x * (1 / sqrt(2))), into one nn.gelu call. Opt level 2.
+KILN_API Pass RecognizeGelu();
+
 /// Groups the op calls of each function into primitive functions (attribute Primitive=1) by
 /// their pattern kinds: injective chains, producers of reductions, and elementwise epilogues
 /// of conv2d / dense / reductions (fuse_ops.cc has the rules). Every op call ends up in one;

@@ -5,10 +5,8 @@
 // the products into the output; conv3d builds its im2col matrix from 2-D ones, one per depth
 // tap and output depth. Depthwise conv2d (one input channel per group) has no reduction worth
 // a GEMM and runs directly.
-#include <kiln/runtime/kernel_program.h>
 
 #include <algorithm>
-#include <limits>
 #include <memory>
 #include <optional>
 
@@ -240,17 +238,6 @@ KILN_CPU_CLONES void DepthwisePlane(const ConvShapes& s, const WindowRowPlan& pl
   }
 }
 
-/// The epilogue a kernel program merged into this conv2d step (kiln/runtime/kernel_program.h):
-/// input 2 is the per-channel bias, the clamp bounds are attributes.
-GemmEpilogue ReadEpilogue(const KernelCall& call) {
-  GemmEpilogue epilogue;
-  if (call.num_inputs() > 2) epilogue.row_bias = Data<const float>(call.input(2));
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  epilogue.min_value = static_cast<float>(call.FloatOr(runtime::kEpilogueMinAttr, -kInf));
-  epilogue.max_value = static_cast<float>(call.FloatOr(runtime::kEpilogueMaxAttr, kInf));
-  return epilogue;
-}
-
 /// One input channel per group: each output plane is a weighted sum of shifted input rows.
 void DepthwiseConv2D(const ConvShapes& s, const float* x, const float* weight,
                      const GemmEpilogue& epilogue, float* y) {
@@ -262,7 +249,10 @@ void DepthwiseConv2D(const ConvShapes& s, const float* x, const float* weight,
       float* out = y + p * s.oh * s.ow;
       DepthwisePlane(s, plan, x + (p / s.o * s.c + p % s.o / multiplier) * s.h * s.w,
                      weight + p % s.o * win.kernel[0] * win.kernel[1], out);
-      if (epilogue.active()) epilogue.Apply(p % s.o, 1, s.oh * s.ow, out, s.oh * s.ow);
+      if (!epilogue.active()) continue;
+      GemmEpilogue image_epilogue = epilogue;  // its residual starts at this plane's image
+      if (epilogue.residual != nullptr) image_epilogue.residual += p / s.o * s.o * s.oh * s.ow;
+      image_epilogue.Apply(p % s.o, 1, 0, s.oh * s.ow, out, s.oh * s.ow);
     }
   });
 }
@@ -308,7 +298,7 @@ void Conv2D(const KernelCall& call) {
   const float* w = Data<const float>(weight);
   float* y = Data<float>(out);
   const int64_t group_in = s.c / s.groups;
-  const GemmEpilogue epilogue = ReadEpilogue(call);
+  const GemmEpilogue epilogue = ReadMergedEpilogue(call, /*bias_per_row=*/true, s.oh * s.ow);
   if (ConvGemm(weight, s.groups).depthwise(weight)) {
     DepthwiseConv2D(s, x, w, epilogue, y);
     return;
@@ -332,6 +322,9 @@ void Conv2D(const KernelCall& call) {
     if (prepacked != nullptr) weights.packed = prepacked + group * gemm.PackedGroupSize();
     GemmEpilogue group_epilogue = epilogue;
     if (epilogue.row_bias != nullptr) group_epilogue.row_bias += group * group_out;
+    if (epilogue.residual != nullptr) {
+      group_epilogue.residual += (image * s.o + group * group_out) * spatial;
+    }
     Gemm(group_out, spatial, depth, weights,
          pointwise ? GemmOperand({group_data, spatial, 1}) : GemmOperand(&image_packer),
          y + (image * s.o + group * group_out) * spatial, spatial, group_epilogue);

@@ -6,10 +6,14 @@
 // with zeros, so the micro-kernel never branches on tile size.
 #include "gemm.h"
 
+#include "fast_math.h"
+
+#include <kiln/runtime/kernel_program.h>
 #include <kiln/runtime/memory.h>
 #include <kiln/runtime/thread_pool.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -229,19 +233,66 @@ bool GemmEpilogue::clamps() const {
          max_value != std::numeric_limits<float>::infinity();
 }
 
-bool GemmEpilogue::active() const { return row_bias != nullptr || clamps(); }
+bool GemmEpilogue::active() const {
+  return row_bias != nullptr || col_bias != nullptr || residual != nullptr || clamps() || gelu;
+}
 
-void GemmEpilogue::Apply(int64_t row0, int64_t rows, int64_t cols, float* c, int64_t ldc) const {
-  for (int64_t i = 0; i < rows; ++i) {
-    float* __restrict__ line = c + i * ldc;
-    if (row_bias != nullptr) {
-      const float bias = row_bias[row0 + i];
-      for (int64_t j = 0; j < cols; ++j) line[j] += bias;
-    }
-    if (!clamps()) continue;
-    // As clip and relu: NaN becomes min_value.
-    for (int64_t j = 0; j < cols; ++j) line[j] = std::min(max_value, std::max(min_value, line[j]));
+namespace {
+
+/// One line of C through the epilogue; `col_bias` and `residual` start at the line's first
+/// column (or are null). Each part is its own loop so that each vectorizes.
+KILN_CPU_CLONES void ApplyToLine(const GemmEpilogue& epilogue, float* __restrict__ line,
+                                 int64_t cols, float row_bias, const float* __restrict__ col_bias,
+                                 const float* __restrict__ residual) {
+  if (row_bias != 0.F) {
+    for (int64_t j = 0; j < cols; ++j) line[j] += row_bias;
   }
+  if (col_bias != nullptr) {
+    for (int64_t j = 0; j < cols; ++j) line[j] += col_bias[j];
+  }
+  if (residual != nullptr) {
+    for (int64_t j = 0; j < cols; ++j) line[j] += residual[j];
+  }
+  if (epilogue.clamps()) {
+    // As clip and relu: NaN becomes min_value.
+    const float low = epilogue.min_value;
+    const float high = epilogue.max_value;
+    for (int64_t j = 0; j < cols; ++j) line[j] = std::min(high, std::max(low, line[j]));
+  }
+  if (epilogue.gelu) {
+    for (int64_t j = 0; j < cols; ++j) {
+      line[j] = 0.5F * line[j] * (1.F + FastErf(line[j] * static_cast<float>(M_SQRT1_2)));
+    }
+  }
+}
+
+}  // namespace
+
+void GemmEpilogue::Apply(int64_t row0, int64_t rows, int64_t col0, int64_t cols, float* c,
+                         int64_t ldc) const {
+  for (int64_t i = 0; i < rows; ++i) {
+    ApplyToLine(*this, c + i * ldc, cols, row_bias != nullptr ? row_bias[row0 + i] : 0.F,
+                col_bias != nullptr ? col_bias + col0 : nullptr,
+                residual != nullptr ? residual + (row0 + i) * residual_ld + col0 : nullptr);
+  }
+}
+
+GemmEpilogue ReadMergedEpilogue(const KernelCall& call, bool bias_per_row, int64_t residual_ld) {
+  GemmEpilogue epilogue;
+  const int64_t bias = call.IntOr(runtime::kEpilogueBiasAttr, -1);
+  if (bias >= 0) {
+    (bias_per_row ? epilogue.row_bias : epilogue.col_bias) = Data<const float>(call.input(bias));
+  }
+  const int64_t residual = call.IntOr(runtime::kEpilogueResidualAttr, -1);
+  if (residual >= 0) {
+    epilogue.residual = Data<const float>(call.input(residual));
+    epilogue.residual_ld = residual_ld;
+  }
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  epilogue.min_value = static_cast<float>(call.FloatOr(runtime::kEpilogueMinAttr, -kInf));
+  epilogue.max_value = static_cast<float>(call.FloatOr(runtime::kEpilogueMaxAttr, kInf));
+  epilogue.gelu = call.BoolOr(runtime::kEpilogueGeluAttr, false);
+  return epilogue;
 }
 
 void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOperand& b, float* c,
@@ -250,7 +301,7 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOpera
   const bool has_epilogue = epilogue.active();
   if (k == 0) {
     for (int64_t i = 0; i < m; ++i) std::fill_n(c + i * ldc, n, 0.F);
-    if (has_epilogue) epilogue.Apply(0, m, n, c, ldc);
+    if (has_epilogue) epilogue.Apply(0, m, 0, n, c, ldc);
     return;
   }
   const GemmKernel& kernel = SelectKernel();
@@ -295,7 +346,7 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOpera
           float* c_block = c + row0 * ldc + col0;
           kernel.multiply_block(packed_a + p0 * m_pad + row0 * kc, panel, rows, cols, kc, c_block,
                                 ldc, p0 > 0);
-          if (has_epilogue && p0 + kc == k) epilogue.Apply(row0, rows, cols, c_block, ldc);
+          if (has_epilogue && p0 + kc == k) epilogue.Apply(row0, rows, col0, cols, c_block, ldc);
         }
       }
       first = last;

@@ -4,6 +4,8 @@
 
 #include <kiln/ffi/tensor.h>
 
+#include "kernel_util.h"
+
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -39,18 +41,30 @@ struct GemmOperand {
   const PanelPacker* packer = nullptr;  ///< B only
 };
 
-/// What a fused function does to a product after it (a convolution's bias and activation):
-/// c = min(max_value, max(min_value, c + row_bias[row])), applied while C is in cache.
+/// What a fused function does to a product after it, while C is in cache: per element,
+///   c = act(c + row_bias[row] + col_bias[col] + residual[row, col]),
+/// act clamping to [min_value, max_value] and then, if `gelu`, GELU (erf form). Absent parts
+/// are skipped.
 struct GemmEpilogue {
   const float* row_bias = nullptr;  ///< one per row of C, or none
+  const float* col_bias = nullptr;  ///< one per column of C, or none
+  const float* residual = nullptr;  ///< a matrix shaped as C, rows `residual_ld` apart, or none
+  int64_t residual_ld = 0;
   float min_value = -std::numeric_limits<float>::infinity();
   float max_value = std::numeric_limits<float>::infinity();
+  bool gelu = false;
 
   bool clamps() const;
   bool active() const;
-  /// Applies the epilogue to rows [row0, row0 + rows) x `cols` of C; `c` points at row row0.
-  void Apply(int64_t row0, int64_t rows, int64_t cols, float* c, int64_t ldc) const;
+  /// Applies the epilogue to rows [row0, row0 + rows) x columns [col0, col0 + cols) of C;
+  /// `c` points at (row0, col0).
+  void Apply(int64_t row0, int64_t rows, int64_t col0, int64_t cols, float* c, int64_t ldc) const;
 };
+
+/// The epilogue a kernel program merged into a step (kiln/runtime/kernel_program.h): its bias
+/// input as row_bias (`bias_per_row`) or col_bias, its residual input with rows `residual_ld`
+/// apart, the clamp and GELU attributes.
+GemmEpilogue ReadMergedEpilogue(const KernelCall& call, bool bias_per_row, int64_t residual_ld);
 
 /// C (m x n, rows `ldc` apart) = A (m x k) * B (k x n), then `epilogue`. Blocks of C run on
 /// the thread pool (serially when called from inside a parallel region).

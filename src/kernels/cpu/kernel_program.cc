@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -53,6 +54,8 @@ struct ProgramFunction {
   std::string name;
   size_t num_inputs = 0;
   size_t num_outputs = 0;
+  std::vector<TensorSpec> input_specs;   ///< empty when the description has none
+  std::vector<TensorSpec> output_specs;  ///< empty when the description has none
   std::vector<TensorSpec> temps;
   std::vector<Step> steps;
 };
@@ -121,6 +124,15 @@ ProgramFunction ReadFunction(const Json& value, size_t num_constants) {
   func.name = value.at("name").get<std::string>();
   func.num_inputs = value.at("num_inputs").get<size_t>();
   func.num_outputs = value.at("num_outputs").get<size_t>();
+  for (const auto& [key, specs, count] :
+       {std::tuple("inputs", &func.input_specs, func.num_inputs),
+        std::tuple("outputs", &func.output_specs, func.num_outputs)}) {
+    if (!value.contains(key)) continue;
+    for (const Json& spec : value.at(key)) specs->push_back(ReadSpec(spec));
+    KILN_CHECK(specs->size() == count, ValueError)
+        << kPrefix << "function '" << func.name << "' lists " << specs->size() << " " << key
+        << ", but takes " << count;
+  }
   for (const Json& temp : value.at("temps")) func.temps.push_back(ReadSpec(temp));
   for (const Json& step : value.at("steps")) {
     func.steps.push_back(ReadStep(step, func, num_constants));
@@ -188,7 +200,7 @@ void ResolveKernels(std::vector<ProgramFunction>& functions) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Merging conv2d epilogues
+// Merging epilogues into GEMM steps
 // ---------------------------------------------------------------------------------------------
 
 bool SameRef(const TensorRef& a, const TensorRef& b) {
@@ -207,10 +219,33 @@ size_t Uses(const ProgramFunction& func, const TensorRef& ref) {
   return uses;
 }
 
+constexpr DLDataType kFloat32{kDLFloat, 32, 1};
+
 /// A float32 temporary that one step writes and one other step reads.
 bool IsPassedOnce(const ProgramFunction& func, const TensorRef& ref) {
   return ref.list == 't' && Uses(func, ref) == 2 &&
-         DataTypeEqual(func.temps[ref.index].dtype, DLDataType{kDLFloat, 32, 1});
+         DataTypeEqual(func.temps[ref.index].dtype, kFloat32);
+}
+
+/// The shape and dtype of `ref`, when the description gives them.
+std::optional<TensorSpec> SpecOf(const ProgramFunction& func, const TensorRef& ref,
+                                 const std::vector<Tensor>& constants) {
+  switch (ref.list) {
+    case 'i':
+      if (func.input_specs.empty()) return std::nullopt;
+      return func.input_specs[ref.index];
+    case 'o':
+      if (func.output_specs.empty()) return std::nullopt;
+      return func.output_specs[ref.index];
+    case 'c': {
+      TensorSpec spec;
+      const Shape shape = constants[ref.index].shape();
+      spec.shape.assign(shape.begin(), shape.end());
+      spec.dtype = constants[ref.index].dtype();
+      return spec;
+    }
+    default: return func.temps[ref.index];
+  }
 }
 
 /// The other input of a two-input `add` step reading `ref`.
@@ -225,52 +260,100 @@ std::optional<TensorRef> OtherAddend(const Step& step, const TensorRef& ref) {
 
 /// A float32 constant of shape (C, 1, 1) or (1, C, 1, 1): one value per channel of the
 /// (N, C, H, W) `out`.
-bool IsChannelBias(const Tensor& bias, const TensorSpec& out) {
-  const Shape shape = bias.shape();
-  const size_t rank = shape.size();
-  return out.shape.size() == 4 && (rank == 3 || (rank == 4 && shape[0] == 1)) &&
-         shape[rank - 3] == out.shape[1] && shape[rank - 2] == 1 && shape[rank - 1] == 1 &&
-         DataTypeEqual(bias.dtype(), DLDataType{kDLFloat, 32, 1});
+bool IsChannelBias(const TensorSpec& bias, const TensorSpec& out) {
+  const size_t rank = bias.shape.size();
+  return out.shape.size() == 4 && (rank == 3 || (rank == 4 && bias.shape[0] == 1)) &&
+         bias.shape[rank - 3] == out.shape[1] && bias.shape[rank - 2] == 1 &&
+         bias.shape[rank - 1] == 1;
 }
 
-/// The clamp bounds of an `nn.relu` or `clip` step reading `ref`, in that order.
-std::optional<std::pair<double, double>> ClampOf(const Step& step, const TensorRef& ref) {
+/// A constant of shape (N) or (1, ..., 1, N): one value per column of the (..., N) `out`.
+bool IsColumnBias(const TensorSpec& bias, const TensorSpec& out) {
+  const std::vector<int64_t>& shape = bias.shape;
+  return !shape.empty() && shape.size() <= out.shape.size() && shape.back() == out.shape.back() &&
+         std::all_of(shape.begin(), shape.end() - 1, [](int64_t extent) { return extent == 1; });
+}
+
+/// A step whose kernel reads the kEpilogue* attributes, with one output; for matmul, one whose
+/// operands are matrices or batches of them (a vector operand has no column of the output to
+/// add a bias to).
+bool IsEpilogueAnchor(const ProgramFunction& func, const Step& step,
+                      const std::vector<Tensor>& constants) {
+  if (step.inputs.size() != 2 || step.outputs.size() != 1) return false;
+  if (step.kernel == "nn.conv2d" || step.kernel == "nn.dense") return true;
+  if (step.kernel != "matmul") return false;
+  return std::all_of(step.inputs.begin(), step.inputs.end(), [&](const TensorRef& ref) {
+    const std::optional<TensorSpec> spec = SpecOf(func, ref, constants);
+    return spec.has_value() && spec->shape.size() >= 2;
+  });
+}
+
+/// The epilogue attributes of an `nn.relu`, `clip` or `nn.gelu` step reading `ref`.
+std::optional<Map<String, Any>> ActivationOf(const Step& step, const TensorRef& ref) {
   if (step.inputs.size() != 1 || !SameRef(step.inputs[0], ref) || step.outputs.size() != 1) {
     return std::nullopt;
   }
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  if (step.kernel == "nn.relu") return std::make_pair(0.0, kInf);
-  if (step.kernel != "clip") return std::nullopt;
-  const std::optional<Any> low = step.attrs.Get("a_min");
-  const std::optional<Any> high = step.attrs.Get("a_max");
-  return std::make_pair(low.has_value() ? low->cast<double>() : -kInf,
-                        high.has_value() ? high->cast<double>() : kInf);
+  Map<String, Any> attrs;
+  if (step.kernel == "nn.gelu") {
+    attrs.Set(kEpilogueGeluAttr, true);
+  } else if (step.kernel == "nn.relu") {
+    attrs.Set(kEpilogueMinAttr, 0.0);
+  } else if (step.kernel == "clip") {
+    for (const auto& [from, to] :
+         {std::pair("a_min", kEpilogueMinAttr), {"a_max", kEpilogueMaxAttr}}) {
+      if (std::optional<Any> bound = step.attrs.Get(from)) attrs.Set(to, bound->cast<double>());
+    }
+  } else {
+    return std::nullopt;
+  }
+  return attrs;
 }
 
-/// Merges each conv2d step followed by its per-channel bias add (and a relu or clip after
-/// that) into the conv2d step, which then runs them while its output is in cache: the bias
-/// becomes its input 2, the clamp attributes kEpilogueMinAttr / kEpilogueMaxAttr. Only
-/// temporaries passed from one step to the next disappear, so the function computes the same.
-void MergeConvEpilogues(ProgramFunction& func, const std::vector<Tensor>& constants) {
+/// Merges the steps after each GEMM-backed step (conv2d, matmul, dense) that its epilogue can
+/// run into it (kiln/runtime/kernel_program.h): a bias add, then a residual add, then relu,
+/// clip or nn.gelu, each optional, each reading the temporary only the step before wrote, so
+/// that the function computes the same with the temporaries gone.
+void MergeEpilogues(ProgramFunction& func, const std::vector<Tensor>& constants) {
   std::vector<Step> merged;
   for (size_t s = 0; s < func.steps.size(); ++s) {
     Step step = func.steps[s];
-    const bool conv = step.kernel == "nn.conv2d" && step.inputs.size() == 2 &&
-                      step.outputs.size() == 1 && s + 1 < func.steps.size();
-    const TensorRef out = conv ? step.outputs[0] : TensorRef{};
-    const std::optional<TensorRef> bias =
-        conv && IsPassedOnce(func, out) ? OtherAddend(func.steps[s + 1], out) : std::nullopt;
-    if (bias.has_value() && bias->list == 'c' &&
-        IsChannelBias(constants[bias->index], func.temps[out.index])) {
-      step.inputs.push_back(*bias);
+    if (!IsEpilogueAnchor(func, step, constants)) {
+      merged.push_back(std::move(step));
+      continue;
+    }
+    const TensorSpec product = *SpecOf(func, step.outputs[0], constants);
+    // The step after the merged ones, when it reads what they wrote and nothing else does.
+    auto next = [&]() -> const Step* {
+      return s + 1 < func.steps.size() && IsPassedOnce(func, step.outputs[0]) ? &func.steps[s + 1]
+                                                                              : nullptr;
+    };
+    auto absorb = [&](const char* attr, const TensorRef& input) {
+      step.attrs.Set(attr, static_cast<int64_t>(step.inputs.size()));
+      step.inputs.push_back(input);
       step.outputs = func.steps[++s].outputs;
-      const TensorRef sum = step.outputs[0];
-      const std::optional<std::pair<double, double>> clamp =
-          s + 1 < func.steps.size() && IsPassedOnce(func, sum) ? ClampOf(func.steps[s + 1], sum)
-                                                               : std::nullopt;
-      if (clamp.has_value()) {
-        step.attrs.Set(kEpilogueMinAttr, clamp->first);
-        step.attrs.Set(kEpilogueMaxAttr, clamp->second);
+    };
+    const bool bias_per_row = step.kernel == "nn.conv2d";
+    if (const Step* add = next()) {
+      const std::optional<TensorRef> bias = OtherAddend(*add, step.outputs[0]);
+      const std::optional<TensorSpec> spec =
+          bias.has_value() ? SpecOf(func, *bias, constants) : std::nullopt;
+      if (bias.has_value() && bias->list == 'c' && DataTypeEqual(spec->dtype, kFloat32) &&
+          (bias_per_row ? IsChannelBias(*spec, product) : IsColumnBias(*spec, product))) {
+        absorb(kEpilogueBiasAttr, *bias);
+      }
+    }
+    if (const Step* add = next()) {
+      const std::optional<TensorRef> residual = OtherAddend(*add, step.outputs[0]);
+      const std::optional<TensorSpec> spec =
+          residual.has_value() ? SpecOf(func, *residual, constants) : std::nullopt;
+      if (spec.has_value() && spec->shape == product.shape &&
+          DataTypeEqual(spec->dtype, kFloat32)) {
+        absorb(kEpilogueResidualAttr, *residual);
+      }
+    }
+    if (const Step* activation = next()) {
+      if (std::optional<Map<String, Any>> attrs = ActivationOf(*activation, step.outputs[0])) {
+        for (const auto& [key, value] : *attrs) step.attrs.Set(key, value);
         step.outputs = func.steps[++s].outputs;
       }
     }
@@ -315,6 +398,22 @@ Tensor ViewOf(const AnyView& arg, const std::string& func, size_t position) {
   if (dl.strides != nullptr) strides.assign(dl.strides, dl.strides + dl.ndim);
   return Tensor::FromMemory(static_cast<char*>(dl.data) + dl.byte_offset, shape, dl.dtype,
                             dl.device, nullptr, strides);
+}
+
+/// ValueError when the description gives the shapes a function takes and `tensors`, its
+/// arguments of one kind (`what`), differ: merged epilogues rely on those shapes.
+void CheckArguments(const std::string& func, const char* what, const std::vector<Tensor>& tensors,
+                    const std::vector<TensorSpec>& specs) {
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const Shape shape = tensors[i].shape();
+    KILN_CHECK(
+        std::equal(shape.begin(), shape.end(), specs[i].shape.begin(), specs[i].shape.end()) &&
+            DataTypeEqual(tensors[i].dtype(), specs[i].dtype),
+        ValueError)
+        << kPrefix << "'" << func << "' takes " << what << " " << i << " of shape "
+        << Shape(specs[i].shape) << " and dtype " << DataTypeToString(specs[i].dtype) << ", got "
+        << shape << " and " << DataTypeToString(tensors[i].dtype());
+  }
 }
 
 class KernelProgramObj : public ModuleObj {
@@ -370,6 +469,8 @@ class KernelProgramObj : public ModuleObj {
     for (size_t i = 0; i < func.num_outputs; ++i) {
       outputs.push_back(ViewOf(args[func.num_inputs + i], func.name, func.num_inputs + i));
     }
+    CheckArguments(func.name, "input", inputs, func.input_specs);
+    CheckArguments(func.name, "output", outputs, func.output_specs);
     std::vector<Tensor> temps;
     for (const TensorSpec& spec : func.temps) {
       temps.push_back(Empty(spec.shape, spec.dtype, DLDevice{kDLCPU, 0}));
@@ -422,7 +523,7 @@ Module MakeProgram(std::string description, ConstantSource constant_at) {
     KILN_THROW(ValueError) << kPrefix << "malformed description: " << error.what();
   }
   ResolveKernels(functions);
-  for (ProgramFunction& func : functions) MergeConvEpilogues(func, constants);
+  for (ProgramFunction& func : functions) MergeEpilogues(func, constants);
   PrepackConstants(functions, constants);
   return Module(make_object<KernelProgramObj>(std::move(description), std::move(functions),
                                               std::move(constants)));

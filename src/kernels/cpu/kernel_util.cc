@@ -40,8 +40,16 @@ Any KernelCall::Attr(const char* name) const {
   return *value;
 }
 
+int64_t KernelCall::IntOr(const char* name, int64_t fallback) const {
+  return attrs_.Get(String(name)).has_value() ? Int(name) : fallback;
+}
+
 double KernelCall::FloatOr(const char* name, double fallback) const {
   return attrs_.Get(String(name)).has_value() ? Float(name) : fallback;
+}
+
+bool KernelCall::BoolOr(const char* name, bool fallback) const {
+  return attrs_.Get(String(name)).has_value() ? Bool(name) : fallback;
 }
 
 const float* KernelCall::Prepacked(size_t i) const {

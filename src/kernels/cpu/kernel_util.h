@@ -38,8 +38,10 @@ class KernelCall {
 
   int64_t Int(const char* name) const { return Attr(name).cast<int64_t>(); }
   double Float(const char* name) const { return Attr(name).cast<double>(); }
-  /// A float attribute, or `fallback` when it is absent.
+  /// An attribute, or `fallback` when it is absent.
+  int64_t IntOr(const char* name, int64_t fallback) const;
   double FloatOr(const char* name, double fallback) const;
+  bool BoolOr(const char* name, bool fallback) const;
   bool Bool(const char* name) const { return Attr(name).cast<bool>(); }
   std::string Str(const char* name) const { return Attr(name).cast<String>().str(); }
   std::vector<int64_t> Ints(const char* name) const;

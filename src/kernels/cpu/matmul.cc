@@ -21,7 +21,7 @@ void Dense(const KernelCall& call) {
   for (int32_t d = 0; d + 1 < data.ndim(); ++d) m *= data.shape(d);
   Gemm(m, n, k, GemmOperand({Data<const float>(data), k, 1}),
        GemmOperand({Data<const float>(weight), 1, k}, call.Prepacked(1)),
-       Data<float>(call.output(0)), n);
+       Data<float>(call.output(0)), n, ReadMergedEpilogue(call, /*bias_per_row=*/false, n));
 }
 KILN_CPU_KERNEL("nn.dense", Dense);
 
@@ -53,6 +53,7 @@ struct BatchedGemm {
   bool transpose_a = false;
   bool transpose_b = false;
   const float* packed_b = nullptr;  ///< B prepacked, when it has no batch
+  GemmEpilogue epilogue;            ///< its residual, if any, shaped as the whole output
 
   void Run(const Tensor& a, const Tensor& b, const Tensor& c) const {
     std::vector<int64_t> batch(std::max(a_batch.size(), b_batch.size()), 1);
@@ -73,7 +74,8 @@ struct BatchedGemm {
       // Every A[i] times the one B: the A's are consecutive rows of one (count * m, k) matrix,
       // so one GEMM packs B once instead of once per batch ((128, 1, K) x (K, N) in attention
       // projections would otherwise be 128 GEMMs of one row each).
-      Gemm(count * m, n, k, GemmOperand{a_view}, GemmOperand{b_view, packed_b}, c_data, n);
+      Gemm(count * m, n, k, GemmOperand{a_view}, GemmOperand{b_view, packed_b}, c_data, n,
+           epilogue);
       return;
     }
     ForEachMatrix(count, [&](int64_t i) {
@@ -85,8 +87,10 @@ struct BatchedGemm {
       MatrixView b_i = b_view;
       a_i.data += a_index * m * k;
       b_i.data += b_index * k * n;
+      GemmEpilogue epilogue_i = epilogue;
+      if (epilogue.residual != nullptr) epilogue_i.residual += i * m * n;
       Gemm(m, n, k, GemmOperand{a_i}, GemmOperand{b_i, b_index == 0 ? packed_b : nullptr},
-           c_data + i * m * n, n);
+           c_data + i * m * n, n, epilogue_i);
     });
   }
 };
@@ -108,6 +112,7 @@ void Matmul(const KernelCall& call) {
   gemm.a_batch.assign(a.begin(), a.end() - 2);
   gemm.b_batch.assign(b.begin(), b.end() - 2);
   gemm.packed_b = call.Prepacked(1);
+  gemm.epilogue = ReadMergedEpilogue(call, /*bias_per_row=*/false, gemm.n);
   gemm.Run(lhs, rhs, call.output(0));
 }
 KILN_CPU_KERNEL("matmul", Matmul);

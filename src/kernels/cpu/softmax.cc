@@ -13,12 +13,20 @@ namespace kernels {
 namespace cpu {
 namespace {
 
-/// Softmax of one contiguous float32 row (the last axis, attention's case): the exponentials
-/// and the sum run 16 lanes wide, which vectorizes without reassociating the sum.
+/// Softmax of one contiguous float32 row (the last axis, attention's case): the maximum, the
+/// exponentials and the sum run 16 lanes wide, which vectorizes without reassociating.
 KILN_CPU_CLONES void SoftmaxRow(const float* __restrict__ x, float* __restrict__ y, int64_t n) {
   constexpr int64_t kLanes = 16;
-  float max = -std::numeric_limits<float>::infinity();
-  for (int64_t i = 0; i < n; ++i) max = std::max(max, x[i]);
+  constexpr float kLowest = -std::numeric_limits<float>::infinity();
+  float lane_max[kLanes];
+  std::fill_n(lane_max, kLanes, kLowest);
+  const int64_t whole = n / kLanes * kLanes;
+  for (int64_t i = 0; i < whole; i += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l) lane_max[l] = std::max(lane_max[l], x[i + l]);
+  }
+  float max = kLowest;
+  for (int64_t i = whole; i < n; ++i) max = std::max(max, x[i]);
+  for (float lane : lane_max) max = std::max(max, lane);
   float lanes[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
