@@ -37,6 +37,18 @@ std::vector<int64_t> Permutation(const ir::CallObj& transpose) {
   return axes;
 }
 
+/// Whether `permutation` keeps the axes of `shape` that have more than one element in their
+/// order (so it moves only axes of extent 1 and leaves memory as it is).
+bool MovesOnlyUnitAxes(const std::vector<int64_t>& shape, const std::vector<int64_t>& permutation) {
+  int64_t last = -1;
+  for (int64_t axis : permutation) {
+    if (shape[axis] == 1) continue;
+    if (axis < last) return false;
+    last = axis;
+  }
+  return true;
+}
+
 bool IsIdentity(const std::vector<int64_t>& permutation) {
   for (size_t i = 0; i < permutation.size(); ++i) {
     if (permutation[i] != static_cast<int64_t>(i)) return false;
@@ -100,6 +112,14 @@ class Simplifier : public TypedMutator {
       data = inner->args()[0];
     }
     if (IsIdentity(permutation)) return data;
+    if (MovesOnlyUnitAxes(StaticShapeOf(data), permutation)) {
+      // The same elements in the same order: a reshape, which may fold into one before it.
+      const std::vector<int64_t> shape = StaticShapeOf(call);
+      Map<String, Any> attrs;
+      attrs.Set(String("newshape"), Array<int64_t>(shape.begin(), shape.end()));
+      const Call reshape(ir::Op::Get("reshape"), {data}, attrs);
+      return RewriteCall(reshape, Downcast<Call>(Typed(reshape)));
+    }
     if (data.same_as(call->args()[0])) return call;
     Map<String, Any> attrs;
     attrs.Set(String("axes"), Array<int64_t>(permutation.begin(), permutation.end()));

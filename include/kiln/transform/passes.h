@@ -21,8 +21,9 @@ KILN_API Pass InferType();
 
 /// Removes operations that do nothing or undo each other, keeping every type: reshape to the
 /// same shape, reshape of reshape, cast to the same dtype, transpose of transpose (and identity
-/// transposes), x + 0, 0 + x, x - 0, x * 1, 1 * x, x / 1 (constants holding 0 or 1 everywhere,
-/// when the result has x's type). Opt level 2.
+/// transposes; a transpose that moves only axes of extent 1 becomes a reshape), x + 0, 0 + x, x -
+/// 0, x * 1, 1 * x, x / 1 (constants holding 0 or 1 everywhere, when the result has x's type). Opt
+/// level 2.
 KILN_API Pass SimplifyExpr();
 
 /// Evaluates op calls whose arguments are all constants through the op's CPU kernel

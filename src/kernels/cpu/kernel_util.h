@@ -109,9 +109,10 @@ std::vector<int64_t> ShapeOf(const Tensor& tensor);
 #define KILN_CPU_CLONES
 #endif
 
-/// Elements per grain of ParallelFor for cheap per-element work: below this threads cost more
-/// than they save.
-constexpr int64_t kElementGrain = 1 << 14;
+/// Elements per grain of ParallelFor for cheap per-element work (a copy, an add): below this
+/// threads cost more than they save. Measured at 2 threads (relu, kernel calls back to back):
+/// 32K elements took 2.7 us on one thread and 4.9 us split in two; 128K, 10.4 and 7.2 us.
+constexpr int64_t kElementGrain = 1 << 16;
 
 // ---- dtype dispatch ------------------------------------------------------------------------
 

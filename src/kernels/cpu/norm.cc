@@ -41,6 +41,34 @@ void BatchNorm(const KernelCall& call) {
 }
 KILN_CPU_KERNEL("nn.batch_norm", BatchNorm);
 
+/// Sum of f(x[i]) over a row in double, 16 lanes wide: independent lanes vectorize without
+/// reassociating the sum.
+template <typename Fn>
+__attribute__((always_inline)) inline double LaneSum(const float* __restrict__ x, int64_t n, Fn f) {
+  constexpr int64_t kLanes = 16;
+  double lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l) lanes[l] += f(static_cast<double>(x[i + l]));
+  }
+  double sum = 0;
+  for (; i < n; ++i) sum += f(static_cast<double>(x[i]));
+  for (double lane : lanes) sum += lane;
+  return sum;
+}
+
+/// One row of nn.layer_norm: mean and (biased) variance in double, then scale and shift.
+KILN_CPU_CLONES void LayerNormRow(const float* __restrict__ x, float* __restrict__ y, int64_t n,
+                                  const float* __restrict__ gamma, const float* __restrict__ beta,
+                                  double epsilon) {
+  const double mean = LaneSum(x, n, [](double v) { return v; }) / static_cast<double>(n);
+  const double squares = LaneSum(x, n, [mean](double v) { return (v - mean) * (v - mean); });
+  const auto inv_std =
+      static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(n) + epsilon));
+  const auto mean_f = static_cast<float>(mean);
+  for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean_f) * inv_std * gamma[i] + beta[i];
+}
+
 /// ONNX LayerNormalization: each row of the dims from "axis" on is normalized by its own mean
 /// and (biased) variance, then scaled by gamma and shifted by beta (both of the row's shape).
 void LayerNorm(const KernelCall& call) {
@@ -59,19 +87,7 @@ void LayerNorm(const KernelCall& call) {
   const int64_t grain = std::max<int64_t>(1, kElementGrain / std::max<int64_t>(1, size));
   runtime::ParallelFor(0, rows, grain, [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
-      const float* __restrict__ in_row = x + row * size;
-      float* __restrict__ out_row = y + row * size;
-      double sum = 0;
-      for (int64_t i = 0; i < size; ++i) sum += in_row[i];
-      const double mean = sum / static_cast<double>(size);
-      double squares = 0;
-      for (int64_t i = 0; i < size; ++i) squares += (in_row[i] - mean) * (in_row[i] - mean);
-      const auto inv_std =
-          static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(size) + epsilon));
-      const auto mean_f = static_cast<float>(mean);
-      for (int64_t i = 0; i < size; ++i) {
-        out_row[i] = (in_row[i] - mean_f) * inv_std * gamma[i] + beta[i];
-      }
+      LayerNormRow(x + row * size, y + row * size, size, gamma, beta, epsilon);
     }
   });
 }

@@ -54,7 +54,8 @@ void Softmax(const KernelCall& call) {
     const float* x = Data<const float>(in);
     float* y = Data<float>(out);
     const int64_t n = split.extent;
-    const int64_t grain = std::max<int64_t>(1, kElementGrain / std::max<int64_t>(1, n));
+    // A row costs about 8 copies of it (three passes, one with an exponential).
+    const int64_t grain = std::max<int64_t>(1, kElementGrain / 8 / std::max<int64_t>(1, n));
     runtime::ParallelFor(0, split.outer, grain, [&](int64_t begin, int64_t end) {
       for (int64_t row = begin; row < end; ++row) SoftmaxRow(x + row * n, y + row * n, n);
     });
