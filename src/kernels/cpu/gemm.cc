@@ -16,7 +16,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <vector>
+#include <memory>
 
 namespace kiln {
 namespace kernels {
@@ -32,28 +32,6 @@ int64_t RoundUp(int64_t value, int64_t multiple) {
 }
 
 int64_t CeilDiv(int64_t value, int64_t divisor) { return (value + divisor - 1) / divisor; }
-
-/// Packs a depth x `width` panel, depth-major ([depth][width]): element (p, j) of the operand
-/// is src[p * depth_stride + j * index_stride], for j < count; columns [count, width) are zero.
-/// A strip of A takes rows as j, a strip of B columns. Contiguous j (the common B, and A
-/// transposed) copies whole lines; otherwise each j is read along its depth.
-void PackPanel(const float* src, int64_t depth_stride, int64_t index_stride, int64_t depth,
-               int64_t count, int64_t width, float* __restrict__ panel) {
-  if (index_stride == 1) {
-    for (int64_t p = 0; p < depth; ++p) {
-      std::memcpy(panel + p * width, src + p * depth_stride, count * sizeof(float));
-      std::fill(panel + p * width + count, panel + (p + 1) * width, 0.F);
-    }
-    return;
-  }
-  for (int64_t j = 0; j < count; ++j) {
-    const float* line = src + j * index_stride;
-    for (int64_t p = 0; p < depth; ++p) panel[p * width + j] = line[p * depth_stride];
-  }
-  for (int64_t p = 0; count < width && p < depth; ++p) {
-    std::fill(panel + p * width + count, panel + (p + 1) * width, 0.F);
-  }
-}
 
 /// A vector of W floats (GCC/Clang vector extensions). Spelled per width: the attribute takes
 /// no template-dependent size.
@@ -71,6 +49,61 @@ template <>
 struct FloatVector<16> {
   typedef float Type __attribute__((vector_size(64)));  // NOLINT(modernize-use-using)
 };
+
+/// Writes the transpose of the 4 x 4 block whose row r starts at rows[r] (contiguous) to
+/// `out`, its row q at out + q * out_stride.
+inline void Transpose4x4(const float* const rows[4], float* out, int64_t out_stride) {
+  using Float4 = FloatVector<4>::Type;
+  Float4 r[4];
+  for (int i = 0; i < 4; ++i) std::memcpy(&r[i], rows[i], sizeof(Float4));
+  const Float4 low01 = __builtin_shufflevector(r[0], r[1], 0, 4, 1, 5);
+  const Float4 high01 = __builtin_shufflevector(r[0], r[1], 2, 6, 3, 7);
+  const Float4 low23 = __builtin_shufflevector(r[2], r[3], 0, 4, 1, 5);
+  const Float4 high23 = __builtin_shufflevector(r[2], r[3], 2, 6, 3, 7);
+  const Float4 columns[4] = {__builtin_shufflevector(low01, low23, 0, 1, 4, 5),
+                             __builtin_shufflevector(low01, low23, 2, 3, 6, 7),
+                             __builtin_shufflevector(high01, high23, 0, 1, 4, 5),
+                             __builtin_shufflevector(high01, high23, 2, 3, 6, 7)};
+  for (int q = 0; q < 4; ++q) std::memcpy(out + q * out_stride, &columns[q], sizeof(Float4));
+}
+
+/// Packs a depth x `width` panel, depth-major ([depth][width]): element (p, j) of the operand
+/// is src[p * depth_stride + j * index_stride], for j < count; columns [count, width) are zero.
+/// A strip of A takes rows as j, a strip of B columns. Contiguous j (the common B, and A
+/// transposed) copies whole lines; contiguous depth (the common A, and B transposed) is
+/// transposed 4 x 4 blocks at a time; otherwise each j is read along its depth.
+void PackPanel(const float* src, int64_t depth_stride, int64_t index_stride, int64_t depth,
+               int64_t count, int64_t width, float* __restrict__ panel) {
+  if (index_stride == 1) {
+    for (int64_t p = 0; p < depth; ++p) {
+      std::memcpy(panel + p * width, src + p * depth_stride, count * sizeof(float));
+      std::fill(panel + p * width + count, panel + (p + 1) * width, 0.F);
+    }
+    return;
+  }
+  int64_t j = 0;
+  if (depth_stride == 1) {
+    for (; j + 4 <= count; j += 4) {
+      const float* lines[4] = {src + j * index_stride, src + (j + 1) * index_stride,
+                               src + (j + 2) * index_stride, src + (j + 3) * index_stride};
+      int64_t p = 0;
+      for (; p + 4 <= depth; p += 4) {
+        const float* block[4] = {lines[0] + p, lines[1] + p, lines[2] + p, lines[3] + p};
+        Transpose4x4(block, panel + p * width + j, width);
+      }
+      for (; p < depth; ++p) {
+        for (int i = 0; i < 4; ++i) panel[p * width + j + i] = lines[i][p];
+      }
+    }
+  }
+  for (; j < count; ++j) {
+    const float* line = src + j * index_stride;
+    for (int64_t p = 0; p < depth; ++p) panel[p * width + j] = line[p * depth_stride];
+  }
+  for (int64_t p = 0; count < width && p < depth; ++p) {
+    std::fill(panel + p * width + count, panel + (p + 1) * width, 0.F);
+  }
+}
 
 /// C tile (mr x nr valid of MR x NR) = or += packed A strip x packed B strip, with
 /// accumulators in vectors of W floats (GCC/Clang vector extensions: one register each on the
@@ -193,6 +226,12 @@ struct GemmPlan {
   }
 };
 
+/// Scratch for packed operands, which packing overwrites whole: a zero-filled vector would
+/// write every float twice.
+std::unique_ptr<float[]> UninitializedFloats(int64_t count) {
+  return std::unique_ptr<float[]>(new float[static_cast<size_t>(count)]);
+}
+
 /// Packs every depth block of an operand into `width`-wide strips of `count` indices (rows of
 /// A, columns of B): depth block d starts at d * kKC * RoundUp(count, width), its strip s at
 /// s * width * kc. Element (p, j) is src[p * depth_stride + j * index_stride].
@@ -308,18 +347,19 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOpera
   const int64_t nr = kernel.nr;
   const int64_t m_pad = RoundUp(m, kernel.mr);
   const int64_t n_pad = RoundUp(n, nr);
-  std::vector<float> own_a;
+  std::unique_ptr<float[]> own_a;
   const float* packed_a = a.packed;
   if (packed_a == nullptr) {
-    own_a.resize(PackedGemmASize(m, k));
-    PackGemmA(m, k, a.view, own_a.data());
-    packed_a = own_a.data();
+    own_a = UninitializedFloats(PackedGemmASize(m, k));
+    PackGemmA(m, k, a.view, own_a.get());
+    packed_a = own_a.get();
   }
   const GemmPlan plan(m, n, kernel);
   // Tasks are column-block-major: a chunk holding several row groups of one column block
   // packs its panel of B once.
   runtime::ParallelFor(0, plan.col_blocks * plan.row_groups, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> own_panel(b.packed == nullptr ? plan.nc * std::min(k, kKC) : 0);
+    const std::unique_ptr<float[]> own_panel =
+        UninitializedFloats(b.packed == nullptr ? plan.nc * std::min(k, kKC) : 0);
     for (int64_t first = begin; first < end;) {
       const int64_t block = first / plan.row_groups;
       const int64_t last = std::min(end, (block + 1) * plan.row_groups);
@@ -329,11 +369,11 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOpera
       const int64_t row_end = std::min(m, (last - block * plan.row_groups) * plan.rows);
       for (int64_t p0 = 0; p0 < k; p0 += kKC) {
         const int64_t kc = std::min(kKC, k - p0);
-        const float* panel = own_panel.data();
+        const float* panel = own_panel.get();
         if (b.packed != nullptr) {
           panel = b.packed + p0 * n_pad + col0 * kc;
         } else if (b.packer != nullptr) {
-          (*b.packer)(p0, kc, col0, cols, nr, own_panel.data());
+          (*b.packer)(p0, kc, col0, cols, nr, own_panel.get());
         } else {
           for (int64_t j = 0; j < cols; j += nr) {
             PackPanel(b.view.data + p0 * b.view.row_stride + (col0 + j) * b.view.col_stride,
