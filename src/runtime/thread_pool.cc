@@ -22,6 +22,7 @@
 #include <fstream>
 #include <functional>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <thread>
@@ -37,21 +38,41 @@ namespace {
 // How many threads: KILN_NUM_THREADS, else the affinity mask capped by the cgroup CPU quota
 // ---------------------------------------------------------------------------------------------
 
-/// CPUs this process may run on. CPU_ALLOC sizes the mask for machines with more CPUs than
-/// the fixed cpu_set_t holds (1024).
-int AffinityCpuCount() {
+/// The CPUs this process may run on, in order; empty when the mask cannot be read. CPU_ALLOC
+/// sizes the mask for machines with more CPUs than the fixed cpu_set_t holds (1024).
+std::vector<int> AllowedCpus() {
+  std::vector<int> cpus;
   for (int max_cpus = CPU_SETSIZE; max_cpus <= (1 << 16); max_cpus *= 2) {
     cpu_set_t* set = CPU_ALLOC(max_cpus);
     if (set == nullptr) break;
     const size_t size = CPU_ALLOC_SIZE(max_cpus);
     const bool ok = sched_getaffinity(0, size, set) == 0;
     const int error = errno;
-    const int count = ok ? CPU_COUNT_S(size, set) : 0;
+    for (int cpu = 0; ok && cpu < max_cpus; ++cpu) {
+      if (CPU_ISSET_S(cpu, size, set)) cpus.push_back(cpu);
+    }
     CPU_FREE(set);
-    if (ok) return std::max(count, 1);
-    if (error != EINVAL) break;  // EINVAL: the mask was too small, try a larger one
+    if (ok || error != EINVAL) break;  // EINVAL: the mask was too small, try a larger one
   }
+  return cpus;
+}
+
+int AffinityCpuCount() {
+  const auto allowed = static_cast<int>(AllowedCpus().size());
+  if (allowed > 0) return allowed;
   return static_cast<int>(std::max(std::thread::hardware_concurrency(), 1u));
+}
+
+/// Restricts `thread` to `cpu`; false when the system refuses.
+bool PinThread(pthread_t thread, int cpu) {
+  cpu_set_t* set = CPU_ALLOC(cpu + 1);
+  if (set == nullptr) return false;
+  const size_t size = CPU_ALLOC_SIZE(cpu + 1);
+  CPU_ZERO_S(size, set);
+  CPU_SET_S(cpu, size, set);
+  const bool ok = pthread_setaffinity_np(thread, size, set) == 0;
+  CPU_FREE(set);
+  return ok;
 }
 
 std::optional<std::string> ReadFirstLine(const std::string& path) {
@@ -244,13 +265,82 @@ class Job {
   std::exception_ptr error_;
 };
 
+/// Keeps each worker on a CPU of its own, away from the thread that calls ParallelFor, when the
+/// pool has exactly one thread per CPU the process may use (and KILN_BIND_THREADS is not 0).
+///
+/// Why: a worker that slept (another library's threads ran meanwhile, say PyTorch's) is woken
+/// onto the CPU of the thread that woke it when the scheduler sees no idle CPU sharing a cache
+/// with it; the two then share one core until load balancing moves one, milliseconds later.
+/// Measured with bench/models at 2 threads, resnet50 interleaved with PyTorch ran about half
+/// its rounds at one-thread speed (66 ms instead of 37). The caller is never pinned (it is the
+/// user's thread); when it turns up on a worker's CPU, that worker moves to the CPU the caller
+/// left.
+class WorkerPlacement {
+ public:
+  explicit WorkerPlacement(int num_threads) {
+    const char* bind = std::getenv("KILN_BIND_THREADS");
+    if (bind != nullptr && std::string(bind) == "0") return;
+    cpus_ = AllowedCpus();
+    // The calling thread may have been bound to fewer CPUs than the process has (an OpenMP
+    // runtime with OMP_PROC_BIND binds its main thread): then the online CPUs, when the pool
+    // has one thread for each.
+    if (static_cast<int>(cpus_.size()) < num_threads &&
+        static_cast<int>(std::thread::hardware_concurrency()) == num_threads) {
+      cpus_.resize(num_threads);
+      std::iota(cpus_.begin(), cpus_.end(), 0);
+    }
+    if (static_cast<int>(cpus_.size()) != num_threads) cpus_.clear();
+  }
+
+  /// Pins the workers (their handles) on the CPUs the caller is not on.
+  void Start(const std::vector<pthread_t>& workers) {
+    if (cpus_.empty()) return;
+    workers_ = workers;
+    caller_cpu_ = sched_getcpu();
+    size_t next = 0;
+    for (pthread_t worker : workers_) {
+      if (cpus_[next] == caller_cpu_) ++next;
+      worker_cpus_.push_back(cpus_[next++]);
+      PinThread(worker, worker_cpus_.back());
+    }
+  }
+
+  /// Called by the caller before each region: moves the worker on its CPU, if any.
+  void KeepOffCaller() {
+    if (workers_.empty()) return;
+    const int cpu = sched_getcpu();
+    if (cpu == caller_cpu_) return;
+    caller_cpu_ = cpu;
+    auto taken = std::find(worker_cpus_.begin(), worker_cpus_.end(), cpu);
+    if (taken == worker_cpus_.end()) return;
+    for (int free_cpu : cpus_) {
+      if (free_cpu == cpu ||
+          std::find(worker_cpus_.begin(), worker_cpus_.end(), free_cpu) != worker_cpus_.end()) {
+        continue;
+      }
+      *taken = free_cpu;
+      PinThread(workers_[taken - worker_cpus_.begin()], free_cpu);
+      return;
+    }
+  }
+
+ private:
+  std::vector<int> cpus_;  ///< allowed CPUs; empty when workers float
+  std::vector<pthread_t> workers_;
+  std::vector<int> worker_cpus_;
+  int caller_cpu_ = -1;
+};
+
 class ThreadPool {
  public:
-  explicit ThreadPool(int num_workers) : num_workers_(num_workers) {
+  explicit ThreadPool(int num_workers) : num_workers_(num_workers), placement_(num_workers + 1) {
+    std::vector<pthread_t> handles;
     for (int i = 0; i < num_workers; ++i) {
       std::thread worker([this, i] { WorkerLoop(i); });
+      handles.push_back(worker.native_handle());
       worker.detach();  // the pool is never destroyed (see Pool())
     }
+    placement_.Start(handles);
   }
 
   /// Runs `job` on the caller and the workers. False, with nothing run, when another thread's
@@ -258,6 +348,7 @@ class ThreadPool {
   bool TryRun(Job& job, int64_t num_chunks) {
     std::unique_lock<std::mutex> running(run_mutex_, std::try_to_lock);
     if (!running.owns_lock()) return false;
+    placement_.KeepOffCaller();
     Publish(&job);
     WakeWorkers(num_chunks - 1);
     job.RunChunks();
@@ -314,8 +405,9 @@ class ThreadPool {
   }
 
   const int num_workers_;
-  std::mutex run_mutex_;  // one job at a time
-  std::mutex mutex_;      // guards job_ and changes of active_ and of the generation
+  std::mutex run_mutex_;  // one job at a time; also guards placement_
+  WorkerPlacement placement_;
+  std::mutex mutex_;  // guards job_ and changes of active_ and of the generation
   std::condition_variable wake_;
   std::condition_variable left_;
   std::atomic<uint64_t> generation_{0};

@@ -103,6 +103,49 @@ def test_num_threads():
     assert result.stdout.strip() == "3"
 
 
+_WORKER_AFFINITY_SCRIPT = """
+import json, os
+import numpy as np
+import kiln
+from kiln._lib import load_kiln_library
+load_kiln_library("kiln_kernels_cpu")
+relu = kiln.get_global_func("kernel.cpu.nn.relu")
+x = kiln.tensor(np.ones(1 << 20, np.float32))
+relu([x], [kiln.empty([1 << 20], "float32")], {})  # starts the pool
+workers = {}
+for tid in os.listdir("/proc/self/task"):
+    with open(f"/proc/self/task/{tid}/comm") as comm:
+        if comm.read().startswith("kiln-worker"):
+            workers[tid] = sorted(os.sched_getaffinity(int(tid)))
+print(json.dumps(list(workers.values())))
+"""
+
+
+def _worker_affinities(**env):
+    result = subprocess.run([sys.executable, "-c", _WORKER_AFFINITY_SCRIPT], capture_output=True,
+                            text=True, env=dict(os.environ, **env), timeout=120)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs at least 2 CPUs")
+def test_workers_are_pinned_one_per_cpu_when_the_pool_spans_every_cpu():
+    cpus = sorted(os.sched_getaffinity(0))
+    workers = _worker_affinities(KILN_NUM_THREADS=str(len(cpus)))
+    assert len(workers) == len(cpus) - 1
+    assert all(len(allowed) == 1 and allowed[0] in cpus for allowed in workers)
+    assert len({allowed[0] for allowed in workers}) == len(workers)  # each on its own CPU
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs at least 2 CPUs")
+def test_workers_float_when_asked_or_when_the_pool_does_not_span_every_cpu():
+    cpus = sorted(os.sched_getaffinity(0))
+    unbound = _worker_affinities(KILN_NUM_THREADS=str(len(cpus)), KILN_BIND_THREADS="0")
+    oversubscribed = _worker_affinities(KILN_NUM_THREADS=str(len(cpus) + 1))
+    assert len(unbound) == len(cpus) - 1 and len(oversubscribed) == len(cpus)
+    assert all(allowed == cpus for allowed in unbound + oversubscribed)
+
+
 def test_allocator_stats_count_cpu_allocations():
     keys = {"bytes_in_use", "bytes_cached", "peak_bytes_in_use", "allocations", "cache_hits"}
     before = kiln.runtime.allocator_stats()
