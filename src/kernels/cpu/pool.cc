@@ -43,10 +43,68 @@ void Unflatten(int64_t index, const int64_t* extents, int64_t* coords) {
   }
 }
 
+/// How many taps of a window along one axis count for average pooling at output position
+/// `out`: those inside the input, or with count_include_pad those inside the padded input
+/// (window parts past the end padding, which ceil_mode adds, never count).
+int64_t CountedTaps(const Window2D& win, int axis, int64_t out, int64_t in_extent,
+                    bool include_pad) {
+  int64_t count = 0;
+  for (int64_t tap = 0; tap < win.kernel[axis]; ++tap) {
+    const int64_t pos = win.InputPos(axis, out, tap);
+    count += include_pad ? pos < in_extent + win.pad_end[axis] : pos >= 0 && pos < in_extent;
+  }
+  return count;
+}
+
+/// 2-D pooling row by row: each output row starts as the first tap's values and takes the
+/// others one window row and column at a time, over the output columns that tap reads inside
+/// the input (window.h's ValidOutputs), so the inner loop has no bounds checks.
+template <bool kMax, typename T>
+void Pool2DRows(const KernelCall& call, const Window2D& win, bool include_pad) {
+  const Tensor in = call.input(0);
+  const Tensor out = call.output(0);
+  const int64_t h = in.shape(2), w = in.shape(3), oh = out.shape(2), ow = out.shape(3);
+  std::vector<int64_t> counted_w(static_cast<size_t>(ow));
+  for (int64_t ox = 0; ox < ow; ++ox) counted_w[ox] = CountedTaps(win, 1, ox, w, include_pad);
+  const T initial =
+      kMax ? (std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
+                                                   : std::numeric_limits<T>::lowest())
+           : T{0};
+  ForEachPlane<T>(call, [&](const T* x, T* y) {
+    for (int64_t oy = 0; oy < oh; ++oy) {
+      T* __restrict__ out_row = y + oy * ow;
+      std::fill_n(out_row, ow, initial);
+      for (int64_t kh = 0; kh < win.kernel[0]; ++kh) {
+        const int64_t iy = win.InputPos(0, oy, kh);
+        if (iy < 0 || iy >= h) continue;
+        for (int64_t kw = 0; kw < win.kernel[1]; ++kw) {
+          const int64_t offset = win.InputPos(1, 0, kw);
+          const Range cols = ValidOutputs(ow, win.stride[1], offset, w);
+          const T* __restrict__ in_row = x + iy * w + offset;
+          for (int64_t ox = cols.begin; ox < cols.end; ++ox) {
+            const T value = in_row[ox * win.stride[1]];
+            out_row[ox] = kMax ? std::max(out_row[ox], value) : out_row[ox] + value;
+          }
+        }
+      }
+      if constexpr (!kMax) {
+        const auto rows = static_cast<T>(CountedTaps(win, 0, oy, h, include_pad));
+        for (int64_t ox = 0; ox < ow; ++ox) {
+          out_row[ox] /= std::max(T{1}, rows * static_cast<T>(counted_w[ox]));
+        }
+      }
+    }
+  });
+}
+
 template <int kRank, bool kMax, typename T>
 void PoolOf(const KernelCall& call) {
   const Window<kRank> win = ReadWindow<kRank>(call, call.Ints("pool_size"));
   const bool include_pad = !kMax && call.Bool("count_include_pad");
+  if constexpr (kRank == 2) {
+    Pool2DRows<kMax, T>(call, win, include_pad);
+    return;
+  }
   const Tensor in = call.input(0);
   const Tensor out = call.output(0);
   int64_t in_dims[kRank];
