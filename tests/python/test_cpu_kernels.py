@@ -792,6 +792,16 @@ def test_program_keeps_a_residual_add_that_broadcasts():
     np.testing.assert_allclose(y.numpy(), _gelu(x @ w + bias + residual), rtol=1e-4, atol=1e-4)
 
 
+def test_program_runs_a_gemm_step_that_writes_its_output():
+    """Nothing follows a dense that writes the function's output (a description without specs)."""
+    x, w = rand(3, 8), rand(5, 8)
+    f = _program([{"kernel": "nn.dense", "attrs": {}, "inputs": ["i0", "c0"], "outputs": ["o0"]}],
+                 [], [w])
+    y = kiln.empty([3, 5], "float32")
+    f(kiln.tensor(x), y)
+    np.testing.assert_allclose(y.numpy(), x @ w.T, rtol=1e-5, atol=1e-5)
+
+
 def test_program_rejects_arguments_unlike_its_specs():
     f = _program([{"kernel": "nn.relu", "attrs": {}, "inputs": ["i0"], "outputs": ["o0"]}], [],
                  [], specs=([(2, 3)], [(2, 3)]))

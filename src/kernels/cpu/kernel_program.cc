@@ -317,11 +317,12 @@ void MergeEpilogues(ProgramFunction& func, const std::vector<Tensor>& constants)
   std::vector<Step> merged;
   for (size_t s = 0; s < func.steps.size(); ++s) {
     Step step = func.steps[s];
-    if (!IsEpilogueAnchor(func, step, constants)) {
+    // Only a temporary that the next step alone reads can be merged away.
+    if (!IsEpilogueAnchor(func, step, constants) || !IsPassedOnce(func, step.outputs[0])) {
       merged.push_back(std::move(step));
       continue;
     }
-    const TensorSpec product = *SpecOf(func, step.outputs[0], constants);
+    const TensorSpec product = func.temps[step.outputs[0].index];
     // The step after the merged ones, when it reads what they wrote and nothing else does.
     auto next = [&]() -> const Step* {
       return s + 1 < func.steps.size() && IsPassedOnce(func, step.outputs[0]) ? &func.steps[s + 1]
