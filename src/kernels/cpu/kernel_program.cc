@@ -258,8 +258,7 @@ std::optional<TensorRef> OtherAddend(const Step& step, const TensorRef& ref) {
   return std::nullopt;
 }
 
-/// A float32 constant of shape (C, 1, 1) or (1, C, 1, 1): one value per channel of the
-/// (N, C, H, W) `out`.
+/// A bias of shape (C, 1, 1) or (1, C, 1, 1): one value per channel of the (N, C, H, W) `out`.
 bool IsChannelBias(const TensorSpec& bias, const TensorSpec& out) {
   const size_t rank = bias.shape.size();
   return out.shape.size() == 4 && (rank == 3 || (rank == 4 && bias.shape[0] == 1)) &&
@@ -267,7 +266,7 @@ bool IsChannelBias(const TensorSpec& bias, const TensorSpec& out) {
          bias.shape[rank - 1] == 1;
 }
 
-/// A constant of shape (N) or (1, ..., 1, N): one value per column of the (..., N) `out`.
+/// A bias of shape (N) or (1, ..., 1, N): one value per column of the (..., N) `out`.
 bool IsColumnBias(const TensorSpec& bias, const TensorSpec& out) {
   const std::vector<int64_t>& shape = bias.shape;
   return !shape.empty() && shape.size() <= out.shape.size() && shape.back() == out.shape.back() &&
