@@ -693,7 +693,7 @@ def test_prepacked_conv2d(case):
 @pytest.mark.parametrize("has_bias,has_residual,activation", EPILOGUES)
 def test_conv2d_epilogue(case, has_bias, has_residual, activation):
     """A conv2d step merged with its per-channel bias add, a residual add and an activation
-    (kernel_program.cc), on the GEMM path and the depthwise one."""
+    (program_epilogues.cc), on the GEMM path and the depthwise one."""
     shape, (o, kh, kw), strides, padding, dilation, groups = case
     x = rand(*shape)
     w = rand(o, shape[1] // groups, kh, kw)

@@ -1,0 +1,60 @@
+// The parsed form of a kernel program (kiln/runtime/kernel_program.h), shared by the module
+// (kernel_program.cc) and the load-time rewrite that merges epilogues (program_epilogues.cc).
+#ifndef KILN_SRC_KERNELS_CPU_KERNEL_PROGRAM_INTERNAL_H_
+#define KILN_SRC_KERNELS_CPU_KERNEL_PROGRAM_INTERNAL_H_
+
+#include <kiln/ffi/function.h>
+#include <kiln/ffi/map.h>
+#include <kiln/ffi/tensor.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln {
+namespace runtime {
+
+/// A tensor's shape and dtype as the description gives them.
+struct TensorSpec {
+  std::vector<int64_t> shape;
+  DLDataType dtype{};
+  int64_t bytes = 0;  ///< compact size
+};
+
+/// A tensor a step reads or writes: which list ('i', 'o', 'c', 't') and the index in it.
+struct TensorRef {
+  char list = 'i';
+  size_t index = 0;
+};
+
+/// A kernel call, or a copy when `kernel` is empty.
+struct Step {
+  std::string kernel;  ///< empty for a copy
+  Function function;
+  Map<String, Any> attrs;
+  std::vector<TensorRef> inputs;
+  std::vector<TensorRef> outputs;
+};
+
+/// One function of the program.
+struct ProgramFunction {
+  std::string name;
+  size_t num_inputs = 0;
+  size_t num_outputs = 0;
+  std::vector<TensorSpec> input_specs;   ///< empty when the description has none
+  std::vector<TensorSpec> output_specs;  ///< empty when the description has none
+  std::vector<TensorSpec> temps;
+  std::vector<Step> steps;
+};
+
+/// Merges the steps after each GEMM-backed step (conv2d, matmul, dense) that its epilogue can
+/// run into it (kiln/runtime/kernel_program.h): a bias add, then a residual add, then relu,
+/// clip or nn.gelu, each optional, each reading the temporary only the step before wrote, so
+/// that the function computes the same with the temporaries gone. `constants` are the
+/// program's.
+void MergeEpilogues(ProgramFunction& func, const std::vector<Tensor>& constants);
+
+}  // namespace runtime
+}  // namespace kiln
+
+#endif  // KILN_SRC_KERNELS_CPU_KERNEL_PROGRAM_INTERNAL_H_

@@ -1,0 +1,173 @@
+// MergeEpilogues (kernel_program_internal.h): when a kernel program loads, the elementwise
+// steps after a GEMM-backed step become part of it, so they run while its output is in cache.
+#include <kiln/runtime/kernel_program.h>
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "kernel_program_internal.h"
+
+namespace kiln {
+namespace runtime {
+namespace {
+
+bool SameRef(const TensorRef& a, const TensorRef& b) {
+  return a.list == b.list && a.index == b.index;
+}
+
+/// How many times the function's steps name `ref`, as an input or an output.
+size_t Uses(const ProgramFunction& func, const TensorRef& ref) {
+  size_t uses = 0;
+  for (const Step& step : func.steps) {
+    for (const std::vector<TensorRef>* refs : {&step.inputs, &step.outputs}) {
+      uses += std::count_if(refs->begin(), refs->end(),
+                            [&](const TensorRef& other) { return SameRef(other, ref); });
+    }
+  }
+  return uses;
+}
+
+constexpr DLDataType kFloat32{kDLFloat, 32, 1};
+
+/// A float32 temporary that one step writes and one other step reads.
+bool IsPassedOnce(const ProgramFunction& func, const TensorRef& ref) {
+  return ref.list == 't' && Uses(func, ref) == 2 &&
+         DataTypeEqual(func.temps[ref.index].dtype, kFloat32);
+}
+
+/// The shape and dtype of `ref`, when the description gives them.
+std::optional<TensorSpec> SpecOf(const ProgramFunction& func, const TensorRef& ref,
+                                 const std::vector<Tensor>& constants) {
+  switch (ref.list) {
+    case 'i':
+      if (func.input_specs.empty()) return std::nullopt;
+      return func.input_specs[ref.index];
+    case 'o':
+      if (func.output_specs.empty()) return std::nullopt;
+      return func.output_specs[ref.index];
+    case 'c': {
+      TensorSpec spec;
+      const Shape shape = constants[ref.index].shape();
+      spec.shape.assign(shape.begin(), shape.end());
+      spec.dtype = constants[ref.index].dtype();
+      return spec;
+    }
+    default: return func.temps[ref.index];
+  }
+}
+
+/// The other input of a two-input `add` step reading `ref`.
+std::optional<TensorRef> OtherAddend(const Step& step, const TensorRef& ref) {
+  if (step.kernel != "add" || step.inputs.size() != 2 || step.outputs.size() != 1) {
+    return std::nullopt;
+  }
+  if (SameRef(step.inputs[0], ref)) return step.inputs[1];
+  if (SameRef(step.inputs[1], ref)) return step.inputs[0];
+  return std::nullopt;
+}
+
+/// A bias of shape (C, 1, 1) or (1, C, 1, 1): one value per channel of the (N, C, H, W) `out`.
+bool IsChannelBias(const TensorSpec& bias, const TensorSpec& out) {
+  const size_t rank = bias.shape.size();
+  return out.shape.size() == 4 && (rank == 3 || (rank == 4 && bias.shape[0] == 1)) &&
+         bias.shape[rank - 3] == out.shape[1] && bias.shape[rank - 2] == 1 &&
+         bias.shape[rank - 1] == 1;
+}
+
+/// A bias of shape (N) or (1, ..., 1, N): one value per column of the (..., N) `out`.
+bool IsColumnBias(const TensorSpec& bias, const TensorSpec& out) {
+  const std::vector<int64_t>& shape = bias.shape;
+  return !shape.empty() && shape.size() <= out.shape.size() && shape.back() == out.shape.back() &&
+         std::all_of(shape.begin(), shape.end() - 1, [](int64_t extent) { return extent == 1; });
+}
+
+/// A step whose kernel reads the kEpilogue* attributes, with one output; for matmul, one whose
+/// operands are matrices or batches of them (a vector operand has no column of the output to
+/// add a bias to).
+bool IsEpilogueAnchor(const ProgramFunction& func, const Step& step,
+                      const std::vector<Tensor>& constants) {
+  if (step.inputs.size() != 2 || step.outputs.size() != 1) return false;
+  if (step.kernel == "nn.conv2d" || step.kernel == "nn.dense") return true;
+  if (step.kernel != "matmul") return false;
+  return std::all_of(step.inputs.begin(), step.inputs.end(), [&](const TensorRef& ref) {
+    const std::optional<TensorSpec> spec = SpecOf(func, ref, constants);
+    return spec.has_value() && spec->shape.size() >= 2;
+  });
+}
+
+/// The epilogue attributes of an `nn.relu`, `clip` or `nn.gelu` step reading `ref`.
+std::optional<Map<String, Any>> ActivationOf(const Step& step, const TensorRef& ref) {
+  if (step.inputs.size() != 1 || !SameRef(step.inputs[0], ref) || step.outputs.size() != 1) {
+    return std::nullopt;
+  }
+  Map<String, Any> attrs;
+  if (step.kernel == "nn.gelu") {
+    attrs.Set(kEpilogueGeluAttr, true);
+  } else if (step.kernel == "nn.relu") {
+    attrs.Set(kEpilogueMinAttr, 0.0);
+  } else if (step.kernel == "clip") {
+    for (const auto& [from, to] :
+         {std::pair("a_min", kEpilogueMinAttr), {"a_max", kEpilogueMaxAttr}}) {
+      if (std::optional<Any> bound = step.attrs.Get(from)) attrs.Set(to, bound->cast<double>());
+    }
+  } else {
+    return std::nullopt;
+  }
+  return attrs;
+}
+
+}  // namespace
+
+void MergeEpilogues(ProgramFunction& func, const std::vector<Tensor>& constants) {
+  std::vector<Step> merged;
+  for (size_t s = 0; s < func.steps.size(); ++s) {
+    Step step = func.steps[s];
+    // Only a temporary that the next step alone reads can be merged away.
+    if (!IsEpilogueAnchor(func, step, constants) || !IsPassedOnce(func, step.outputs[0])) {
+      merged.push_back(std::move(step));
+      continue;
+    }
+    const TensorSpec product = func.temps[step.outputs[0].index];
+    // The step after the merged ones, when it reads what they wrote and nothing else does.
+    auto next = [&]() -> const Step* {
+      return s + 1 < func.steps.size() && IsPassedOnce(func, step.outputs[0]) ? &func.steps[s + 1]
+                                                                              : nullptr;
+    };
+    auto absorb = [&](const char* attr, const TensorRef& input) {
+      step.attrs.Set(attr, static_cast<int64_t>(step.inputs.size()));
+      step.inputs.push_back(input);
+      step.outputs = func.steps[++s].outputs;
+    };
+    const bool bias_per_row = step.kernel == "nn.conv2d";
+    if (const Step* add = next()) {
+      const std::optional<TensorRef> bias = OtherAddend(*add, step.outputs[0]);
+      const std::optional<TensorSpec> spec =
+          bias.has_value() ? SpecOf(func, *bias, constants) : std::nullopt;
+      if (bias.has_value() && bias->list == 'c' && DataTypeEqual(spec->dtype, kFloat32) &&
+          (bias_per_row ? IsChannelBias(*spec, product) : IsColumnBias(*spec, product))) {
+        absorb(kEpilogueBiasAttr, *bias);
+      }
+    }
+    if (const Step* add = next()) {
+      const std::optional<TensorRef> residual = OtherAddend(*add, step.outputs[0]);
+      const std::optional<TensorSpec> spec =
+          residual.has_value() ? SpecOf(func, *residual, constants) : std::nullopt;
+      if (spec.has_value() && spec->shape == product.shape &&
+          DataTypeEqual(spec->dtype, kFloat32)) {
+        absorb(kEpilogueResidualAttr, *residual);
+      }
+    }
+    if (const Step* activation = next()) {
+      if (std::optional<Map<String, Any>> attrs = ActivationOf(*activation, step.outputs[0])) {
+        for (const auto& [key, value] : *attrs) step.attrs.Set(key, value);
+        step.outputs = func.steps[++s].outputs;
+      }
+    }
+    merged.push_back(std::move(step));
+  }
+  func.steps = std::move(merged);
+}
+
+}  // namespace runtime
+}  // namespace kiln
