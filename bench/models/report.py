@@ -33,8 +33,24 @@ def summarize(times):
     return {"median": statistics.median(times), "min": min(times), "max": max(times)}
 
 
-def cell(stats):
-    return f"{stats['median']:.2f} ({stats['min']:.2f}–{stats['max']:.2f})"
+def cell(stats, bound=False):
+    text = f"{stats['median']:.2f} ({stats['min']:.2f}–{stats['max']:.2f})"
+    return text + " †" if bound else text
+
+
+def merge_placements(unbound, bound):
+    """One worker result from two timings of the same model and thread count, OpenMP threads
+    unbound and bound: each variant's times from the process where its median was lower
+    (listed in "bound_variants" when that is the bound one); the rest from the unbound one."""
+    merged = dict(unbound, times_ms={}, bound_variants=[])
+    for variant, times in unbound["times_ms"].items():
+        other = bound["times_ms"].get(variant)
+        if other is not None and statistics.median(other) < statistics.median(times):
+            merged["times_ms"][variant] = other
+            merged["bound_variants"].append(variant)
+        else:
+            merged["times_ms"][variant] = times
+    return merged
 
 
 def kiln_variants(args):
@@ -62,7 +78,8 @@ def kiln_ratios(result, kilns):
 def result_row(model, threads, result, flops, kilns, peaks):
     variants = kilns + list(PYTORCH_VARIANTS)
     stats = variant_stats(result, variants)
-    cells = [cell(stats[v]) if v in stats else "failed" for v in variants]
+    bound = result.get("bound_variants", [])
+    cells = [cell(stats[v], v in bound) if v in stats else "failed" for v in variants]
     best = best_pytorch(stats)
     ratios = [f"{r:.2f}×" if r is not None else "—"
               for r in kiln_ratios(result, kilns).values()]
@@ -256,6 +273,13 @@ PyTorch run three ways, with the same number of threads.
   ACTIVE`), threads left spinning after one variant's call take the cores of the next one, so
   interleaved times are not comparable at 2 threads. Sleeping idle threads cost the OpenMP
   variants some speed at 2 threads.
+- Thread placement, at more than one thread: Kiln pins its workers one per core (its default,
+  docs/design.md "Thread pool"). A sleeping OpenMP thread woken by the main thread is often
+  left on the main thread's core, which halves the speed of some models and not others, and
+  binding OpenMP threads (`OMP_PROC_BIND=true`, `OMP_PLACES=cores`) helps some models and
+  hurts others. So each model is timed in two worker processes, OpenMP threads unbound and
+  bound, and each variant is reported from the process where its median was lower; † marks
+  the bound one. Kiln's own pool pins either way.
 
 {results_table(results, flops, kiln_variants(args), report["peaks"])}
 

@@ -51,7 +51,8 @@ from harness import IDLE_LIMIT_CORES, PYTHON, REPO, log  # noqa: E402
 import chart  # noqa: E402  (bench/models/chart.py: the ratios' PNG)
 import footprint  # noqa: E402  (bench/models/footprint.py: memory, artifact size, start-up)
 from report import (  # noqa: E402  (bench/models/report.py: the document)
-    CHART, KILN, SECTION, VARIANT_TITLES, kiln_ratios, kiln_variants, plugin_variant, render)
+    CHART, KILN, SECTION, VARIANT_TITLES, kiln_ratios, kiln_variants, merge_placements,
+    plugin_variant, render)
 
 harness.set_name("models")
 
@@ -291,8 +292,9 @@ def count_flops_main(models):
     print(json.dumps(flops), flush=True)
 
 
-def kiln_env(build_dir, threads, omp_wait_policy):
-    """The environment of every child: the build's kiln and plugins, `threads` threads."""
+def kiln_env(build_dir, threads, omp_wait_policy, omp_bind=False):
+    """The environment of every child: the build's kiln and plugins, `threads` threads, and
+    OpenMP threads bound one per core when `omp_bind`."""
     env = dict(os.environ)
     env.update({"PYTHONPATH": os.path.join(build_dir, "python"),
                 "KILN_PLUGIN_PATH": os.path.join(build_dir, "lib", "kiln", "plugins"),
@@ -301,11 +303,16 @@ def kiln_env(build_dir, threads, omp_wait_policy):
                 # (Kiln + dnnl) both run on OpenMP, next to Kiln's own pool, and a pool spinning
                 # after one variant's call steals the cores of the next one in the process.
                 "OMP_WAIT_POLICY": omp_wait_policy})
+    if omp_bind:
+        env.update({"OMP_PROC_BIND": "true", "OMP_PLACES": "cores"})
+    else:
+        for name in ("OMP_PROC_BIND", "OMP_PLACES"):
+            env.pop(name, None)
     return env
 
 
 def run_worker(spec, build_dir):
-    env = kiln_env(build_dir, spec["threads"], spec["omp_wait_policy"])
+    env = kiln_env(build_dir, spec["threads"], spec["omp_wait_policy"], spec["omp_bind"])
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     proc = subprocess.run([PYTHON, os.path.abspath(__file__), "--worker", json.dumps(spec)],
                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -319,7 +326,8 @@ def run_worker(spec, build_dir):
 
 def measure(spec, build_dir, quick):
     """One worker's result, timed on an idle machine (in --quick mode: warns only)."""
-    what = f"{spec['model']} at {spec['threads']} thread(s)"
+    what = (f"{spec['model']} at {spec['threads']} thread(s)" +
+            (", OpenMP threads bound" if spec["omp_bind"] else ""))
     for attempt in range(1, ATTEMPTS + 1):
         if quick:
             busy = harness.busy_cores()
@@ -476,7 +484,11 @@ def main(argv=None):
                     "warmup": args.warmup, "opset": args.opset,
                     "onnx_path": generator.onnx_path(args.models_dir, model, args.opset),
                     "npz_path": generator.npz_path(args.models_dir, model)}
-            results[(model, threads)] = measure(spec, args.build_dir, args.quick)
+            results[(model, threads)] = measure(dict(spec, omp_bind=False), args.build_dir,
+                                                args.quick)
+            if threads > 1:  # see report.py's "Thread placement"
+                bound = measure(dict(spec, omp_bind=True), args.build_dir, args.quick)
+                results[(model, threads)] = merge_placements(results[(model, threads)], bound)
             for variant, error in results[(model, threads)]["errors"].items():
                 log(f"{model}: {VARIANT_TITLES[variant]} failed: {error}")
 

@@ -120,6 +120,20 @@ def test_results_row_gives_gflops_and_share_of_peak_at_its_thread_count():
     assert cells[10:] == ["200.0 (44%)", "—", "100.0 (22%)"]
 
 
+def test_each_variant_is_reported_from_its_faster_placement_and_marked_when_bound():
+    unbound = timing_result({report.KILN: 10.0, "eager": 20.0, "optimize_for_inference": 40.0})
+    bound = timing_result({report.KILN: 12.0, "eager": 15.0})  # ofi failed when bound
+    merged = report.merge_placements(unbound, bound)
+    assert merged["bound_variants"] == ["eager"]
+    assert {v: t[0] for v, t in merged["times_ms"].items()} == {
+        report.KILN: 10.0, "eager": 15.0, "optimize_for_inference": 40.0}
+    row = report.results_table({("resnet18", 2): merged}, {"resnet18": 2e9}, KILNS,
+                               PEAKS).splitlines()[2]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[2] == "10.00 (10.00–10.00)" and cells[4] == "15.00 (15.00–15.00) †"
+    assert cells[9] == "PyTorch eager"
+
+
 def test_footprint_table_gives_total_and_over_baseline():
     footprints = {"resnet18": {
         report.KILN: {"compile_rss_mib": 210.0, "infer_rss_mib": 120.0, "artifact_mib": 45.04},

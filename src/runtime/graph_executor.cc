@@ -5,6 +5,7 @@
 #include <kiln/ffi/registry.h>
 #include <kiln/runtime/graph_executor.h>
 #include <kiln/runtime/memory.h>
+#include <kiln/runtime/thread_pool.h>
 
 #include <algorithm>
 #include <optional>
@@ -257,6 +258,10 @@ void GraphExecutorObj::Run() const {
                               ", which calls '" + graph_.nodes[i].func + "', in a graph executor");
     }
   }
+  // Like ONNX Runtime after a session run: workers polling for a next node would otherwise
+  // hold a core for a while after the model is done, and a pool of another library that
+  // starts then (PyTorch's, oneDNN's) was measured getting its threads stacked on one core.
+  StopSpinning();
 }
 
 Tensor GraphExecutorObj::GetOutput(int64_t index) const {

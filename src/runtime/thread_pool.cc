@@ -349,6 +349,7 @@ class ThreadPool {
     std::unique_lock<std::mutex> running(run_mutex_, std::try_to_lock);
     if (!running.owns_lock()) return false;
     placement_.KeepOffCaller();
+    spinning_allowed_.store(true, std::memory_order_relaxed);
     Publish(&job);
     WakeWorkers(num_chunks - 1);
     job.RunChunks();
@@ -359,6 +360,9 @@ class ThreadPool {
     left_.wait(lock, [this] { return active_.load(std::memory_order_relaxed) == 0; });
     return true;
   }
+
+  /// Idle workers sleep now instead of polling until kSpinTime has passed.
+  void StopSpinning() { spinning_allowed_.store(false, std::memory_order_relaxed); }
 
  private:
   void Publish(Job* job) {
@@ -390,7 +394,10 @@ class ThreadPool {
   /// Waits for a generation after `seen` and joins its job; nullptr when the job was over by
   /// the time this worker looked.
   Job* WaitForJob(uint64_t& seen) {
-    SpinUntil([&] { return generation_.load(std::memory_order_acquire) != seen; });
+    SpinUntil([&] {
+      return generation_.load(std::memory_order_acquire) != seen ||
+             !spinning_allowed_.load(std::memory_order_relaxed);
+    });
     std::unique_lock<std::mutex> lock(mutex_);
     wake_.wait(lock, [&] { return generation_.load(std::memory_order_relaxed) != seen; });
     seen = generation_.load(std::memory_order_relaxed);
@@ -413,6 +420,7 @@ class ThreadPool {
   std::atomic<uint64_t> generation_{0};
   Job* job_ = nullptr;
   std::atomic<int> active_{0};  // workers in job_; also read unlocked by the caller's polling
+  std::atomic<bool> spinning_allowed_{true};  // cleared by StopSpinning until the next region
 };
 
 std::atomic<ThreadPool*> g_pool{nullptr};
@@ -465,6 +473,10 @@ void ParallelFor(int64_t begin, int64_t end, int64_t grain,
     }
   }
   job.RethrowIfFailed();
+}
+
+void StopSpinning() {
+  if (ThreadPool* pool = g_pool.load(std::memory_order_acquire)) pool->StopSpinning();
 }
 
 KILN_REGISTER_GLOBAL("runtime.NumThreads").set_body_typed([]() -> int64_t { return NumThreads(); });

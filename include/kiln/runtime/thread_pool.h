@@ -20,6 +20,12 @@ KILN_API int NumThreads();
 KILN_API void ParallelFor(int64_t begin, int64_t end, int64_t grain,
                           const std::function<void(int64_t, int64_t)>& body);
 
+/// Tells the pool's idle workers to sleep now rather than poll for a next region: for the end
+/// of a burst of regions (the graph executor calls it after each run), so that other threads of
+/// the process, another library's pool say, find the cores free. The next ParallelFor wakes
+/// them, which costs a wake-up that polling would have saved.
+KILN_API void StopSpinning();
+
 }  // namespace runtime
 }  // namespace kiln
 
