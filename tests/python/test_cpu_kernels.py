@@ -806,6 +806,28 @@ def test_program_runs_a_gemm_step_that_writes_its_output():
     np.testing.assert_allclose(y.numpy(), x @ w.T, rtol=1e-5, atol=1e-5)
 
 
+def test_program_reshapes_into_a_temporary_without_copying():
+    """reshape -> add: the temporary the reshape writes is its input under the new shape (the
+    add broadcasts a (4,) bias over it, which only a (3, 4) view allows)."""
+    x, bias = rand(2, 6), rand(4)
+    f = _program([{"kernel": "reshape", "attrs": {"newshape": {"ints": [3, 4]}},
+                   "inputs": ["i0"], "outputs": ["t0"]},
+                  {"kernel": "add", "attrs": {}, "inputs": ["t0", "c0"], "outputs": ["o0"]}],
+                 [(3, 4)], [bias])
+    y = kiln.empty([3, 4], "float32")
+    f(kiln.tensor(x), y)
+    np.testing.assert_allclose(y.numpy(), x.reshape(3, 4) + bias, rtol=1e-6)
+
+
+def test_program_rejects_a_reshape_into_a_temporary_of_another_size():
+    f = _program([{"kernel": "reshape", "attrs": {"newshape": {"ints": [5]}},
+                   "inputs": ["i0"], "outputs": ["t0"]},
+                  {"kernel": "nn.relu", "attrs": {}, "inputs": ["t0"], "outputs": ["o0"]}],
+                 [(5,)], [])
+    with pytest.raises(ValueError, match="reshape of 48 bytes into a temporary of 20"):
+        f(kiln.tensor(rand(2, 6)), kiln.empty([5], "float32"))
+
+
 def test_program_rejects_arguments_unlike_its_specs():
     f = _program([{"kernel": "nn.relu", "attrs": {}, "inputs": ["i0"], "outputs": ["o0"]}], [],
                  [], specs=([(2, 3)], [(2, 3)]))

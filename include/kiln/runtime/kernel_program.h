@@ -30,6 +30,8 @@
 ///   residual add into the step before it (below) needs them.
 /// - Each step either calls the global function `kernel.cpu.<kernel>(inputs, outputs, attrs)`
 ///   (the FKernel signature, see kiln/ir/op.h) or copies one tensor into another ("copy").
+///   A reshape, squeeze or unsqueeze step that writes a temporary does not call its kernel: the
+///   temporary is a view of its input (the same bytes; nothing writes a tensor twice).
 ///   Tensors are named by a letter and an index: "i" the function's inputs, "o" its outputs,
 ///   "c" the program's constants, "t" the function's temporaries (allocated per call from the
 ///   caching allocator, so a program may serve several executors at once).

@@ -170,6 +170,23 @@ void ResolveKernels(std::vector<ProgramFunction>& functions) {
                            << "libkiln_runtime_my_ext.so, docs/kernels.md):" << lines;
 }
 
+/// Marks the steps that only give their input another shape and write a temporary: the
+/// temporary becomes a view of the input when the function runs. Each temporary is written by
+/// one step and nothing writes an input, so the bytes stay what the copy would have held.
+void MarkAliases(ProgramFunction& func) {
+  func.temp_aliases.assign(func.temps.size(), false);
+  for (Step& step : func.steps) {
+    const bool reshapes =
+        step.kernel == "reshape" || step.kernel == "squeeze" || step.kernel == "unsqueeze";
+    if (!reshapes || step.inputs.size() != 1 || step.outputs.size() != 1 ||
+        step.outputs[0].list != 't') {
+      continue;
+    }
+    step.aliases_input = true;
+    func.temp_aliases[step.outputs[0].index] = true;
+  }
+}
+
 /// Offers each step's constant inputs to the kernel's prepack hook, once per program; what it
 /// returns rides along as an attribute of the step (kiln/runtime/kernel_program.h).
 void PrepackConstants(std::vector<ProgramFunction>& functions,
@@ -279,21 +296,32 @@ class KernelProgramObj : public ModuleObj {
     }
     CheckArguments(func.name, "input", inputs, func.input_specs);
     CheckArguments(func.name, "output", outputs, func.output_specs);
-    std::vector<Tensor> temps;
-    for (const TensorSpec& spec : func.temps) {
-      temps.push_back(Empty(spec.shape, spec.dtype, DLDevice{kDLCPU, 0}));
+    std::vector<std::optional<Tensor>> temps(func.temps.size());
+    for (size_t i = 0; i < func.temps.size(); ++i) {
+      const TensorSpec& spec = func.temps[i];
+      if (!func.temp_aliases[i]) temps[i] = Empty(spec.shape, spec.dtype, DLDevice{kDLCPU, 0});
     }
     auto lookup = [&](const TensorRef& ref) -> const Tensor& {
       switch (ref.list) {
         case 'i': return inputs[ref.index];
         case 'o': return outputs[ref.index];
         case 'c': return constants_[ref.index];
-        default: return temps[ref.index];
+        default: return *temps[ref.index];
       }
     };
     for (const Step& step : func.steps) {
       if (step.kernel.empty()) {
         CopyTensor(lookup(step.inputs[0]), lookup(step.outputs[0]));
+        continue;
+      }
+      if (step.aliases_input) {
+        const Tensor& in = lookup(step.inputs[0]);
+        const TensorSpec& spec = func.temps[step.outputs[0].index];
+        KILN_CHECK(in.NumBytes() == spec.bytes, ValueError)
+            << kPrefix << "'" << func.name << "': " << step.kernel << " of " << in.NumBytes()
+            << " bytes into a temporary of " << spec.bytes;
+        temps[step.outputs[0].index] =
+            Tensor::FromMemory(in.data(), spec.shape, spec.dtype, in.device(), nullptr);
         continue;
       }
       Array<Tensor> step_inputs;
@@ -331,7 +359,10 @@ Module MakeProgram(std::string description, ConstantSource constant_at) {
     KILN_THROW(ValueError) << kPrefix << "malformed description: " << error.what();
   }
   ResolveKernels(functions);
-  for (ProgramFunction& func : functions) MergeEpilogues(func, constants);
+  for (ProgramFunction& func : functions) {
+    MergeEpilogues(func, constants);
+    MarkAliases(func);
+  }
   PrepackConstants(functions, constants);
   return Module(make_object<KernelProgramObj>(std::move(description), std::move(functions),
                                               std::move(constants)));

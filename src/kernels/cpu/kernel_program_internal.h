@@ -34,6 +34,9 @@ struct Step {
   Map<String, Any> attrs;
   std::vector<TensorRef> inputs;
   std::vector<TensorRef> outputs;
+  /// A reshape, squeeze or unsqueeze into a temporary: the temporary is its input's bytes
+  /// under the new shape, not a copy (see MarkAliases in kernel_program.cc).
+  bool aliases_input = false;
 };
 
 /// One function of the program.
@@ -44,6 +47,7 @@ struct ProgramFunction {
   std::vector<TensorSpec> input_specs;   ///< empty when the description has none
   std::vector<TensorSpec> output_specs;  ///< empty when the description has none
   std::vector<TensorSpec> temps;
+  std::vector<bool> temp_aliases;  ///< per temporary: written by a step that aliases its input
   std::vector<Step> steps;
 };
 
