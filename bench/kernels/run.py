@@ -3,8 +3,9 @@
 
     PYTHONPATH=build/python /usr/bin/python3 bench/kernels/run.py [--threads N] [--runs R]
 
-For each shape (ResNet-50 and MobileNet-v2 convolutions, BERT-style dense layers) it runs
-`kernel.cpu.<op>` with its weights prepacked as a kernel program does it (the op's
+For each shape (ResNet-50 and MobileNet-v2 convolutions, BERT-style dense layers, relu over
+vectors of two sizes) it runs
+`kernel.cpu.<op>`, with its weights prepacked as a kernel program does it (the op's
 `kernel_prepack.cpu.<op>` hook, attribute `__packed_1`) and torch.nn.functional's op,
 alternating one call of each, and prints the medians of the wall and CPU (process) times, the
 ratio Kiln / PyTorch on both, and Kiln's GFLOP/s on the median wall time. CPU time is less
@@ -30,10 +31,14 @@ CONVS = [
     ("resnet50 layer4 1x1", (1, 2048, 7, 7), (512, 1, 1), 1, 0, 1),
     ("mobilenet_v2 depthwise s1", (1, 144, 56, 56), (144, 3, 3), 1, 1, 144),
     ("mobilenet_v2 depthwise s2", (1, 96, 112, 112), (96, 3, 3), 2, 1, 96),
+    ("mobilenet_v2 depthwise 7x7", (1, 960, 7, 7), (960, 3, 3), 1, 1, 960),
 ]
 # name, M, K, N
 DENSES = [("bert qkv", 128, 256, 768), ("bert ffn up", 128, 256, 1024),
           ("bert ffn down", 128, 1024, 256)]
+# name, elements: around the size from which cheap elementwise work splits between threads
+# (kElementGrain in src/kernels/cpu/kernel_util.h)
+RELUS = [("relu 32K", 1 << 15), ("relu 128K", 1 << 17)]
 
 
 def time_pair(kiln_fn, torch_fn, runs):
@@ -84,6 +89,14 @@ def dense_case(m, k, n):
     return lambda: kernel_fn(args, out, attrs), lambda: F.linear(xt, wt), 2 * m * n * k
 
 
+def relu_case(n):
+    x = np.random.default_rng(0).standard_normal(n, dtype=np.float32)
+    kernel_fn = kiln.get_global_func("kernel.cpu.nn.relu")
+    args, out = [kiln.tensor(x)], [kiln.empty([n], "float32")]
+    xt = torch.from_numpy(x)
+    return lambda: kernel_fn(args, out, {}), lambda: torch.relu(xt), n
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--threads", type=int, default=1)
@@ -97,14 +110,15 @@ def main():
         raise SystemExit(f"libkiln_kernels_cpu.so did not load: {error}")
     cases = [(name, *conv_case(*spec)) for name, *spec in CONVS]
     cases += [(name, *dense_case(*spec)) for name, *spec in DENSES]
-    print(f"threads {args.threads}, {args.runs} interleaved runs; medians in ms")
+    cases += [(name, *relu_case(n)) for name, n in RELUS]
+    print(f"threads {args.threads}, {args.runs} interleaved runs; medians in µs")
     print(f"{'case':30} {'kiln wall':>9} {'torch wall':>10} {'ratio':>6} {'kiln cpu':>9} "
           f"{'torch cpu':>9} {'ratio':>6} {'kiln GFLOP/s':>12}")
     for name, kiln_fn, torch_fn, flops in cases:
         t = time_pair(kiln_fn, torch_fn, args.runs)
         (kw, kc), (tw, tc) = t["kiln"], t["torch"]
-        print(f"{name:30} {kw * 1e3:9.3f} {tw * 1e3:10.3f} {kw / tw:6.2f} {kc * 1e3:9.3f} "
-              f"{tc * 1e3:9.3f} {kc / tc:6.2f} {flops / kw / 1e9:12.1f}")
+        print(f"{name:30} {kw * 1e6:9.1f} {tw * 1e6:10.1f} {kw / tw:6.2f} {kc * 1e6:9.1f} "
+              f"{tc * 1e6:9.1f} {kc / tc:6.2f} {flops / kw / 1e9:12.1f}")
 
 
 if __name__ == "__main__":

@@ -271,10 +271,10 @@ class Job {
 /// Why: a worker that slept (another library's threads ran meanwhile, say PyTorch's) is woken
 /// onto the CPU of the thread that woke it when the scheduler sees no idle CPU sharing a cache
 /// with it; the two then share one core until load balancing moves one, milliseconds later.
-/// Measured with bench/models at 2 threads, resnet50 interleaved with PyTorch ran about half
-/// its rounds at one-thread speed (66 ms instead of 37). The caller is never pinned (it is the
-/// user's thread); when it turns up on a worker's CPU, that worker moves to the CPU the caller
-/// left.
+/// bench/models at 2 threads (resnet50 interleaved with PyTorch): Kiln's median was 43-67 ms
+/// in four runs with floating workers (KILN_BIND_THREADS=0), 36-38 ms in seven pinned. The caller
+/// is never pinned (it is the user's thread); when it turns up on a worker's CPU, that worker moves
+/// to the CPU the caller left.
 class WorkerPlacement {
  public:
   explicit WorkerPlacement(int num_threads) {

@@ -1,8 +1,8 @@
 // RecognizeGelu: ONNX has no GELU before opset 20, so exporters spell it in five ops,
 //   x * (erf(x / sqrt(2)) + 1) * 0.5,
-// in whatever order their source wrote the products. Each of the five is a pass over memory,
-// and erf alone costs more than the matmul feeding it needs to write its output; nn.gelu is one
-// op, which FuseOps then fuses into that matmul's epilogue.
+// in whatever order their source wrote the products. Each of the five is a pass over memory;
+// nn.gelu is one op, which FuseOps fuses with the matmul before it and the kernel program then
+// runs in that matmul's epilogue.
 #include <kiln/ir/structural_equal.h>
 #include <kiln/transform/passes.h>
 #include <kiln/transform/pattern.h>

@@ -253,7 +253,8 @@ int64_t PaddedExtent(const Window2D& win, int axis, int64_t out_extent) {
 /// ([y][x][lane], zero where the window reads padding), so each output position is one
 /// vector multiply-add per tap with no edges to handle, and the sums are written back plane
 /// by plane. A row-by-row pass (DepthwisePlane) over planes a few vectors wide spends its time
-/// on loop edges: 7x7 planes took 6 ns per output that way.
+/// on loop edges: bench/kernels/run.py's 7x7 row (960 channels) took 264 us that way and 77 us
+/// in blocks, at 1 thread.
 KILN_CPU_CLONES void DepthwiseBlock(const ConvShapes& s, const float* image, const float* weight,
                                     int64_t o0, int64_t lanes, float* __restrict__ padded,
                                     float* __restrict__ sums, float* out) {

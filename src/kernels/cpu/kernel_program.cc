@@ -225,19 +225,24 @@ Tensor ViewOf(const AnyView& arg, const std::string& func, size_t position) {
                             dl.device, nullptr, strides);
 }
 
+/// Whether `tensor` is a compact CPU tensor of `spec`'s shape and dtype.
+bool SameSpec(const Tensor& tensor, const TensorSpec& spec) {
+  const Shape shape = tensor.shape();
+  return std::equal(shape.begin(), shape.end(), spec.shape.begin(), spec.shape.end()) &&
+         DataTypeEqual(tensor.dtype(), spec.dtype) && tensor.device().device_type == kDLCPU &&
+         tensor.IsContiguous() && tensor.dl_tensor().byte_offset == 0;
+}
+
 /// ValueError when the description gives the shapes a function takes and `tensors`, its
 /// arguments of one kind (`what`), differ: merged epilogues rely on those shapes.
 void CheckArguments(const std::string& func, const char* what, const std::vector<Tensor>& tensors,
                     const std::vector<TensorSpec>& specs) {
   for (size_t i = 0; i < specs.size(); ++i) {
-    const Shape shape = tensors[i].shape();
-    KILN_CHECK(
-        std::equal(shape.begin(), shape.end(), specs[i].shape.begin(), specs[i].shape.end()) &&
-            DataTypeEqual(tensors[i].dtype(), specs[i].dtype),
-        ValueError)
-        << kPrefix << "'" << func << "' takes " << what << " " << i << " of shape "
-        << Shape(specs[i].shape) << " and dtype " << DataTypeToString(specs[i].dtype) << ", got "
-        << shape << " and " << DataTypeToString(tensors[i].dtype());
+    KILN_CHECK(SameSpec(tensors[i], specs[i]), ValueError)
+        << kPrefix << "'" << func << "' takes " << what << " " << i
+        << " as a compact CPU tensor of shape " << Shape(specs[i].shape) << " and dtype "
+        << DataTypeToString(specs[i].dtype) << ", got shape " << tensors[i].shape() << " and dtype "
+        << DataTypeToString(tensors[i].dtype());
   }
 }
 
@@ -366,13 +371,6 @@ Module MakeProgram(std::string description, ConstantSource constant_at) {
   PrepackConstants(functions, constants);
   return Module(make_object<KernelProgramObj>(std::move(description), std::move(functions),
                                               std::move(constants)));
-}
-
-bool SameSpec(const Tensor& tensor, const TensorSpec& spec) {
-  const Shape shape = tensor.shape();
-  return std::vector<int64_t>(shape.begin(), shape.end()) == spec.shape &&
-         DataTypeEqual(tensor.dtype(), spec.dtype) && tensor.device().device_type == kDLCPU &&
-         tensor.IsContiguous() && tensor.dl_tensor().byte_offset == 0;
 }
 
 Module CreateProgram(const String& description, const Array<Tensor>& constants) {
