@@ -97,7 +97,14 @@ check_kilnc() {
     printf '%s\n' "$plugins"
     return 1
   fi
-  kiln_log "ok: kilnc --help, compile, run and plugins from the copy"
+  # Discovery must tell backends from the libraries beside them: a fresh install lists no
+  # failed plugin or backend.
+  if grep -qw failed <<<"$plugins"; then
+    kiln_log "kilnc plugins lists a failure on a fresh install:"
+    printf '%s\n' "$plugins"
+    return 1
+  fi
+  kiln_log "ok: kilnc --help, compile, run and plugins (none failed) from the copy"
 }
 
 check_python() {

@@ -8,6 +8,9 @@
 #   build      configure (once) + build build/ and install it into install/
 #   ctest      every test of build/: GoogleTest (label unit), pytest (python.ffi, python.models)
 #   asan       build-asan/: clang-14 with address+undefined sanitizers, `ctest -L unit`
+#   tsan       build-tsan/: clang-14 with ThreadSanitizer, the concurrency tests (one Executable
+#              run from many threads, on Kiln's path and each plugin), the thread pool and the
+#              graph executor
 #   fuzz       libFuzzer (build-asan/) on the artifact reader, the ONNX importer and the kernel
 #              program loader, bounded time
 #   format     clang-format-14 --dry-run --Werror over the repository's C/C++ files
@@ -32,7 +35,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 KILN_ASAN_BUILD_DIR="$KILN_REPO/build-asan"
 KILN_TUTORIAL_DIR="$KILN_REPO/build-tutorial"  # where the extension stage follows docs/extending.md
 KILN_ASAN_COMPILER="${KILN_ASAN_COMPILER:-clang}"
-ALL_STAGES=(build ctest asan fuzz format tidy extension package)
+KILN_TSAN_BUILD_DIR="$KILN_REPO/build-tsan"
+ALL_STAGES=(build ctest asan tsan fuzz format tidy extension package)
 
 # ---- stages ---------------------------------------------------------------------------------
 
@@ -61,6 +65,25 @@ stage_asan() {
   ASAN_OPTIONS="detect_leaks=1:strict_string_checks=1:check_initialization_order=1" \
     UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
     ctest --test-dir "$KILN_ASAN_BUILD_DIR" -L unit --output-on-failure -j "$KILN_JOBS"
+}
+
+# Only the tests about threads are built: ThreadSanitizer slows code 5-15x, and the rest of the
+# unit tests run single-threaded under ASan already. oneDNN's and OpenBLAS's OpenMP threads are
+# not instrumented; tests/tsan.supp says which of their reports to ignore, and why.
+KILN_TSAN_TESTS=(kiln_concurrency_tests kiln_runtime_tests kiln_graph_executor_tests)
+stage_tsan() {
+  cmake -S "$KILN_REPO" -B "$KILN_TSAN_BUILD_DIR" -G Ninja \
+    -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_SANITIZE=thread \
+    -DKILN_BUILD_FUZZERS=OFF -DKILN_BUILD_PYTHON=OFF -DKILN_BUILD_BENCH=OFF >/dev/null
+  cmake --build "$KILN_TSAN_BUILD_DIR" -j "$KILN_JOBS" --target "${KILN_TSAN_TESTS[@]}"
+  local test failed=0
+  for test in "${KILN_TSAN_TESTS[@]}"; do
+    # allocator_may_return_null: tests ask for impossible sizes on purpose and expect an error.
+    TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:allocator_may_return_null=1:suppressions=$KILN_REPO/tests/tsan.supp" \
+      "$KILN_TSAN_BUILD_DIR/tests/cpp/$test" --gtest_brief=1 || failed=1
+  done
+  return "$failed"
 }
 
 # Fuzzes the artifact reader, the ONNX importer, the kernel program loader and the JSON graph

@@ -5,7 +5,8 @@
  *
  * An empty call costs one vectorcall, one kiln_function_call and no Python allocation besides
  * the result: arguments live on the stack (up to ArgBuffer::kInline), str arguments are the
- * str's own cached UTF-8 (RawStr), bytes are borrowed (ByteArrayPtr). The GIL stays held.
+ * str's own cached UTF-8 (RawStr), bytes are borrowed (ByteArrayPtr), a bytearray is copied. The
+ * call itself runs without the GIL (FunctionVectorcall).
  */
 // Python.h (through ffi_internal.h) must come before any standard header.
 #include "ffi_internal.h"
@@ -392,12 +393,23 @@ int PyToAny(PyObject* obj, KilnAny* out, KilnByteArray* bytes, Temporaries* temp
     out->v_device = reinterpret_cast<PyKilnDevice*>(obj)->device;
     return 0;
   }
-  if (PyBytes_Check(obj) || PyByteArray_Check(obj)) {
-    bool is_bytes = PyBytes_Check(obj);
-    bytes->data = is_bytes ? PyBytes_AS_STRING(obj) : PyByteArray_AS_STRING(obj);
-    bytes->size = static_cast<size_t>(is_bytes ? PyBytes_GET_SIZE(obj) : PyByteArray_GET_SIZE(obj));
+  if (PyBytes_Check(obj)) {
+    bytes->data = PyBytes_AS_STRING(obj);
+    bytes->size = static_cast<size_t>(PyBytes_GET_SIZE(obj));
     out->type_index = kKilnTypeByteArrayPtr;
     out->v_ptr = bytes;
+    return 0;
+  }
+  if (PyByteArray_Check(obj)) {
+    // Copied, not borrowed: calls run without the GIL, and another thread may resize it then.
+    KilnObjectHandle handle = nullptr;
+    if (kiln_bytes_create(PyByteArray_AS_STRING(obj),
+                          static_cast<size_t>(PyByteArray_GET_SIZE(obj)), &handle) != 0) {
+      RaiseFromKiln();
+      return -1;
+    }
+    temps->Add(handle);
+    SetObject(out, handle);
     return 0;
   }
   if (PyList_Check(obj) || PyTuple_Check(obj) || PyDict_Check(obj)) {
@@ -483,9 +495,14 @@ PyObject* FunctionVectorcall(PyObject* self, PyObject* const* args, size_t nargs
   result.type_index = kKilnTypeNone;
   result.zero_padding = 0;
   result.v_int64 = 0;
-  if (kiln_function_call(handle, buffer.any(), static_cast<int32_t>(nargs), &result) != 0) {
-    return RaiseFromKiln();
-  }
+  // Other Python threads run while Kiln works: a model running on one thread must not stall
+  // the rest of the program, and several threads may run models at once. Callbacks into Python
+  // and deleters of Python-owned memory take the GIL back themselves (PyCallbackSafeCall,
+  // tensor.cc); the arguments stay alive, held by the caller's frame and `buffer`.
+  int rc = 0;
+  Py_BEGIN_ALLOW_THREADS rc =
+      kiln_function_call(handle, buffer.any(), static_cast<int32_t>(nargs), &result);
+  Py_END_ALLOW_THREADS if (rc != 0) return RaiseFromKiln();
   return AnyToPy(result, /*owned=*/true);
 }
 

@@ -5,13 +5,18 @@
     ex.export_library("model.so")          # one shared library; kiln.load_module reads it back
 
 It is the graph executor of kiln.runtime with a model's conveniences: ``run`` takes the inputs
-by name and returns copies of every output, so results stay valid across runs.
+by name and returns every output as a numpy array of its own, so results stay valid across runs.
+``run`` may be called from many threads at once on one Executable (a service loads a model
+once): weights and code are shared, each run gets activation buffers of its own, and the GIL is
+released while the model runs.
 """
 
 import os
 
+from . import error as kiln_error
 from ._lib import core_func
 from .graph_executor import GraphExecutor
+from .tensors import Tensor
 
 __all__ = ["Executable"]
 
@@ -20,11 +25,45 @@ class Executable(GraphExecutor):
     """A compiled model: ``set_input``/``run``/``get_output`` as GraphExecutor, plus ``run``
     with inputs by name returning numpy arrays, ``export_library`` and the model's metadata."""
 
-    def run(self, **inputs):
-        """Sets ``inputs`` by name (numpy arrays, Tensors, anything kiln.tensor accepts), runs
-        the model once and returns its outputs as a list of numpy arrays (copies)."""
-        super().run(**inputs)
-        return [self.get_output(i).numpy().copy() for i in range(self.num_outputs)]
+    _signature = None
+
+    def run(self, feed=None, /, *, out=None, cast=False, **inputs):
+        """Runs the model once and returns its outputs as a list of numpy arrays of their own.
+
+        Inputs are given by name, as keywords or in the dict ``feed`` (for names such as
+        ``out``): numpy arrays, Tensors, anything kiln.tensor accepts. Every input must be given
+        (a ValueError names each one missing), with the model's shape and dtype; ``cast=True``
+        converts other dtypes. Compact arrays are read in place, others (slices, transposes,
+        Fortran order) are copied. ``out``, a list with an array (or None) per output, gives
+        arrays to write the outputs into; they are returned in place of new ones.
+        Thread-safe: concurrent calls run at the same time, each with buffers of its own.
+        """
+        given = dict(feed or {}, **inputs)
+        names, dtypes = self._input_signature()
+        unknown = [name for name in given if name not in names]
+        if unknown:
+            raise kiln_error.KeyError(
+                f"run: the model has no input{'s' if len(unknown) > 1 else ''} "
+                f"{', '.join(map(repr, unknown))} (inputs: {', '.join(names)})")
+        missing = [name for name in names if name not in given]
+        if missing:
+            raise kiln_error.ValueError(
+                f"run: input{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))} "
+                f"not given (the model's inputs: {', '.join(names)})")
+        values = [_with_dtype(name, given[name], dtype, cast) for name, dtype in zip(names, dtypes)]
+        outputs = self.invoke(values, out=out)
+        if out is not None:
+            outputs = [result if given_out is None else given_out
+                       for result, given_out in zip(outputs, out)]
+        return [item.numpy() if isinstance(item, Tensor) else item for item in outputs]
+
+    def _input_signature(self):
+        """(names, numpy dtypes) of the inputs, read once: a model's inputs do not change."""
+        if self._signature is None:
+            info = self.input_info
+            self._signature = (list(info["names"]),
+                               [_numpy_dtype(dtype) for dtype in info["dtypes"]])
+        return self._signature
 
     def export_library(self, path):
         """Writes the model as one shared library at ``path``; nothing is left there on failure."""
@@ -42,6 +81,37 @@ class Executable(GraphExecutor):
             for name, shape, dtype in zip(info["names"], info["shapes"], info["dtypes"])
         )
         return f"kiln.Executable({inputs}; {self.num_outputs} outputs)"
+
+
+def _numpy_dtype(dtype):
+    """numpy's dtype for ``dtype``; None for one numpy lacks (bfloat16, vector lanes)."""
+    import numpy
+
+    try:
+        return numpy.dtype(str(dtype))
+    except TypeError:
+        return None
+
+
+def _with_dtype(name, value, dtype, cast):
+    """``value`` with the dtype of input ``name``: converted when ``cast``, else an error that
+    says how to convert. Lists and scalars take the input's dtype."""
+    import numpy
+
+    if dtype is None:
+        return value  # a dtype numpy lacks: invoke checks it
+    if not hasattr(value, "dtype"):
+        return numpy.asarray(value, dtype=dtype)
+    have = _numpy_dtype(value.dtype)
+    if have == dtype:
+        return value
+    if not cast:
+        raise kiln_error.ValueError(
+            f"run: input {name!r} expects {dtype}, got {have or value.dtype} "
+            "(pass cast=True to convert it)")
+    if isinstance(value, Tensor):
+        value = value.numpy()
+    return numpy.asarray(value).astype(dtype)
 
 
 Executable.__module__ = "kiln"

@@ -25,7 +25,8 @@ class GraphExecutor:
 
     ``GraphExecutor.create(graph_json, lib, device)`` builds one; ``GraphExecutor(module)``
     wraps a graph_executor module, e.g. one that ``kiln.load_module`` loaded from an artifact.
-    An executor runs one graph at a time (its buffers serve one run): make one per thread.
+    ``invoke`` may be called from many threads at once (each run gets buffers of its own);
+    ``set_input``/``run``/``get_output`` share one set of buffers and serve one caller at a time.
     """
 
     def __init__(self, module):
@@ -35,6 +36,7 @@ class GraphExecutor:
             raise TypeError(f"GraphExecutor wraps a module of kind {KIND!r}, got {module!r}")
         self.module = module
         # Looked up once: a module's functions do not change.
+        self._invoke = module.get_function("invoke")
         self._set_input = module.get_function("set_input")
         self._set_input_zero_copy = module.get_function("set_input_zero_copy")
         self._run = module.get_function("run")
@@ -46,6 +48,28 @@ class GraphExecutor:
         the executor imports), with its buffers on ``device`` (default: the CPU)."""
         dev = cpu() if device is None else as_device(device)
         return cls(core_func("runtime.GraphExecutorCreate")(graph_json, lib, dev))
+
+    def invoke(self, inputs, out=None):
+        """Runs the graph once on ``inputs`` (one value per graph input, in order: Tensors, numpy
+        arrays, ...) and returns its outputs as a list of Tensors that no later run touches.
+        ``out``, a list with a Tensor or None per output, gives tensors to write outputs into.
+        Thread-safe: concurrent calls run at the same time, each with buffers of its own."""
+        args = [_as_tensor(value) for value in inputs]
+        given = None if out is None else [None if item is None else _as_tensor(item) for item in out]
+        return list(self._invoke(args, given))
+
+    def set_limits(self, max_concurrent_runs=0, memory_limit=0):
+        """At most ``max_concurrent_runs`` runs of ``invoke`` at once (more wait) and at most
+        ``memory_limit`` bytes of activation memory over all of them; 0 means no limit. A run
+        whose activation memory alone exceeds ``memory_limit`` raises MemoryError, allocating
+        nothing."""
+        self.module["set_limits"](max_concurrent_runs, memory_limit)
+
+    @property
+    def limits(self):
+        """{"contexts", "idle", "max_concurrent_runs", "memory_limit", "bytes_per_context"}:
+        the execution contexts made so far (one per concurrent run) and the limits."""
+        return to_builtin(self.module["get_limits"]())
 
     def set_input(self, key=None, value=None, **inputs):
         """Copies ``value`` (a Tensor, numpy array, list, ... on any device) into the input

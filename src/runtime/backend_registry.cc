@@ -1,6 +1,9 @@
 // Discovery of runtime backends (libkiln_runtime_<name>.so): first the folder of
 // libkiln_runtime.so, then each entry of KILN_RUNTIME_PATH. A backend found twice is loaded from
 // the first place only. Loading uses the plugin loader (RTLD_LOCAL, ABI check, rollback).
+// The prefix is reserved for backends and the runtime sides of compiler plugins: Kiln's own
+// libraries never take it (the JSON graph runtime they link is libkiln_json_runtime.so), so
+// every file that matches is meant as a plugin, and one that does not load is a failure.
 #include <dlfcn.h>
 
 #include <kiln/ffi/plugin.h>

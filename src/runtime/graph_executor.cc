@@ -1,6 +1,8 @@
-// The graph executor module (kiln/runtime/graph_executor.h): storages allocated once, a view
-// per entry, the argument list of every node built once, node functions found in the imports.
-// A run is one call per node over those lists: nothing is allocated or looked up per run.
+// The graph executor module (kiln/runtime/graph_executor.h): the graph and node functions,
+// found once in the imports, shared by every run; buffers and argument lists in execution
+// contexts (execution_context.cc), one per run in flight. A run is one call per node over a
+// context's lists: nothing is looked up per run, and nothing allocated but the outputs of
+// invoke.
 #include <kiln/ffi/map.h>
 #include <kiln/ffi/registry.h>
 #include <kiln/runtime/graph_executor.h>
@@ -8,11 +10,14 @@
 #include <kiln/runtime/thread_pool.h>
 
 #include <algorithm>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "execution_context_internal.h"
 #include "graph_executor_internal.h"
 #include "tensor_util_internal.h"
 
@@ -20,14 +25,11 @@ namespace kiln {
 namespace runtime {
 namespace {
 
+using internal::ContextPool;
+using internal::ExecutionContext;
 using internal::Graph;
 using internal::GraphEntry;
 using internal::GraphInput;
-using internal::GraphNode;
-
-/// The descriptor a kernel receives. Kernels write the elements, never the descriptor, so
-/// handing out a mutable pointer to the tensor's own DLTensor is safe.
-DLTensor* TensorArg(const Tensor& tensor) { return const_cast<DLTensor*>(&tensor.dl_tensor()); }
 
 /// Calls `visit(module)` for every module of the import trees under `roots`, depth first.
 template <typename Visit>
@@ -63,21 +65,48 @@ std::optional<std::string> KindListing(const std::vector<Module>& imports,
   return kind;
 }
 
+/// Entries bound to a caller's tensors for one run, restored to their planned views when the
+/// run ends, however it ends: a context goes back to the pool holding no caller's tensor.
+class BindingsGuard {
+ public:
+  explicit BindingsGuard(ExecutionContext& context) : context_(context) {}
+  BindingsGuard(const BindingsGuard&) = delete;
+  BindingsGuard& operator=(const BindingsGuard&) = delete;
+  ~BindingsGuard() {
+    for (int64_t entry : bound_) context_.Restore(entry);
+  }
+  void Bind(int64_t entry, const Tensor& tensor) {
+    context_.Bind(entry, tensor);
+    bound_.push_back(entry);
+  }
+
+ private:
+  ExecutionContext& context_;
+  std::vector<int64_t> bound_;
+};
+
+bool IsCompactOn(const Tensor& tensor, DLDevice device) {
+  const DLDevice at = tensor.device();
+  return at.device_type == device.device_type && at.device_id == device.device_id &&
+         IsCompact(tensor.dl_tensor());
+}
+
 class GraphExecutorObj : public ModuleObj {
  public:
-  GraphExecutorObj(Graph graph, DLDevice device) : graph_(std::move(graph)), device_(device) {
-    AllocateStorages();
-    MakeEntryViews();
-    BuildArguments();
-  }
+  GraphExecutorObj(Graph graph, DLDevice device)
+      : graph_(std::move(graph)),
+        device_(device),
+        pool_(graph_, device_),
+        funcs_(graph_.nodes.size()),
+        inputs_set_(graph_.inputs.size(), false) {}
 
   std::string kind() const override { return kGraphExecutorKind; }
   std::optional<Function> GetFunction(const std::string& name) override;
   std::vector<std::string> ListFunctions() const override {
-    return {"set_input",       "set_input_zero_copy", "run",
-            "get_output",      "get_num_inputs",      "get_num_outputs",
-            "get_input_index", "get_input_info",      "get_output_info",
-            "memory_plan"};
+    return {"invoke",         "set_input",       "set_input_zero_copy", "run",
+            "get_output",     "get_num_inputs",  "get_num_outputs",     "get_input_index",
+            "get_input_info", "get_output_info", "memory_plan",         "set_limits",
+            "get_limits"};
   }
   std::optional<Bytes> SaveToBytes() const override {
     return Bytes(internal::GraphToJson(graph_, device_));
@@ -89,18 +118,20 @@ class GraphExecutorObj : public ModuleObj {
   void ResolveFunctions(bool allow_listed);
 
  private:
-  void AllocateStorages();
-  void MakeEntryViews();
-  void BuildArguments();
-  /// Makes the nodes that use `entry` see `tensor`.
-  void Bind(int64_t entry, const Tensor& tensor);
-
   size_t InputIndex(const AnyView& key, const char* caller) const;
+  void CheckMatches(const char* caller, const std::string& what, int64_t entry,
+                    const Tensor& value) const;
   void CheckInputMatches(size_t index, const Tensor& value, const char* caller) const;
+
+  Array<Tensor> Invoke(const Array<Tensor>& inputs, const AnyView& outputs);
+  std::vector<std::optional<Tensor>> OutputArguments(const AnyView& outputs) const;
+
+  ExecutionContext& StatefulContext();  // with stateful_mutex_ held
   void SetInput(const AnyView& key, const Tensor& value);
   void SetInputZeroCopy(const AnyView& key, const Tensor& value);
-  void Run() const;
-  Tensor GetOutput(int64_t index) const;
+  void Run();
+  Tensor GetOutput(int64_t index);
+
   int64_t GetInputIndex(const std::string& name) const;
   Map<String, Any> InputInfo() const;
   Map<String, Any> OutputInfo() const;
@@ -108,60 +139,18 @@ class GraphExecutorObj : public ModuleObj {
 
   Graph graph_;
   DLDevice device_;
-  std::vector<Tensor> storages_;
-  std::vector<Tensor> planned_;  // per entry: its view of its storage
-  std::vector<Tensor> bound_;    // per entry: what the nodes see, planned_ or a zero-copy input
-  std::vector<std::vector<AnyView>> args_;  // per node: DLTensor* of its inputs, then outputs
-  std::vector<std::vector<std::pair<size_t, size_t>>> uses_;  // per entry: (node, arg) slots
-  std::vector<Function> funcs_;                               // per node; undefined until resolved
+  ContextPool pool_;             // contexts of invoke, one per run in flight
+  std::mutex resolve_mutex_;     // guards funcs_ and resolved_ until every function is found
+  std::vector<Function> funcs_;  // per node; undefined until resolved, then only read
   bool resolved_ = false;
+  // The stateful API (set_input, run, get_output) works on one context of its own.
+  std::mutex stateful_mutex_;
+  std::unique_ptr<ExecutionContext> stateful_;
+  std::vector<bool> inputs_set_;
 };
 
-void GraphExecutorObj::AllocateStorages() {
-  for (size_t i = 0; i < graph_.storage_bytes.size(); ++i) {
-    try {
-      storages_.push_back(Empty({graph_.storage_bytes[i]}, DLDataType{kDLUInt, 8, 1}, device_));
-    } catch (const Error& error) {
-      throw error.WithContext("while allocating storage " + std::to_string(i) +
-                              " of a graph executor");
-    }
-  }
-}
-
-void GraphExecutorObj::MakeEntryViews() {
-  for (const GraphEntry& entry : graph_.entries) {
-    const Tensor& storage = storages_[entry.storage];
-    // DLPack keeps device pointers whole and puts the offset in byte_offset. The view holds a
-    // reference to its storage, so an output handed to the caller stays valid memory even
-    // after the executor is gone.
-    planned_.push_back(Tensor::FromMemory(
-        storage.data(), entry.shape, entry.dtype, device_, [storage] {}, {},
-        storage.dl_tensor().byte_offset + static_cast<uint64_t>(entry.offset)));
-  }
-  bound_ = planned_;
-}
-
-void GraphExecutorObj::BuildArguments() {
-  uses_.resize(graph_.entries.size());
-  for (size_t i = 0; i < graph_.nodes.size(); ++i) {
-    const GraphNode& node = graph_.nodes[i];
-    std::vector<AnyView>& args = args_.emplace_back();
-    for (const std::vector<int64_t>* ids : {&node.inputs, &node.outputs}) {
-      for (int64_t entry : *ids) {
-        uses_[entry].emplace_back(i, args.size());
-        args.emplace_back(TensorArg(bound_[entry]));
-      }
-    }
-  }
-  funcs_.resize(graph_.nodes.size());
-}
-
-void GraphExecutorObj::Bind(int64_t entry, const Tensor& tensor) {
-  bound_[entry] = tensor;
-  for (const auto& [node, slot] : uses_[entry]) args_[node][slot] = AnyView(TensorArg(tensor));
-}
-
 void GraphExecutorObj::ResolveFunctions(bool allow_listed) {
+  std::lock_guard<std::mutex> lock(resolve_mutex_);
   if (resolved_) return;
   const std::vector<Module> imports = Module(ObjectPtr<ModuleObj>::FromBorrowed(this)).imports();
   bool all_found = true;
@@ -210,26 +199,119 @@ size_t GraphExecutorObj::InputIndex(const AnyView& key, const char* caller) cons
   return static_cast<size_t>(*index);
 }
 
+void GraphExecutorObj::CheckMatches(const char* caller, const std::string& what, int64_t entry,
+                                    const Tensor& value) const {
+  const GraphEntry& expected = graph_.entries[entry];
+  KILN_CHECK(value.defined(), ValueError) << caller << ": " << what << " is not a tensor";
+  const DLDataType got = value.dtype();
+  KILN_CHECK(DataTypeEqual(got, expected.dtype) && value.shape() == Shape(expected.shape),
+             ValueError)
+      << caller << ": " << what << " expects " << Shape(expected.shape) << " "
+      << DataTypeToString(expected.dtype) << ", got " << value.shape() << " "
+      << DataTypeToString(got);
+}
+
 void GraphExecutorObj::CheckInputMatches(size_t index, const Tensor& value,
                                          const char* caller) const {
-  const GraphEntry& entry = graph_.entries[graph_.inputs[index].entry];
-  const DLDataType got = value.dtype();
-  KILN_CHECK(DataTypeEqual(got, entry.dtype) && value.shape() == Shape(entry.shape), ValueError)
-      << caller << ": input '" << graph_.inputs[index].name << "' expects " << Shape(entry.shape)
-      << " " << DataTypeToString(entry.dtype) << ", got " << value.shape() << " "
-      << DataTypeToString(got);
+  CheckMatches(caller, "input '" + graph_.inputs[index].name + "'", graph_.inputs[index].entry,
+               value);
+}
+
+std::vector<std::optional<Tensor>> GraphExecutorObj::OutputArguments(const AnyView& outputs) const {
+  const size_t count = graph_.outputs.size();
+  std::vector<std::optional<Tensor>> result(count);
+  if (outputs.type_index() == kKilnTypeNone) return result;
+  std::optional<Array<Any>> given = outputs.as<Array<Any>>();
+  KILN_CHECK(given.has_value(), TypeError)
+      << "invoke takes its outputs as a list of tensors (None for those to allocate) or None, "
+      << "got " << outputs.type_str();
+  KILN_CHECK(static_cast<size_t>(given->size()) == count, ValueError)
+      << "invoke: the graph has " << count << " output" << (count == 1 ? "" : "s") << ", got "
+      << given->size() << " output arguments";
+  for (size_t i = 0; i < count; ++i) {
+    const Any& item = (*given)[static_cast<int64_t>(i)];
+    if (item.type_index() == kKilnTypeNone) continue;
+    std::optional<Tensor> tensor = item.as<Tensor>();
+    KILN_CHECK(tensor.has_value(), TypeError)
+        << "invoke: output argument " << i << " must be a tensor or None, got " << item.type_str();
+    CheckMatches("invoke", "output " + std::to_string(i), graph_.outputs[i], *tensor);
+    result[i] = *tensor;
+  }
+  return result;
+}
+
+Array<Tensor> GraphExecutorObj::Invoke(const Array<Tensor>& inputs, const AnyView& outputs) {
+  KILN_CHECK(static_cast<size_t>(inputs.size()) == graph_.inputs.size(), ValueError)
+      << "invoke: the graph takes " << graph_.inputs.size() << " inputs, got " << inputs.size();
+  for (size_t i = 0; i < graph_.inputs.size(); ++i) {
+    CheckInputMatches(i, inputs[static_cast<int64_t>(i)], "invoke");
+  }
+  std::vector<std::optional<Tensor>> results = OutputArguments(outputs);
+
+  ContextPool::Lease context = pool_.Acquire();
+  BindingsGuard bindings(*context);
+  std::vector<bool> is_input(graph_.entries.size(), false);
+  for (size_t i = 0; i < graph_.inputs.size(); ++i) {
+    const Tensor& value = inputs[static_cast<int64_t>(i)];
+    const int64_t entry = graph_.inputs[i].entry;
+    is_input[entry] = true;
+    if (IsCompactOn(value, device_)) {
+      bindings.Bind(entry, value);  // no node writes an input: the caller's tensor is read as is
+      continue;
+    }
+    try {
+      CopyTensor(value, context->planned(entry));
+    } catch (const Error& error) {
+      throw error.WithContext("while copying input '" + graph_.inputs[i].name + "' in invoke");
+    }
+  }
+  // Each output entry is written straight into the tensor returned for it, when it can be:
+  // a caller's compact tensor, else a new one. The rest are copied once the run is done.
+  std::vector<std::pair<int64_t, Tensor>> copies;
+  std::vector<bool> is_bound(graph_.entries.size(), false);
+  for (size_t i = 0; i < results.size(); ++i) {
+    const int64_t entry = graph_.outputs[i];
+    std::optional<Tensor>& result = results[i];
+    if (is_input[entry] || is_bound[entry] || (result && !IsCompactOn(*result, device_))) {
+      if (!result)
+        result = Empty(graph_.entries[entry].shape, graph_.entries[entry].dtype, device_);
+      copies.emplace_back(entry, *result);
+      continue;
+    }
+    if (!result) result = Empty(graph_.entries[entry].shape, graph_.entries[entry].dtype, device_);
+    bindings.Bind(entry, *result);
+    is_bound[entry] = true;
+  }
+  context->Run(graph_, funcs_);
+  for (const auto& [entry, to] : copies) CopyTensor(context->bound(entry), to);
+  StopSpinning();  // see Run
+  Array<Tensor> returned;
+  for (std::optional<Tensor>& result : results) returned.push_back(*result);
+  return returned;
+}
+
+ExecutionContext& GraphExecutorObj::StatefulContext() {
+  if (!stateful_) {
+    pool_.CheckOneContextFits();
+    stateful_ = std::make_unique<ExecutionContext>(graph_, pool_.uses(), device_);
+  }
+  return *stateful_;
 }
 
 void GraphExecutorObj::SetInput(const AnyView& key, const Tensor& value) {
   const size_t index = InputIndex(key, "set_input");
   CheckInputMatches(index, value, "set_input");
   const int64_t entry = graph_.inputs[index].entry;
-  Bind(entry, planned_[entry]);  // a previous zero-copy tensor is let go
+  std::lock_guard<std::mutex> lock(stateful_mutex_);
+  ExecutionContext& context = StatefulContext();
+  context.Restore(entry);  // a previous zero-copy tensor is let go
+  inputs_set_[index] = false;
   try {
-    CopyTensor(value, planned_[entry]);
+    CopyTensor(value, context.planned(entry));
   } catch (const Error& error) {
     throw error.WithContext("while copying input '" + graph_.inputs[index].name + "' in set_input");
   }
+  inputs_set_[index] = true;
 }
 
 void GraphExecutorObj::SetInputZeroCopy(const AnyView& key, const Tensor& value) {
@@ -246,30 +328,34 @@ void GraphExecutorObj::SetInputZeroCopy(const AnyView& key, const Tensor& value)
   KILN_CHECK(IsCompact(value.dl_tensor()), ValueError)
       << "set_input_zero_copy: input '" << name << "' needs a compact (row-major) tensor, got a "
       << "strided one (set_input copies from strided tensors)";
-  Bind(graph_.inputs[index].entry, value);
+  std::lock_guard<std::mutex> lock(stateful_mutex_);
+  StatefulContext().Bind(graph_.inputs[index].entry, value);
+  inputs_set_[index] = true;
 }
 
-void GraphExecutorObj::Run() const {
-  for (size_t i = 0; i < args_.size(); ++i) {
-    try {
-      funcs_[i].CallPacked(args_[i].data(), static_cast<int32_t>(args_[i].size()));
-    } catch (const Error& error) {
-      throw error.WithContext("while running " + internal::DescribeNode(graph_, i) +
-                              ", which calls '" + graph_.nodes[i].func + "', in a graph executor");
-    }
+void GraphExecutorObj::Run() {
+  std::lock_guard<std::mutex> lock(stateful_mutex_);
+  std::string missing;
+  for (size_t i = 0; i < graph_.inputs.size(); ++i) {
+    if (!inputs_set_[i]) missing += (missing.empty() ? "'" : ", '") + graph_.inputs[i].name + "'";
   }
+  KILN_CHECK(missing.empty(), ValueError)
+      << "run: input" << (missing.find(',') == std::string::npos ? " " : "s ") << missing
+      << " not set (set_input sets one; invoke takes them all at once)";
+  StatefulContext().Run(graph_, funcs_);
   // Like ONNX Runtime after a session run: workers polling for a next node would otherwise
   // hold a core for a while after the model is done, and a pool of another library that
   // starts then (PyTorch's, oneDNN's) was measured getting its threads stacked on one core.
   StopSpinning();
 }
 
-Tensor GraphExecutorObj::GetOutput(int64_t index) const {
+Tensor GraphExecutorObj::GetOutput(int64_t index) {
   const size_t count = graph_.outputs.size();
   KILN_CHECK(index >= 0 && static_cast<uint64_t>(index) < count, IndexError)
       << "get_output: output index " << index << " is out of range: the graph has " << count
       << " output" << (count == 1 ? "" : "s");
-  return bound_[graph_.outputs[index]];
+  std::lock_guard<std::mutex> lock(stateful_mutex_);
+  return StatefulContext().bound(graph_.outputs[index]);
 }
 
 int64_t GraphExecutorObj::GetInputIndex(const std::string& name) const {
@@ -302,11 +388,9 @@ Map<String, Any> GraphExecutorObj::OutputInfo() const {
 }
 
 Map<String, Any> GraphExecutorObj::MemoryPlan() const {
-  int64_t total = 0;
-  for (int64_t bytes : graph_.storage_bytes) total += bytes;
   int64_t unshared = 0;
   for (const GraphEntry& entry : graph_.entries) unshared += entry.bytes;
-  return {{"total_bytes", total},
+  return {{"total_bytes", pool_.bytes_per_context()},
           {"storage_bytes", Array<int64_t>(graph_.storage_bytes)},
           {"bytes_without_sharing", unshared}};
 }
@@ -315,6 +399,22 @@ std::optional<Function> GraphExecutorObj::GetFunction(const std::string& name) {
   // Each function holds a reference to the executor: it may outlive the caller's Module.
   const auto self = ObjectPtr<GraphExecutorObj>::FromBorrowed(this);
   const std::string full_name = "graph_executor." + name;
+  if (name == "invoke") {
+    ResolveFunctions(/*allow_listed=*/false);
+    return Function::FromTyped([self](const Array<Tensor>& inputs,
+                                      AnyView outputs) { return self->Invoke(inputs, outputs); },
+                               full_name);
+  }
+  if (name == "set_limits") {
+    return Function::FromTyped(
+        [self](int64_t max_concurrent_runs, int64_t memory_limit) {
+          self->pool_.SetLimits(max_concurrent_runs, memory_limit);
+        },
+        full_name);
+  }
+  if (name == "get_limits") {
+    return Function::FromTyped([self]() { return self->pool_.Stats(); }, full_name);
+  }
   if (name == "set_input") {
     return Function::FromTyped(
         [self](AnyView key, const Tensor& value) { self->SetInput(key, value); }, full_name);

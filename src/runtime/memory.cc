@@ -6,6 +6,7 @@
 #include <kiln/runtime/memory.h>
 
 #include <algorithm>
+#include <cstring>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -66,10 +67,60 @@ void CheckCopyable(const Tensor& from, const Tensor& to) {
   KILN_CHECK(DataTypeEqual(src.dtype, dst.dtype), ValueError)
       << "CopyTensor needs equal dtypes, got from " << DataTypeToString(src.dtype) << " to "
       << DataTypeToString(dst.dtype);
+  const bool on_cpu = src.device.device_type == kDLCPU && dst.device.device_type == kDLCPU;
   for (const auto& [tensor, role] : {std::pair{&src, "from"}, std::pair{&dst, "to"}}) {
-    KILN_CHECK(IsCompact(*tensor), ValueError)
-        << "CopyTensor needs compact tensors; `" << role << "` of shape "
-        << internal::ShapeToString(*tensor) << " is strided";
+    KILN_CHECK(on_cpu || IsCompact(*tensor), ValueError)
+        << "CopyTensor copies strided tensors on the cpu only; `" << role << "` of shape "
+        << internal::ShapeToString(*tensor) << " on " << internal::DeviceToString(tensor->device)
+        << " is strided (copy through a compact cpu tensor)";
+  }
+}
+
+/// Stride of axis `axis` in elements (DLPack: no strides means compact row-major).
+int64_t StrideOf(const DLTensor& tensor, int axis) {
+  if (tensor.strides != nullptr) return tensor.strides[axis];
+  int64_t stride = 1;
+  for (int i = axis + 1; i < tensor.ndim; ++i) stride *= tensor.shape[i];
+  return stride;
+}
+
+/// Copies the elements of `from` into `to` (both on the cpu, same shape and dtype), whatever
+/// their strides: numpy views (transposed, sliced, reversed) arrive like this. Runs of the last
+/// axis that are contiguous on both sides are copied whole.
+void CopyStridedOnCpu(const DLTensor& from, const DLTensor& to) {
+  const auto element = static_cast<int64_t>(ElementBytes(from.dtype));
+  const int ndim = from.ndim;
+  const int64_t inner = ndim == 0 ? 1 : from.shape[ndim - 1];
+  const bool inner_contiguous =
+      ndim == 0 || inner == 1 || (StrideOf(from, ndim - 1) == 1 && StrideOf(to, ndim - 1) == 1);
+  std::vector<int64_t> index(std::max(ndim - 1, 0), 0);
+  const char* src_base = internal::DataStart(from);
+  char* dst_base = internal::DataStart(to);
+  for (;;) {
+    int64_t src_offset = 0;
+    int64_t dst_offset = 0;
+    for (int axis = 0; axis + 1 < ndim; ++axis) {
+      src_offset += index[axis] * StrideOf(from, axis);
+      dst_offset += index[axis] * StrideOf(to, axis);
+    }
+    const char* src = src_base + src_offset * element;
+    char* dst = dst_base + dst_offset * element;
+    if (inner_contiguous) {
+      std::memcpy(dst, src, static_cast<size_t>(inner * element));
+    } else {
+      const int64_t src_step = StrideOf(from, ndim - 1) * element;
+      const int64_t dst_step = StrideOf(to, ndim - 1) * element;
+      for (int64_t i = 0; i < inner; ++i) {
+        std::memcpy(dst + i * dst_step, src + i * src_step, static_cast<size_t>(element));
+      }
+    }
+    // The next index of the outer axes, last axis fastest; done when it wraps around.
+    int axis = ndim - 2;
+    for (; axis >= 0; --axis) {
+      if (++index[axis] < from.shape[axis]) break;
+      index[axis] = 0;
+    }
+    if (axis < 0) return;
   }
 }
 
@@ -96,6 +147,10 @@ Tensor Empty(const std::vector<int64_t>& shape, DLDataType dtype, DLDevice devic
 void CopyTensor(const Tensor& from, const Tensor& to, KilnStreamHandle stream) {
   CheckCopyable(from, to);
   if (from.NumBytes() == 0) return;
+  if (!IsCompact(from.dl_tensor()) || !IsCompact(to.dl_tensor())) {
+    CopyStridedOnCpu(from.dl_tensor(), to.dl_tensor());
+    return;
+  }
   const DeviceApiRef api = DeviceApiRef::Get(CopyDeviceType(from.device(), to.device()));
   // The device API writes the elements `to` points at; its descriptor stays as it is.
   api.Copy(from.dl_tensor(), const_cast<DLTensor&>(to.dl_tensor()), stream);

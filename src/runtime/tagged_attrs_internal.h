@@ -4,7 +4,7 @@
 //
 // The one codec of the kernel program (written by the compiler's lowering, read by
 // libkiln_kernels_cpu) and the JSON graph runtime (written by kiln/codegen/json_graph.h, read by
-// libkiln_runtime_extra). Header-only rather than exported: its interface is nlohmann::json,
+// libkiln_json_runtime). Header-only rather than exported: its interface is nlohmann::json,
 // a header-only library whose types must not cross Kiln's library boundaries (each library
 // links it privately, in whatever version it was built with), and an exported string-based
 // version would make every reader re-parse attribute snippets out of its own document.

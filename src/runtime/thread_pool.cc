@@ -8,7 +8,9 @@
 #include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
+#include <sys/syscall.h>
 
+#include <kiln/ffi/array.h>
 #include <kiln/ffi/registry.h>
 #include <kiln/runtime/thread_pool.h>
 
@@ -333,7 +335,8 @@ class WorkerPlacement {
 
 class ThreadPool {
  public:
-  explicit ThreadPool(int num_workers) : num_workers_(num_workers), placement_(num_workers + 1) {
+  explicit ThreadPool(int num_workers)
+      : num_workers_(num_workers), placement_(num_workers + 1), worker_ids_(num_workers, 0) {
     std::vector<pthread_t> handles;
     for (int i = 0; i < num_workers; ++i) {
       std::thread worker([this, i] { WorkerLoop(i); });
@@ -341,7 +344,14 @@ class ThreadPool {
       worker.detach();  // the pool is never destroyed (see Pool())
     }
     placement_.Start(handles);
+    // Once started, every worker is named and has its id: what WorkerThreadIds reports (and
+    // /proc shows) never depends on how fast the workers got going.
+    std::unique_lock<std::mutex> lock(mutex_);
+    started_.wait(lock, [this] { return num_started_ == num_workers_; });
   }
+
+  /// The kernel thread ids (as /proc/self/task lists them) of the workers.
+  const std::vector<int64_t>& WorkerThreadIds() const { return worker_ids_; }
 
   /// Runs `job` on the caller and the workers. False, with nothing run, when another thread's
   /// job holds the pool: running alone then beats waiting behind it.
@@ -382,6 +392,11 @@ class ThreadPool {
     const std::string name = "kiln-worker-" + std::to_string(index);
     pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
     t_in_parallel_region = true;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      worker_ids_[index] = static_cast<int64_t>(syscall(SYS_gettid));
+      if (++num_started_ == num_workers_) started_.notify_one();
+    }
     uint64_t seen = 0;
     for (;;) {
       if (Job* job = WaitForJob(seen)) {
@@ -421,6 +436,9 @@ class ThreadPool {
   Job* job_ = nullptr;
   std::atomic<int> active_{0};  // workers in job_; also read unlocked by the caller's polling
   std::atomic<bool> spinning_allowed_{true};  // cleared by StopSpinning until the next region
+  std::vector<int64_t> worker_ids_;           // written once by each worker, under mutex_
+  int num_started_ = 0;                       // guarded by mutex_
+  std::condition_variable started_;
 };
 
 std::atomic<ThreadPool*> g_pool{nullptr};
@@ -480,6 +498,11 @@ void StopSpinning() {
 }
 
 KILN_REGISTER_GLOBAL("runtime.NumThreads").set_body_typed([]() -> int64_t { return NumThreads(); });
+
+// Starts the pool when it has not started yet, and lists its workers' thread ids.
+KILN_REGISTER_GLOBAL("runtime.ThreadPoolWorkerThreadIds").set_body_typed([]() {
+  return Array<int64_t>(Pool().WorkerThreadIds());
+});
 
 }  // namespace runtime
 }  // namespace kiln

@@ -1,4 +1,4 @@
-// libFuzzer target for the JSON graph runtime's loader (libkiln_runtime_extra: the saved form of
+// libFuzzer target for the JSON graph runtime's loader (libkiln_json_runtime: the saved form of
 // every external-codegen module in an artifact): any byte string must load or raise a
 // kiln::Error; never crash, hang or read out of bounds (run under ASan/UBSan). What loads must
 // save back to the same bytes, and is called once on zero-filled tensors of its graph's specs,

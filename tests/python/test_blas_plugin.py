@@ -196,7 +196,7 @@ def test_missing_runtime_plugin_is_named_and_kiln_runtime_path_finds_it(blas, tm
     build_libs = os.path.dirname(os.path.realpath(os.environ["KILN_FFI_LIBRARY"]))
     runtime_only = tmp_path / "lib"
     runtime_only.mkdir()
-    for name in ("libkiln_ffi.so", "libkiln_runtime.so", "libkiln_runtime_extra.so"):
+    for name in ("libkiln_ffi.so", "libkiln_runtime.so", "libkiln_json_runtime.so"):
         shutil.copy(os.path.join(build_libs, name), runtime_only)
     env = {"LD_LIBRARY_PATH": str(runtime_only)}
     inputs = make_inputs()

@@ -77,3 +77,12 @@ def test_errors_exit_with_a_message(tmp_path):
     corrupt = kilnc("run", artifact, "--input", f"{name}={tmp_path / 'bad.npy'}")
     assert corrupt.returncode == 1
     assert "is not a .npy file" in corrupt.stderr
+
+
+def test_a_memory_limit_below_the_plan_fails_naming_both_figures(tmp_path):
+    artifact = tmp_path / "conv.so"
+    assert kilnc("compile", f"{CASE}/model.onnx", "-o", artifact).returncode == 0
+    over = kilnc("run", artifact, "--memory-limit", 100)
+    assert over.returncode == 1
+    assert "bytes of activation memory per run, over its memory limit of 100 bytes" in over.stderr
+    assert kilnc("run", artifact, "--memory-limit", 1 << 30).returncode == 0

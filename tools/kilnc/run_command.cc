@@ -26,6 +26,7 @@ struct RunOptions {
   std::map<std::string, std::string> input_files;  // input name -> .npy path
   int64_t repeat = 1;
   int64_t warmup = 1;
+  int64_t memory_limit = 0;  // bytes of activation memory; 0: none
   std::string output_dir;
 };
 
@@ -52,6 +53,8 @@ std::optional<RunOptions> ParseOptions(const std::vector<std::string>& args) {
     } else if ((arg == "--repeat" || arg == "--warmup") && has_value &&
                ParseCount(args[i + 1]).has_value()) {
       (arg == "--repeat" ? options.repeat : options.warmup) = *ParseCount(args[++i]);
+    } else if (arg == "--memory-limit" && has_value && ParseCount(args[i + 1]).has_value()) {
+      options.memory_limit = *ParseCount(args[++i]);
     } else if (arg == "--output-dir" && has_value) {
       options.output_dir = args[++i];
     } else if (options.model.empty() && arg.rfind("--", 0) != 0) {
@@ -151,6 +154,7 @@ int RunRun(const std::vector<std::string>& args) {
   const std::optional<RunOptions> options = ParseOptions(args);
   if (!options.has_value()) return kExitUsage;
   const kiln::Executable model = kiln::Executable::Load(options->model);
+  model.set_limits(/*max_concurrent_runs=*/0, options->memory_limit);
   SetInputs(model, *options);
   for (int64_t i = 0; i < options->warmup; ++i) model.run();
   std::vector<double> latencies_ms;

@@ -7,8 +7,11 @@
 ///   model.run();
 ///   kiln::Tensor scores = model.get_output(0);  // a view, valid until the next run
 ///
-/// An Executable runs one inference at a time (its buffers serve one run); load or copy one per
-/// thread (kiln/runtime/graph_executor.h).
+///   std::vector<kiln::Tensor> outputs = model.invoke({image});  // or whole runs, from any thread
+///
+/// invoke runs concurrently from many threads on one Executable: weights and code are shared,
+/// each run gets buffers of its own. set_input/run/get_output serve one caller at a time
+/// (kiln/runtime/graph_executor.h, "Concurrency").
 #ifndef KILN_RUNTIME_EXECUTABLE_H_
 #define KILN_RUNTIME_EXECUTABLE_H_
 
@@ -19,6 +22,7 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace kiln {
 
@@ -29,6 +33,7 @@ class Executable {
     KILN_CHECK(module_.defined() && module_->kind() == runtime::kGraphExecutorKind, ValueError)
         << "an Executable wraps a '" << runtime::kGraphExecutorKind << "' module, got "
         << (module_.defined() ? "'" + module_->kind() + "'" : std::string("none"));
+    invoke_ = module_.GetFunctionRequired("invoke");
     set_input_ = module_.GetFunctionRequired("set_input");
     run_ = module_.GetFunctionRequired("run");
     get_output_ = module_.GetFunctionRequired("get_output");
@@ -36,6 +41,25 @@ class Executable {
 
   /// Loads an artifact written by export_library (kiln/runtime/artifact.h).
   static Executable Load(const std::string& path) { return Executable(runtime::LoadModule(path)); }
+
+  /// Runs the model once on `inputs` (every input, in order) and returns its outputs, new
+  /// tensors that no later run touches. Thread-safe.
+  std::vector<Tensor> invoke(const std::vector<Tensor>& inputs) const {
+    return ToVector(invoke_(Array<Tensor>(inputs), nullptr).cast<Array<Tensor>>());
+  }
+  /// As above, writing output i into `outputs[i]` (same shape and dtype; any strides on the
+  /// CPU), or into a new tensor where `outputs[i]` is undefined. Returns the outputs.
+  std::vector<Tensor> invoke(const std::vector<Tensor>& inputs,
+                             const std::vector<Tensor>& outputs) const {
+    Array<Any> given;
+    for (const Tensor& output : outputs) given.push_back(output.defined() ? Any(output) : Any());
+    return ToVector(invoke_(Array<Tensor>(inputs), given).cast<Array<Tensor>>());
+  }
+  /// At most `max_concurrent_runs` invokes at once and `memory_limit` bytes of activation
+  /// memory in all (0: no limit); see kiln/runtime/graph_executor.h.
+  void set_limits(int64_t max_concurrent_runs, int64_t memory_limit) const {
+    module_.GetFunctionRequired("set_limits")(max_concurrent_runs, memory_limit);
+  }
 
   /// Copies `value` into the input `name`; shape and dtype must match (errors name the input).
   void set_input(const std::string& name, const Tensor& value) const {
@@ -62,8 +86,12 @@ class Executable {
 
  private:
   Any Call(const char* name) const { return module_.GetFunctionRequired(name)(); }
+  static std::vector<Tensor> ToVector(const Array<Tensor>& tensors) {
+    return std::vector<Tensor>(tensors.begin(), tensors.end());
+  }
 
   runtime::Module module_;
+  Function invoke_;
   Function set_input_;
   Function run_;
   Function get_output_;

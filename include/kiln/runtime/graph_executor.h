@@ -22,8 +22,8 @@
 /// - "device": optional, "<kind>:<id>" ("cpu:0", "cuda:1"); where the storages live. The device
 ///   given to GraphExecutorCreate replaces it; SaveToBytes writes it; a loaded graph without
 ///   one runs on cpu:0.
-/// - "storages": the planned buffers, each allocated once (runtime::Empty) when the executor is
-///   made. Their sum is the executor's memory.
+/// - "storages": the planned buffers, allocated (runtime::Empty) for each execution context
+///   (see Concurrency below). Their sum is one run's activation memory.
 /// - "entries": the tensors of the graph, each a compact row-major view of `shape` and `dtype`
 ///   ("float32", "int64", "bool", "float16x4", ...) at byte `offset` of a storage; the offset is
 ///   a multiple of the element size. Entries may share bytes of a storage only when their
@@ -43,13 +43,24 @@
 /// outputs over its own inputs.
 ///
 /// The module's functions (GetFunction), all names and errors as below:
+///   invoke(inputs: [Tensor], outputs: [Tensor|None] or None) -> [Tensor]
+///                                               one whole run, safe to call from many threads
+///                                               at once: every input by position (shape and
+///                                               dtype must match; compact tensors on the
+///                                               executor's device are read in place, others
+///                                               are copied, strided ones included); each
+///                                               output written into the caller's tensor when
+///                                               one is given, else into a new tensor; returns
+///                                               the outputs, which no later run touches
 ///   set_input(name_or_index, Tensor)            copies into the input's planned buffer; shape
-///                                               and dtype must match, the device may differ
+///                                               and dtype must match, the device may differ,
+///                                               strides are allowed
 ///   set_input_zero_copy(name_or_index, Tensor)  the nodes read the caller's tensor itself
 ///                                               (same shape, dtype and device, compact); the
 ///                                               executor holds a reference to it until the
 ///                                               next set_input* of that input
-///   run()                                       runs every node once
+///   run()                                       runs every node once; a ValueError names every
+///                                               input not set
 ///   get_output(index) -> Tensor                 a view of the planned buffer (no copy): its
 ///                                               contents are valid until the next run; it
 ///                                               keeps the buffer's memory alive
@@ -60,9 +71,25 @@
 ///   get_output_info() -> Map                    {"shapes": [Shape], "dtypes": [DataType]}
 ///   memory_plan() -> Map                        {"total_bytes": int, "storage_bytes": [int],
 ///                                                "bytes_without_sharing": int}
+///   set_limits(max_concurrent_runs, memory_limit)
+///                                               caps on invoke's contexts (0: none), below
+///   get_limits() -> Map                         {"contexts", "idle", "max_concurrent_runs",
+///                                                "memory_limit", "bytes_per_context"}
 ///
-/// An executor is not thread-safe: its buffers serve one run at a time. Make one executor per
-/// concurrent caller (each has its own buffers).
+/// Concurrency. The graph, the node functions and the lib are shared by every run; buffers are
+/// not. Each invoke takes an execution context (the planned storages and argument lists) from a
+/// pool, which makes a new one when none is idle: concurrent invokes never share activation
+/// memory, and a context is allocated only when a run first needs it. With max_concurrent_runs
+/// set, a run waits for a context rather than make one more; with memory_limit set (bytes of
+/// activation memory over all contexts), a run that would need a context past the limit waits
+/// for one, and when even one context exceeds it, invoke fails with a MemoryError giving both
+/// figures before anything is allocated. The stateful functions (set_input, run, get_output)
+/// work on one context of their own, outside the pool, and are serialized: they serve one
+/// caller at a time (two threads interleaving set_input and run see each other's inputs).
+/// Whether concurrent runs execute in parallel is up to the lib's functions: Kiln's kernel
+/// programs do; a JSON graph runtime (dnnl, blas) runs one call at a time
+/// (kiln/runtime/json_runtime.h). Parallel regions of concurrent runs share the one thread
+/// pool: a run that finds it busy runs its region on its own thread (thread_pool.h).
 ///
 /// Serialization: SaveToBytes is the graph JSON with "device" set; the lib is the executor's
 /// import, so export_library stores it alongside. The loader

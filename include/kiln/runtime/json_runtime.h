@@ -1,6 +1,6 @@
 /// The JSON graph runtime: the base of external-codegen (BYOC) runtimes that interpret a region
 /// of the model, serialized as a small JSON graph, with a kernel library (design §17). It lives
-/// in libkiln_runtime_extra.so (CMake target Kiln::runtime_extra); a plugin's runtime side
+/// in libkiln_json_runtime.so (CMake target Kiln::json_runtime); a plugin's runtime side
 /// (libkiln_runtime_<plugin>.so) subclasses JsonRuntimeBase and writes no parsing, locking or
 /// serialization of its own. The compiler side that writes the graph is kiln/codegen/json_graph.h.
 ///

@@ -15,7 +15,8 @@ namespace runtime {
 /// are kept for reuse when freed). Thread-safe.
 KILN_API Tensor Empty(const std::vector<int64_t>& shape, DLDataType dtype, DLDevice device);
 
-/// Copies `from` into `to` (same shape and dtype, compact): CPU<->device or within a kind.
+/// Copies `from` into `to` (same shape and dtype): CPU<->device or within a kind when both are
+/// compact; any strides (in elements, negative ones too) when both are on the CPU.
 KILN_API void CopyTensor(const Tensor& from, const Tensor& to, KilnStreamHandle stream = nullptr);
 
 struct AllocatorStats {

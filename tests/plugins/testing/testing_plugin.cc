@@ -4,6 +4,8 @@
 #include <kiln/ffi/shape.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 namespace kiln {
@@ -22,6 +24,20 @@ class CountedObj : public Object {
   CountedObj& operator=(const CountedObj&) = delete;
   ~CountedObj() { --live_counted_objects; }
 };
+
+// A flag one call waits for and another raises: with the waiter called from one Python thread
+// and the raiser from another, the wait ends only if calls into Kiln release the GIL.
+std::atomic<bool> signal_raised{false};
+
+KILN_REGISTER_GLOBAL("testing.wait_for_signal").set_body_typed([](int64_t timeout_ms) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (!signal_raised.exchange(false)) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+});
+KILN_REGISTER_GLOBAL("testing.raise_signal").set_body_typed([]() { signal_raised = true; });
 
 KILN_REGISTER_GLOBAL("testing.nop").set_body_typed([]() {});
 KILN_REGISTER_GLOBAL("testing.add").set_body_typed([](int64_t a, int64_t b) { return a + b; });

@@ -1,0 +1,187 @@
+// Execution contexts and their pool (execution_context_internal.h): what lets one loaded model
+// serve several threads at once. Each run gets buffers of its own; the graph and the node
+// functions are shared and only read.
+#include <kiln/runtime/memory.h>
+
+#include <string>
+#include <utility>
+
+#include "execution_context_internal.h"
+#include "tensor_util_internal.h"
+
+namespace kiln {
+namespace runtime {
+namespace internal {
+namespace {
+
+/// The descriptor a kernel receives. Kernels write the elements, never the descriptor, so
+/// handing out a mutable pointer to the tensor's own DLTensor is safe.
+DLTensor* TensorArg(const Tensor& tensor) { return const_cast<DLTensor*>(&tensor.dl_tensor()); }
+
+int64_t TotalBytes(const Graph& graph) {
+  int64_t total = 0;
+  for (int64_t bytes : graph.storage_bytes) total += bytes;
+  return total;
+}
+
+}  // namespace
+
+EntryUses FindEntryUses(const Graph& graph) {
+  EntryUses uses(graph.entries.size());
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const GraphNode& node = graph.nodes[i];
+    size_t slot = 0;
+    for (const std::vector<int64_t>* ids : {&node.inputs, &node.outputs}) {
+      for (int64_t entry : *ids) uses[entry].emplace_back(i, slot++);
+    }
+  }
+  return uses;
+}
+
+ExecutionContext::ExecutionContext(const Graph& graph, const EntryUses& uses, DLDevice device)
+    : uses_(uses) {
+  for (size_t i = 0; i < graph.storage_bytes.size(); ++i) {
+    try {
+      storages_.push_back(Empty({graph.storage_bytes[i]}, DLDataType{kDLUInt, 8, 1}, device));
+    } catch (const Error& error) {
+      throw error.WithContext("while allocating storage " + std::to_string(i) +
+                              " of a graph executor");
+    }
+  }
+  for (const GraphEntry& entry : graph.entries) {
+    const Tensor& storage = storages_[entry.storage];
+    // DLPack keeps device pointers whole and puts the offset in byte_offset. The view holds a
+    // reference to its storage, so an output handed to the caller stays valid memory even
+    // after the context is gone.
+    planned_.push_back(Tensor::FromMemory(
+        storage.data(), entry.shape, entry.dtype, device, [storage] {}, {},
+        storage.dl_tensor().byte_offset + static_cast<uint64_t>(entry.offset)));
+  }
+  bound_ = planned_;
+  for (const GraphNode& node : graph.nodes) {
+    std::vector<AnyView>& args = args_.emplace_back();
+    for (const std::vector<int64_t>* ids : {&node.inputs, &node.outputs}) {
+      for (int64_t entry : *ids) args.emplace_back(TensorArg(bound_[entry]));
+    }
+  }
+}
+
+void ExecutionContext::Bind(int64_t entry, const Tensor& tensor) {
+  bound_[entry] = tensor;
+  for (const auto& [node, slot] : uses_[entry]) args_[node][slot] = AnyView(TensorArg(tensor));
+}
+
+void ExecutionContext::Run(const Graph& graph, const std::vector<Function>& funcs) const {
+  for (size_t i = 0; i < args_.size(); ++i) {
+    try {
+      funcs[i].CallPacked(args_[i].data(), static_cast<int32_t>(args_[i].size()));
+    } catch (const Error& error) {
+      throw error.WithContext("while running " + DescribeNode(graph, i) + ", which calls '" +
+                              graph.nodes[i].func + "', in a graph executor");
+    }
+  }
+}
+
+ContextPool::Lease& ContextPool::Lease::operator=(Lease&& other) noexcept {
+  if (this != &other) {
+    Release();
+    pool_ = other.pool_;
+    context_ = std::move(other.context_);
+  }
+  return *this;
+}
+
+void ContextPool::Lease::Release() {
+  if (context_) pool_->Release(std::move(context_));
+}
+
+ContextPool::ContextPool(const Graph& graph, DLDevice device)
+    : graph_(graph),
+      device_(device),
+      uses_(FindEntryUses(graph)),
+      bytes_per_context_(TotalBytes(graph)) {}
+
+bool ContextPool::CanGrow() const {
+  if (max_contexts_ > 0 && num_contexts_ >= max_contexts_) return false;
+  return memory_limit_ == 0 || (num_contexts_ + 1) * bytes_per_context_ <= memory_limit_;
+}
+
+bool ContextPool::OverLimits() const {
+  if (max_contexts_ > 0 && num_contexts_ > max_contexts_) return true;
+  return memory_limit_ > 0 && num_contexts_ * bytes_per_context_ > memory_limit_;
+}
+
+ContextPool::Lease ContextPool::Acquire() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    if (!idle_.empty()) {
+      std::unique_ptr<ExecutionContext> context = std::move(idle_.back());
+      idle_.pop_back();
+      return Lease(this, std::move(context));
+    }
+    if (CanGrow()) break;
+    // With no context to wait for, only the memory limit can forbid growing.
+    if (num_contexts_ == 0) ThrowOverMemoryLimit();
+    released_.wait(lock);
+  }
+  ++num_contexts_;  // counted before allocating, so that concurrent runs respect the limits
+  lock.unlock();
+  try {
+    return Lease(this, std::make_unique<ExecutionContext>(graph_, uses_, device_));
+  } catch (...) {
+    lock.lock();
+    --num_contexts_;
+    released_.notify_one();
+    throw;
+  }
+}
+
+void ContextPool::ThrowOverMemoryLimit() const {
+  KILN_THROW(MemoryError) << "the model needs " << bytes_per_context_
+                          << " bytes of activation memory per run, over its memory limit of "
+                          << memory_limit_ << " bytes";
+}
+
+void ContextPool::CheckOneContextFits() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (memory_limit_ > 0 && bytes_per_context_ > memory_limit_) ThrowOverMemoryLimit();
+}
+
+void ContextPool::Release(std::unique_ptr<ExecutionContext> context) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (OverLimits()) {
+    --num_contexts_;
+    context.reset();
+  } else {
+    idle_.push_back(std::move(context));
+  }
+  released_.notify_one();
+}
+
+void ContextPool::SetLimits(int64_t max_contexts, int64_t memory_limit) {
+  KILN_CHECK(max_contexts >= 0 && memory_limit >= 0, ValueError)
+      << "a graph executor's limits cannot be negative, got max_concurrent_runs " << max_contexts
+      << " and memory_limit " << memory_limit;
+  std::lock_guard<std::mutex> lock(mutex_);
+  max_contexts_ = max_contexts;
+  memory_limit_ = memory_limit;
+  while (!idle_.empty() && OverLimits()) {
+    idle_.pop_back();
+    --num_contexts_;
+  }
+  // Raised limits may let a waiting run grow the pool.
+  released_.notify_all();
+}
+
+Map<String, Any> ContextPool::Stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return {{"contexts", num_contexts_},
+          {"idle", static_cast<int64_t>(idle_.size())},
+          {"max_concurrent_runs", max_contexts_},
+          {"memory_limit", memory_limit_},
+          {"bytes_per_context", bytes_per_context_}};
+}
+
+}  // namespace internal
+}  // namespace runtime
+}  // namespace kiln
