@@ -1,0 +1,85 @@
+"""The "Serving: one model, many client threads" section of docs/benchmarks.md, from the
+results of bench/serving/run.py: {model: {"cells": {(variant, clients): {"rps", "p50", "p99"}},
+"contexts", "max_abs_diff"}}."""
+
+import datetime
+import os
+import platform
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+import harness  # noqa: E402  (bench/common/harness.py: cpu_model)
+from harness import IDLE_LIMIT_CORES, REPO  # noqa: E402
+
+SECTION = "Serving: one model, many client threads"
+
+
+def build_type(build_dir):
+    """CMAKE_BUILD_TYPE of `build_dir`, as bench/models/report.py prints it."""
+    try:
+        with open(os.path.join(build_dir, "CMakeCache.txt")) as f:
+            for line in f:
+                if line.startswith("CMAKE_BUILD_TYPE:"):
+                    return line.split("=", 1)[1].strip() or "no build type"
+    except OSError:
+        pass
+    return "unknown build type"
+
+
+def render(results, args, command, opset, rtol, atol):
+    """The section's markdown; `opset`, `rtol` and `atol` are the ones run.py used."""
+    import kiln
+    import numpy as np
+    import onnxruntime
+
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    rows = []
+    for model, result in results.items():
+        for clients in args.clients:
+            k, o = result["cells"][("Kiln", clients)], result["cells"][("ORT", clients)]
+            rows.append(f"| {model} | {clients} | {k['rps']:.1f} | {o['rps']:.1f} | "
+                        f"{k['rps'] / o['rps']:.2f}× | {k['p50']:.2f} | {k['p99']:.2f} | "
+                        f"{o['p50']:.2f} | {o['p99']:.2f} |")
+    contexts = ", ".join(f"{m} {r['contexts']}" for m, r in results.items())
+    diffs = ", ".join(f"{m} {r['max_abs_diff']:.1e}" for m, r in results.items())
+    quick = ("\n- **A --quick smoke run: short cells, one round, and the machine was not "
+             "required to be idle. Not for reporting.**" if args.quick else "")
+    spin = 1 if args.ort_allow_spinning else 0
+    table = "\n".join(rows)
+    return f"""## {SECTION}
+
+Throughput and latency of one loaded model serving several client threads at once, each
+sending batch-1 requests back to back, in one process: Kiln's `Executable.run` next to ONNX
+Runtime's `InferenceSession.run` on one session, both called concurrently on one shared model.
+
+- Machine: {harness.cpu_model()}, {os.cpu_count()} CPUs; Linux {platform.release()}
+- Build: Kiln {build_type(args.build_dir)} (`{os.path.relpath(args.build_dir, REPO)}`); ONNX
+  Runtime {onnxruntime.__version__} (PyPI, in `<build-dir>/bench-venv`); numpy {np.__version__};
+  Python {platform.python_version()}; {date}
+- Command: `{command}` (source: `bench/serving/`){quick}
+- Method: per model and client count C ({", ".join(map(str, args.clients))}), C threads, each
+  with its own random input, call `run` back to back on the one loaded model:
+  {args.warmup_seconds:g} s untimed, then {args.seconds:g} s timed. req/s: requests finished over
+  the wall time until the last thread stopped; p50, p99: latency in ms over all the cell's
+  requests. Kiln and ORT alternate cell by cell (who goes first swaps every cell),
+  {args.rounds} round(s) of all cells; each figure is the median over the rounds. Timing
+  starts only when the rest of the machine uses under {IDLE_LIMIT_CORES:.0%} of a core, and a
+  cell during which it used more is timed again.
+- Kiln: `kiln.build(kiln.frontend.from_onnx(model))` (opset {opset}, the default CPU path),
+  {kiln.runtime.num_threads()} threads in Kiln's pool (a run that finds the pool busy runs its
+  parallel regions on its own thread); no `max_concurrent_runs` limit, so each concurrent run
+  has an execution context of its own. Execution contexts after the run: {contexts}.
+- ONNX Runtime: one `InferenceSession`, `CPUExecutionProvider`, `ORT_ENABLE_ALL`,
+  `intra_op_num_threads` = {os.cpu_count()} (the cores), `ORT_SEQUENTIAL` with
+  `inter_op_num_threads` = 1, `session.intra_op.allow_spinning` = {spin} (and inter_op);
+  concurrent `run` calls share the session's intra-op pool.
+- Outputs agree before timing (rtol {rtol}, atol {atol}); Kiln vs ORT max abs difference:
+  {diffs}.
+
+| model | clients | Kiln req/s | ORT req/s | Kiln/ORT | Kiln p50 | Kiln p99 | ORT p50 | ORT p99 |
+|---|---:|---:|---:|---:|---:|---:|---:|---:|
+{table}
+
+Kiln/ORT is the ratio of requests per second: above 1, Kiln serves more requests than ONNX
+Runtime with as many client threads.
+"""
