@@ -1,6 +1,6 @@
 """The "Serving: one model, many client threads" section of docs/benchmarks.md, from the
 results of bench/serving/run.py: {model: {"cells": {(variant, clients): {"rps", "p50", "p99"}},
-"contexts", "max_abs_diff"}}."""
+"contexts", "max_abs_diff": {variant: float}}}."""
 
 import datetime
 import os
@@ -35,13 +35,17 @@ def render(results, args, command, opset, rtol, atol):
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     rows = []
     for model, result in results.items():
+        variants = sorted({v for v, _ in result["cells"]}, key=lambda v: (v == "ORT", v))
         for clients in args.clients:
-            k, o = result["cells"][("Kiln", clients)], result["cells"][("ORT", clients)]
-            rows.append(f"| {model} | {clients} | {k['rps']:.1f} | {o['rps']:.1f} | "
-                        f"{k['rps'] / o['rps']:.2f}× | {k['p50']:.2f} | {k['p99']:.2f} | "
-                        f"{o['p50']:.2f} | {o['p99']:.2f} |")
+            peer = result["cells"][("ORT", clients)]
+            for variant in variants:
+                cell = result["cells"][(variant, clients)]
+                ratio = "" if variant == "ORT" else f"{cell['rps'] / peer['rps']:.2f}×"
+                rows.append(f"| {model} | {clients} | {variant} | {cell['rps']:.1f} | {ratio} | "
+                            f"{cell['p50']:.2f} | {cell['p99']:.2f} |")
     contexts = ", ".join(f"{m} {r['contexts']}" for m, r in results.items())
-    diffs = ", ".join(f"{m} {r['max_abs_diff']:.1e}" for m, r in results.items())
+    diffs = "; ".join(f"{m}: " + ", ".join(f"{v} {d:.1e}" for v, d in r["max_abs_diff"].items())
+                      for m, r in results.items())
     quick = ("\n- **A --quick smoke run: short cells, one round, and the machine was not "
              "required to be idle. Not for reporting.**" if args.quick else "")
     spin = 1 if args.ort_allow_spinning else 0
@@ -61,11 +65,13 @@ Runtime's `InferenceSession.run` on one session, both called concurrently on one
   with its own random input, call `run` back to back on the one loaded model:
   {args.warmup_seconds:g} s untimed, then {args.seconds:g} s timed. req/s: requests finished over
   the wall time until the last thread stopped; p50, p99: latency in ms over all the cell's
-  requests. Kiln and ORT alternate cell by cell (who goes first swaps every cell),
+  requests. The variants take turns cell by cell (their order reverses every cell),
   {args.rounds} round(s) of all cells; each figure is the median over the rounds. Timing
   starts only when the rest of the machine uses under {IDLE_LIMIT_CORES:.0%} of a core, and a
   cell during which it used more is timed again.
-- Kiln: `kiln.build(kiln.frontend.from_onnx(model))` (opset {opset}, the default CPU path),
+- Kiln: `kiln.build(kiln.frontend.from_onnx(model))` (opset {opset}, the default CPU path;
+  Kiln + dnnl: `plugins=["dnnl"]`, whose regions run one call at a time, oneDNN's own threads
+  inside each),
   {kiln.runtime.num_threads()} threads in Kiln's pool (a run that finds the pool busy runs its
   parallel regions on its own thread); no `max_concurrent_runs` limit, so each concurrent run
   has an execution context of its own. Execution contexts after the run: {contexts}.
@@ -73,13 +79,13 @@ Runtime's `InferenceSession.run` on one session, both called concurrently on one
   `intra_op_num_threads` = {os.cpu_count()} (the cores), `ORT_SEQUENTIAL` with
   `inter_op_num_threads` = 1, `session.intra_op.allow_spinning` = {spin} (and inter_op);
   concurrent `run` calls share the session's intra-op pool.
-- Outputs agree before timing (rtol {rtol}, atol {atol}); Kiln vs ORT max abs difference:
+- Outputs agree before timing (rtol {rtol}, atol {atol}); max abs difference from ORT's:
   {diffs}.
 
-| model | clients | Kiln req/s | ORT req/s | Kiln/ORT | Kiln p50 | Kiln p99 | ORT p50 | ORT p99 |
-|---|---:|---:|---:|---:|---:|---:|---:|---:|
+| model | clients | variant | req/s | req/s / ORT's | p50 (ms) | p99 (ms) |
+|---|---:|---|---:|---:|---:|---:|
 {table}
 
-Kiln/ORT is the ratio of requests per second: above 1, Kiln serves more requests than ONNX
-Runtime with as many client threads.
+req/s / ORT's: above 1, the variant serves more requests than ONNX Runtime with as many client
+threads.
 """

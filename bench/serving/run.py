@@ -10,7 +10,8 @@
 2. Makes the reference models of tests/models/make_reference_models.py (opset 17) in
    <build-dir>/models unless they are up to date, as bench/models does.
 3. Per model, in this one process: compiles it once with kiln.build(kiln.frontend.from_onnx())
-   (Kiln's default CPU path) and opens one ONNX Runtime session (ort_session() lists every
+   (Kiln's default CPU path), again with the dnnl plugin when it is built (Kiln + dnnl; the
+   plugin's regions run one call at a time), and opens one ONNX Runtime session (ort_session() lists every
    setting; its idle threads sleep, `session.intra_op.allow_spinning` = 0, so threads left
    spinning after an ORT cell do not take the cores of the next Kiln cell). Both must agree on
    one input (rtol 1e-3) before anything is timed: a fast wrong answer is no result.
@@ -19,7 +20,7 @@
    untimed (Kiln makes its execution contexts then), then --seconds timing every request.
    Requests/s is the requests finished over the wall time from the common start until the
    last thread stops; p50 and p99 are over all the cell's requests.
-5. Kiln and ORT alternate cell by cell, the one going first swapping every cell, and --rounds
+5. The variants take turns cell by cell, their order reversing every cell, and --rounds
    rounds repeat all cells, so a slow spell of the machine hits both; each figure reported is
    the median over the rounds; Kiln/ORT is the ratio of the median requests/s.
 6. Refuses a busy machine: before each cell it waits (up to 60 s) until other processes use
@@ -55,6 +56,7 @@ SEED = 0
 ATTEMPTS = 3
 MIN_ROUNDS = 3
 RTOL, ATOL = 1e-3, 1e-4
+DNNL = "Kiln + dnnl"  # the variant with the dnnl plugin, when it is built
 QUICK = {"seconds": 1.0, "warmup_seconds": 0.3, "rounds": 1}
 
 
@@ -71,12 +73,19 @@ def load_generator():
 # ---- the two runtimes -----------------------------------------------------------------------
 
 
-def kiln_model(path):
-    """(the Executable, a call taking one input and returning the first output)."""
+def kiln_model(path, plugins=()):
+    """(the Executable, a call taking one input and returning the first output); None when a
+    plugin of `plugins` is not built."""
     import kiln
     import kiln.frontend
 
-    executable = kiln.build(kiln.frontend.from_onnx(path))
+    try:
+        executable = kiln.build(kiln.frontend.from_onnx(path), plugins=list(plugins))
+    except kiln.KilnError as error:
+        if not plugins or "plugin" not in str(error):
+            raise
+        log(f"no Kiln + {', '.join(plugins)} variant: {str(error).splitlines()[0]}")
+        return None
     return executable, lambda x: executable.run(input=x)[0]
 
 
@@ -183,13 +192,20 @@ def measure_model(model, args, generator):
     executable, kiln_call = kiln_model(path)
     _, ort_call = ort_session(path, os.cpu_count(), args.ort_allow_spinning)
     calls = {"Kiln": kiln_call, "ORT": ort_call}
+    with_dnnl = kiln_model(path, ["dnnl"])
+    if with_dnnl is not None:
+        calls[DNNL] = with_dnnl[1]
     shape = generator.MODELS[model][1]
     inputs = [np.random.default_rng(SEED + i).standard_normal(shape, dtype=np.float32)
               for i in range(max(args.clients))]
-    ours, theirs = kiln_call(inputs[0]), ort_call(inputs[0])
-    if not np.allclose(ours, theirs, rtol=RTOL, atol=ATOL):
-        harness.fail(f"{model}: Kiln and ONNX Runtime disagree (max abs difference "
-                     f"{np.max(np.abs(ours - theirs)):.3g}, rtol {RTOL}, atol {ATOL})")
+    theirs = ort_call(inputs[0])
+    diffs = {}
+    for variant, call in calls.items():
+        ours = call(inputs[0])
+        diffs[variant] = float(np.max(np.abs(ours - theirs)))
+        if not np.allclose(ours, theirs, rtol=RTOL, atol=ATOL):
+            harness.fail(f"{model}: {variant} and ONNX Runtime disagree (max abs difference "
+                         f"{diffs[variant]:.3g}, rtol {RTOL}, atol {ATOL})")
     runs = {}
     order = list(calls)
     for round_index in range(args.rounds):
@@ -203,7 +219,7 @@ def measure_model(model, args, generator):
                    for figure in ("rps", "p50", "p99")}
              for key, rounds in runs.items()}
     return {"cells": cells, "contexts": executable.limits["contexts"],
-            "max_abs_diff": float(np.max(np.abs(ours - theirs)))}
+            "max_abs_diff": {v: d for v, d in diffs.items() if v != "ORT"}}
 
 
 # ---- command line ---------------------------------------------------------------------------
@@ -211,7 +227,8 @@ def measure_model(model, args, generator):
 
 def parse_args(argv, models):
     parser = argparse.ArgumentParser(
-        description="Serve one loaded model to 1, 2 and 4 client threads with Kiln and with "
+        description="Serve one loaded model to 1, 2 and 4 client threads with Kiln (and Kiln "
+                    "+ dnnl) and with "
                     f"ONNX Runtime, interleaved, and write the '{SECTION}' section of "
                     "docs/benchmarks.md.",
         epilog="Run it when no build or test is running: it refuses a busy machine. "
@@ -262,6 +279,10 @@ def main(argv=None):
     if not os.path.isdir(os.path.join(kiln_python, "kiln")):
         harness.fail(f"no kiln package in {kiln_python}: build Kiln there first "
                      "(cmake --build <build-dir>)")
+    # The build's plugins (Kiln + dnnl), and OpenMP threads (oneDNN's) that sleep when idle
+    # instead of spinning through the next variant's cell, as bench/models runs them.
+    os.environ.setdefault("KILN_PLUGIN_PATH", os.path.join(args.build_dir, "lib", "kiln", "plugins"))
+    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
     venv = os.path.join(args.build_dir, "bench-venv")
     if not peer_venv.running_in(venv):
         python = peer_venv.ensure(venv, log)
