@@ -55,7 +55,8 @@ class GraphExecutor:
         ``out``, a list with a Tensor or None per output, gives tensors to write outputs into.
         Thread-safe: concurrent calls run at the same time, each with buffers of its own."""
         args = [_as_tensor(value) for value in inputs]
-        given = None if out is None else [None if item is None else _as_tensor(item) for item in out]
+        # Not _as_tensor: a read-only array must be refused, not silently written as a copy.
+        given = None if out is None else [None if item is None else tensor(item) for item in out]
         return list(self._invoke(args, given))
 
     def set_limits(self, max_concurrent_runs=0, memory_limit=0):

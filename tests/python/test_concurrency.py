@@ -189,6 +189,10 @@ def test_outputs_are_written_into_the_callers_arrays():
     np.testing.assert_array_equal(strided, expected)
     with pytest.raises(kiln.ValueError, match="output 0 expects"):
         model.run(feed, out=[np.zeros((2, 31), np.float32)])
+    read_only = np.zeros((2, 32), np.float32)
+    read_only.flags.writeable = False
+    with pytest.raises(BufferError, match="writeable"):
+        model.run(feed, out=[read_only])
 
 
 def test_outputs_of_one_run_survive_the_next():
