@@ -2,8 +2,9 @@
 // making and freeing a small object costs. Calls go to libkiln_testing.so, loaded as a plugin,
 // so they cross a DSO boundary exactly as calls into any plugin do.
 //
-// Run through bench/ffi_call/run.py, which checks that the machine is idle, repeats each
-// benchmark and writes docs/benchmarks.md.
+// Run through bench/ffi_call/run.py, which checks that the machine is idle, alternates this
+// program with tvm-ffi's (tvm_ffi_peer/tvm_ffi_call_bench.cc: the same benchmark names) and writes
+// docs/benchmarks.md.
 #include <kiln/ffi/c_api.h>
 #include <kiln/ffi/plugin.h>
 
