@@ -11,8 +11,8 @@
 #   tsan       build-tsan/: clang-14 with ThreadSanitizer, the concurrency tests (one Executable
 #              run from many threads, on Kiln's path and each plugin), the thread pool and the
 #              graph executor
-#   fuzz       libFuzzer (build-asan/) on the artifact reader, the ONNX importer and the kernel
-#              program loader, bounded time
+#   fuzz       libFuzzer (build-asan/) on every parser and loader of untrusted input (see
+#              stage_fuzz), a bounded number of inputs each
 #   format     clang-format-14 --dry-run --Werror over the repository's C/C++ files
 #   tidy       clang-tidy (.clang-tidy) over src/, with build/compile_commands.json
 #   extension  docs/extending.md followed word for word (scripts/run_doc_commands.py, in
@@ -86,39 +86,45 @@ stage_tsan() {
   return "$failed"
 }
 
-# Fuzzes the artifact reader, the ONNX importer, the kernel program loader and the JSON graph
-# runtime loader from the corpora kept in the repository (plus
+# Fuzzes the artifact reader, the ONNX importer, the kernel program loader, the JSON graph
+# runtime loader, the IR text parser and the size-expression parser from the corpora kept in
+# the repository (plus
 # fresh artifact seeds); a crash leaves its input in build-asan/fuzz-artifacts/. Each run is
 # KILN_FUZZ_RUNS inputs (default 300000) from seed KILN_FUZZ_SEED (default 1), so CI is
 # repeatable: the same commit fuzzes the same inputs. KILN_FUZZ_SECONDS (default 60) caps each
 # run. For exploratory fuzzing: KILN_FUZZ_SEED=0 (random) KILN_FUZZ_RUNS=-1 KILN_FUZZ_SECONDS=600.
+KILN_FUZZ_TARGETS=(artifact onnx kernel_program json_runtime ir_text size_expr)
 stage_fuzz() {
-  local fuzz_dir="$KILN_ASAN_BUILD_DIR/tests/fuzz"
-  [ -x "$fuzz_dir/kiln_artifact_fuzzer" ] && [ -x "$fuzz_dir/kiln_onnx_fuzzer" ] &&
-    [ -x "$fuzz_dir/kiln_kernel_program_fuzzer" ] &&
-    [ -x "$fuzz_dir/kiln_json_runtime_fuzzer" ] || {
-    kiln_log "no fuzzers in $fuzz_dir: the asan stage builds them (with clang)"
-    return 1
-  }
-  local crashes="$KILN_ASAN_BUILD_DIR/fuzz-artifacts"
-  mkdir -p "$crashes"
-  local artifact_corpus="$KILN_ASAN_BUILD_DIR/fuzz-corpus"
-  rm -rf "$artifact_corpus" && mkdir -p "$artifact_corpus"
-  "$fuzz_dir/kiln_artifact_fuzz_seeds" "$artifact_corpus"
-  run_fuzzer "$fuzz_dir/kiln_artifact_fuzzer" "$artifact_corpus" \
-    "$KILN_REPO/tests/fuzz/corpus/artifact" || return 1
-  local onnx_corpus="$KILN_ASAN_BUILD_DIR/fuzz-corpus-onnx"
-  rm -rf "$onnx_corpus" && mkdir -p "$onnx_corpus"
-  run_fuzzer "$fuzz_dir/kiln_onnx_fuzzer" "$onnx_corpus" "$KILN_REPO/tests/fuzz/corpus/onnx" ||
-    return 1
-  local program_corpus="$KILN_ASAN_BUILD_DIR/fuzz-corpus-kernel-program"
-  rm -rf "$program_corpus" && mkdir -p "$program_corpus"
-  run_fuzzer "$fuzz_dir/kiln_kernel_program_fuzzer" "$program_corpus" \
-    "$KILN_REPO/tests/fuzz/corpus/kernel_program" || return 1
-  local json_corpus="$KILN_ASAN_BUILD_DIR/fuzz-corpus-json-runtime"
-  rm -rf "$json_corpus" && mkdir -p "$json_corpus"
-  run_fuzzer "$fuzz_dir/kiln_json_runtime_fuzzer" "$json_corpus" \
-    "$KILN_REPO/tests/fuzz/corpus/json_runtime"
+  local target
+  for target in "${KILN_FUZZ_TARGETS[@]}"; do
+    [ -x "$KILN_ASAN_BUILD_DIR/tests/fuzz/kiln_${target}_fuzzer" ] || {
+      kiln_log "no kiln_${target}_fuzzer in $KILN_ASAN_BUILD_DIR/tests/fuzz: the asan stage" \
+        "builds the fuzzers (with clang)"
+      return 1
+    }
+  done
+  mkdir -p "$KILN_ASAN_BUILD_DIR/fuzz-artifacts"
+  fuzz_target artifact && fuzz_target onnx && fuzz_target kernel_program &&
+    fuzz_target json_runtime &&
+    # IR text: each input is parsed, printed, parsed and printed again (650 to 1,500 inputs/s
+    # on 2 cores), so 20,000 inputs take 15-30 s. Size expressions: ~3,500 inputs/s.
+    KILN_FUZZ_RUNS="${KILN_FUZZ_RUNS:-20000}" fuzz_target ir_text &&
+    KILN_FUZZ_RUNS="${KILN_FUZZ_RUNS:-100000}" fuzz_target size_expr
+}
+
+# fuzz_target TARGET: one bounded run of kiln_<TARGET>_fuzzer over a fresh working corpus
+# seeded from tests/fuzz/corpus/<TARGET>, with tests/fuzz/<TARGET>.dict when there is one (a
+# text format's keywords get mutations past its lexer).
+fuzz_target() {
+  local target=$1
+  local corpus="$KILN_ASAN_BUILD_DIR/fuzz-corpus-$target"
+  rm -rf "$corpus" && mkdir -p "$corpus"
+  # Fresh artifacts of this build, so the seeds follow the current format.
+  [ "$target" != artifact ] || "$KILN_ASAN_BUILD_DIR/tests/fuzz/kiln_artifact_fuzz_seeds" "$corpus"
+  local dict=()
+  [ ! -f "$KILN_REPO/tests/fuzz/$target.dict" ] || dict=(-dict="$KILN_REPO/tests/fuzz/$target.dict")
+  run_fuzzer "$KILN_ASAN_BUILD_DIR/tests/fuzz/kiln_${target}_fuzzer" "${dict[@]}" "$corpus" \
+    "$KILN_REPO/tests/fuzz/corpus/$target"
 }
 
 # run_fuzzer FUZZER CORPUS... : one bounded libFuzzer run under ASan/UBSan.

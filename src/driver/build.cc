@@ -107,8 +107,10 @@ transform::Pass DefaultPipeline(const std::vector<std::string>& compilers) {
     passes.insert(passes.end(), {MergeComposite(names), AnnotateTarget(compilers),
                                  MergeCompilerRegions(), PartitionGraph(), InferType()});
   }
-  // After partitioning: external compilers see GELU as exporters spell it (dnnl has a pattern).
+  // After partitioning: external compilers see GELU (dnnl has a pattern) and attention as
+  // exporters spell them.
   passes.push_back(RecognizeGelu());
+  passes.push_back(RecognizeAttention());
   passes.push_back(FuseOps());
   passes.push_back(InferType());
   return Sequential(std::move(passes), "DefaultPipeline");

@@ -27,6 +27,8 @@ const std::map<std::string, FieldTable>& NodeFields() {
   static const auto* fields = new std::map<std::string, FieldTable>{
       {IntDimObj::_type_key,
        {{"value", [](const Object* n) -> Any { return As<IntDimObj>(n).value(); }}}},
+      {SymDimObj::_type_key,
+       {{"expr", [](const Object* n) -> Any { return As<SymDimObj>(n).expr(); }}}},
       {TensorTypeObj::_type_key,
        {{"shape", [](const Object* n) -> Any { return As<TensorTypeObj>(n).shape(); }},
         {"dtype", [](const Object* n) -> Any { return As<TensorTypeObj>(n).dtype(); }}}},

@@ -54,6 +54,11 @@ std::optional<std::string_view> ByteView(const Object* node) {
   return std::string_view(bytes.data, bytes.size);
 }
 
+/// A size expression node as a reference, for the arith library's comparison and hash.
+arith::SizeExpr SizeExprOf(const Object* node) {
+  return arith::SizeExpr::FromUnchecked(ObjectPtr<Object>::FromBorrowed(const_cast<Object*>(node)));
+}
+
 bool SameTensor(const TensorObj* a, const TensorObj* b) {
   const DLTensor& x = a->dl_tensor;
   const DLTensor& y = b->dl_tensor;
@@ -185,6 +190,11 @@ class EqualChecker {
   bool SameTypeOrValue(const Object* x, const Object* y) {
     if (const auto* a = As<IntDimObj>(x))
       return a->value() == static_cast<const IntDimObj*>(y)->value();
+    // Size expressions compare by structure, their variables by name (kiln/arith/size_expr.h).
+    if (const auto* a = As<SymDimObj>(x))
+      return arith::StructuralEqual(a->expr(), static_cast<const SymDimObj*>(y)->expr());
+    if (x->IsInstance<arith::SizeExprObj>())
+      return arith::StructuralEqual(SizeExprOf(x), SizeExprOf(y));
     if (const auto* a = As<TensorTypeObj>(x)) {
       const auto* b = static_cast<const TensorTypeObj*>(y);
       Push(a->shape(), b->shape());
@@ -362,6 +372,8 @@ class Hasher {
       return map_free_vars_ ? 2 : reinterpret_cast<uintptr_t>(node);
     }
     if (const auto* dim = As<IntDimObj>(node)) return static_cast<uint64_t>(dim->value());
+    if (const auto* dim = As<SymDimObj>(node)) return arith::StructuralHash(dim->expr());
+    if (node->IsInstance<arith::SizeExprObj>()) return arith::StructuralHash(SizeExprOf(node));
     if (const auto* constant = As<ConstantObj>(node)) return HashTensor(constant->data().get());
     if (const auto* tensor = As<TensorObj>(node)) {
       return HasReadableBytes(tensor) ? HashTensor(tensor) : reinterpret_cast<uintptr_t>(node);

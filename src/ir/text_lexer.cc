@@ -62,9 +62,10 @@ class Lexer {
         token.kind = TokenKind::kArrow;
         token.text = "->";
         Advance(2);
-      } else if (IsDigit(c) || (c == '-' && (IsDigit(Peek(1)) || IsIdentStart(Peek(1))))) {
+      } else if (IsDigit(c) || (c == '-' && (IsDigit(Peek(1)) || FollowedByInfOrNan()))) {
         ReadNumber(&token, after_dot);
-      } else if (std::strchr("()[]{},:;=.", c) != nullptr) {
+      } else if (std::strchr("()[]{},:;=.+-*", c) != nullptr) {
+        // + - * only appear in symbolic dimensions (`Tensor[(n - 1, 3), float32]`).
         token.kind = TokenKind::kPunct;
         token.text = std::string(1, c);
         Advance(1);
@@ -89,6 +90,13 @@ class Lexer {
         ++column_;
       }
     }
+  }
+  /// Whether the word after a '-' here is inf or nan (a float), not a name (`n-m` in a dimension).
+  bool FollowedByInfOrNan() const {
+    size_t end = pos_ + 1;
+    while (end < src_.size() && IsIdentChar(src_[end])) ++end;
+    const std::string_view word = src_.substr(pos_ + 1, end - pos_ - 1);
+    return word == "inf" || word == "nan";
   }
   template <typename Pred>
   std::string ReadWhile(Pred pred) {

@@ -4,6 +4,7 @@
 // is a flat list of statements, so a long chain costs no recursion; what does recurse (parentheses,
 // brackets, nested functions and types written by hand) is capped at kMaxNesting levels with a
 // clear error instead of a stack overflow.
+#include <kiln/arith/size_expr.h>
 #include <kiln/ffi/registry.h>
 #include <kiln/ir/op.h>
 #include <kiln/ir/text_format.h>
@@ -167,9 +168,7 @@ class Parser {
       Array<Dim> shape;
       Expect("(");
       while (!PeekPunct(")")) {
-        const Token& dim = ExpectKind(TokenKind::kInt, "a dimension");
-        const int64_t extent = ParseInt(dim);
-        shape.push_back(At(dim, [&] { return IntDim(extent); }));
+        shape.push_back(ParseDim());
         if (!Accept(",")) break;
       }
       Expect(")");
@@ -189,6 +188,55 @@ class Parser {
     if (PeekPunct("(")) return TupleType(ParseTypeList());
     Fail(start, "a type");
   }
+  /// One extent: an integer, or a size expression (`batch * 2`, `floordiv(n, 2)`), which
+  /// arith::ParseSizeExpr reads from the source text up to the next ',' or ')' outside its own
+  /// parentheses, so the two parsers share one grammar.
+  Dim ParseDim() {
+    const Token& start = Peek();
+    if (start.kind == TokenKind::kInt && (PeekPunct(",", 1) || PeekPunct(")", 1))) {
+      Next();
+      const int64_t extent = ParseInt(start);
+      return At(start, [&] { return Dim(IntDim(extent)); });
+    }
+    int depth = 0;
+    for (const Token* token = &Peek(); IsSizeExprToken(*token); token = &Peek()) {
+      if (token->text == ")" || (token->text == "," && depth == 0)) {
+        if (depth == 0) break;
+        --depth;
+      } else if (token->text == "(") {
+        ++depth;
+      }
+      Next();
+    }
+    const Token& end = Peek();
+    if (&end == &start) Fail(start, "a dimension");
+    const arith::SizeExprParseResult parsed =
+        arith::TryParseSizeExpr(src_.substr(start.offset, end.offset - start.offset));
+    if (!parsed.expr.defined()) {
+      ThrowAt(src_, PositionAfter(start, parsed.error_offset), parsed.error_kind,
+              "in a dimension: " + parsed.error);
+    }
+    return At(start, [&] { return Dim::FromSizeExpr(parsed.expr); });
+  }
+  static bool IsSizeExprToken(const Token& token) {
+    if (token.kind == TokenKind::kIdent || token.kind == TokenKind::kInt) return true;
+    return token.kind == TokenKind::kPunct && token.text.size() == 1 &&
+           std::string_view("()+-*,").find(token.text[0]) != std::string_view::npos;
+  }
+  /// A position `offset` bytes after `from`, for errors inside a token run.
+  Token PositionAfter(const Token& from, size_t offset) const {
+    Token at = from;
+    for (size_t i = 0; i < offset && at.offset < src_.size(); ++i, ++at.offset) {
+      if (src_[at.offset] == '\n') {
+        ++at.line;
+        at.column = 1;
+      } else {
+        ++at.column;
+      }
+    }
+    return at;
+  }
+
   Array<Type> ParseTypeList() {
     Array<Type> types;
     Expect("(");
@@ -452,8 +500,10 @@ class Parser {
       shape.push_back(ParseInt(dim));
       if (shape.back() < 0 || shape.back() > (int64_t{1} << 40))
         Fail(dim, "a dimension between 0 and 2^40");
+      // Compared before multiplying: the product of two extents of up to 2^40 overflows int64.
+      if (shape.back() != 0 && count > (int64_t{1} << 40) / shape.back())
+        Fail(dim, "a constant of fewer than 2^40 elements");
       count *= shape.back();
-      if (count > (int64_t{1} << 40)) Fail(dim, "a constant of fewer than 2^40 elements");
       if (!Accept(",")) break;
     }
     Expect(")");
@@ -467,6 +517,13 @@ class Parser {
       ThrowAt(src_, dtype_token, "ValueError",
               "a constant of dtype " + DataTypeToString(dtype) +
                   " cannot be written inline; use meta[Constant][i]");
+    }
+    // Every element is at least one token: a count the rest of the input cannot hold fails before
+    // the storage is allocated, so a few bytes of text cannot ask for gigabytes.
+    const int64_t tokens_left = static_cast<int64_t>(tokens_.size() - pos_);
+    if (count > tokens_left) {
+      Fail(Peek(), std::to_string(count) + " elements", "ValueError",
+           "only " + std::to_string(tokens_left) + " tokens left");
     }
     auto storage =
         std::make_shared<std::vector<char>>(static_cast<size_t>(count * element_bytes) + 1);

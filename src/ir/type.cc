@@ -15,16 +15,36 @@ std::optional<int64_t> Dim::as_static() const {
   return std::nullopt;
 }
 
+arith::SizeExpr Dim::AsSizeExpr() const {
+  if (const std::optional<int64_t> extent = as_static()) return arith::IntImm(*extent);
+  KILN_ICHECK(get()->IsInstance<SymDimObj>()) << "unknown dimension kind " << get()->GetTypeKey();
+  return static_cast<const SymDimObj*>(get())->expr();
+}
+
 std::string Dim::ToString() const {
-  // Every kind prints itself here, so a symbolic kind adds one branch and callers stay as they are.
-  const std::optional<int64_t> extent = as_static();
-  KILN_ICHECK(extent.has_value()) << "no printer for dimension kind " << get()->GetTypeKey();
-  return std::to_string(*extent);
+  // Every kind prints itself here, so a new kind adds one branch and callers stay as they are.
+  // A symbolic extent prints as its expression, which the text format reads back.
+  if (const std::optional<int64_t> extent = as_static()) return std::to_string(*extent);
+  return AsSizeExpr().ToString();
+}
+
+Dim Dim::FromSizeExpr(const arith::SizeExpr& expr) {
+  KILN_CHECK(expr.defined(), ValueError) << "a dimension's size expression is null";
+  if (const std::optional<int64_t> extent = expr.as_int()) return IntDim(*extent);
+  return SymDim(expr);
 }
 
 IntDim::IntDim(int64_t value) {
   KILN_CHECK(value >= 0, ValueError) << "a static dimension cannot be negative, got " << value;
   data_ = make_object<IntDimObj>(value);
+}
+
+SymDim::SymDim(arith::SizeExpr expr) {
+  KILN_CHECK(expr.defined(), ValueError) << "SymDim: the size expression is null";
+  KILN_CHECK(!expr.as_int().has_value(), ValueError)
+      << "SymDim: " << expr << " is a constant; a static extent is an IntDim "
+      << "(Dim::FromSizeExpr picks the kind)";
+  data_ = make_object<SymDimObj>(std::move(expr));
 }
 
 TensorType::TensorType(Array<Dim> shape, DLDataType dtype) {

@@ -69,18 +69,7 @@ std::vector<int64_t> ChannelShape(int64_t channels, int64_t axis, int64_t rank) 
 class BatchNormCanonicalizer : public TypedMutator {
  public:
   BatchNormCanonicalizer(ir::IRModule mod, const ir::Function& func)
-      : TypedMutator(std::move(mod)) {
-    ir::PostOrderVisit(func->body(), [this](const Expr& expr) {
-      if (const auto* call = expr.as<ir::CallObj>()) {
-        for (const Expr& arg : call->args()) ++uses_[arg.get()];
-      } else if (const auto* tuple = expr.as<ir::TupleObj>()) {
-        for (const Expr& field : tuple->fields()) ++uses_[field.get()];
-      } else if (const auto* item = expr.as<ir::TupleGetItemObj>()) {
-        ++uses_[item->tuple().get()];
-      }
-    });
-    ++uses_[func->body().get()];  // the result is read by the caller
-  }
+      : TypedMutator(std::move(mod)), uses_(CountUses(func)) {}
 
  protected:
   Expr RewriteCall(const Call& pre, const Call& call) override {

@@ -421,6 +421,22 @@ def test_malformed_bytes_and_truncated_file(tmp_path):
         kiln.frontend.from_onnx(str(tmp_path / "missing.onnx"))
 
 
+def test_a_conv_whose_weight_outranks_its_input_is_an_error_not_a_crash():
+    """ONNX 1.12's own Conv shape inference reads past its vectors here (found by fuzzing);
+    the importer checks the ranks first, also for a weight another node computes."""
+    corpus = pathlib.Path(__file__).parents[1] / "fuzz" / "corpus" / "onnx"
+    with pytest.raises(kiln.ValueError, match="Conv: the input has rank 4 and the weight rank 5"):
+        kiln.frontend.from_onnx(corpus / "regression_conv_weight_rank_above_input_rank.onnx")
+    weight = numpy_helper.from_array(np.ones((2, 3, 1, 1, 1), np.float32), "w0")
+    graph = helper.make_graph(
+        [node("Identity", ["w0"], ["w"]), node("Conv", ["x", "w"], ["y"])], "test",
+        [helper.make_tensor_value_info("x", F32, [1, 3, 4, 4])],
+        [helper.make_tensor_value_info("y", F32, [1, 2, 4, 4])], initializer=[weight])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    with pytest.raises(kiln.ValueError, match="Conv: the input has rank 4 and the weight rank 5"):
+        kiln.frontend.from_onnx(model)
+
+
 def test_from_onnx_rejects_other_argument_types():
     with pytest.raises(TypeError, match="path, bytes or an onnx.ModelProto, not int"):
         kiln.frontend.from_onnx(42)

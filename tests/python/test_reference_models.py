@@ -169,6 +169,17 @@ def test_exported_library_computes_the_same(executable, reference, tmp_path):
     np.testing.assert_array_equal(outputs[0], in_memory[0])
 
 
+@pytest.mark.parametrize("opset", OPSETS)
+def test_bert_encoder_attention_is_one_op(opset, models_dir):
+    """RecognizeAttention finds each layer's attention as torch.onnx spells it (slices of the
+    packed projection, reshapes, transposes, matmuls, softmax): the compiled graph has one
+    nn.attention per layer and no softmax left."""
+    mod = kiln.frontend.from_onnx(generator.onnx_path(models_dir, "bert_encoder", opset))
+    optimized = str(kiln.driver.default_pipeline()(mod))
+    layers = 4  # make_reference_models.py's TransformerEncoder(num_layers=4)
+    assert optimized.count("nn.attention(") == layers and "nn.softmax" not in optimized
+
+
 @pytest.fixture(scope="session")
 def kilnc():
     """The kilnc executable: KILN_KILNC (ctest sets it), else <build>/tools/kilnc/kilnc."""

@@ -10,6 +10,8 @@
 ///     Op is one object per name);
 ///   - IRModules compare by their attributes and their functions, matched by name;
 ///   - constants compare by dtype, shape and bytes; attribute maps by their sets of entries;
+///   - symbolic dimensions and size expressions by arith::StructuralEqual (size variables by
+///     name: they are not bound, so map_free_vars does not apply to them);
 ///   - the checked_type cache and the name hints of variables are ignored.
 /// Sharing is not compared: a DAG equals the tree it unfolds to. Both walks keep an explicit
 /// stack, so graphs of any depth are fine.

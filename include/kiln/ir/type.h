@@ -1,13 +1,14 @@
 /// Types of the graph IR: TensorType, TupleType, FuncType, and the dimensions (Dim) of a shape.
 ///
 /// Every node is an immutable FFI object with a type key under "kiln.ir." (docs/design.md §13).
-/// A shape is an Array<Dim>. Today the only kind of Dim is IntDim, a static extent; code reads a
-/// dimension through Dim::as_static() and prints it with Dim::ToString(), never by casting to
-/// IntDim, so a symbolic kind can be added later as one more DimObj subclass without changing
-/// callers (they already handle as_static() == nullopt).
+/// A shape is an Array<Dim>. A Dim is a static extent (IntDim) or a symbolic one (SymDim, a size
+/// expression such as `batch * 2`, docs/design.md §19); code reads a dimension through
+/// Dim::as_static() (nullopt for a symbolic one) or Dim::AsSizeExpr(), and prints it with
+/// Dim::ToString(), never by casting to one kind, so further kinds need no change of callers.
 #ifndef KILN_IR_TYPE_H_
 #define KILN_IR_TYPE_H_
 
+#include <kiln/arith/size_expr.h>
 #include <kiln/ffi/array.h>
 
 #include <optional>
@@ -30,8 +31,14 @@ class Dim : public ObjectRef {
 
   /// The extent when it is known at compile time; nullopt for a kind that is not static.
   KILN_API std::optional<int64_t> as_static() const;
-  /// The extent as the text format writes it ("4").
+  /// The extent as a size expression: an IntImm for a static one.
+  KILN_API arith::SizeExpr AsSizeExpr() const;
+  /// The extent as the text format writes it ("4", "batch * 2").
   KILN_API std::string ToString() const;
+
+  /// The dimension of extent `expr`: an IntDim when it is a constant (so a static extent has one
+  /// representation), else a SymDim. ValueError when `expr` is null or a negative constant.
+  KILN_API static Dim FromSizeExpr(const arith::SizeExpr& expr);
 };
 
 /// A static extent (>= 0).
@@ -53,6 +60,28 @@ class IntDim : public Dim {
   KILN_DEFINE_OBJECT_REF_METHODS(IntDim, Dim, IntDimObj);
   /// ValueError when `value` is negative.
   KILN_API explicit IntDim(int64_t value);
+};
+
+/// A symbolic extent: a size expression over size variables that is not a constant.
+class SymDimObj : public DimObj {
+ public:
+  static constexpr const char* _type_key = "kiln.ir.SymDim";
+  static constexpr bool _type_final = true;
+  KILN_DECLARE_OBJECT_INFO(SymDimObj, DimObj);
+
+  explicit SymDimObj(arith::SizeExpr expr) : expr_(std::move(expr)) {}
+  const arith::SizeExpr& expr() const { return expr_; }
+
+ private:
+  arith::SizeExpr expr_;
+};
+
+class SymDim : public Dim {
+ public:
+  KILN_DEFINE_OBJECT_REF_METHODS(SymDim, Dim, SymDimObj);
+  /// ValueError when `expr` is null or a constant (a constant extent is an IntDim; see
+  /// Dim::FromSizeExpr). The expression is kept as written, not simplified.
+  KILN_API explicit SymDim(arith::SizeExpr expr);
 };
 
 /// Base of every type.

@@ -40,6 +40,14 @@ KILN_API Pass CanonicalizeBatchNorm();
 /// any way, or with x * (1 / sqrt(2))), into one nn.gelu call. Opt level 2.
 KILN_API Pass RecognizeGelu();
 
+/// Rewrites multi-head attention as exporters spell it (q, k, v reshaped and transposed to split
+/// their heads, q k^T scaled by a constant, an optional mask added, softmax over the keys, times
+/// v, transposed and reshaped back) into one nn.attention call over q, k and v as they were,
+/// when every shape and axis is exactly the multi-head layout (PyTorch's MultiheadAttention,
+/// layout SBNH, or Hugging Face's BERT, BSNH), the tensors are float32 and nothing else reads
+/// the chain's intermediates. Opt level 2.
+KILN_API Pass RecognizeAttention();
+
 /// Groups the op calls of each function into primitive functions (attribute Primitive=1) by
 /// their pattern kinds: injective chains, producers of reductions, and elementwise epilogues
 /// of conv2d / dense / reductions (fuse_ops.cc has the rules). Every op call ends up in one;

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <vector>
 
+#include "checked_schemas.h"
 #include "converter.h"
 #include "custom_domain.h"
 #include "node_context.h"
@@ -166,9 +167,9 @@ void UpgradeOldOpset(onnx::ModelProto& model, const std::string& source) {
   if (opset == 0 || opset >= kMinOpset) return;
   CheckGraphForUpgrade(model.graph(), source);
   try {
-    onnx::shape_inference::InferShapes(model);
+    onnx::shape_inference::InferShapes(model, CheckedSchemaRegistry());
     ReshapeLegacyPReluSlopes(*model.mutable_graph());
-    onnx::shape_inference::InferShapes(model);
+    onnx::shape_inference::InferShapes(model, CheckedSchemaRegistry());
     model = ConvertDefaultDomain(model, kUpgradeTarget);
   } catch (const std::exception& error) {
     KILN_THROW(NotImplementedError)
@@ -233,7 +234,7 @@ LoadedModel LoadModel(const std::string& bytes, const std::string& source,
     // (Shape -> Gather -> Concat -> Reshape), which Kiln needs as constants.
     onnx::ShapeInferenceOptions options{/*check_type_val=*/true, /*strict_mode_val=*/1,
                                         /*data_prop_val=*/true};
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options,
+    onnx::shape_inference::InferShapes(model, CheckedSchemaRegistry(), options,
                                        &loaded.shape_values);
   } catch (const std::exception& error) {
     KILN_THROW(ValueError) << source << ": ONNX shape inference failed: " << error.what();

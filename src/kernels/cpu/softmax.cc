@@ -1,6 +1,8 @@
 // nn.softmax and nn.log_softmax along one axis (ONNX opset 13): over an [outer, extent, inner]
 // view, each outer block keeps `inner` running maxima and sums, so the inner loops stay
 // contiguous whatever the axis.
+#include "softmax.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -11,10 +13,9 @@
 namespace kiln {
 namespace kernels {
 namespace cpu {
-namespace {
 
-/// Softmax of one contiguous float32 row (the last axis, attention's case): the maximum, the
-/// exponentials and the sum run 16 lanes wide, which vectorizes without reassociating.
+// The maximum, the exponentials and the sum run 16 lanes wide, which vectorizes without
+// reassociating.
 KILN_CPU_CLONES void SoftmaxRow(const float* __restrict__ x, float* __restrict__ y, int64_t n) {
   constexpr int64_t kLanes = 16;
   constexpr float kLowest = -std::numeric_limits<float>::infinity();
@@ -44,6 +45,8 @@ KILN_CPU_CLONES void SoftmaxRow(const float* __restrict__ x, float* __restrict__
   const auto scale = static_cast<float>(1.0 / sum);
   for (int64_t j = 0; j < n; ++j) y[j] *= scale;
 }
+
+namespace {
 
 template <bool kLog>
 void Softmax(const KernelCall& call) {

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <ostream>
 #include <random>
 #include <string>
 #include <thread>
@@ -103,6 +104,11 @@ struct Compiler {
   std::string name;
   std::string plugin;
 };
+
+/// How test names and failures show a Compiler.
+void PrintTo(const Compiler& compiler, std::ostream* os) {
+  *os << (compiler.name.empty() ? "kiln" : compiler.name);
+}
 
 class ConcurrentRunsTest : public ::testing::TestWithParam<Compiler> {
  protected:

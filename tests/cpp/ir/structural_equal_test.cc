@@ -126,6 +126,24 @@ TEST(StructuralEqualTest, TypesCompareStructurally) {
   EXPECT_FALSE(StructuralEqual(FuncType({F32({1})}, F32({1})), FuncType({F32({1})}, F32({2}))));
 }
 
+TEST(StructuralEqualTest, SymbolicDimensionsCompareTheirExpressionsWithVariablesByName) {
+  auto type = [](const arith::SizeExpr& rows) {
+    return TensorType(Array<Dim>{SymDim(rows), IntDim(3)}, DLDataType{kDLFloat, 32, 1});
+  };
+  const arith::SizeVar n("n");
+  const TensorType a = type(n * 2);
+  const TensorType b = type(arith::SizeVar("n") * 2);
+  EXPECT_TRUE(StructuralEqual(a, b));
+  EXPECT_EQ(StructuralHash(a), StructuralHash(b));
+  EXPECT_FALSE(StructuralEqual(a, type(arith::SizeVar("m") * 2)));
+  EXPECT_FALSE(StructuralEqual(a, type(2 * n)));  // structure, not algebra
+  EXPECT_FALSE(StructuralEqual(a, TensorType::Static({2, 3}, DLDataType{kDLFloat, 32, 1})));
+  // Size expressions anywhere (here in an attribute map) compare the same way.
+  const Map<String, Any> attrs{{"rows", n + 1}};
+  EXPECT_TRUE(StructuralEqual(attrs, Map<String, Any>{{"rows", arith::SizeVar("n") + 1}}));
+  EXPECT_EQ(StructuralHash(attrs), StructuralHash(Map<String, Any>{{"rows", n + 1}}));
+}
+
 TEST(StructuralEqualTest, HundredThousandChainedNodesCompareAndHashIteratively) {
   auto chain = [](const Var& x, float last) {
     Expr e = x;

@@ -137,6 +137,35 @@ TEST(TextFormatTest, TypesPrintAndParse) {
   EXPECT_TRUE(StructuralEqual(ParseType(text), type));
 }
 
+TEST(TextFormatTest, SymbolicShapesPrintAndParse) {
+  const arith::SizeVar batch("batch");
+  const arith::SizeVar seq("seq");
+  const Type type = TensorType(
+      Array<Dim>{SymDim(batch), IntDim(3), SymDim(seq * 2), SymDim(arith::FloorDiv(seq - 1, 2) + 1),
+                 SymDim(arith::Min(batch, seq))},
+      DLDataType{kDLFloat, 32, 1});
+  const std::string text = AsText(type);
+  EXPECT_EQ(text,
+            "Tensor[(batch, 3, seq * 2, floordiv(seq - 1, 2) + 1, min(batch, seq)), float32]\n");
+  EXPECT_TRUE(StructuralEqual(ParseType(text), type));
+  // Any spacing, and constant expressions fold to static extents.
+  const Type parsed = ParseType("Tensor[(batch-1,2*3,(seq)), int8]");
+  EXPECT_EQ(AsText(parsed), "Tensor[(batch - 1, 6, seq), int8]\n");
+  EXPECT_EQ(parsed.as<TensorTypeObj>()->shape()[1].as_static(), 6);
+  // Static shapes print as before.
+  EXPECT_EQ(AsText(F32({2, 3})), "Tensor[(2, 3), float32]\n");
+}
+
+TEST(TextFormatTest, SymbolicShapesRoundTripThroughModules) {
+  const std::string text =
+      "def @main(%x: Tensor[(n, n * 4), float32]) -> Tensor[(n, n * 4), float32] {\n"
+      "  %0 = test.text.unary(%x);\n"
+      "  %0\n"
+      "}\n";
+  const IRModule module = ParseModule(text);
+  EXPECT_EQ(AsText(module), text);
+}
+
 TEST(TextFormatTest, RegisteredGlobalsRoundTrip) {
   IRModule module = ParseModule("def @main(%x) {\n  %x\n}\n");
   ::kiln::Function as_text = ::kiln::Function::GetGlobalRequired("ir.AsText");
@@ -202,6 +231,24 @@ TEST(TextFormatErrorTest, NamesTheProblem) {
             std::string::npos);
 }
 
+TEST(TextFormatErrorTest, BadDimensionsPointIntoTheExpression) {
+  std::string kind;
+  std::string message = ParseError("def @main(%x: Tensor[(n +), f32]) { %x }", &kind);
+  EXPECT_EQ(kind, "ValueError");
+  EXPECT_EQ(message.rfind("line 1, column 26: in a dimension: expected a number, a name", 0), 0u)
+      << message;
+  message = ParseError("def @main(%x: Tensor[(n,\n  floordiv(n, 0)), f32]) { %x }", &kind);
+  EXPECT_EQ(message.rfind("line 2, column 3: in a dimension: division by zero", 0), 0u) << message;
+  message = ParseError("def @main(%x: Tensor[(3 - 5), f32]) { %x }", &kind);
+  EXPECT_NE(message.find("line 1, column 23: a static dimension cannot be negative, got -2"),
+            std::string::npos)
+      << message;
+  message = ParseError("def @main(%x: Tensor[(2.5), f32]) { %x }", &kind);
+  EXPECT_NE(message.find("expected a dimension, found '2.5'"), std::string::npos) << message;
+  message = ParseError("def @main(%x: Tensor[(n.m), f32]) { %x }", &kind);
+  EXPECT_NE(message.find("in a dimension: expected an operator"), std::string::npos) << message;
+}
+
 TEST(TextFormatErrorTest, DeepNestingIsAnErrorNotACrash) {
   const std::string text = "def @main() {\n  " + std::string(100000, '(') + ")\n}";
   EXPECT_NE(ParseError(text).find("nesting deeper than 256 levels"), std::string::npos);
@@ -250,11 +297,23 @@ class RandomModuleBuilder {
     const int kind = depth > 1 ? 0 : Uniform(0, 5);
     if (kind == 4) return TupleType(Array<Type>{RandomType(depth + 1), RandomType(depth + 1)});
     if (kind == 5) return FuncType(Array<Type>{RandomType(depth + 1)}, RandomType(depth + 1));
-    std::vector<int64_t> shape(Uniform(0, 3));
-    for (int64_t& d : shape) d = Uniform(0, 7);
+    Array<Dim> shape;
+    for (int rank = Uniform(0, 3); rank > 0; --rank) shape.push_back(RandomDim());
     const DLDataType dtypes[] = {
         {kDLFloat, 32, 1}, {kDLInt, 64, 1}, {kDLUInt, 1, 1}, {kDLFloat, 16, 1}};
-    return TensorType::Static(shape, dtypes[Uniform(0, 3)]);
+    return TensorType(shape, dtypes[Uniform(0, 3)]);
+  }
+
+  /// Mostly static; one in four symbolic (`n`, `n * 2`, `floordiv(m + 1, 2)`, ...).
+  Dim RandomDim() {
+    if (Uniform(0, 3) != 0) return IntDim(Uniform(0, 7));
+    const arith::SizeVar var(Coin() ? "n" : "m");
+    switch (Uniform(0, 3)) {
+      case 0: return SymDim(var);
+      case 1: return SymDim(var * Uniform(2, 4));
+      case 2: return SymDim(arith::FloorDiv(var + 1, Uniform(2, 4)));
+      default: return SymDim(arith::Max(var - 1, arith::SizeVar("k")));
+    }
   }
 
   Any RandomValue(int depth) {

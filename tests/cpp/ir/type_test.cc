@@ -20,6 +20,34 @@ TEST(DimTest, StaticDimensionReportsItsExtentThroughTheGenericApi) {
 
 TEST(DimTest, NegativeExtentIsRejected) { EXPECT_THROW(IntDim(-1), Error); }
 
+TEST(DimTest, SymbolicDimensionIsNotStaticAndPrintsItsExpression) {
+  const arith::SizeVar batch("batch");
+  const Dim dim = SymDim(batch * 2 + 1);
+  EXPECT_EQ(dim->GetTypeKey(), "kiln.ir.SymDim");
+  EXPECT_TRUE(dim->IsInstance<DimObj>());
+  EXPECT_EQ(dim.as_static(), std::nullopt);
+  EXPECT_EQ(dim.ToString(), "batch * 2 + 1");
+  EXPECT_TRUE(arith::StructuralEqual(dim.AsSizeExpr(), batch * 2 + 1));
+  EXPECT_EQ(IntDim(4).AsSizeExpr().as_int(), 4);
+}
+
+TEST(DimTest, AConstantExpressionMakesAStaticDimension) {
+  const arith::SizeVar n("n");
+  const Dim folded = Dim::FromSizeExpr(arith::IntImm(2) * 3);
+  EXPECT_TRUE(folded->IsInstance<IntDimObj>());
+  EXPECT_EQ(folded.as_static(), 6);
+  EXPECT_TRUE(Dim::FromSizeExpr(n - 1)->IsInstance<SymDimObj>());
+  EXPECT_THROW(Dim::FromSizeExpr(arith::IntImm(-2)), Error);
+  EXPECT_THROW(Dim::FromSizeExpr(arith::SizeExpr()), Error);
+  try {
+    SymDim(arith::IntImm(3));
+    FAIL() << "expected a ValueError";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), "ValueError");
+    EXPECT_NE(error.message().find("3 is a constant"), std::string::npos) << error.message();
+  }
+}
+
 TEST(TensorTypeTest, StaticShapeBuildsIntDims) {
   const TensorType type = F32({2, 3});
   ASSERT_EQ(type->shape().size(), 2);

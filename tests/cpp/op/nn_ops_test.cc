@@ -129,6 +129,38 @@ TEST(SoftmaxOpTest, KeepsTheType) {
   }
 }
 
+TEST(AttentionOpTest, KeepsTheLayoutOfQWithTheValueWidth) {
+  const Map<String, Any> heads = {{"num_heads", 2}, {"scale", 0.5}};
+  // BSNH: (batch 2, seq 3, 2 heads x 4) attending over 5 keys whose values are 2 heads x 3.
+  ExpectType(T({2, 3, 6}), "nn.attention", {T({2, 3, 8}), T({2, 5, 8}), T({2, 5, 6}), T({})},
+             heads);
+  ExpectType(T({2, 3, 6}), "nn.attention",
+             {T({2, 3, 8}), T({2, 5, 8}), T({2, 5, 6}), T({2, 1, 1, 5})}, heads);
+  // SBNH: (seq, batch, ...); a (seq_q, seq_k) mask.
+  Map<String, Any> seq_first = heads;
+  seq_first.Set(String("layout"), String("SBNH"));
+  ExpectType(T({3, 2, 6}), "nn.attention", {T({3, 2, 8}), T({5, 2, 8}), T({5, 2, 6}), T({3, 5})},
+             seq_first);
+}
+
+TEST(AttentionOpTest, NamesTheInputThatDoesNotFit) {
+  const Map<String, Any> heads = {{"num_heads", 3}, {"scale", 1.0}};
+  ExpectTypeError("nn.attention", {T({2, 3, 8}), T({2, 5, 8}), T({2, 5, 8}), T({})}, heads,
+                  {"the last dimension 8 of 'q' (argument 0) does not split into num_heads = 3",
+                   "q: Tensor[(2, 3, 8), float32]"});
+  const Map<String, Any> two = {{"num_heads", 2}, {"scale", 1.0}};
+  ExpectTypeError("nn.attention", {T({2, 3, 8}), T({2, 5, 8}), T({2, 4, 8}), T({})}, two,
+                  {"'k' and 'v' must have the same sequence length"});
+  ExpectTypeError("nn.attention", {T({2, 3, 8}), T({2, 5, 8}), T({2, 5, 8}), T({2, 2, 3, 4})}, two,
+                  {"'mask' (2, 2, 3, 4) does not broadcast to the scores", "(2, 2, 3, 5)"});
+  ExpectTypeError("nn.attention", {T({2, 3, 8, 1}), T({2, 5, 8}), T({2, 5, 8}), T({})}, two,
+                  {"'q' (argument 0) must be 3-D (batch, seq, heads * head_dim)"});
+  ExpectTypeError(
+      "nn.attention",
+      {T({2, 3, 8}, "int32"), T({2, 5, 8}, "int32"), T({2, 5, 8}, "int32"), T({}, "int32")}, two,
+      {"'q' must be a floating-point tensor"});
+}
+
 TEST(LayerNormOpTest, ParametersCoverTheNormalizedDims) {
   ExpectType(T({2, 5, 8}), "nn.layer_norm", {T({2, 5, 8}), T({8}), T({8})});
   ExpectType(T({2, 5, 8}), "nn.layer_norm", {T({2, 5, 8}), T({5, 8}), T({5, 8})}, {{"axis", 1}});

@@ -144,7 +144,8 @@ TEST(PassPropertyTest, EveryPassLeavesWellFormedIR) {
     const ir::IRModule input = RandomModule(rng, 1 + trial % 30);
     // The well-formedness instrument checks after every pass of the default order.
     Sequential({InferType(), SimplifyExpr(), FoldConstant(), CanonicalizeBatchNorm(), InferType(),
-                RecognizeGelu(), FuseOps(), DeadCodeElimination()})(input, CheckedContext());
+                RecognizeGelu(), RecognizeAttention(), FuseOps(), DeadCodeElimination()})(
+        input, CheckedContext());
   }
 }
 
@@ -154,8 +155,9 @@ TEST(PassPropertyTest, DeepChainsDoNotOverflowTheStack) {
   for (int i = 0; i < 100000; ++i) chain = OpCall(i % 2 ? "exp" : "nn.relu", {chain});
   ir::IRModule mod = ir::IRModule::Create();
   mod.Add(ir::GlobalVar("main"), ir::Function({x}, chain));
-  const ir::IRModule fused = Sequential({InferType(), SimplifyExpr(), RecognizeGelu(), FuseOps()})(
-      mod, PassContext::Create().SetOptLevel(3));
+  const ir::IRModule fused =
+      Sequential({InferType(), SimplifyExpr(), RecognizeGelu(), RecognizeAttention(), FuseOps()})(
+          mod, PassContext::Create().SetOptLevel(3));
   EXPECT_EQ(CountOpCallsOutsidePrimitives(fused.Lookup("main")->body()), 0);
 }
 
