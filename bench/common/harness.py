@@ -21,6 +21,8 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PYTHON = "/usr/bin/python3"
+# The reference models of bench/models and bench/serving (random weights, nothing downloaded).
+MODEL_GENERATOR = os.path.join(REPO, "tests", "models", "make_reference_models.py")
 
 IDLE_LIMIT_CORES = 0.15
 IDLE_WAIT_S = 60
@@ -142,6 +144,38 @@ def cpu_model():
             if line.startswith("model name"):
                 return line.split(":", 1)[1].strip()
     return platform.processor() or "unknown CPU"
+
+
+def load_model_generator():
+    """tests/models/make_reference_models.py as a module (model list, builders, file names)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_reference_models", MODEL_GENERATOR)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def build_type(build_dir):
+    """CMAKE_BUILD_TYPE of the CMake tree `build_dir`, as the docs print it."""
+    try:
+        with open(os.path.join(build_dir, "CMakeCache.txt")) as f:
+            for line in f:
+                if line.startswith("CMAKE_BUILD_TYPE:"):
+                    return line.split("=", 1)[1].strip() or "no build type"
+    except OSError:
+        pass
+    return "unknown build type"
+
+
+def publish_section(output, section_text, section):
+    """Prints the section and writes it into `output` (None: --quick, nothing written)."""
+    print(section_text)
+    if output:
+        write_section(output, section_text)
+        log(f"wrote the '{section}' section of {os.path.relpath(output, REPO)}")
+    else:
+        log("--quick: no file written (give --output to write one)")
 
 
 def write_section(path, section_text):

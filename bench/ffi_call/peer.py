@@ -3,9 +3,9 @@
     python, peer_paths = peer.ensure(build_dir, cxx_compiler, build_type, log)
 
 1. The apache-tvm-ffi wheel from PyPI, pinned, in a virtual environment cached under the build
-   folder (<build-dir>/bench-venv-tvm-ffi), made the way bench/serving/peer_venv.py makes
-   bench-venv: from /usr/bin/python3 with --system-site-packages (so the build's kiln package and
-   Debian's numpy import in it too) and `pip install --no-deps`, never into the system. A venv of
+   folder (<build-dir>/bench-venv-tvm-ffi), made by bench/common/peer_venv.py as bench/serving
+   makes bench-venv: from /usr/bin/python3 with --system-site-packages (so the build's kiln
+   package and Debian's numpy import in it too) and `pip install --no-deps`. A venv of
    its own because tvm-ffi needs a typing-extensions newer than Debian's, which must not shadow
    Debian's for the torch and onnx that bench-venv's users import.
 2. The CMake project in tvm_ffi_peer/, configured against the wheel's own CMake package
@@ -15,12 +15,12 @@
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 
-SYSTEM_PYTHON = "/usr/bin/python3"
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "common"))
+import peer_venv  # noqa: E402  (bench/common/peer_venv.py: a venv beside Debian's packages)
 # Pinned, so that every run measures the same peer. apache-tvm-ffi's one requirement is
 # typing-extensions>=4.13 (Debian 12 has 4.4).
 PACKAGES = ["apache-tvm-ffi==0.1.15.post2", "typing-extensions==4.15.0"]
@@ -28,44 +28,17 @@ PACKAGES = ["apache-tvm-ffi==0.1.15.post2", "typing-extensions==4.15.0"]
 # uses torch, so the worker and the probe switch that off.
 ENV = {"TVM_FFI_DISABLE_TORCH_C_DLPACK": "1"}
 PROBE = ("import json, tvm_ffi, tvm_ffi.libinfo as info; "
+         f"assert tvm_ffi.__version__ == {PACKAGES[0].split('==')[1]!r}, tvm_ffi.__version__; "
          "print(json.dumps({'version': tvm_ffi.__version__, "
          "'cmake_dir': info.find_cmake_path(), 'libtvm_ffi': info.find_libtvm_ffi()}))")
 
 
-def python_of(venv_dir):
-    return os.path.join(venv_dir, "bin", "python")
-
-
-def probe(venv_dir):
-    """{"version", "cmake_dir", "libtvm_ffi"} of the venv's tvm_ffi, or None if it fails."""
-    python = python_of(venv_dir)
-    if not os.path.exists(python):
-        return None
-    result = subprocess.run([python, "-c", PROBE], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, env=dict(os.environ, **ENV))
-    if result.returncode != 0:
-        return None
-    info = json.loads(result.stdout)
-    wanted = PACKAGES[0].split("==")[1]
-    return info if info["version"] == wanted else None
-
-
 def ensure_venv(venv_dir, log):
-    """(the venv's python, probe info), after making the venv and installing PACKAGES if need be."""
-    info = probe(venv_dir)
-    if info:
-        return python_of(venv_dir), info
-    log(f"making the tvm-ffi virtual environment {venv_dir} ({', '.join(PACKAGES)})")
-    shutil.rmtree(venv_dir, ignore_errors=True)
-    subprocess.run([SYSTEM_PYTHON, "-m", "venv", "--system-site-packages", venv_dir], check=True)
-    subprocess.run([python_of(venv_dir), "-m", "pip", "install", "--quiet", "--no-deps",
-                    "--disable-pip-version-check", *PACKAGES], check=True)
-    info = probe(venv_dir)
-    if not info:
-        subprocess.run([python_of(venv_dir), "-c", PROBE], env=dict(os.environ, **ENV))
-        sys.exit(f"{venv_dir}: tvm_ffi {PACKAGES[0]} does not import (see above)")
+    """(the venv's python, {"version", "cmake_dir", "libtvm_ffi"} of its tvm_ffi)."""
+    python, found = peer_venv.ensure(venv_dir, PACKAGES, PROBE, log, env=ENV)
+    info = json.loads(found)
     log(f"tvm-ffi {info['version']} in the venv: {info['libtvm_ffi']}")
-    return python_of(venv_dir), info
+    return python, info
 
 
 def build(build_dir, python, info, cxx_compiler, build_type, log):

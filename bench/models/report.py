@@ -153,19 +153,8 @@ def failures(results):
     return ("\n\nNotes:\n\n" + "\n".join(notes)) if notes else ""
 
 
-def build_type(build_dir):
-    try:
-        with open(os.path.join(build_dir, "CMakeCache.txt")) as f:
-            for line in f:
-                if line.startswith("CMAKE_BUILD_TYPE:"):
-                    return line.split("=", 1)[1].strip() or "no build type"
-    except OSError:
-        pass
-    return "unknown build type"
-
-
 def build_line(build_dir):
-    return f"Kiln {build_type(build_dir)} (`{os.path.relpath(build_dir, REPO)}`)"
+    return f"Kiln {harness.build_type(build_dir)} (`{os.path.relpath(build_dir, REPO)}`)"
 
 
 def pytorch_backends():

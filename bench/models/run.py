@@ -56,21 +56,10 @@ from report import (  # noqa: E402  (bench/models/report.py: the document)
 
 harness.set_name("models")
 
-GENERATOR = os.path.join(REPO, "tests", "models", "make_reference_models.py")
 RESULT_PREFIX = "RESULT "
 MIN_RUNS = 30
 QUICK_RUNS, QUICK_WARMUP = 3, 1
 ATTEMPTS = 3
-
-
-def load_generator():
-    """tests/models/make_reference_models.py as a module (model list, builders, file names)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("make_reference_models", GENERATOR)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 # ---- FLOPs ----------------------------------------------------------------------------------
@@ -216,7 +205,7 @@ def worker(spec):
     threads = spec["threads"]
     torch.set_num_threads(threads)
     torch.set_num_interop_threads(1)
-    generator = load_generator()
+    generator = harness.load_model_generator()
     model = generator.build_model(spec["model"])
     x = generator.make_input(spec["model"])
     example = torch.from_numpy(x)
@@ -270,7 +259,8 @@ def worker_main(spec_json):
 
 def ensure_models(models_dir, models, opset):
     log(f"reference models in {models_dir}")
-    subprocess.run([PYTHON, GENERATOR, models_dir, "--models", *models, "--opsets", str(opset)],
+    subprocess.run([PYTHON, harness.MODEL_GENERATOR, models_dir, "--models", *models,
+                    "--opsets", str(opset)],
                    check=True)
 
 
@@ -286,7 +276,7 @@ def count_flops_main(models):
     import torch
 
     torch.set_num_threads(1)
-    generator = load_generator()
+    generator = harness.load_model_generator()
     flops = {m: count_flops(generator.build_model(m), torch.from_numpy(generator.make_input(m)))
              for m in models}
     print(json.dumps(flops), flush=True)
@@ -454,7 +444,7 @@ def main(argv=None):
         return worker_main(argv[1])
     if argv[:1] == ["--count-flops"]:
         return count_flops_main(argv[1:])
-    generator = load_generator()
+    generator = harness.load_model_generator()
     args = parse_args(argv, list(generator.MODELS))
     if not args.no_build:
         harness.build(args.build_dir, ["all"], what="Kiln")
@@ -499,12 +489,7 @@ def main(argv=None):
     command = " ".join(["/usr/bin/python3", "bench/models/run.py"] +
                        [shlex.quote(a) for a in argv])
     section = render(report, args, command)
-    print(section)
-    if args.output:
-        harness.write_section(args.output, section)
-        log(f"wrote the '{SECTION}' section of {os.path.relpath(args.output, REPO)}")
-    else:
-        log("--quick: no file written (give --output to write one)")
+    harness.publish_section(args.output, section, SECTION)
     return 0
 
 

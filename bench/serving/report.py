@@ -14,18 +14,6 @@ from harness import IDLE_LIMIT_CORES, REPO  # noqa: E402
 SECTION = "Serving: one model, many client threads"
 
 
-def build_type(build_dir):
-    """CMAKE_BUILD_TYPE of `build_dir`, as bench/models/report.py prints it."""
-    try:
-        with open(os.path.join(build_dir, "CMakeCache.txt")) as f:
-            for line in f:
-                if line.startswith("CMAKE_BUILD_TYPE:"):
-                    return line.split("=", 1)[1].strip() or "no build type"
-    except OSError:
-        pass
-    return "unknown build type"
-
-
 def render(results, args, command, opset, rtol, atol):
     """The section's markdown; `opset`, `rtol` and `atol` are the ones run.py used."""
     import kiln
@@ -57,8 +45,9 @@ sending batch-1 requests back to back, in one process: Kiln's `Executable.run` n
 Runtime's `InferenceSession.run` on one session, both called concurrently on one shared model.
 
 - Machine: {harness.cpu_model()}, {os.cpu_count()} CPUs; Linux {platform.release()}
-- Build: Kiln {build_type(args.build_dir)} (`{os.path.relpath(args.build_dir, REPO)}`); ONNX
-  Runtime {onnxruntime.__version__} (PyPI, in `<build-dir>/bench-venv`); numpy {np.__version__};
+- Build: Kiln {harness.build_type(args.build_dir)}
+  (`{os.path.relpath(args.build_dir, REPO)}`); ONNX Runtime {onnxruntime.__version__} (PyPI, in
+  `<build-dir>/bench-venv`); numpy {np.__version__};
   Python {platform.python_version()}; {date}
 - Command: `{command}` (source: `bench/serving/`){quick}
 - Method: per model and client count C ({", ".join(map(str, args.clients))}), C threads, each

@@ -5,16 +5,17 @@
                                           [--rounds 3] [--quick] [--build-dir build]
 
 1. Re-executes itself with the python of <build-dir>/bench-venv, a venv that has onnxruntime
-   from PyPI next to Debian's packages (made on first use: bench/serving/peer_venv.py), and
+   from PyPI next to Debian's packages (made on first use: bench/common/peer_venv.py), and
    imports kiln from <build-dir>/python.
 2. Makes the reference models of tests/models/make_reference_models.py (opset 17) in
    <build-dir>/models unless they are up to date, as bench/models does.
 3. Per model, in this one process: compiles it once with kiln.build(kiln.frontend.from_onnx())
    (Kiln's default CPU path), again with the dnnl plugin when it is built (Kiln + dnnl; the
-   plugin's regions run one call at a time), and opens one ONNX Runtime session (ort_session() lists every
-   setting; its idle threads sleep, `session.intra_op.allow_spinning` = 0, so threads left
-   spinning after an ORT cell do not take the cores of the next Kiln cell). Both must agree on
-   one input (rtol 1e-3) before anything is timed: a fast wrong answer is no result.
+   plugin's regions run one call at a time), and opens one ONNX Runtime session
+   (ort_session() lists every setting; its idle threads sleep,
+   `session.intra_op.allow_spinning` = 0, so threads left spinning after an ORT cell do not take
+   the cores of the next Kiln cell). Every variant must agree with ORT on one input (rtol 1e-3)
+   before anything is timed: a fast wrong answer is no result.
 4. A cell is one runtime serving C client threads: each thread has its own random input
    (seeded per thread) and calls run() back to back on the shared model, --warmup-seconds
    untimed (Kiln makes its execution contexts then), then --seconds timing every request.
@@ -44,30 +45,27 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "common"))
 import harness  # noqa: E402  (bench/common/harness.py: idle checks, doc sections)
-import peer_venv  # noqa: E402  (bench/serving/peer_venv.py: onnxruntime beside Debian's numpy)
+import peer_venv  # noqa: E402  (bench/common/peer_venv.py: onnxruntime beside Debian's numpy)
 from harness import IDLE_LIMIT_CORES, REPO, log  # noqa: E402
 from report import SECTION, render  # noqa: E402  (bench/serving/report.py: the document)
 
 harness.set_name("serving")
 
-GENERATOR = os.path.join(REPO, "tests", "models", "make_reference_models.py")
 OPSET = 17
 SEED = 0
 ATTEMPTS = 3
 MIN_ROUNDS = 3
 RTOL, ATOL = 1e-3, 1e-4
+# onnxruntime's own requirements are flatbuffers, numpy, packaging and protobuf; Debian gives
+# the last three. Pinned, so that every run of the benchmark measures the same peer.
+ORT_PACKAGES = ["onnxruntime==1.32.0", "flatbuffers"]
+# What must hold in the venv: ORT imports next to torch, and numpy is still Debian's.
+ORT_PROBE = ("import numpy, onnx, torch, onnxruntime; "
+             "assert numpy.__file__.startswith('/usr/lib/python3/'), numpy.__file__; "
+             "assert 'CPUExecutionProvider' in onnxruntime.get_available_providers(); "
+             "print(onnxruntime.__version__, numpy.__version__)")
 DNNL = "Kiln + dnnl"  # the variant with the dnnl plugin, when it is built
 QUICK = {"seconds": 1.0, "warmup_seconds": 0.3, "rounds": 1}
-
-
-def load_generator():
-    """tests/models/make_reference_models.py as a module (model list, input shapes, paths)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("make_reference_models", GENERATOR)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 # ---- the two runtimes -----------------------------------------------------------------------
@@ -273,7 +271,7 @@ def parse_args(argv, models):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    generator = load_generator()
+    generator = harness.load_model_generator()
     args = parse_args(argv, list(generator.MODELS))
     kiln_python = os.path.join(args.build_dir, "python")
     if not os.path.isdir(os.path.join(kiln_python, "kiln")):
@@ -281,27 +279,25 @@ def main(argv=None):
                      "(cmake --build <build-dir>)")
     # The build's plugins (Kiln + dnnl), and OpenMP threads (oneDNN's) that sleep when idle
     # instead of spinning through the next variant's cell, as bench/models runs them.
-    os.environ.setdefault("KILN_PLUGIN_PATH", os.path.join(args.build_dir, "lib", "kiln", "plugins"))
+    os.environ.setdefault("KILN_PLUGIN_PATH",
+                          os.path.join(args.build_dir, "lib", "kiln", "plugins"))
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
     venv = os.path.join(args.build_dir, "bench-venv")
     if not peer_venv.running_in(venv):
-        python = peer_venv.ensure(venv, log)
+        python, found = peer_venv.ensure(venv, ORT_PACKAGES, ORT_PROBE, log)
+        log(f"onnxruntime and numpy in {venv}: {found}")
         os.execv(python, [python, os.path.abspath(__file__), *argv])
     sys.path.insert(0, kiln_python)
 
     log(f"reference models in {args.models_dir}")
-    subprocess.run([harness.PYTHON, GENERATOR, args.models_dir, "--models", *args.models,
+    subprocess.run([harness.PYTHON, harness.MODEL_GENERATOR, args.models_dir,
+                    "--models", *args.models,
                     "--opsets", str(OPSET)], check=True)
     results = {model: measure_model(model, args, generator) for model in args.models}
     command = " ".join(["/usr/bin/python3", "bench/serving/run.py"] +
                        [shlex.quote(a) for a in argv])
     section = render(results, args, command, OPSET, RTOL, ATOL)
-    print(section)
-    if args.output:
-        harness.write_section(args.output, section)
-        log(f"wrote the '{SECTION}' section of {os.path.relpath(args.output, REPO)}")
-    else:
-        log("--quick: no file written (give --output to write one)")
+    harness.publish_section(args.output, section, SECTION)
     return 0
 
 
