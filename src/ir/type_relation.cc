@@ -38,6 +38,12 @@ std::vector<int64_t> TypeRelationContext::StaticShape(int64_t i) const {
   return shape;
 }
 
+std::vector<arith::SizeExpr> TypeRelationContext::Shape(int64_t i) const {
+  std::vector<arith::SizeExpr> shape;
+  for (const Dim& dim : Tensor(i)->shape()) shape.push_back(dim.AsSizeExpr());
+  return shape;
+}
+
 std::vector<const TensorTypeObj*> TypeRelationContext::TensorTuple(int64_t i) const {
   const auto* tuple = arg_type(i).as<TupleTypeObj>();
   KILN_CHECK(tuple != nullptr, TypeError) << Describe(ArgName(i) + " must be a tuple of tensors");
@@ -115,6 +121,13 @@ Type TypeRelationContext::TensorResult(const std::vector<int64_t>& shape, DLData
   return TensorType::Static(shape, dtype);
 }
 
+Type TypeRelationContext::TensorResult(const std::vector<arith::SizeExpr>& shape,
+                                       DLDataType dtype) {
+  Array<Dim> dims;
+  for (const arith::SizeExpr& extent : shape) dims.push_back(Dim::FromSizeExpr(extent));
+  return TensorType(dims, dtype);
+}
+
 kiln::Function MakeTypeRelationFunction(TypeRelation relation) {
   return kiln::Function::FromTyped(
       [relation](const Op& op, const Array<Type>& arg_types, const Map<String, Any>& attrs) {
@@ -140,6 +153,12 @@ Type InferCallType(const Op& op, const Array<Type>& arg_types, const Map<String,
 std::string ShapeToText(const std::vector<int64_t>& shape) {
   std::string out = "(";
   for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + ")";
+}
+
+std::string ShapeToText(const std::vector<arith::SizeExpr>& shape) {
+  std::string out = "(";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + shape[i].ToString();
   return out + ")";
 }
 

@@ -2,6 +2,8 @@
 #include "op_common.h"
 
 #include <algorithm>
+#include <optional>
+#include <utility>
 
 namespace kiln {
 namespace op {
@@ -11,14 +13,44 @@ Type SameAsInputRelation(const TypeRelationContext& ctx) {
   return ctx.arg_type(0);
 }
 
-std::vector<int64_t> BroadcastArgShapes(const TypeRelationContext& ctx, int64_t first_arg) {
-  std::vector<int64_t> shape = ctx.StaticShape(first_arg);
+namespace {
+
+/// The broadcast of extents `a` and `b`; nullopt when they do not broadcast (static), and a
+/// TypeError when that cannot be decided before run time (symbolic).
+std::optional<arith::SizeExpr> BroadcastExtents(const TypeRelationContext& ctx,
+                                                const arith::SizeExpr& a, const arith::SizeExpr& b,
+                                                int64_t arg) {
+  if (a.as_int() == 1) return b;
+  if (b.as_int() == 1 || ctx.analyzer().CanProveEqual(a, b)) return a;
+  if (a.as_int().has_value() && b.as_int().has_value()) return std::nullopt;
+  KILN_THROW(TypeError) << ctx.Describe(
+      "extent " + b.ToString() + " of " + ctx.ArgName(arg) + " and " + a.ToString() +
+      " cannot be proven to broadcast; Kiln does not check sizes at run time yet, so give them "
+      "equal sizes (or specialize the shapes)");
+}
+
+}  // namespace
+
+std::vector<arith::SizeExpr> BroadcastArgShapes(const TypeRelationContext& ctx, int64_t first_arg) {
+  std::vector<arith::SizeExpr> shape = ctx.Shape(first_arg);
   for (int64_t i = first_arg + 1; i < ctx.num_args(); ++i) {
-    std::optional<std::vector<int64_t>> broadcast = ir::BroadcastShapes(shape, ctx.StaticShape(i));
-    KILN_CHECK(broadcast.has_value(), TypeError) << ctx.Describe(
-        "shapes " + ir::ShapeToText(shape) + " and " + ir::ShapeToText(ctx.StaticShape(i)) +
-        " of " + ctx.ArgName(i) + " do not broadcast");
-    shape = *broadcast;
+    const std::vector<arith::SizeExpr> other = ctx.Shape(i);
+    const size_t rank = std::max(shape.size(), other.size());
+    // Aligned from the right; a missing dimension acts as 1.
+    const auto extent = [rank](const std::vector<arith::SizeExpr>& dims, size_t axis) {
+      return axis < rank - dims.size() ? arith::SizeExpr(arith::IntImm(1))
+                                       : dims[axis - (rank - dims.size())];
+    };
+    std::vector<arith::SizeExpr> broadcast;
+    for (size_t axis = 0; axis < rank; ++axis) {
+      std::optional<arith::SizeExpr> both =
+          BroadcastExtents(ctx, extent(shape, axis), extent(other, axis), i);
+      KILN_CHECK(both.has_value(), TypeError)
+          << ctx.Describe("shapes " + ir::ShapeToText(shape) + " and " + ir::ShapeToText(other) +
+                          " of " + ctx.ArgName(i) + " do not broadcast");
+      broadcast.push_back(*both);
+    }
+    shape = std::move(broadcast);
   }
   return shape;
 }

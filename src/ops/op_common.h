@@ -25,9 +25,11 @@ Type BroadcastRelation(const TypeRelationContext& ctx);
 /// As BroadcastRelation, with a bool result (equal, less, ...).
 Type CompareRelation(const TypeRelationContext& ctx);
 
-/// The broadcast of every argument's shape; TypeError naming the shapes when they do not
-/// broadcast. Dtypes are not checked.
-std::vector<int64_t> BroadcastArgShapes(const TypeRelationContext& ctx, int64_t first_arg);
+/// The broadcast of the shapes of the arguments from `first_arg` on, static or symbolic; a
+/// TypeError naming the shapes when two static extents differ and neither is 1, or when two
+/// symbolic extents cannot be proven equal (Kiln has no run-time size checks yet: design §20).
+/// Dtypes are not checked.
+std::vector<arith::SizeExpr> BroadcastArgShapes(const TypeRelationContext& ctx, int64_t first_arg);
 
 /// The number of elements of `shape`; TypeError (naming the op) when it exceeds 2^62, where
 /// sizes in bytes would overflow.

@@ -16,6 +16,8 @@
 #ifndef KILN_IR_TYPE_RELATION_H_
 #define KILN_IR_TYPE_RELATION_H_
 
+#include <kiln/arith/analyzer.h>
+#include <kiln/arith/size_expr.h>
 #include <kiln/ir/op.h>
 
 #include <string>
@@ -36,6 +38,11 @@ class KILN_API TypeRelationContext {
   const TensorTypeObj* Tensor(int64_t i) const;
   /// The static shape of tensor argument `i`; TypeError when a dimension is not static.
   std::vector<int64_t> StaticShape(int64_t i) const;
+  /// The shape of tensor argument `i`, each dimension a size expression (a static extent is an
+  /// integer immediate): one rule serves static and symbolic shapes (docs/design.md §20).
+  std::vector<arith::SizeExpr> Shape(int64_t i) const;
+  /// What is known of the size variables (each a size, >= 0), for relations to prove with.
+  const arith::Analyzer& analyzer() const { return analyzer_; }
   DLDataType DType(int64_t i) const { return Tensor(i)->dtype(); }
   /// Argument `i` as a tuple of tensors (concatenate's input); TypeError otherwise.
   std::vector<const TensorTypeObj*> TensorTuple(int64_t i) const;
@@ -69,11 +76,14 @@ class KILN_API TypeRelationContext {
   int64_t NormalizeAxis(int64_t axis, int64_t rank, const char* attr) const;
 
   static Type TensorResult(const std::vector<int64_t>& shape, DLDataType dtype);
+  /// A tensor type of `shape`: constant expressions become static dimensions.
+  static Type TensorResult(const std::vector<arith::SizeExpr>& shape, DLDataType dtype);
 
  private:
   Op op_;
   std::vector<Type> arg_types_;
   Map<String, Any> attrs_;
+  arith::Analyzer analyzer_;
 };
 
 /// The result type of calling `op` on arguments of `arg_types` with `attrs`: runs the op's
@@ -83,6 +93,8 @@ KILN_API Type InferCallType(const Op& op, const Array<Type>& arg_types,
 
 /// "(2, 3)", "(5)", "()": a shape as the text format writes it.
 KILN_API std::string ShapeToText(const std::vector<int64_t>& shape);
+/// "(batch, 3)": the same for a shape of size expressions.
+KILN_API std::string ShapeToText(const std::vector<arith::SizeExpr>& shape);
 
 /// The numpy/ONNX multidirectional broadcast of two shapes; nullopt when they do not broadcast.
 KILN_API std::optional<std::vector<int64_t>> BroadcastShapes(const std::vector<int64_t>& a,

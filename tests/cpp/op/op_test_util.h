@@ -2,6 +2,7 @@
 #ifndef KILN_TESTS_CPP_OP_OP_TEST_UTIL_H_
 #define KILN_TESTS_CPP_OP_OP_TEST_UTIL_H_
 
+#include <kiln/arith/size_expr.h>
 #include <kiln/ir/expr.h>
 #include <kiln/ir/structural_equal.h>
 #include <kiln/ir/text_format.h>
@@ -23,6 +24,15 @@ inline DLDataType DType(const char* name) { return *ParseDataType(name); }
 
 inline Type T(const std::vector<int64_t>& shape, const char* dtype = "float32") {
   return ir::TensorType::Static(shape, DType(dtype));
+}
+
+/// A tensor type whose dimensions are written as the text format writes them, each a size
+/// expression: S({"batch", "3", "seq * 2"}) is Tensor[(batch, 3, seq * 2), float32].
+inline Type S(const std::vector<std::string>& dims, const char* dtype = "float32") {
+  Array<ir::Dim> shape;
+  for (const std::string& dim : dims)
+    shape.push_back(ir::Dim::FromSizeExpr(arith::ParseSizeExpr(dim)));
+  return ir::TensorType(shape, DType(dtype));
 }
 
 /// The result type of `op_name` applied to arguments of `arg_types` with `attrs`, the attributes

@@ -12,6 +12,7 @@ namespace {
 using ir::TupleType;
 using testing::ExpectType;
 using testing::ExpectTypeError;
+using testing::S;
 using testing::T;
 
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
@@ -73,6 +74,20 @@ TEST(ElemwiseOpTest, BinaryOpsBroadcast) {
   ExpectType(T({3, 4}, "int64"), "mod", {T({3, 4}, "int64"), T({4}, "int64")}, {{"fmod", true}});
   ExpectTypeError("multiply", {T({2}), T({2}, "int32")}, {},
                   {"'lhs' (argument 0)", "'rhs' (argument 1)", "float32 and int32"});
+}
+
+TEST(ElemwiseOpTest, SymbolicExtentsBroadcastWhenEqualOrAgainstOne) {
+  ExpectType(S({"n", "3"}), "add", {S({"n", "3"}), T({3})});
+  ExpectType(S({"n", "m"}), "multiply", {S({"n", "1"}), S({"1", "m"})});
+  ExpectType(S({"batch", "seq", "64"}), "add", {S({"batch", "seq", "64"}), S({"1", "seq", "1"})});
+  // Equal once simplified: the analyzer proves it, whatever the spelling.
+  ExpectType(S({"n * 2 + 2"}), "subtract", {S({"n * 2 + 2"}), S({"(n + 1) * 2"})});
+  ExpectType(S({"n", "3"}, "bool"), "less", {S({"n", "3"}), S({"n", "1"})});
+  ExpectType(S({"n", "4"}), "where", {S({"n", "1"}, "bool"), T({4}), S({"n", "4"})});
+  // Two sizes that may differ at run time are named, not silently assumed equal.
+  ExpectTypeError("add", {S({"n", "3"}), S({"m", "3"})}, {},
+                  {"extent m of 'rhs' (argument 1) and n cannot be proven to broadcast"});
+  ExpectTypeError("add", {S({"n"}), T({4})}, {}, {"extent 4 of 'rhs' (argument 1) and n"});
 }
 
 TEST(ElemwiseOpTest, WhereAndCast) {
