@@ -9,14 +9,14 @@ namespace op {
 namespace {
 
 Type DenseRelation(const TypeRelationContext& ctx) {
-  std::vector<int64_t> data = ctx.StaticShape(0);
-  const std::vector<int64_t> weight = ctx.StaticShape(1);
+  std::vector<arith::SizeExpr> data = ctx.Shape(0);
+  const std::vector<arith::SizeExpr> weight = ctx.Shape(1);
   KILN_CHECK(!data.empty(), TypeError) << ctx.Describe(ctx.ArgName(0) + " must be at least 1-D");
   KILN_CHECK(weight.size() == 2, TypeError) << ctx.Describe(ctx.ArgName(1) + " must be 2-D (N, K)");
   ctx.CheckSameDType(0, 1);
-  KILN_CHECK(data.back() == weight[1], TypeError) << ctx.Describe(
-      "the last dimension " + std::to_string(data.back()) +
-      " of 'data' does not match K = " + std::to_string(weight[1]) + " of 'weight' (N, K)");
+  KILN_CHECK(ctx.analyzer().CanProveEqual(data.back(), weight[1]), TypeError) << ctx.Describe(
+      "the last dimension " + data.back().ToString() +
+      " of 'data' does not match K = " + weight[1].ToString() + " of 'weight' (N, K)");
   data.back() = weight[0];
   return TypeRelationContext::TensorResult(data, ctx.DType(0));
 }

@@ -9,7 +9,7 @@ namespace op {
 namespace {
 
 Type SoftmaxRelation(const TypeRelationContext& ctx) {
-  const auto rank = static_cast<int64_t>(ctx.StaticShape(0).size());
+  const auto rank = static_cast<int64_t>(ctx.Shape(0).size());
   ctx.NormalizeAxis(ctx.Attr<int64_t>("axis"), rank, "axis");
   return ctx.arg_type(0);
 }

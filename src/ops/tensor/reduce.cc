@@ -10,23 +10,23 @@ namespace op {
 namespace {
 
 /// `data` with `axes` reduced: kept as 1 with keepdims, removed otherwise.
-std::vector<int64_t> ReducedShape(const std::vector<int64_t>& data,
-                                  const std::vector<int64_t>& axes, bool keepdims) {
+std::vector<arith::SizeExpr> ReducedShape(const std::vector<arith::SizeExpr>& data,
+                                          const std::vector<int64_t>& axes, bool keepdims) {
   std::vector<bool> reduced(data.size(), false);
   for (int64_t axis : axes) reduced[axis] = true;
-  std::vector<int64_t> out;
+  std::vector<arith::SizeExpr> out;
   for (size_t i = 0; i < data.size(); ++i) {
     if (!reduced[i]) {
       out.push_back(data[i]);
     } else if (keepdims) {
-      out.push_back(1);
+      out.push_back(arith::IntImm(1));
     }
   }
   return out;
 }
 
 Type ReduceRelation(const TypeRelationContext& ctx) {
-  const std::vector<int64_t> data = ctx.StaticShape(0);
+  const std::vector<arith::SizeExpr> data = ctx.Shape(0);
   const auto rank = static_cast<int64_t>(data.size());
   std::vector<int64_t> axes;
   if (ctx.HasAttr("axis")) {
@@ -39,7 +39,7 @@ Type ReduceRelation(const TypeRelationContext& ctx) {
 }
 
 Type ArgReduceRelation(const TypeRelationContext& ctx) {
-  const std::vector<int64_t> data = ctx.StaticShape(0);
+  const std::vector<arith::SizeExpr> data = ctx.Shape(0);
   const int64_t axis =
       ctx.NormalizeAxis(ctx.Attr<int64_t>("axis"), static_cast<int64_t>(data.size()), "axis");
   return TypeRelationContext::TensorResult(ReducedShape(data, {axis}, ctx.Attr<bool>("keepdims")),

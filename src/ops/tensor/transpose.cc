@@ -8,7 +8,7 @@ namespace op {
 namespace {
 
 Type TransposeRelation(const TypeRelationContext& ctx) {
-  const std::vector<int64_t> data = ctx.StaticShape(0);
+  const std::vector<arith::SizeExpr> data = ctx.Shape(0);
   const auto rank = static_cast<int64_t>(data.size());
   std::vector<int64_t> axes(data.size());
   for (int64_t i = 0; i < rank; ++i) axes[i] = rank - 1 - i;
@@ -16,7 +16,7 @@ Type TransposeRelation(const TypeRelationContext& ctx) {
   KILN_CHECK(static_cast<int64_t>(axes.size()) == rank, TypeError) << ctx.Describe(
       "axes " + ir::ShapeToText(axes) + " must list all " + std::to_string(rank) + " dimensions");
   std::vector<bool> seen(data.size(), false);
-  std::vector<int64_t> shape;
+  std::vector<arith::SizeExpr> shape;
   for (int64_t axis : axes) {
     const int64_t normalized = ctx.NormalizeAxis(axis, rank, "axes");
     KILN_CHECK(!seen[normalized], TypeError)

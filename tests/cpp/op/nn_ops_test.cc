@@ -7,6 +7,7 @@ namespace {
 
 using testing::ExpectType;
 using testing::ExpectTypeError;
+using testing::S;
 using testing::T;
 
 TEST(Conv2DOpTest, SlidesTheKernel) {
@@ -50,6 +51,13 @@ TEST(Conv2DTransposeOpTest, InvertsConv2DShapes) {
   ExpectTypeError("nn.conv2d_transpose", {T({1, 4, 5, 5}), T({4, 2, 3, 3})},
                   {{"strides", Array<int64_t>{2, 2}}, {"output_padding", Array<int64_t>{2, 0}}},
                   {"'output_padding' = (2, 0) must be smaller", "data: Tensor[(1, 4, 5, 5)"});
+}
+
+TEST(DenseOpTest, KeepsSymbolicLeadingDimensionsAndProvesK) {
+  ExpectType(S({"batch", "seq", "16"}), "nn.dense", {S({"batch", "seq", "64"}), T({16, 64})});
+  ExpectType(S({"n", "m"}), "nn.dense", {S({"n", "k * 2"}), S({"m", "2 * k"})});
+  ExpectTypeError("nn.dense", {S({"n", "k"}), T({16, 64})}, {},
+                  {"the last dimension k of 'data' does not match K = 64"});
 }
 
 TEST(DenseOpTest, MultipliesByTheTransposedWeight) {
@@ -118,6 +126,12 @@ TEST(PoolingOpTest, GlobalPools) {
     ExpectTypeError(name, {T({3, 7, 7})}, {},
                     {"'data' (argument 0) must be 4-D (N, C, H, W), got shape (3, 7, 7)"});
   }
+}
+
+TEST(SoftmaxOpTest, KeepsASymbolicType) {
+  ExpectType(S({"batch", "heads", "seq", "seq"}), "nn.softmax",
+             {S({"batch", "heads", "seq", "seq"})});
+  ExpectTypeError("nn.softmax", {S({"n", "m"})}, {{"axis", 2}}, {"'axis' = 2 is out of range"});
 }
 
 TEST(SoftmaxOpTest, KeepsTheType) {

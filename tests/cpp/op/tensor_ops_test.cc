@@ -103,6 +103,12 @@ TEST(ReshapeOpTest, CopiesAndInfersExtents) {
                   {"newshape (5, -1)", "24 elements of 'data'", "Tensor[(2, 3, 4), float32]"});
 }
 
+TEST(TransposeOpTest, PermutesSymbolicExtents) {
+  ExpectType(S({"batch", "4", "seq", "16"}), "transpose", {S({"batch", "seq", "4", "16"})},
+             {{"axes", Array<int64_t>{0, 2, 1, 3}}});
+  ExpectType(S({"m", "n"}), "transpose", {S({"n", "m"})});
+}
+
 TEST(TransposeOpTest, ReversesOrPermutes) {
   ExpectType(T({4, 3, 2}), "transpose", {T({2, 3, 4})});
   ExpectType(T({2, 4, 3}), "transpose", {T({2, 3, 4})}, {{"axes", Array<int64_t>{0, -1, 1}}});
@@ -148,6 +154,14 @@ TEST(ReduceOpTest, ReducesAxesKeepingDimsByDefault) {
                   {"'axis' = 3 is out of range for rank 3", "Tensor[(2, 3, 4), float32]"});
   ExpectTypeError("max", {T({2, 3, 4})}, {{"axis", Array<int64_t>{1, -2}}},
                   {"(1, -2) repeats axis 1", "data: Tensor[(2, 3, 4), float32]"});
+}
+
+TEST(ReduceOpTest, KeepsOrDropsSymbolicExtents) {
+  ExpectType(S({"batch", "seq", "1"}), "mean", {S({"batch", "seq", "64"})},
+             {{"axis", Array<int64_t>{-1}}});
+  ExpectType(S({"seq"}), "sum", {S({"batch", "seq"})},
+             {{"axis", Array<int64_t>{0}}, {"keepdims", false}});
+  ExpectType(S({"batch", "1"}, "int64"), "argmax", {S({"batch", "n"})}, {{"axis", 1}});
 }
 
 TEST(ReduceOpTest, ArgReductionsGiveInt64) {
