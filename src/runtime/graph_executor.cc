@@ -272,13 +272,11 @@ Array<Tensor> GraphExecutorObj::Invoke(const Array<Tensor>& inputs, const AnyVie
   for (size_t i = 0; i < results.size(); ++i) {
     const int64_t entry = graph_.outputs[i];
     std::optional<Tensor>& result = results[i];
-    if (is_input[entry] || is_bound[entry] || (result && !IsCompactOn(*result, device_))) {
-      if (!result)
-        result = Empty(graph_.entries[entry].shape, graph_.entries[entry].dtype, device_);
+    if (!result) result = Empty(graph_.entries[entry].shape, graph_.entries[entry].dtype, device_);
+    if (is_input[entry] || is_bound[entry] || !IsCompactOn(*result, device_)) {
       copies.emplace_back(entry, *result);
       continue;
     }
-    if (!result) result = Empty(graph_.entries[entry].shape, graph_.entries[entry].dtype, device_);
     bindings.Bind(entry, *result);
     is_bound[entry] = true;
   }
