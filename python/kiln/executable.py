@@ -77,8 +77,8 @@ class Executable(GraphExecutor):
     def __repr__(self):
         info = self.input_info
         inputs = ", ".join(
-            f"{name}: {tuple(shape)} {dtype}"
-            for name, shape, dtype in zip(info["names"], info["shapes"], info["dtypes"])
+            f"{name}: {shape} {dtype}"
+            for name, shape, dtype in zip(info["names"], info["symbolic_shapes"], info["dtypes"])
         )
         return f"kiln.Executable({inputs}; {self.num_outputs} outputs)"
 

@@ -113,17 +113,23 @@ class GraphExecutor:
 
     @property
     def input_info(self):
-        """{"names": [str], "shapes": [tuple], "dtypes": [DataType]} of the inputs."""
+        """{"names": [str], "shapes": [tuple], "symbolic_shapes": [str], "dtypes": [DataType]}
+        of the inputs. A symbolic extent is -1 in "shapes"; "symbolic_shapes" writes each shape
+        out, "(batch, 3, 224, 224)"."""
         return to_builtin(self.module["get_input_info"]())
 
     @property
     def output_info(self):
-        """{"shapes": [tuple], "dtypes": [DataType]} of the outputs."""
+        """{"shapes": [tuple], "symbolic_shapes": [str], "dtypes": [DataType]} of the outputs,
+        as input_info gives them."""
         return to_builtin(self.module["get_output_info"]())
 
     @property
     def memory_plan(self):
-        """{"total_bytes", "storage_bytes", "bytes_without_sharing"}: the planned memory."""
+        """{"total_bytes", "storage_bytes", "bytes_without_sharing", "planned_at_run_time",
+        "size_variables", "plans_made"}: the planned memory. A model with symbolic shapes is
+        planned at run time, once per input-shape signature (``plans_made`` counts them), and
+        ``total_bytes`` is the largest plan a run has used so far."""
         return to_builtin(self.module["memory_plan"]())
 
     def __repr__(self):

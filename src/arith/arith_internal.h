@@ -16,8 +16,10 @@ namespace arith {
 namespace internal {
 
 /// A node of kind `op` over `a` and `b` exactly as given: no folding, no identities. The
-/// simplifier builds its normal form with it, so the builders' rules cannot reshape it.
-SizeExpr RawBinary(BinaryOp op, SizeExpr a, SizeExpr b);
+/// simplifier builds its normal form with it, so the builders' rules cannot reshape it. Defined
+/// in libkiln_runtime with the nodes and exported for the simplifier in libkiln, though no public
+/// header declares it.
+KILN_API SizeExpr RawBinary(BinaryOp op, SizeExpr a, SizeExpr b);
 
 /// "+", "-", "*" for the infix operators, the function name for the others.
 const char* OpSpelling(BinaryOp op);

@@ -1,11 +1,12 @@
 // LowerToGraph (kiln/codegen/graph_lowering.h): @main's calls become graph nodes, their bodies
 // kernel program functions, and the graph's tensors are placed by PlanMemory.
 #include <kiln/codegen/graph_lowering.h>
-#include <kiln/codegen/memory_plan.h>
 #include <kiln/ffi/registry.h>
 #include <kiln/ir/function.h>
 #include <kiln/ir/op.h>
 #include <kiln/runtime/kernel_program.h>
+#include <kiln/runtime/memory_plan.h>
+#include <kiln/runtime/shape_signature.h>
 
 #include <nlohmann/json.hpp>
 
@@ -27,6 +28,7 @@ namespace {
 
 using Json = nlohmann::json;
 using ir::Expr;
+using runtime::PlanMemory;
 
 /// Tensors a function's program names, as kiln/runtime/kernel_program.h spells them ("i0").
 using Refs = std::vector<std::string>;
@@ -50,21 +52,28 @@ std::vector<ir::TensorType> FlattenTensorTypes(const ir::Type& type, const std::
   KILN_CHECK(tensor != nullptr, ValueError)
       << "cannot lower " << what << ": its type is not a tensor or a tuple of tensors (run "
       << "InferType first)";
-  for (const ir::Dim& dim : tensor->shape()) {
-    KILN_CHECK(dim.as_static().has_value(), ValueError)
-        << "cannot lower " << what << ": its shape has a dimension that is not static";
-  }
   return {Downcast<ir::TensorType>(type)};
 }
 
-std::vector<int64_t> StaticShape(const ir::TensorType& type) {
-  std::vector<int64_t> shape;
-  for (const ir::Dim& dim : type->shape()) shape.push_back(*dim.as_static());
+/// The shape of `type`: constants and size expressions, which the runtime evaluates per call.
+runtime::SymbolicShape ShapeOf(const ir::TensorType& type) {
+  runtime::SymbolicShape shape;
+  for (const ir::Dim& dim : type->shape()) shape.push_back(dim.AsSizeExpr());
   return shape;
 }
 
-Json SpecJson(const std::vector<int64_t>& shape, DLDataType dtype) {
-  return Json{{"shape", shape}, {"dtype", DataTypeToString(dtype)}};
+/// [2, "batch", "seq * 64"]: a static extent as a number, a symbolic one as its text.
+Json ShapeJson(const runtime::SymbolicShape& shape) {
+  Json extents = Json::array();
+  for (const arith::SizeExpr& extent : shape) {
+    const std::optional<int64_t> constant = extent.as_int();
+    extents.push_back(constant.has_value() ? Json(*constant) : Json(extent.ToString()));
+  }
+  return extents;
+}
+
+Json SpecJson(const runtime::SymbolicShape& shape, DLDataType dtype) {
+  return Json{{"shape", ShapeJson(shape)}, {"dtype", DataTypeToString(dtype)}};
 }
 
 /// Where field `index` of a tuple of type `tuple_type` starts among the flattened tensors, and
@@ -124,7 +133,7 @@ std::vector<Expr> PostOrder(const Expr& root) {
 // ---------------------------------------------------------------------------------------------
 
 struct GraphEntry {
-  std::vector<int64_t> shape;
+  runtime::SymbolicShape shape;
   DLDataType dtype{};
   int64_t first_use = 0;
   int64_t last_use = 0;
@@ -299,7 +308,7 @@ class GraphLowering {
       Refs outputs;
       for (const ir::TensorType& type : FlattenTensorTypes(result_type, "op " + op.name().str())) {
         outputs.push_back("T" + std::to_string(temps_.size()));
-        temps_.push_back(SpecJson(StaticShape(type), type->dtype()));
+        temps_.push_back(SpecJson(ShapeOf(type), type->dtype()));
       }
       steps_.push_back(
           Json{{"kernel", op.name().str()},
@@ -412,7 +421,7 @@ class GraphLowering {
     }
     Json output_specs = Json::array();
     for (const ir::TensorType& type : FlattenTensorTypes(result_type, builder.name())) {
-      output_specs.push_back(SpecJson(StaticShape(type), type->dtype()));
+      output_specs.push_back(SpecJson(ShapeOf(type), type->dtype()));
     }
     functions_.push_back(builder.Finish(results, std::move(input_specs), std::move(output_specs)));
     return AddGraphNode(builder.name(), result_type, inputs);
@@ -464,8 +473,8 @@ class GraphLowering {
       const Tensor& data = constant.data();
       constants_.push_back(data);
       const Shape shape = data.shape();
-      constant_specs_.push_back(
-          SpecJson(std::vector<int64_t>(shape.begin(), shape.end()), data.dtype()));
+      constant_specs_.push_back(SpecJson(
+          runtime::FromStatic(std::vector<int64_t>(shape.begin(), shape.end())), data.dtype()));
     }
     return "c" + std::to_string(it->second);
   }
@@ -492,31 +501,31 @@ class GraphLowering {
   }
 
   int64_t NewEntry(const ir::TensorType& type, bool pinned) {
-    entries_.push_back(GraphEntry{StaticShape(type), type->dtype(), 0, 0, pinned});
+    entries_.push_back(GraphEntry{ShapeOf(type), type->dtype(), 0, 0, pinned});
     if (pinned) entries_.back().last_use = std::numeric_limits<int64_t>::max();
     return static_cast<int64_t>(entries_.size()) - 1;
   }
 
   // ---- the graph JSON ------------------------------------------------------------------
 
+  /// The graph JSON. A graph whose shapes are all static comes planned; one with a symbolic
+  /// shape has no "storages": the executor plans it for each signature it is called with.
   std::string GraphJson(const std::vector<int64_t>& outputs) const {
-    const auto last_node = std::max<int64_t>(static_cast<int64_t>(nodes_.size()) - 1, 0);
-    std::vector<BufferRequest> requests;
-    for (const GraphEntry& entry : entries_) {
-      int64_t bytes = ElementBytes(entry.dtype);
-      for (int64_t extent : entry.shape) bytes *= extent;
-      requests.push_back(BufferRequest{bytes, std::min(entry.first_use, last_node),
-                                       std::min(entry.last_use, last_node), entry.pinned});
-    }
-    const MemoryPlan plan = PlanMemory(requests);
-    Json storages = Json::array();
-    for (int64_t bytes : plan.storage_bytes) storages.push_back(Json{{"bytes", bytes}});
+    const bool all_static = std::all_of(entries_.begin(), entries_.end(), [](const GraphEntry& e) {
+      return runtime::IsStatic(e.shape);
+    });
+    Json graph{{"version", 1}};
     Json entries = Json::array();
-    for (size_t i = 0; i < entries_.size(); ++i) {
-      Json entry = SpecJson(entries_[i].shape, entries_[i].dtype);
-      entry["storage"] = plan.storage_of[i];
-      entry["offset"] = plan.offset_of[i];
-      entries.push_back(entry);
+    for (const GraphEntry& entry : entries_) entries.push_back(SpecJson(entry.shape, entry.dtype));
+    if (all_static) {
+      const runtime::MemoryPlan plan = PlanMemory(Requests());
+      Json storages = Json::array();
+      for (int64_t bytes : plan.storage_bytes) storages.push_back(Json{{"bytes", bytes}});
+      graph["storages"] = storages;
+      for (size_t i = 0; i < entries_.size(); ++i) {
+        entries[i]["storage"] = plan.storage_of[i];
+        entries[i]["offset"] = plan.offset_of[i];
+      }
     }
     Json inputs = Json::array();
     for (const auto& [name, entry] : inputs_)
@@ -528,9 +537,24 @@ class GraphLowering {
                            {"inputs", node.inputs},
                            {"outputs", node.outputs}});
     }
-    return Json{{"version", 1},     {"storages", storages}, {"entries", entries},
-                {"inputs", inputs}, {"nodes", nodes},       {"outputs", outputs}}
-        .dump();
+    graph["entries"] = entries;
+    graph["inputs"] = inputs;
+    graph["nodes"] = nodes;
+    graph["outputs"] = outputs;
+    return graph.dump();
+  }
+
+  /// The entries of a static graph, as the memory planner takes them.
+  std::vector<runtime::BufferRequest> Requests() const {
+    const auto last_node = std::max<int64_t>(static_cast<int64_t>(nodes_.size()) - 1, 0);
+    std::vector<runtime::BufferRequest> requests;
+    for (const GraphEntry& entry : entries_) {
+      int64_t bytes = ElementBytes(entry.dtype);
+      for (const arith::SizeExpr& extent : entry.shape) bytes *= *extent.as_int();
+      requests.push_back(runtime::BufferRequest{bytes, std::min(entry.first_use, last_node),
+                                                std::min(entry.last_use, last_node), entry.pinned});
+    }
+    return requests;
   }
 
   ir::IRModule mod_;

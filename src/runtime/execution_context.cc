@@ -3,6 +3,7 @@
 // functions are shared and only read.
 #include <kiln/runtime/memory.h>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -18,6 +19,7 @@ namespace {
 /// handing out a mutable pointer to the tensor's own DLTensor is safe.
 DLTensor* TensorArg(const Tensor& tensor) { return const_cast<DLTensor*>(&tensor.dl_tensor()); }
 
+/// What a context of a graph planned ahead allocates; contexts of other graphs start empty.
 int64_t TotalBytes(const Graph& graph) {
   int64_t total = 0;
   for (int64_t bytes : graph.storage_bytes) total += bytes;
@@ -39,31 +41,46 @@ EntryUses FindEntryUses(const Graph& graph) {
 }
 
 ExecutionContext::ExecutionContext(const Graph& graph, const EntryUses& uses, DLDevice device)
-    : uses_(uses) {
-  for (size_t i = 0; i < graph.storage_bytes.size(); ++i) {
+    : graph_(graph), uses_(uses), device_(device) {}
+
+void ExecutionContext::Use(std::shared_ptr<const ShapePlan> plan) {
+  if (plan == plan_) return;
+  if (storages_.size() < plan->storage_bytes.size()) storages_.resize(plan->storage_bytes.size());
+  for (size_t i = 0; i < plan->storage_bytes.size(); ++i) {
+    if (storages_[i].defined() && storages_[i].NumBytes() >= plan->storage_bytes[i]) continue;
+    storages_[i] = Tensor();  // the old bytes go back before the larger ones are taken
     try {
-      storages_.push_back(Empty({graph.storage_bytes[i]}, DLDataType{kDLUInt, 8, 1}, device));
+      storages_[i] = Empty({plan->storage_bytes[i]}, DLDataType{kDLUInt, 8, 1}, device_);
     } catch (const Error& error) {
       throw error.WithContext("while allocating storage " + std::to_string(i) +
                               " of a graph executor");
     }
   }
-  for (const GraphEntry& entry : graph.entries) {
-    const Tensor& storage = storages_[entry.storage];
+  planned_.clear();
+  for (size_t e = 0; e < graph_.entries.size(); ++e) {
+    const Tensor& storage = storages_[plan->storage_of[e]];
     // DLPack keeps device pointers whole and puts the offset in byte_offset. The view holds a
     // reference to its storage, so an output handed to the caller stays valid memory even
-    // after the context is gone.
+    // after the context is gone or has grown its storages.
     planned_.push_back(Tensor::FromMemory(
-        storage.data(), entry.shape, entry.dtype, device, [storage] {}, {},
-        storage.dl_tensor().byte_offset + static_cast<uint64_t>(entry.offset)));
+        storage.data(), plan->shapes[e], graph_.entries[e].dtype, device_, [storage] {}, {},
+        storage.dl_tensor().byte_offset + static_cast<uint64_t>(plan->offset_of[e])));
   }
+  plan_ = std::move(plan);
   bound_ = planned_;
-  for (const GraphNode& node : graph.nodes) {
+  args_.clear();
+  for (const GraphNode& node : graph_.nodes) {
     std::vector<AnyView>& args = args_.emplace_back();
     for (const std::vector<int64_t>* ids : {&node.inputs, &node.outputs}) {
       for (int64_t entry : *ids) args.emplace_back(TensorArg(bound_[entry]));
     }
   }
+}
+
+int64_t ExecutionContext::allocated_bytes() const {
+  int64_t total = 0;
+  for (const Tensor& storage : storages_) total += storage.defined() ? storage.NumBytes() : 0;
+  return total;
 }
 
 void ExecutionContext::Bind(int64_t entry, const Tensor& tensor) {
@@ -111,23 +128,32 @@ bool ContextPool::OverLimits() const {
   return memory_limit_ > 0 && num_contexts_ * bytes_per_context_ > memory_limit_;
 }
 
-ContextPool::Lease ContextPool::Acquire() {
+ContextPool::Lease ContextPool::Acquire(const std::shared_ptr<const ShapePlan>& plan) {
   std::unique_lock<std::mutex> lock(mutex_);
+  if (memory_limit_ > 0 && plan->total_bytes > memory_limit_) {
+    ThrowOverMemoryLimit(plan->total_bytes);
+  }
+  bytes_per_context_ = std::max(bytes_per_context_, plan->total_bytes);
   for (;;) {
     if (!idle_.empty()) {
       std::unique_ptr<ExecutionContext> context = std::move(idle_.back());
       idle_.pop_back();
-      return Lease(this, std::move(context));
+      lock.unlock();
+      Lease lease(this, std::move(context));
+      lease->Use(plan);
+      return lease;
     }
     if (CanGrow()) break;
     // With no context to wait for, only the memory limit can forbid growing.
-    if (num_contexts_ == 0) ThrowOverMemoryLimit();
+    if (num_contexts_ == 0) ThrowOverMemoryLimit(bytes_per_context_);
     released_.wait(lock);
   }
   ++num_contexts_;  // counted before allocating, so that concurrent runs respect the limits
   lock.unlock();
   try {
-    return Lease(this, std::make_unique<ExecutionContext>(graph_, uses_, device_));
+    auto context = std::make_unique<ExecutionContext>(graph_, uses_, device_);
+    context->Use(plan);
+    return Lease(this, std::move(context));
   } catch (...) {
     lock.lock();
     --num_contexts_;
@@ -136,15 +162,22 @@ ContextPool::Lease ContextPool::Acquire() {
   }
 }
 
-void ContextPool::ThrowOverMemoryLimit() const {
-  KILN_THROW(MemoryError) << "the model needs " << bytes_per_context_
+void ContextPool::ThrowOverMemoryLimit(int64_t bytes) const {
+  KILN_THROW(MemoryError) << "the model needs " << bytes
                           << " bytes of activation memory per run, over its memory limit of "
                           << memory_limit_ << " bytes";
 }
 
-void ContextPool::CheckOneContextFits() const {
+void ContextPool::CheckOneContextFits(const ShapePlan& plan) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (memory_limit_ > 0 && bytes_per_context_ > memory_limit_) ThrowOverMemoryLimit();
+  if (memory_limit_ > 0 && plan.total_bytes > memory_limit_) {
+    ThrowOverMemoryLimit(plan.total_bytes);
+  }
+}
+
+int64_t ContextPool::bytes_per_context() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return bytes_per_context_;
 }
 
 void ContextPool::Release(std::unique_ptr<ExecutionContext> context) {

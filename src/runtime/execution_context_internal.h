@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "graph_executor_internal.h"
+#include "shape_plan_internal.h"
 
 namespace kiln {
 namespace runtime {
@@ -32,8 +33,17 @@ EntryUses FindEntryUses(const Graph& graph);
 /// input or output) for one run and restored afterwards. Used by one thread at a time.
 class ExecutionContext {
  public:
-  /// Allocates the storages of `graph` on `device`; `uses` must outlive the context.
+  /// A context with no memory yet; `graph` and `uses` must outlive it.
   ExecutionContext(const Graph& graph, const EntryUses& uses, DLDevice device);
+
+  /// Lays the entries out as `plan` says, over storages that only grow: a plan this context
+  /// used before, or one that fits the storages it has, allocates nothing. Every entry is
+  /// restored to its planned view.
+  void Use(std::shared_ptr<const ShapePlan> plan);
+  /// The plan in use; null before the first Use.
+  const ShapePlan* plan() const { return plan_.get(); }
+  /// Bytes of the storages this context holds.
+  int64_t allocated_bytes() const;
 
   /// The view of `entry` in this context's storages.
   const Tensor& planned(int64_t entry) const { return planned_[entry]; }
@@ -48,7 +58,10 @@ class ExecutionContext {
   void Run(const Graph& graph, const std::vector<Function>& funcs) const;
 
  private:
+  const Graph& graph_;
   const EntryUses& uses_;
+  const DLDevice device_;
+  std::shared_ptr<const ShapePlan> plan_;
   std::vector<Tensor> storages_;
   std::vector<Tensor> planned_;
   std::vector<Tensor> bound_;
@@ -84,19 +97,19 @@ class ContextPool {
   /// `graph` must outlive the pool.
   ContextPool(const Graph& graph, DLDevice device);
 
-  /// A context for one run. Waits while the pool is at its limits and another run holds a
-  /// context; a MemoryError, before anything is allocated, when even one context would exceed
-  /// the memory limit.
-  Lease Acquire();
+  /// A context for one run laid out as `plan`. Waits while the pool is at its limits and
+  /// another run holds a context; a MemoryError, before anything is allocated, when even one
+  /// context of the plan's size would exceed the memory limit.
+  Lease Acquire(const std::shared_ptr<const ShapePlan>& plan);
 
   /// At most `max_contexts` contexts (runs at once), and at most `memory_limit` bytes of
   /// activation memory in all; 0 means no limit. Idle contexts over the new limits are freed
   /// now, busy ones when they are released.
   void SetLimits(int64_t max_contexts, int64_t memory_limit);
 
-  /// A MemoryError when one context would exceed the memory limit: for a context made outside
-  /// the pool (the stateful API's), which counts against no other limit.
-  void CheckOneContextFits() const;
+  /// A MemoryError when one context laid out as `plan` would exceed the memory limit: for a
+  /// context made outside the pool (the stateful API's), which counts against no other limit.
+  void CheckOneContextFits(const ShapePlan& plan) const;
 
   /// {"contexts", "idle", "max_concurrent_runs", "memory_limit", "bytes_per_context"}.
   Map<String, Any> Stats() const;
@@ -104,19 +117,19 @@ class ContextPool {
   /// The (node, argument) slots of every entry, for contexts made outside the pool.
   const EntryUses& uses() const { return uses_; }
 
-  /// Bytes of activation memory one context allocates.
-  int64_t bytes_per_context() const { return bytes_per_context_; }
+  /// Bytes of activation memory one context allocates: the largest plan's any context used.
+  int64_t bytes_per_context() const;
 
  private:
   bool CanGrow() const;     // with mutex_ held
   bool OverLimits() const;  // with mutex_ held
-  [[noreturn]] void ThrowOverMemoryLimit() const;
+  [[noreturn]] void ThrowOverMemoryLimit(int64_t bytes) const;
   void Release(std::unique_ptr<ExecutionContext> context);
 
   const Graph& graph_;
   const DLDevice device_;
   const EntryUses uses_;
-  const int64_t bytes_per_context_;
+  int64_t bytes_per_context_ = 0;  // grows with the plans contexts are leased for
   mutable std::mutex mutex_;
   std::condition_variable released_;
   std::vector<std::unique_ptr<ExecutionContext>> idle_;

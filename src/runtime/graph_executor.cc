@@ -19,6 +19,7 @@
 
 #include "execution_context_internal.h"
 #include "graph_executor_internal.h"
+#include "shape_plan_internal.h"
 #include "tensor_util_internal.h"
 
 namespace kiln {
@@ -30,6 +31,37 @@ using internal::ExecutionContext;
 using internal::Graph;
 using internal::GraphEntry;
 using internal::GraphInput;
+using internal::ShapePlan;
+
+/// Plans kept per executor: a server sees a few batch sizes and sequence lengths over and over.
+constexpr size_t kPlanCacheCapacity = 8;
+
+/// Each input alone: how set_input checks one input before the others are known.
+std::vector<ShapeSignature> InputSignatures(const Graph& graph) {
+  std::vector<ShapeSignature> signatures;
+  for (const GraphInput& input : graph.inputs) {
+    signatures.emplace_back(std::vector<SymbolicShape>{graph.entries[input.entry].shape},
+                            std::vector<std::string>{"input '" + input.name + "'"});
+  }
+  return signatures;
+}
+
+/// The shapes of `entries`: static extents as they are, symbolic ones as -1 (what ONNX Runtime
+/// reports for a dynamic dimension), and as text.
+std::pair<Array<Shape>, Array<String>> DescribeShapes(const Graph& graph,
+                                                      const std::vector<int64_t>& entries) {
+  Array<Shape> shapes;
+  Array<String> texts;
+  for (int64_t id : entries) {
+    std::vector<int64_t> extents;
+    for (const arith::SizeExpr& extent : graph.entries[id].shape) {
+      extents.push_back(extent.as_int().value_or(-1));
+    }
+    shapes.push_back(Shape(extents));
+    texts.push_back(String(SymbolicShapeToString(graph.entries[id].shape)));
+  }
+  return {shapes, texts};
+}
 
 /// Calls `visit(module)` for every module of the import trees under `roots`, depth first.
 template <typename Visit>
@@ -96,9 +128,12 @@ class GraphExecutorObj : public ModuleObj {
   GraphExecutorObj(Graph graph, DLDevice device)
       : graph_(std::move(graph)),
         device_(device),
+        input_signatures_(InputSignatures(graph_)),
+        plans_(graph_, kPlanCacheCapacity),
         pool_(graph_, device_),
         funcs_(graph_.nodes.size()),
-        inputs_set_(graph_.inputs.size(), false) {}
+        staged_(graph_.inputs.size()),
+        staged_owned_(graph_.inputs.size(), false) {}
 
   std::string kind() const override { return kGraphExecutorKind; }
   std::optional<Function> GetFunction(const std::string& name) override;
@@ -119,12 +154,14 @@ class GraphExecutorObj : public ModuleObj {
 
  private:
   size_t InputIndex(const AnyView& key, const char* caller) const;
-  void CheckMatches(const char* caller, const std::string& what, int64_t entry,
-                    const Tensor& value) const;
+  void CheckMatches(const char* caller, const std::string& what, DLDataType dtype,
+                    const std::vector<int64_t>& shape, const Tensor& value) const;
   void CheckInputMatches(size_t index, const Tensor& value, const char* caller) const;
+  std::shared_ptr<const ShapePlan> PlanFor(const std::vector<Tensor>& inputs, const char* caller);
 
   Array<Tensor> Invoke(const Array<Tensor>& inputs, const AnyView& outputs);
-  std::vector<std::optional<Tensor>> OutputArguments(const AnyView& outputs) const;
+  std::vector<std::optional<Tensor>> OutputArguments(const AnyView& outputs,
+                                                     const ShapePlan& plan) const;
 
   ExecutionContext& StatefulContext();  // with stateful_mutex_ held
   void SetInput(const AnyView& key, const Tensor& value);
@@ -139,14 +176,18 @@ class GraphExecutorObj : public ModuleObj {
 
   Graph graph_;
   DLDevice device_;
+  std::vector<ShapeSignature> input_signatures_;  // per input, checked alone
+  internal::ShapePlanCache plans_;
   ContextPool pool_;             // contexts of invoke, one per run in flight
   std::mutex resolve_mutex_;     // guards funcs_ and resolved_ until every function is found
   std::vector<Function> funcs_;  // per node; undefined until resolved, then only read
   bool resolved_ = false;
-  // The stateful API (set_input, run, get_output) works on one context of its own.
+  // The stateful API (set_input, run, get_output) works on one context of its own, reading
+  // the inputs staged by set_input (undefined until set).
   std::mutex stateful_mutex_;
   std::unique_ptr<ExecutionContext> stateful_;
-  std::vector<bool> inputs_set_;
+  std::vector<Tensor> staged_;
+  std::vector<bool> staged_owned_;  // per input: staged_ is the executor's copy, not the caller's
 };
 
 void GraphExecutorObj::ResolveFunctions(bool allow_listed) {
@@ -199,25 +240,41 @@ size_t GraphExecutorObj::InputIndex(const AnyView& key, const char* caller) cons
   return static_cast<size_t>(*index);
 }
 
-void GraphExecutorObj::CheckMatches(const char* caller, const std::string& what, int64_t entry,
-                                    const Tensor& value) const {
-  const GraphEntry& expected = graph_.entries[entry];
+void GraphExecutorObj::CheckMatches(const char* caller, const std::string& what, DLDataType dtype,
+                                    const std::vector<int64_t>& shape, const Tensor& value) const {
   KILN_CHECK(value.defined(), ValueError) << caller << ": " << what << " is not a tensor";
   const DLDataType got = value.dtype();
-  KILN_CHECK(DataTypeEqual(got, expected.dtype) && value.shape() == Shape(expected.shape),
-             ValueError)
-      << caller << ": " << what << " expects " << Shape(expected.shape) << " "
-      << DataTypeToString(expected.dtype) << ", got " << value.shape() << " "
-      << DataTypeToString(got);
+  KILN_CHECK(DataTypeEqual(got, dtype) && value.shape() == Shape(shape), ValueError)
+      << caller << ": " << what << " expects " << Shape(shape) << " " << DataTypeToString(dtype)
+      << ", got " << value.shape() << " " << DataTypeToString(got);
 }
 
 void GraphExecutorObj::CheckInputMatches(size_t index, const Tensor& value,
                                          const char* caller) const {
-  CheckMatches(caller, "input '" + graph_.inputs[index].name + "'", graph_.inputs[index].entry,
-               value);
+  const GraphEntry& entry = graph_.entries[graph_.inputs[index].entry];
+  const std::string what = "input '" + graph_.inputs[index].name + "'";
+  if (IsStatic(entry.shape)) {
+    CheckMatches(caller, what, entry.dtype,
+                 input_signatures_[index].Evaluate(entry.shape, {}, what), value);
+    return;
+  }
+  KILN_CHECK(value.defined(), ValueError) << caller << ": " << what << " is not a tensor";
+  KILN_CHECK(DataTypeEqual(value.dtype(), entry.dtype), ValueError)
+      << caller << ": " << what << " expects " << DataTypeToString(entry.dtype) << ", got "
+      << DataTypeToString(value.dtype());
+  input_signatures_[index].Bind({&value.dl_tensor()}, caller);
 }
 
-std::vector<std::optional<Tensor>> GraphExecutorObj::OutputArguments(const AnyView& outputs) const {
+std::shared_ptr<const ShapePlan> GraphExecutorObj::PlanFor(const std::vector<Tensor>& inputs,
+                                                           const char* caller) {
+  std::vector<const DLTensor*> tensors;
+  tensors.reserve(inputs.size());
+  for (const Tensor& input : inputs) tensors.push_back(&input.dl_tensor());
+  return plans_.Get(graph_.signature.Bind(tensors, caller));
+}
+
+std::vector<std::optional<Tensor>> GraphExecutorObj::OutputArguments(const AnyView& outputs,
+                                                                     const ShapePlan& plan) const {
   const size_t count = graph_.outputs.size();
   std::vector<std::optional<Tensor>> result(count);
   if (outputs.type_index() == kKilnTypeNone) return result;
@@ -234,7 +291,9 @@ std::vector<std::optional<Tensor>> GraphExecutorObj::OutputArguments(const AnyVi
     std::optional<Tensor> tensor = item.as<Tensor>();
     KILN_CHECK(tensor.has_value(), TypeError)
         << "invoke: output argument " << i << " must be a tensor or None, got " << item.type_str();
-    CheckMatches("invoke", "output " + std::to_string(i), graph_.outputs[i], *tensor);
+    const int64_t entry = graph_.outputs[i];
+    CheckMatches("invoke", "output " + std::to_string(i), graph_.entries[entry].dtype,
+                 plan.shapes[entry], *tensor);
     result[i] = *tensor;
   }
   return result;
@@ -246,9 +305,11 @@ Array<Tensor> GraphExecutorObj::Invoke(const Array<Tensor>& inputs, const AnyVie
   for (size_t i = 0; i < graph_.inputs.size(); ++i) {
     CheckInputMatches(i, inputs[static_cast<int64_t>(i)], "invoke");
   }
-  std::vector<std::optional<Tensor>> results = OutputArguments(outputs);
+  const std::shared_ptr<const ShapePlan> plan =
+      PlanFor(std::vector<Tensor>(inputs.begin(), inputs.end()), "invoke");
+  std::vector<std::optional<Tensor>> results = OutputArguments(outputs, *plan);
 
-  ContextPool::Lease context = pool_.Acquire();
+  ContextPool::Lease context = pool_.Acquire(plan);
   BindingsGuard bindings(*context);
   std::vector<bool> is_input(graph_.entries.size(), false);
   for (size_t i = 0; i < graph_.inputs.size(); ++i) {
@@ -272,7 +333,7 @@ Array<Tensor> GraphExecutorObj::Invoke(const Array<Tensor>& inputs, const AnyVie
   for (size_t i = 0; i < results.size(); ++i) {
     const int64_t entry = graph_.outputs[i];
     std::optional<Tensor>& result = results[i];
-    if (!result) result = Empty(graph_.entries[entry].shape, graph_.entries[entry].dtype, device_);
+    if (!result) result = Empty(plan->shapes[entry], graph_.entries[entry].dtype, device_);
     if (is_input[entry] || is_bound[entry] || !IsCompactOn(*result, device_)) {
       copies.emplace_back(entry, *result);
       continue;
@@ -289,27 +350,28 @@ Array<Tensor> GraphExecutorObj::Invoke(const Array<Tensor>& inputs, const AnyVie
 }
 
 ExecutionContext& GraphExecutorObj::StatefulContext() {
-  if (!stateful_) {
-    pool_.CheckOneContextFits();
-    stateful_ = std::make_unique<ExecutionContext>(graph_, pool_.uses(), device_);
-  }
+  if (!stateful_) stateful_ = std::make_unique<ExecutionContext>(graph_, pool_.uses(), device_);
   return *stateful_;
 }
 
 void GraphExecutorObj::SetInput(const AnyView& key, const Tensor& value) {
   const size_t index = InputIndex(key, "set_input");
   CheckInputMatches(index, value, "set_input");
-  const int64_t entry = graph_.inputs[index].entry;
   std::lock_guard<std::mutex> lock(stateful_mutex_);
-  ExecutionContext& context = StatefulContext();
-  context.Restore(entry);  // a previous zero-copy tensor is let go
-  inputs_set_[index] = false;
+  Tensor& staged = staged_[index];
+  // The executor's own copy is reused while the shape stays; a zero-copy tensor is let go.
+  if (!staged_owned_[index] || !staged.defined() || staged.shape() != value.shape()) {
+    staged = Tensor();
+    const Shape shape = value.shape();
+    staged = Empty(std::vector<int64_t>(shape.begin(), shape.end()), value.dtype(), device_);
+    staged_owned_[index] = true;
+  }
   try {
-    CopyTensor(value, context.planned(entry));
+    CopyTensor(value, staged);
   } catch (const Error& error) {
+    staged = Tensor();
     throw error.WithContext("while copying input '" + graph_.inputs[index].name + "' in set_input");
   }
-  inputs_set_[index] = true;
 }
 
 void GraphExecutorObj::SetInputZeroCopy(const AnyView& key, const Tensor& value) {
@@ -327,20 +389,28 @@ void GraphExecutorObj::SetInputZeroCopy(const AnyView& key, const Tensor& value)
       << "set_input_zero_copy: input '" << name << "' needs a compact (row-major) tensor, got a "
       << "strided one (set_input copies from strided tensors)";
   std::lock_guard<std::mutex> lock(stateful_mutex_);
-  StatefulContext().Bind(graph_.inputs[index].entry, value);
-  inputs_set_[index] = true;
+  staged_[index] = value;
+  staged_owned_[index] = false;
 }
 
 void GraphExecutorObj::Run() {
   std::lock_guard<std::mutex> lock(stateful_mutex_);
   std::string missing;
   for (size_t i = 0; i < graph_.inputs.size(); ++i) {
-    if (!inputs_set_[i]) missing += (missing.empty() ? "'" : ", '") + graph_.inputs[i].name + "'";
+    if (!staged_[i].defined()) {
+      missing += (missing.empty() ? "'" : ", '") + graph_.inputs[i].name + "'";
+    }
   }
   KILN_CHECK(missing.empty(), ValueError)
       << "run: input" << (missing.find(',') == std::string::npos ? " " : "s ") << missing
       << " not set (set_input sets one; invoke takes them all at once)";
-  StatefulContext().Run(graph_, funcs_);
+  const std::shared_ptr<const ShapePlan> plan = PlanFor(staged_, "run");
+  pool_.CheckOneContextFits(*plan);
+  ExecutionContext& context = StatefulContext();
+  context.Use(plan);
+  for (size_t i = 0; i < graph_.inputs.size(); ++i)
+    context.Bind(graph_.inputs[i].entry, staged_[i]);
+  context.Run(graph_, funcs_);
   // Like ONNX Runtime after a session run: workers polling for a next node would otherwise
   // hold a core for a while after the model is done, and a pool of another library that
   // starts then (PyTorch's, oneDNN's) was measured getting its threads stacked on one core.
@@ -353,7 +423,10 @@ Tensor GraphExecutorObj::GetOutput(int64_t index) {
       << "get_output: output index " << index << " is out of range: the graph has " << count
       << " output" << (count == 1 ? "" : "s");
   std::lock_guard<std::mutex> lock(stateful_mutex_);
-  return StatefulContext().bound(graph_.outputs[index]);
+  const ExecutionContext& context = StatefulContext();
+  KILN_CHECK(context.plan() != nullptr, ValueError)
+      << "get_output: the model has not run yet (call run after set_input)";
+  return context.bound(graph_.outputs[index]);
 }
 
 int64_t GraphExecutorObj::GetInputIndex(const std::string& name) const {
@@ -365,32 +438,35 @@ int64_t GraphExecutorObj::GetInputIndex(const std::string& name) const {
 
 Map<String, Any> GraphExecutorObj::InputInfo() const {
   Array<String> names;
-  Array<Shape> shapes;
   Array<DLDataType> dtypes;
+  std::vector<int64_t> entries;
   for (const GraphInput& input : graph_.inputs) {
     names.push_back(String(input.name));
-    shapes.push_back(Shape(graph_.entries[input.entry].shape));
     dtypes.push_back(graph_.entries[input.entry].dtype);
+    entries.push_back(input.entry);
   }
-  return {{"names", names}, {"shapes", shapes}, {"dtypes", dtypes}};
+  auto [shapes, texts] = DescribeShapes(graph_, entries);
+  return {{"names", names}, {"shapes", shapes}, {"symbolic_shapes", texts}, {"dtypes", dtypes}};
 }
 
 Map<String, Any> GraphExecutorObj::OutputInfo() const {
-  Array<Shape> shapes;
   Array<DLDataType> dtypes;
-  for (int64_t entry : graph_.outputs) {
-    shapes.push_back(Shape(graph_.entries[entry].shape));
-    dtypes.push_back(graph_.entries[entry].dtype);
-  }
-  return {{"shapes", shapes}, {"dtypes", dtypes}};
+  for (int64_t entry : graph_.outputs) dtypes.push_back(graph_.entries[entry].dtype);
+  auto [shapes, texts] = DescribeShapes(graph_, graph_.outputs);
+  return {{"shapes", shapes}, {"symbolic_shapes", texts}, {"dtypes", dtypes}};
 }
 
 Map<String, Any> GraphExecutorObj::MemoryPlan() const {
   int64_t unshared = 0;
   for (const GraphEntry& entry : graph_.entries) unshared += entry.bytes;
+  Array<String> variables;
+  for (const std::string& name : graph_.signature.variables()) variables.push_back(String(name));
   return {{"total_bytes", pool_.bytes_per_context()},
           {"storage_bytes", Array<int64_t>(graph_.storage_bytes)},
-          {"bytes_without_sharing", unshared}};
+          {"bytes_without_sharing", unshared},
+          {"planned_at_run_time", !graph_.planned_ahead},
+          {"size_variables", variables},
+          {"plans_made", plans_.plans_made()}};
 }
 
 std::optional<Function> GraphExecutorObj::GetFunction(const std::string& name) {

@@ -4,8 +4,10 @@
 #define KILN_SRC_RUNTIME_GRAPH_EXECUTOR_INTERNAL_H_
 
 #include <kiln/ffi/tensor.h>
+#include <kiln/runtime/shape_signature.h>
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,11 +19,12 @@ namespace internal {
 
 /// A tensor of the graph: a compact view into a storage.
 struct GraphEntry {
+  /// Where the graph's plan puts it; only in graphs planned ahead of time.
   int64_t storage = 0;
   int64_t offset = 0;  ///< bytes from the start of the storage
-  std::vector<int64_t> shape;
+  SymbolicShape shape;
   DLDataType dtype{};
-  int64_t bytes = 0;  ///< compact size of `shape` x `dtype`
+  int64_t bytes = 0;  ///< compact size of `shape` x `dtype`, when the shape is static
 };
 
 struct GraphInput {
@@ -38,14 +41,23 @@ struct GraphNode {
 };
 
 /// A validated graph: every id is in range, every entry fits its storage, every entry a node
-/// reads was written before, and entries sharing bytes never live at the same time.
+/// reads was written before, and entries sharing bytes never live at the same time. A graph
+/// whose JSON has no "storages" is planned at run time, once per signature (shape_plan.cc):
+/// its shapes may be symbolic, read from the inputs.
 struct Graph {
   std::optional<DLDevice> device;  ///< absent when the JSON names none
+  bool planned_ahead = true;       ///< storages and offsets come with the graph
   std::vector<int64_t> storage_bytes;
   std::vector<GraphEntry> entries;
   std::vector<GraphInput> inputs;
   std::vector<GraphNode> nodes;
   std::vector<int64_t> outputs;  ///< entry ids
+  ShapeSignature signature;      ///< of the inputs, in order
+  /// Per entry, the node that writes it and the last node that reads it (-1 and nodes.size()
+  /// for what lives the whole run); first_use is kUnused for an entry nothing touches.
+  std::vector<int64_t> first_use;
+  std::vector<int64_t> last_use;
+  static constexpr int64_t kUnused = std::numeric_limits<int64_t>::min();
 };
 
 /// Parses and validates graph JSON; a ValueError names the field, entry or node at fault.

@@ -122,32 +122,39 @@ std::vector<int64_t> ReadIds(const Json& value, const std::string& path, size_t 
 
 std::string DescribeEntry(const GraphEntry& entry) {
   std::ostringstream os;
-  os << DataTypeToString(entry.dtype) << " " << Shape(entry.shape) << ", " << entry.bytes
-     << " bytes at offset " << entry.offset;
+  os << DataTypeToString(entry.dtype) << " " << SymbolicShapeToString(entry.shape) << ", "
+     << entry.bytes << " bytes at offset " << entry.offset;
   return os.str();
 }
 
-/// Sets `entry.bytes`; a ValueError when the size does not fit in an int64.
-void ComputeBytes(GraphEntry& entry, const std::string& path) {
-  int64_t bytes = ElementBytes(entry.dtype);
-  for (int64_t extent : entry.shape) {
+/// The compact size of a static `shape` of `dtype`; a ValueError when it does not fit in an
+/// int64.
+int64_t CompactBytes(const std::vector<int64_t>& shape, DLDataType dtype, const std::string& path) {
+  int64_t bytes = ElementBytes(dtype);
+  for (int64_t extent : shape) {
     KILN_CHECK(!__builtin_mul_overflow(bytes, extent, &bytes), ValueError)
-        << "graph JSON: " << path << " of shape " << Shape(entry.shape) << " "
-        << DataTypeToString(entry.dtype) << " needs more than 2^63 bytes";
+        << "graph JSON: " << path << " of shape " << Shape(shape) << " " << DataTypeToString(dtype)
+        << " needs more than 2^63 bytes";
   }
-  entry.bytes = bytes;
+  return bytes;
 }
 
-GraphEntry ParseEntry(const Json& value, const std::string& path,
-                      const std::vector<int64_t>& storage_bytes) {
+/// An extent: a non-negative integer or the text of a size expression ("batch", "seq * 2").
+arith::SizeExpr ReadExtent(const Json& value, const std::string& path) {
+  if (!value.is_string()) return arith::IntImm(ReadInt(value, path, 0));
+  arith::SizeExpr extent = ParseExtent(value.get<std::string>(), "graph JSON: " + path);
+  const std::optional<int64_t> constant = extent.as_int();
+  KILN_CHECK(!constant.has_value() || *constant >= 0, ValueError)
+      << "graph JSON: " << path << " must be >= 0, got " << Show(value);
+  return extent;
+}
+
+GraphEntry ParseEntry(const Json& value, const std::string& path, const Graph& graph) {
   CheckObject(value, path, {"storage", "offset", "shape", "dtype"});
   GraphEntry entry;
-  entry.storage = ReadId(Required(value, path, "storage"), At(path, "storage"),
-                         storage_bytes.size(), "storage");
-  entry.offset = ReadInt(Required(value, path, "offset"), At(path, "offset"), 0);
   const Json& shape = ReadArray(Required(value, path, "shape"), At(path, "shape"));
   for (size_t i = 0; i < shape.size(); ++i) {
-    entry.shape.push_back(ReadInt(shape[i], At(At(path, "shape"), i), 0));
+    entry.shape.push_back(ReadExtent(shape[i], At(At(path, "shape"), i)));
   }
   const std::string dtype = ReadString(Required(value, path, "dtype"), At(path, "dtype"));
   std::optional<DLDataType> parsed = ParseDataType(dtype);
@@ -155,14 +162,28 @@ GraphEntry ParseEntry(const Json& value, const std::string& path,
       << "graph JSON: " << At(path, "dtype") << " '" << dtype
       << "' is not a data type (float32, int64, bool, float16x4, ...)";
   entry.dtype = *parsed;
-  ComputeBytes(entry, path);
+  if (!graph.planned_ahead) {
+    KILN_CHECK(!value.contains("storage") && !value.contains("offset"), ValueError)
+        << "graph JSON: " << path << " has a storage, but the graph has no \"storages\" (it is "
+        << "planned at run time)";
+    return entry;
+  }
+  KILN_CHECK(IsStatic(entry.shape), ValueError)
+      << "graph JSON: " << path << " has the symbolic shape " << SymbolicShapeToString(entry.shape)
+      << " in a graph planned ahead of time (one with \"storages\")";
+  std::vector<int64_t> extents;
+  for (const arith::SizeExpr& extent : entry.shape) extents.push_back(*extent.as_int());
+  entry.bytes = CompactBytes(extents, entry.dtype, path);
+  entry.storage = ReadId(Required(value, path, "storage"), At(path, "storage"),
+                         graph.storage_bytes.size(), "storage");
+  entry.offset = ReadInt(Required(value, path, "offset"), At(path, "offset"), 0);
 
   // Kernels load whole elements: a misaligned one is undefined behaviour on most targets.
   const int64_t element_bytes = ElementBytes(entry.dtype);
   KILN_CHECK(entry.offset % element_bytes == 0, ValueError)
       << "graph JSON: " << path << " (" << DescribeEntry(entry) << ") is not aligned to its "
       << element_bytes << "-byte elements";
-  const int64_t capacity = storage_bytes[entry.storage];
+  const int64_t capacity = graph.storage_bytes[entry.storage];
   KILN_CHECK(entry.offset <= capacity && entry.bytes <= capacity - entry.offset, ValueError)
       << "graph JSON: " << path << " (" << DescribeEntry(entry) << ") does not fit in storage "
       << entry.storage << " of " << capacity << " bytes";
@@ -213,15 +234,6 @@ std::optional<DLDevice> ParseDeviceField(const Json& root) {
 // Dataflow and memory plan
 // ---------------------------------------------------------------------------------------------
 
-/// When each entry is live, in node indices: [first, last], both inclusive. Inputs start at -1
-/// (before the first node), entries that must survive the run (inputs, graph outputs) end at
-/// nodes.size(). Entries nothing touches have first == kUnused.
-struct Lifetimes {
-  static constexpr int64_t kUnused = std::numeric_limits<int64_t>::min();
-  std::vector<int64_t> first;
-  std::vector<int64_t> last;
-};
-
 void CheckInputs(const Graph& graph) {
   std::unordered_map<std::string, size_t> names;
   std::unordered_map<int64_t, size_t> entries;
@@ -238,49 +250,50 @@ void CheckInputs(const Graph& graph) {
 }
 
 /// Checks that nodes read only entries already written (or inputs), that each entry is
-/// written once and no input is written, and that every graph output gets a value.
-Lifetimes CheckDataflow(const Graph& graph) {
+/// written once and no input is written, and that every graph output gets a value; sets the
+/// graph's lifetimes.
+void CheckDataflow(Graph& graph) {
   const auto end = static_cast<int64_t>(graph.nodes.size());
-  Lifetimes life;
-  life.first.assign(graph.entries.size(), Lifetimes::kUnused);
-  life.last.assign(graph.entries.size(), Lifetimes::kUnused);
+  std::vector<int64_t>& first = graph.first_use;
+  std::vector<int64_t>& last = graph.last_use;
+  first.assign(graph.entries.size(), Graph::kUnused);
+  last.assign(graph.entries.size(), Graph::kUnused);
   for (const GraphInput& input : graph.inputs) {
-    life.first[input.entry] = -1;
-    life.last[input.entry] = end;
+    first[input.entry] = -1;
+    last[input.entry] = end;
   }
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const GraphNode& node = graph.nodes[i];
     const auto index = static_cast<int64_t>(i);
     for (int64_t entry : node.inputs) {
-      KILN_CHECK(life.first[entry] != Lifetimes::kUnused, ValueError)
+      KILN_CHECK(first[entry] != Graph::kUnused, ValueError)
           << "graph JSON: " << DescribeNode(graph, i) << " reads entry " << entry
           << " before any node writes it (and no input names it)";
-      life.last[entry] = std::max(life.last[entry], index);
+      last[entry] = std::max(last[entry], index);
     }
     for (int64_t entry : node.outputs) {
-      const int64_t writer = life.first[entry];
-      KILN_CHECK(writer == Lifetimes::kUnused, ValueError)
+      const int64_t writer = first[entry];
+      KILN_CHECK(writer == Graph::kUnused, ValueError)
           << "graph JSON: " << DescribeNode(graph, i) << " writes entry " << entry << ", which "
           << (writer < 0
                   ? "is an input"
                   : "is already written by " + DescribeNode(graph, static_cast<size_t>(writer)));
-      life.first[entry] = index;
-      life.last[entry] = index;  // an output nobody reads still occupies its bytes in the node
+      first[entry] = index;
+      last[entry] = index;  // an output nobody reads still occupies its bytes in the node
     }
   }
   for (size_t i = 0; i < graph.outputs.size(); ++i) {
     const int64_t entry = graph.outputs[i];
-    KILN_CHECK(life.first[entry] != Lifetimes::kUnused, ValueError)
+    KILN_CHECK(first[entry] != Graph::kUnused, ValueError)
         << "graph JSON: outputs[" << i << "] is entry " << entry
         << ", which no node writes and no input names";
-    life.last[entry] = end;
+    last[entry] = end;
   }
-  return life;
 }
 
-std::string DescribeLifetime(const Graph& graph, const Lifetimes& life, int64_t entry) {
-  const int64_t first = life.first[entry];
-  const int64_t last = life.last[entry];
+std::string DescribeLifetime(const Graph& graph, int64_t entry) {
+  const int64_t first = graph.first_use[entry];
+  const int64_t last = graph.last_use[entry];
   std::string text =
       first < 0 ? "an input" : "written by " + DescribeNode(graph, static_cast<size_t>(first));
   if (last == static_cast<int64_t>(graph.nodes.size())) {
@@ -292,15 +305,15 @@ std::string DescribeLifetime(const Graph& graph, const Lifetimes& life, int64_t 
 /// Entries that share bytes of a storage must not be live at the same node. A sweep over the
 /// nodes keeps, per storage, the live entries by offset; they never overlap one another, so a
 /// new entry need only be compared with its two neighbours: O(entries log entries).
-void CheckMemoryPlan(const Graph& graph, const Lifetimes& life) {
+void CheckMemoryPlan(const Graph& graph) {
   const size_t steps = graph.nodes.size() + 2;  // before the first node, each node, the end
   std::vector<std::vector<int64_t>> starts(steps);
   std::vector<std::vector<int64_t>> ends(steps);
   for (size_t e = 0; e < graph.entries.size(); ++e) {
     // An empty entry has no bytes to clobber; one nothing touches is never live.
-    if (life.first[e] == Lifetimes::kUnused || graph.entries[e].bytes == 0) continue;
-    starts[life.first[e] + 1].push_back(static_cast<int64_t>(e));
-    ends[life.last[e] + 1].push_back(static_cast<int64_t>(e));
+    if (graph.first_use[e] == Graph::kUnused || graph.entries[e].bytes == 0) continue;
+    starts[graph.first_use[e] + 1].push_back(static_cast<int64_t>(e));
+    ends[graph.last_use[e] + 1].push_back(static_cast<int64_t>(e));
   }
   std::vector<std::map<int64_t, int64_t>> live(graph.storage_bytes.size());  // offset -> entry
   auto conflict = [&](int64_t a, int64_t b) {
@@ -310,8 +323,8 @@ void CheckMemoryPlan(const Graph& graph, const Lifetimes& life) {
                            << " share bytes [" << std::max(x.offset, y.offset) << ", "
                            << std::min(x.offset + x.bytes, y.offset + y.bytes) << ") of storage "
                            << x.storage << " while both are live (entry " << b << " is "
-                           << DescribeLifetime(graph, life, b) << "; entry " << a << " is "
-                           << DescribeLifetime(graph, life, a) << ")";
+                           << DescribeLifetime(graph, b) << "; entry " << a << " is "
+                           << DescribeLifetime(graph, a) << ")";
   };
   for (size_t step = 0; step < steps; ++step) {
     for (int64_t e : starts[step]) {
@@ -332,6 +345,21 @@ void CheckMemoryPlan(const Graph& graph, const Lifetimes& life) {
   }
 }
 
+/// The graph's signature: its inputs' shapes, from which every size variable of an entry must
+/// be readable.
+void ReadSignature(Graph& graph) {
+  std::vector<SymbolicShape> shapes;
+  std::vector<std::string> names;
+  for (const GraphInput& input : graph.inputs) {
+    shapes.push_back(graph.entries[input.entry].shape);
+    names.push_back("input '" + input.name + "'");
+  }
+  graph.signature = ShapeSignature(std::move(shapes), std::move(names));
+  for (size_t i = 0; i < graph.entries.size(); ++i) {
+    graph.signature.CheckReadable(graph.entries[i].shape, "graph JSON: " + At("entries", i));
+  }
+}
+
 }  // namespace
 
 Graph ParseGraphJson(std::string_view json) {
@@ -346,15 +374,18 @@ Graph ParseGraphJson(std::string_view json) {
   CheckObject(root, "", {"version", "device", "storages", "entries", "inputs", "nodes", "outputs"});
   Graph graph;
   graph.device = ParseDeviceField(root);
-  const Json& storages = ReadArray(Required(root, "", "storages"), "storages");
-  for (size_t i = 0; i < storages.size(); ++i) {
-    CheckObject(storages[i], At("storages", i), {"bytes"});
-    graph.storage_bytes.push_back(ReadInt(Required(storages[i], At("storages", i), "bytes"),
-                                          At(At("storages", i), "bytes"), 0));
+  graph.planned_ahead = root.contains("storages");
+  if (graph.planned_ahead) {
+    const Json& storages = ReadArray(root.at("storages"), "storages");
+    for (size_t i = 0; i < storages.size(); ++i) {
+      CheckObject(storages[i], At("storages", i), {"bytes"});
+      graph.storage_bytes.push_back(ReadInt(Required(storages[i], At("storages", i), "bytes"),
+                                            At(At("storages", i), "bytes"), 0));
+    }
   }
   const Json& entries = ReadArray(Required(root, "", "entries"), "entries");
   for (size_t i = 0; i < entries.size(); ++i) {
-    graph.entries.push_back(ParseEntry(entries[i], At("entries", i), graph.storage_bytes));
+    graph.entries.push_back(ParseEntry(entries[i], At("entries", i), graph));
   }
   const Json& inputs = ReadArray(Required(root, "", "inputs"), "inputs");
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -367,7 +398,9 @@ Graph ParseGraphJson(std::string_view json) {
   graph.outputs = ReadIds(Required(root, "", "outputs"), "outputs", graph.entries.size(), "entry");
 
   CheckInputs(graph);
-  CheckMemoryPlan(graph, CheckDataflow(graph));
+  CheckDataflow(graph);
+  if (graph.planned_ahead) CheckMemoryPlan(graph);
+  ReadSignature(graph);
   return graph;
 }
 
@@ -377,14 +410,25 @@ std::string GraphToJson(const Graph& graph, DLDevice device) {
   Ordered root;
   root["version"] = kGraphFormatVersion;
   root["device"] = DeviceToString(device);
-  root["storages"] = Ordered::array();
-  for (int64_t bytes : graph.storage_bytes) root["storages"].push_back({{"bytes", bytes}});
+  if (graph.planned_ahead) {
+    root["storages"] = Ordered::array();
+    for (int64_t bytes : graph.storage_bytes) root["storages"].push_back({{"bytes", bytes}});
+  }
   root["entries"] = Ordered::array();
   for (const GraphEntry& entry : graph.entries) {
-    root["entries"].push_back({{"storage", entry.storage},
-                               {"offset", entry.offset},
-                               {"shape", entry.shape},
-                               {"dtype", DataTypeToString(entry.dtype)}});
+    Ordered shape = Ordered::array();
+    for (const arith::SizeExpr& extent : entry.shape) {
+      const std::optional<int64_t> constant = extent.as_int();
+      shape.push_back(constant.has_value() ? Ordered(*constant) : Ordered(extent.ToString()));
+    }
+    Ordered item;
+    if (graph.planned_ahead) {
+      item["storage"] = entry.storage;
+      item["offset"] = entry.offset;
+    }
+    item["shape"] = std::move(shape);
+    item["dtype"] = DataTypeToString(entry.dtype);
+    root["entries"].push_back(std::move(item));
   }
   root["inputs"] = Ordered::array();
   for (const GraphInput& input : graph.inputs) {

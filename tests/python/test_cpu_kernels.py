@@ -828,8 +828,31 @@ def test_program_rejects_arguments_unlike_its_specs():
     f = _program([{"kernel": "nn.relu", "attrs": {}, "inputs": ["i0"], "outputs": ["o0"]}], [],
                  [], specs=([(2, 3)], [(2, 3)]))
     with pytest.raises(ValueError,
-                       match=r"'f' takes input 0 as .* of shape \(2, 3\).*got shape \(3, 2\)"):
+                       match=r"'f': input 0 has extent 3 at axis 0, where the model needs 2 "
+                             r"\(it takes \(2, 3\), got \(3, 2\)\)"):
         f(kiln.tensor(rand(3, 2)), kiln.empty([3, 2], "float32"))
+
+
+def test_symbolic_specs_size_temporaries_per_call():
+    # relu into a temporary of (n, 3), then negative into the output: n is read from input 0.
+    steps = [{"kernel": "nn.relu", "attrs": {}, "inputs": ["i0"], "outputs": ["t0"]},
+             {"kernel": "negative", "attrs": {}, "inputs": ["t0"], "outputs": ["o0"]}]
+    f = _program(steps, [("n", 3)], [], specs=([("n", 3)], [("n", 3)]))
+    for n in (2, 5):
+        x = rand(n, 3)
+        out = kiln.empty([n, 3], "float32")
+        f(kiln.tensor(x), out)
+        np.testing.assert_array_equal(out.numpy(), -np.maximum(x, 0))
+    with pytest.raises(ValueError, match=r"'f': output 0 has extent 4 at axis 0, where the model "
+                                         r"needs n = 2.*n = 2 \(from input 0, axis 0\)"):
+        f(kiln.tensor(rand(2, 3)), kiln.empty([4, 3], "float32"))
+
+
+def test_symbolic_temporaries_need_sizes_the_arguments_give():
+    steps = [{"kernel": "nn.relu", "attrs": {}, "inputs": ["i0"], "outputs": ["o0"]}]
+    with pytest.raises(ValueError, match=r"temporary 0 of shape \(m, 3\) depends on the size 'm', "
+                                         r"which no argument gives"):
+        _program(steps, [("m", 3)], [], specs=([("n", 3)], [("n", 3)]))
 
 
 def test_program_rejects_specs_that_do_not_match_the_count():

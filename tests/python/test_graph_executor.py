@@ -93,7 +93,8 @@ def test_describes_its_inputs_outputs_and_memory(executor):
     info = executor.input_info
     assert info["names"] == ["x", "y"] and info["shapes"] == [(2, 3), (2, 3)]
     assert info["dtypes"] == ["float32", "float32"]
-    assert executor.output_info == {"shapes": [(2, 3)], "dtypes": ["float32"]}
+    assert executor.output_info == {"shapes": [(2, 3)], "symbolic_shapes": ["(2, 3)"],
+                                    "dtypes": ["float32"]}
     plan = executor.memory_plan
     assert plan["total_bytes"] == 96 and plan["bytes_without_sharing"] > plan["total_bytes"]
     assert repr(executor) == "kiln.runtime.GraphExecutor(2 inputs, 1 outputs)"

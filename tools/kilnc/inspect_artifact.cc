@@ -36,7 +36,10 @@ std::string EntryText(const Json& entries, int64_t id) {
   const Json& entry = entries.at(id);
   std::string shape;
   for (const Json& extent : entry.at("shape")) {
-    shape += (shape.empty() ? "" : ", ") + std::to_string(extent.get<int64_t>());
+    // A symbolic extent is the text of its size expression ("batch").
+    shape +=
+        (shape.empty() ? "" : ", ") +
+        (extent.is_string() ? extent.get<std::string>() : std::to_string(extent.get<int64_t>()));
   }
   return "%" + std::to_string(id) + " " + entry.at("dtype").get<std::string>() + " (" + shape + ")";
 }
@@ -85,8 +88,6 @@ int InspectArtifact(const std::string& path) {
   PrintEntries("inputs", graph.at("inputs"), entries);
   PrintEntries("outputs", graph.at("outputs"), entries);
 
-  int64_t planned = 0;
-  for (const Json& storage : graph.at("storages")) planned += storage.at("bytes").get<int64_t>();
   int64_t constants = 0;
   for (const Json& constant : program.at("constants")) {
     int64_t bytes =
@@ -94,8 +95,15 @@ int InspectArtifact(const std::string& path) {
     for (const Json& extent : constant.at("shape")) bytes *= extent.get<int64_t>();
     constants += bytes;
   }
-  std::cout << "memory: " << planned << " bytes of activations in " << graph["storages"].size()
-            << " storages, " << constants << " bytes of constants\n";
+  if (graph.contains("storages")) {
+    int64_t planned = 0;
+    for (const Json& storage : graph["storages"]) planned += storage.at("bytes").get<int64_t>();
+    std::cout << "memory: " << planned << " bytes of activations in " << graph["storages"].size()
+              << " storages, " << constants << " bytes of constants\n";
+  } else {
+    std::cout << "memory: activations planned per input shape (the shapes are symbolic), "
+              << constants << " bytes of constants\n";
+  }
 
   const std::map<std::string, std::vector<std::string>> kernels = KernelsByFunction(program);
   std::cout << "nodes (" << graph.at("nodes").size() << "):\n";

@@ -100,6 +100,7 @@ void SetInputs(const kiln::Executable& model, const RunOptions& options) {
   const kiln::Map<kiln::String, kiln::Any> info = model.input_info();
   const auto names = info.at("names").cast<kiln::Array<kiln::String>>();
   const auto shapes = info.at("shapes").cast<kiln::Array<kiln::Shape>>();
+  const auto symbolic = info.at("symbolic_shapes").cast<kiln::Array<kiln::String>>();
   const auto dtypes = info.at("dtypes").cast<kiln::Array<DLDataType>>();
   for (const auto& file : options.input_files) {
     KILN_CHECK(std::any_of(names.begin(), names.end(),
@@ -115,6 +116,10 @@ void SetInputs(const kiln::Executable& model, const RunOptions& options) {
       continue;
     }
     const kiln::Shape shape = shapes[i];
+    KILN_CHECK(std::none_of(shape.begin(), shape.end(), [](int64_t extent) { return extent < 0; }),
+               ValueError)
+        << "input '" << name << "' has the symbolic shape " << symbolic[i]
+        << ": give it with --input " << name << "=file.npy (any shape of that form)";
     std::cerr << "kilnc run: input '" << name << "' not given (--input " << name
               << "=file.npy): using seeded random values\n";
     model.set_input(name, RandomInput(std::vector<int64_t>(shape.begin(), shape.end()), dtypes[i],

@@ -7,7 +7,7 @@
 /// `kernel.cpu.<op>`; an op called directly in @main becomes a function of one step. Constant
 /// arguments are bound inside the program (the graph sees only activations); @main's
 /// parameters become the graph's inputs, its result (a tensor or a tuple of them) its outputs.
-/// The graph's tensors are placed by PlanMemory (kiln/codegen/memory_plan.h).
+/// The graph's tensors are placed by PlanMemory (kiln/runtime/memory_plan.h).
 #ifndef KILN_CODEGEN_GRAPH_LOWERING_H_
 #define KILN_CODEGEN_GRAPH_LOWERING_H_
 

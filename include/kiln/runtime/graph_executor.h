@@ -16,14 +16,16 @@
 ///     "outputs": [4]
 ///   }
 ///
-/// Every field is required except "device"; unknown fields are errors (a misspelling is not
-/// silently ignored), ids are 0-based indices into the lists above them.
+/// Every field is required except "device" and "storages"; unknown fields are errors (a
+/// misspelling is not silently ignored), ids are 0-based indices into the lists above them.
 /// - "version": a runtime refuses versions it does not know.
 /// - "device": optional, "<kind>:<id>" ("cpu:0", "cuda:1"); where the storages live. The device
 ///   given to GraphExecutorCreate replaces it; SaveToBytes writes it; a loaded graph without
 ///   one runs on cpu:0.
 /// - "storages": the planned buffers, allocated (runtime::Empty) for each execution context
-///   (see Concurrency below). Their sum is one run's activation memory.
+///   (see Concurrency below). Their sum is one run's activation memory. A graph without
+///   "storages" is planned at run time (see Symbolic shapes below); its entries then have no
+///   "storage" or "offset".
 /// - "entries": the tensors of the graph, each a compact row-major view of `shape` and `dtype`
 ///   ("float32", "int64", "bool", "float16x4", ...) at byte `offset` of a storage; the offset is
 ///   a multiple of the element size. Entries may share bytes of a storage only when their
@@ -36,6 +38,16 @@
 ///   says). `func` is looked up in the lib and its imports. Each entry is written by at most
 ///   one node, before any node reads it.
 /// - "outputs": the entries get_output returns, by index.
+///
+/// Symbolic shapes (docs/design.md §20). An extent may be the text of a size expression
+/// ("batch", "seq * 64", "floordiv(seq + 1, 2)") in a graph planned at run time. Each variable
+/// must be the whole extent of some input axis: a call reads its value there (the first such
+/// axis) and checks every other input extent against it (kiln/runtime/shape_signature.h), so a
+/// shape that breaks the signature is a ValueError naming the input, the axis and the size.
+/// The values of the variables are the call's signature. The first call with a signature
+/// evaluates every entry's shape and plans their storages (kiln/runtime/memory_plan.h); the
+/// executor keeps the plans of the last 8 signatures. A context's storages only grow, so a
+/// shape seen before, or any plan that fits, allocates nothing.
 ///
 /// Lifetimes: an input lives for the whole run, a node's output from the node that writes it
 /// to the last node that reads it (to the end of the run when it is a graph output). Two
@@ -67,10 +79,16 @@
 ///   get_num_inputs() / get_num_outputs() -> int
 ///   get_input_index(name) -> int                -1 when there is no such input
 ///   get_input_info() -> Map                     {"names": [str], "shapes": [Shape],
-///                                                "dtypes": [DataType]}
-///   get_output_info() -> Map                    {"shapes": [Shape], "dtypes": [DataType]}
+///                                                "symbolic_shapes": [str], "dtypes":
+///                                                [DataType]}; a symbolic extent is -1 in
+///                                                "shapes", "(batch, 3)" in "symbolic_shapes"
+///   get_output_info() -> Map                    {"shapes", "symbolic_shapes", "dtypes"}
 ///   memory_plan() -> Map                        {"total_bytes": int, "storage_bytes": [int],
-///                                                "bytes_without_sharing": int}
+///                                                "bytes_without_sharing": int,
+///                                                "planned_at_run_time": bool,
+///                                                "size_variables": [str], "plans_made": int};
+///                                                total_bytes is per context: the largest plan
+///                                                a context has used
 ///   set_limits(max_concurrent_runs, memory_limit)
 ///                                               caps on invoke's contexts (0: none), below
 ///   get_limits() -> Map                         {"contexts", "idle", "max_concurrent_runs",
@@ -93,7 +111,8 @@
 ///
 /// Serialization: SaveToBytes is the graph JSON with "device" set; the lib is the executor's
 /// import, so export_library stores it alongside. The loader
-/// "runtime.module.load_bytes.graph_executor" allocates the storages; node functions are
+/// "runtime.module.load_bytes.graph_executor" parses and checks the graph; contexts allocate
+/// their storages on their first run; node functions are
 /// looked up in the executor's imports when "run" is first requested (imports are attached
 /// after every module of an artifact has loaded).
 #ifndef KILN_RUNTIME_GRAPH_EXECUTOR_H_

@@ -27,7 +27,10 @@
 ///   then one per output (compact CPU tensors of any shape the steps accept).
 /// - "inputs" and "outputs" (optional: descriptions written before them lack them) give the
 ///   shapes the function is called with; a call with other shapes is a ValueError. Merging a
-///   residual add into the step before it (below) needs them.
+///   residual add into the step before it (below) needs them. An extent of an input, output or
+///   temporary may be the text of a size expression ("batch", "seq * 64"): each call reads the
+///   sizes from the arguments (kiln/runtime/shape_signature.h) and sizes the temporaries with
+///   them; a temporary whose size no argument gives is refused at load. Constants are static.
 /// - Each step either calls the global function `kernel.cpu.<kernel>(inputs, outputs, attrs)`
 ///   (the FKernel signature, see kiln/ir/op.h) or copies one tensor into another ("copy").
 ///   A reshape, squeeze or unsqueeze step that writes a temporary does not call its kernel: the

@@ -35,19 +35,50 @@ constexpr const char* kPrefix = "kernel_program: ";
 // Reading the description
 // ---------------------------------------------------------------------------------------------
 
+/// An extent: an integer, or the text of a size expression ("batch", "floordiv(seq, 2)").
+arith::SizeExpr ReadExtent(const Json& value) {
+  if (value.is_string()) return ParseExtent(value.get<std::string>(), kPrefix);
+  return arith::IntImm(value.get<int64_t>());
+}
+
 TensorSpec ReadSpec(const Json& value) {
   TensorSpec spec;
-  spec.shape = value.at("shape").get<std::vector<int64_t>>();
+  for (const Json& extent : value.at("shape")) spec.shape.push_back(ReadExtent(extent));
   const auto dtype_name = value.at("dtype").get<std::string>();
   const std::optional<DLDataType> dtype = ParseDataType(dtype_name);
   KILN_CHECK(dtype.has_value(), ValueError) << kPrefix << "unknown dtype '" << dtype_name << "'";
   spec.dtype = *dtype;
+  spec.is_static = IsStatic(spec.shape);
+  if (!spec.is_static) return spec;
   spec.bytes = ElementBytes(spec.dtype);
-  for (int64_t extent : spec.shape) {
+  for (const arith::SizeExpr& expr : spec.shape) {
+    const int64_t extent = *expr.as_int();
+    spec.extents.push_back(extent);
     KILN_CHECK(extent >= 0 && !__builtin_mul_overflow(spec.bytes, extent, &spec.bytes), ValueError)
-        << kPrefix << "a tensor of shape " << Shape(spec.shape) << " is negative or too large";
+        << kPrefix << "a tensor of shape " << SymbolicShapeToString(spec.shape)
+        << " is negative or too large";
   }
   return spec;
+}
+
+/// The signature of `func`'s arguments. A function with a symbolic temporary must give the
+/// specs of its arguments, from which its sizes are read.
+ShapeSignature ReadSignature(const ProgramFunction& func) {
+  std::vector<SymbolicShape> shapes;
+  std::vector<std::string> names;
+  for (const auto& [specs, kind] :
+       {std::pair(&func.input_specs, "input "), std::pair(&func.output_specs, "output ")}) {
+    for (size_t i = 0; i < specs->size(); ++i) {
+      shapes.push_back((*specs)[i].shape);
+      names.push_back(kind + std::to_string(i));
+    }
+  }
+  ShapeSignature signature(std::move(shapes), std::move(names));
+  for (size_t i = 0; i < func.temps.size(); ++i) {
+    signature.CheckReadable(func.temps[i].shape, std::string(kPrefix) + "function '" + func.name +
+                                                     "': temporary " + std::to_string(i));
+  }
+  return signature;
 }
 
 TensorRef ReadRef(const Json& value, const ProgramFunction& func, size_t num_constants) {
@@ -108,6 +139,7 @@ ProgramFunction ReadFunction(const Json& value, size_t num_constants) {
   for (const Json& step : value.at("steps")) {
     func.steps.push_back(ReadStep(step, func, num_constants));
   }
+  func.signature = ReadSignature(func);
   return func;
 }
 
@@ -225,25 +257,37 @@ Tensor ViewOf(const AnyView& arg, const std::string& func, size_t position) {
                             dl.device, nullptr, strides);
 }
 
-/// Whether `tensor` is a compact CPU tensor of `spec`'s shape and dtype.
+/// Whether `tensor` is a compact CPU tensor of `spec`'s (static) shape and dtype.
 bool SameSpec(const Tensor& tensor, const TensorSpec& spec) {
   const Shape shape = tensor.shape();
-  return std::equal(shape.begin(), shape.end(), spec.shape.begin(), spec.shape.end()) &&
+  return spec.is_static &&
+         std::equal(shape.begin(), shape.end(), spec.extents.begin(), spec.extents.end()) &&
          DataTypeEqual(tensor.dtype(), spec.dtype) && tensor.device().device_type == kDLCPU &&
          tensor.IsContiguous() && tensor.dl_tensor().byte_offset == 0;
 }
 
-/// ValueError when the description gives the shapes a function takes and `tensors`, its
-/// arguments of one kind (`what`), differ: merged epilogues rely on those shapes.
-void CheckArguments(const std::string& func, const char* what, const std::vector<Tensor>& tensors,
-                    const std::vector<TensorSpec>& specs) {
-  for (size_t i = 0; i < specs.size(); ++i) {
-    KILN_CHECK(SameSpec(tensors[i], specs[i]), ValueError)
-        << kPrefix << "'" << func << "' takes " << what << " " << i
-        << " as a compact CPU tensor of shape " << Shape(specs[i].shape) << " and dtype "
-        << DataTypeToString(specs[i].dtype) << ", got shape " << tensors[i].shape() << " and dtype "
-        << DataTypeToString(tensors[i].dtype());
+/// The sizes a call of `func` binds, after checking its arguments against the specs the
+/// description gives (merged epilogues rely on those shapes): a ValueError names the argument
+/// whose shape or dtype differs.
+std::vector<int64_t> BindArguments(const ProgramFunction& func, const std::vector<Tensor>& inputs,
+                                   const std::vector<Tensor>& outputs) {
+  std::vector<const DLTensor*> args;
+  for (const auto& [tensors, specs, what] : {std::tuple(&inputs, &func.input_specs, "input "),
+                                             std::tuple(&outputs, &func.output_specs, "output ")}) {
+    for (size_t i = 0; i < specs->size(); ++i) {
+      const Tensor& tensor = (*tensors)[i];
+      const TensorSpec& spec = (*specs)[i];
+      KILN_CHECK(DataTypeEqual(tensor.dtype(), spec.dtype) &&
+                     tensor.device().device_type == kDLCPU && tensor.IsContiguous(),
+                 ValueError)
+          << kPrefix << "'" << func.name << "' takes " << what << i
+          << " as a compact CPU tensor of dtype " << DataTypeToString(spec.dtype) << ", got "
+          << DataTypeToString(tensor.dtype());
+      args.push_back(&tensor.dl_tensor());
+    }
   }
+  const std::string caller = std::string(kPrefix) + "'" + func.name + "'";
+  return func.signature.Bind(args, caller.c_str());
 }
 
 class KernelProgramObj : public ModuleObj {
@@ -299,12 +343,16 @@ class KernelProgramObj : public ModuleObj {
     for (size_t i = 0; i < func.num_outputs; ++i) {
       outputs.push_back(ViewOf(args[func.num_inputs + i], func.name, func.num_inputs + i));
     }
-    CheckArguments(func.name, "input", inputs, func.input_specs);
-    CheckArguments(func.name, "output", outputs, func.output_specs);
+    const std::vector<int64_t> sizes = BindArguments(func, inputs, outputs);
+    std::vector<std::vector<int64_t>> temp_shapes;
     std::vector<std::optional<Tensor>> temps(func.temps.size());
     for (size_t i = 0; i < func.temps.size(); ++i) {
       const TensorSpec& spec = func.temps[i];
-      if (!func.temp_aliases[i]) temps[i] = Empty(spec.shape, spec.dtype, DLDevice{kDLCPU, 0});
+      temp_shapes.push_back(
+          spec.is_static
+              ? spec.extents
+              : func.signature.Evaluate(spec.shape, sizes, "temporary " + std::to_string(i)));
+      if (!func.temp_aliases[i]) temps[i] = Empty(temp_shapes[i], spec.dtype, DLDevice{kDLCPU, 0});
     }
     auto lookup = [&](const TensorRef& ref) -> const Tensor& {
       switch (ref.list) {
@@ -321,12 +369,13 @@ class KernelProgramObj : public ModuleObj {
       }
       if (step.aliases_input) {
         const Tensor& in = lookup(step.inputs[0]);
-        const TensorSpec& spec = func.temps[step.outputs[0].index];
-        KILN_CHECK(in.NumBytes() == spec.bytes, ValueError)
+        const size_t temp = step.outputs[0].index;
+        Tensor view = Tensor::FromMemory(in.data(), temp_shapes[temp], func.temps[temp].dtype,
+                                         in.device(), nullptr);
+        KILN_CHECK(in.NumBytes() == view.NumBytes(), ValueError)
             << kPrefix << "'" << func.name << "': " << step.kernel << " of " << in.NumBytes()
-            << " bytes into a temporary of " << spec.bytes;
-        temps[step.outputs[0].index] =
-            Tensor::FromMemory(in.data(), spec.shape, spec.dtype, in.device(), nullptr);
+            << " bytes into a temporary of " << view.NumBytes();
+        temps[temp] = std::move(view);
         continue;
       }
       Array<Tensor> step_inputs;
@@ -396,7 +445,9 @@ Module LoadProgram(const Bytes& bytes) {
     KILN_CHECK(size <= data.size() - offset, ValueError)
         << kPrefix << "truncated: the constants need more than the " << data.size()
         << " bytes stored";
-    Tensor constant = Empty(spec.shape, spec.dtype, DLDevice{kDLCPU, 0});
+    KILN_CHECK(spec.is_static, ValueError)
+        << kPrefix << "a constant has the symbolic shape " << SymbolicShapeToString(spec.shape);
+    Tensor constant = Empty(spec.extents, spec.dtype, DLDevice{kDLCPU, 0});
     if (size > 0) std::memcpy(constant.data(), data.data() + offset, size);
     offset += size;
     return constant;
@@ -429,5 +480,16 @@ KILN_REGISTER_GLOBAL("runtime.module.load_bytes.kernel_program")
     });
 
 }  // namespace
+
+TensorSpec SpecOfTensor(const Tensor& tensor) {
+  TensorSpec spec;
+  const Shape shape = tensor.shape();
+  spec.extents.assign(shape.begin(), shape.end());
+  spec.shape = FromStatic(spec.extents);
+  spec.dtype = tensor.dtype();
+  spec.bytes = tensor.NumBytes();
+  return spec;
+}
+
 }  // namespace runtime
 }  // namespace kiln

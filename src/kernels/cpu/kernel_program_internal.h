@@ -6,6 +6,7 @@
 #include <kiln/ffi/function.h>
 #include <kiln/ffi/map.h>
 #include <kiln/ffi/tensor.h>
+#include <kiln/runtime/shape_signature.h>
 
 #include <cstdint>
 #include <string>
@@ -14,12 +15,18 @@
 namespace kiln {
 namespace runtime {
 
-/// A tensor's shape and dtype as the description gives them.
+/// A tensor's shape and dtype as the description gives them. A symbolic shape's extents are
+/// evaluated on each call, from the sizes the function's arguments bind.
 struct TensorSpec {
-  std::vector<int64_t> shape;
+  SymbolicShape shape;           ///< every extent; constants are IntImm
+  bool is_static = true;         ///< every extent is a constant
+  std::vector<int64_t> extents;  ///< the shape, when static
   DLDataType dtype{};
-  int64_t bytes = 0;  ///< compact size
+  int64_t bytes = 0;  ///< compact size, when static
 };
+
+/// The spec of `tensor`'s shape and dtype.
+TensorSpec SpecOfTensor(const Tensor& tensor);
 
 /// A tensor a step reads or writes: which list ('i', 'o', 'c', 't') and the index in it.
 struct TensorRef {
@@ -47,6 +54,9 @@ struct ProgramFunction {
   std::vector<TensorSpec> input_specs;   ///< empty when the description has none
   std::vector<TensorSpec> output_specs;  ///< empty when the description has none
   std::vector<TensorSpec> temps;
+  /// Where the sizes of symbolic specs come from: the input and output specs; static when the
+  /// description gives none or all are static.
+  ShapeSignature signature;
   std::vector<bool> temp_aliases;  ///< per temporary: written by a step that aliases its input
   std::vector<Step> steps;
 };

@@ -46,13 +46,7 @@ std::optional<TensorSpec> SpecOf(const ProgramFunction& func, const TensorRef& r
     case 'o':
       if (func.output_specs.empty()) return std::nullopt;
       return func.output_specs[ref.index];
-    case 'c': {
-      TensorSpec spec;
-      const Shape shape = constants[ref.index].shape();
-      spec.shape.assign(shape.begin(), shape.end());
-      spec.dtype = constants[ref.index].dtype();
-      return spec;
-    }
+    case 'c': return SpecOfTensor(constants[ref.index]);
     default: return func.temps[ref.index];
   }
 }
@@ -67,18 +61,30 @@ std::optional<TensorRef> OtherAddend(const Step& step, const TensorRef& ref) {
   return std::nullopt;
 }
 
-/// A bias of shape (C, 1, 1) or (1, C, 1, 1): one value per channel of the (N, C, H, W) `out`.
-bool IsChannelBias(const TensorSpec& bias, const TensorSpec& out) {
-  const size_t rank = bias.shape.size();
-  return out.shape.size() == 4 && (rank == 3 || (rank == 4 && bias.shape[0] == 1)) &&
-         bias.shape[rank - 3] == out.shape[1] && bias.shape[rank - 2] == 1 &&
-         bias.shape[rank - 1] == 1;
+/// Whether `extent` is the constant `value`.
+bool ExtentIs(const arith::SizeExpr& extent, int64_t value) { return extent.as_int() == value; }
+
+/// Whether `a` and `b` are the same shape whatever the sizes: extents written the same way
+/// (type inference writes equal sizes in one simplified form).
+bool SameShape(const SymbolicShape& a, const SymbolicShape& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), arith::StructuralEqual);
 }
 
-/// A bias of shape (N) or (1, ..., 1, N): one value per column of the (..., N) `out`.
+/// A bias (a constant) of shape (C, 1, 1) or (1, C, 1, 1): one value per channel of the
+/// (N, C, H, W) `out`.
+bool IsChannelBias(const TensorSpec& bias, const TensorSpec& out) {
+  const std::vector<int64_t>& shape = bias.extents;
+  const size_t rank = shape.size();
+  return out.shape.size() == 4 && (rank == 3 || (rank == 4 && shape[0] == 1)) &&
+         ExtentIs(out.shape[1], shape[rank - 3]) && shape[rank - 2] == 1 && shape[rank - 1] == 1;
+}
+
+/// A bias (a constant) of shape (N) or (1, ..., 1, N): one value per column of the (..., N)
+/// `out`.
 bool IsColumnBias(const TensorSpec& bias, const TensorSpec& out) {
-  const std::vector<int64_t>& shape = bias.shape;
-  return !shape.empty() && shape.size() <= out.shape.size() && shape.back() == out.shape.back() &&
+  const std::vector<int64_t>& shape = bias.extents;
+  return !shape.empty() && shape.size() <= out.shape.size() &&
+         ExtentIs(out.shape.back(), shape.back()) &&
          std::all_of(shape.begin(), shape.end() - 1, [](int64_t extent) { return extent == 1; });
 }
 
@@ -153,7 +159,7 @@ void MergeEpilogues(ProgramFunction& func, const std::vector<Tensor>& constants)
       const std::optional<TensorRef> residual = OtherAddend(*add, step.outputs[0]);
       const std::optional<TensorSpec> spec =
           residual.has_value() ? SpecOf(func, *residual, constants) : std::nullopt;
-      if (spec.has_value() && spec->shape == product.shape &&
+      if (spec.has_value() && SameShape(spec->shape, product.shape) &&
           DataTypeEqual(spec->dtype, kFloat32)) {
         absorb(kEpilogueResidualAttr, *residual);
       }

@@ -1,4 +1,4 @@
-#include <kiln/codegen/memory_plan.h>
+#include <kiln/runtime/memory_plan.h>
 #include <gtest/gtest.h>
 
 #include <random>
@@ -7,7 +7,7 @@
 #include "../testing/expect_error.h"
 
 namespace kiln {
-namespace codegen {
+namespace runtime {
 namespace {
 
 BufferRequest Live(int64_t bytes, int64_t first, int64_t last, bool pinned = false) {
@@ -80,5 +80,5 @@ TEST(MemoryPlanTest, BadRequestsAreNamed) {
 }
 
 }  // namespace
-}  // namespace codegen
+}  // namespace runtime
 }  // namespace kiln

@@ -4,8 +4,8 @@
 // the tensors in the order they come alive, release the storages of tensors that died before,
 // and give each new tensor a released storage. Best fit keeps small tensors out of big
 // storages; when none fits, growing the largest free storage is cheaper than a new one.
-#include <kiln/codegen/memory_plan.h>
 #include <kiln/ffi/error.h>
+#include <kiln/runtime/memory_plan.h>
 
 #include <algorithm>
 #include <numeric>
@@ -14,7 +14,7 @@
 #include <utility>
 
 namespace kiln {
-namespace codegen {
+namespace runtime {
 namespace {
 
 int64_t RoundUp(int64_t bytes, int64_t alignment) {
@@ -101,5 +101,5 @@ MemoryPlan PlanMemory(const std::vector<BufferRequest>& requests, int64_t alignm
   return Planner(requests, alignment).Run();
 }
 
-}  // namespace codegen
+}  // namespace runtime
 }  // namespace kiln

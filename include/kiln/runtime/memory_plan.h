@@ -5,8 +5,8 @@
 /// bytes, and each tensor at an offset of one storage. A tensor is live from the step that
 /// writes it to the last step that reads it, both inclusive, as the executor checks; a step's
 /// outputs therefore never share bytes with its own inputs.
-#ifndef KILN_CODEGEN_MEMORY_PLAN_H_
-#define KILN_CODEGEN_MEMORY_PLAN_H_
+#ifndef KILN_RUNTIME_MEMORY_PLAN_H_
+#define KILN_RUNTIME_MEMORY_PLAN_H_
 
 #include <kiln/ffi/base.h>
 
@@ -14,7 +14,7 @@
 #include <vector>
 
 namespace kiln {
-namespace codegen {
+namespace runtime {
 
 /// One tensor to place.
 struct BufferRequest {
@@ -45,7 +45,7 @@ struct MemoryPlan {
 /// lifetime that ends before it starts.
 KILN_API MemoryPlan PlanMemory(const std::vector<BufferRequest>& requests, int64_t alignment = 64);
 
-}  // namespace codegen
+}  // namespace runtime
 }  // namespace kiln
 
-#endif  // KILN_CODEGEN_MEMORY_PLAN_H_
+#endif  // KILN_RUNTIME_MEMORY_PLAN_H_

@@ -1,0 +1,91 @@
+/// Symbolic shapes at run time (docs/design.md §20): the extents of a description (a graph's
+/// entries, a kernel program function's tensors) may be size expressions over named variables
+/// (`batch`, `floordiv(seq, 2)`), whose values each call reads from its arguments.
+///
+///   ShapeSignature signature({{SizeVar("batch"), IntImm(3)}}, {"input 'x'"});
+///   const std::vector<int64_t> values = signature.Bind({&x.dl_tensor()}, "invoke");
+///   signature.Evaluate({SizeVar("batch") * 2}, values);  // {2 * batch}
+///
+/// A variable is read from the first argument axis whose extent is that variable alone; every
+/// other extent of every argument is checked against the values read, so a call whose shapes
+/// break the signature is a ValueError naming the argument, the axis and the constraint.
+#ifndef KILN_RUNTIME_SHAPE_SIGNATURE_H_
+#define KILN_RUNTIME_SHAPE_SIGNATURE_H_
+
+#include <kiln/arith/size_expr.h>
+#include <kiln/ffi/base.h>
+#include <kiln/ffi/tensor.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiln {
+namespace runtime {
+
+/// A shape whose extents are size expressions; static extents are IntImm.
+using SymbolicShape = std::vector<arith::SizeExpr>;
+
+/// "(batch, 3, 224, 224)": Python's tuple syntax, with expressions as ParseSizeExpr reads them.
+KILN_API std::string SymbolicShapeToString(const SymbolicShape& shape);
+
+/// Whether every extent of `shape` is a constant.
+KILN_API bool IsStatic(const SymbolicShape& shape);
+
+/// `shape` as a symbolic shape of constants.
+KILN_API SymbolicShape FromStatic(const std::vector<int64_t>& shape);
+
+/// One extent as a description writes it: an integer, or the text of a size expression. A
+/// ValueError names `what` for text that does not parse.
+KILN_API arith::SizeExpr ParseExtent(std::string_view text, const std::string& what);
+
+/// The size variables of a list of argument shapes, where each is read, and the checks a call's
+/// arguments must pass.
+class ShapeSignature {
+ public:
+  ShapeSignature() = default;
+  /// `args`: the shapes of the arguments, in order; `names`: how errors name each argument
+  /// ("input 'x'"), as many as `args`.
+  KILN_API ShapeSignature(std::vector<SymbolicShape> args, std::vector<std::string> names);
+
+  /// The variables, in the order their values come in Bind's result.
+  const std::vector<std::string>& variables() const { return variables_; }
+  /// Whether the arguments have no symbolic extent (Bind then only checks them).
+  bool is_static() const { return variables_.empty() && all_static_; }
+
+  /// ValueError unless every variable of `shape` is read from an argument; `what` names the
+  /// tensor whose shape it is.
+  KILN_API void CheckReadable(const SymbolicShape& shape, const std::string& what) const;
+
+  /// The variables' values read from `args`, one per argument of the signature, after checking
+  /// each argument's rank and every extent. `caller` prefixes the errors.
+  KILN_API std::vector<int64_t> Bind(const std::vector<const DLTensor*>& args,
+                                     const char* caller) const;
+
+  /// `shape` with the variables at `values` (Bind's result). ValueError naming `what` when an
+  /// extent is negative; OverflowError when it does not fit in int64.
+  KILN_API std::vector<int64_t> Evaluate(const SymbolicShape& shape,
+                                         const std::vector<int64_t>& values,
+                                         const std::string& what) const;
+
+ private:
+  /// Where variable i is read: axis `axis` of argument `arg`.
+  struct Source {
+    size_t arg = 0;
+    size_t axis = 0;
+  };
+
+  std::string DescribeValues(const std::vector<int64_t>& values) const;
+
+  std::vector<SymbolicShape> args_;
+  std::vector<std::string> names_;
+  std::vector<std::string> variables_;
+  std::vector<Source> sources_;
+  bool all_static_ = true;
+};
+
+}  // namespace runtime
+}  // namespace kiln
+
+#endif  // KILN_RUNTIME_SHAPE_SIGNATURE_H_
