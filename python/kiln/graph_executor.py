@@ -66,6 +66,13 @@ class GraphExecutor:
         nothing."""
         self.module["set_limits"](max_concurrent_runs, memory_limit)
 
+    def set_upper_bounds(self, bounds=None, /, **sizes):
+        """Upper bounds of the model's size variables, as a dict or keywords
+        (``set_upper_bounds(batch=8)``). A run over a bound raises ValueError. With every size
+        bounded, the model is planned once at the bounds and every smaller shape reuses that
+        memory, so a context allocates once."""
+        self.module["set_upper_bounds"](dict(bounds or {}, **sizes))
+
     @property
     def limits(self):
         """{"contexts", "idle", "max_concurrent_runs", "memory_limit", "bytes_per_context"}:

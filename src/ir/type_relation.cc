@@ -9,11 +9,36 @@
 namespace kiln {
 namespace ir {
 
+namespace {
+
+/// Binds every size variable of `type`'s shapes to [1, +inf) in `analyzer`.
+void BindSizes(const Type& type, arith::Analyzer& analyzer) {
+  if (const auto* tuple = type.as<TupleTypeObj>()) {
+    for (const Type& field : tuple->fields()) BindSizes(field, analyzer);
+    return;
+  }
+  const auto* tensor = type.as<TensorTypeObj>();
+  if (tensor == nullptr) return;
+  for (const Dim& dim : tensor->shape()) {
+    if (dim.as_static().has_value()) continue;
+    for (const std::string& name : arith::FreeSizeVars(dim.AsSizeExpr())) {
+      analyzer.Bind(arith::SizeVar(String(name)), 1);
+    }
+  }
+}
+
+}  // namespace
+
 TypeRelationContext::TypeRelationContext(Op op, const Array<Type>& arg_types,
                                          Map<String, Any> attrs)
     : op_(std::move(op)),
       arg_types_(arg_types.begin(), arg_types.end()),
-      attrs_(std::move(attrs)) {}
+      attrs_(std::move(attrs)) {
+  // A size variable is an extent some tensor has at run time, and the runtime refuses a size
+  // below 1 (kiln/runtime/shape_signature.h): relations may rely on it, so that a 3x3
+  // convolution with padding 1 over `h` type-checks (docs/design.md §20).
+  for (const Type& type : arg_types_) BindSizes(type, analyzer_);
+}
 
 const Type& TypeRelationContext::arg_type(int64_t i) const {
   KILN_ICHECK(i >= 0 && i < num_args()) << "argument " << i << " of " << num_args();

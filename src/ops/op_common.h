@@ -4,7 +4,9 @@
 
 #include <kiln/ir/type_relation.h>
 
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kiln {
@@ -31,9 +33,72 @@ Type CompareRelation(const TypeRelationContext& ctx);
 /// Dtypes are not checked.
 std::vector<arith::SizeExpr> BroadcastArgShapes(const TypeRelationContext& ctx, int64_t first_arg);
 
-/// The number of elements of `shape`; TypeError (naming the op) when it exceeds 2^62, where
-/// sizes in bytes would overflow.
+/// The broadcast of shapes `a` and `b` (aligned from the right) by the rule of
+/// BroadcastArgShapes: nullopt when two static extents differ and neither is 1 (the caller
+/// names the shapes), a TypeError naming `b_name` (whose shape `b` is) and both extents when
+/// two extents can be proven neither equal nor different.
+std::optional<std::vector<arith::SizeExpr>> BroadcastTwoShapes(
+    const TypeRelationContext& ctx, const std::vector<arith::SizeExpr>& a,
+    const std::vector<arith::SizeExpr>& b, const std::string& b_name);
+
+/// No tensor has more elements than this: sizes in bytes would overflow past it. So no extent
+/// of a non-empty tensor exceeds it either.
+constexpr int64_t kMaxElements = int64_t{1} << 62;
+
+/// The number of elements of `shape`; TypeError (naming the op) when it exceeds kMaxElements.
 int64_t NumElements(const TypeRelationContext& ctx, const std::vector<int64_t>& shape);
+
+/// The number of elements of a static or symbolic `shape`, simplified; the TypeError of
+/// NumElements when its static extents alone exceed kMaxElements.
+arith::SizeExpr NumElementsExpr(const TypeRelationContext& ctx,
+                                const std::vector<arith::SizeExpr>& shape);
+
+/// `shape` with each extent an integer immediate.
+std::vector<arith::SizeExpr> ToSizeExprs(const std::vector<int64_t>& shape);
+
+/// What the analyzer proves of a size constraint (`c == 4`, `h + 2 >= 3`): that it holds, that it
+/// fails, or neither, when it knows too little of the size variables. Static sizes are always
+/// decided, so their errors are as before; an undecided one is still an error (Kiln has no
+/// run-time size checks yet: design §20), whose message adds Undecided() to name the constraint.
+///
+///   const SizeFact same = ProveEqual(ctx, data[1], weight[1]);
+///   KILN_CHECK(same.holds(), TypeError) << ctx.Describe("channels differ" + same.Undecided());
+class SizeFact {
+ public:
+  enum class Status { kHolds, kFails, kUndecided };
+
+  SizeFact(Status status, arith::SizeExpr lhs, std::string relation, arith::SizeExpr rhs)
+      : status_(status),
+        lhs_(std::move(lhs)),
+        relation_(std::move(relation)),
+        rhs_(std::move(rhs)) {}
+
+  bool holds() const { return status_ == Status::kHolds; }
+  bool undecided() const { return status_ == Status::kUndecided; }
+  /// "" unless undecided; then " (`lhs relation rhs` cannot be proven ...)" to add to an error.
+  std::string Undecided() const;
+
+ private:
+  Status status_;
+  arith::SizeExpr lhs_;
+  std::string relation_;
+  arith::SizeExpr rhs_;
+};
+
+/// `a == b`, `a >= b`, `a < b` for every value of the size variables.
+SizeFact ProveEqual(const TypeRelationContext& ctx, const arith::SizeExpr& a,
+                    const arith::SizeExpr& b);
+SizeFact ProveGE(const TypeRelationContext& ctx, const arith::SizeExpr& a,
+                 const arith::SizeExpr& b);
+SizeFact ProveLT(const TypeRelationContext& ctx, const arith::SizeExpr& a,
+                 const arith::SizeExpr& b);
+/// `divisor` divides `value`: floormod(value, divisor) == 0. `divisor` must not be the constant 0.
+SizeFact ProveDivisible(const TypeRelationContext& ctx, const arith::SizeExpr& value,
+                        const arith::SizeExpr& divisor);
+/// Extent by extent equality of `a` and `b`: the first pair not proven equal, failing when the
+/// ranks differ.
+SizeFact ProveSameShape(const TypeRelationContext& ctx, const std::vector<arith::SizeExpr>& a,
+                        const std::vector<arith::SizeExpr>& b);
 
 /// DLDataType of a dtype attribute value ("float32").
 DLDataType DTypeAttr(const TypeRelationContext& ctx, const char* name);
@@ -58,10 +123,16 @@ std::vector<int64_t> NormalizeAxes(const TypeRelationContext& ctx, const std::ve
 std::string StringChoiceAttr(const TypeRelationContext& ctx, const char* name,
                              const std::vector<std::string>& allowed);
 
-/// `ctx.StaticShape(i)`, required to have `rank` dimensions; TypeError naming the argument and
+/// `ctx.Shape(i)`, required to have `rank` dimensions; TypeError naming the argument and
 /// `layout` ("(N, C, H, W)") otherwise.
-std::vector<int64_t> ShapeOfRank(const TypeRelationContext& ctx, int64_t i, size_t rank,
-                                 const std::string& layout);
+std::vector<arith::SizeExpr> ShapeOfRank(const TypeRelationContext& ctx, int64_t i, size_t rank,
+                                         const std::string& layout);
+
+/// Extent `axis` of `shape` (argument `i`'s) as a constant, for extents an op cannot take
+/// symbolically (a kernel window, the length of an index tuple); TypeError naming `what`, the
+/// argument and the extent when it is symbolic.
+int64_t StaticExtent(const TypeRelationContext& ctx, int64_t i,
+                     const std::vector<arith::SizeExpr>& shape, size_t axis, const char* what);
 
 constexpr DLDataType kBool{kDLUInt, 1, 1};
 constexpr DLDataType kInt32{kDLInt, 32, 1};

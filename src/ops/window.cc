@@ -23,28 +23,62 @@ Window ReadWindow(const TypeRelationContext& ctx, std::vector<int64_t> kernel) {
   return window;
 }
 
-std::vector<int64_t> WindowOutputShape(const TypeRelationContext& ctx, const Window& window,
-                                       const std::vector<int64_t>& input) {
+int64_t ReadGroups(const TypeRelationContext& ctx, const arith::SizeExpr& channels,
+                   const std::string& what) {
+  const auto groups = ctx.Attr<int64_t>("groups");
+  const auto message = [&](const std::string& undecided) {
+    return ctx.Describe("groups = " + std::to_string(groups) + " must be positive and divide the " +
+                        channels.ToString() + " " + what + undecided);
+  };
+  KILN_CHECK(groups >= 1, TypeError) << message("");
+  const SizeFact divides = ProveDivisible(ctx, channels, arith::IntImm(groups));
+  KILN_CHECK(divides.holds(), TypeError) << message(divides.Undecided());
+  return groups;
+}
+
+namespace {
+
+/// The number of window positions after the first along spatial dimension `i`, of extent
+/// `input`, where the first window leaves `span` of the padded extent.
+arith::SizeExpr ExtraSteps(const TypeRelationContext& ctx, const Window& window, size_t i,
+                           const arith::SizeExpr& input, const arith::SizeExpr& span) {
+  const int64_t stride = window.strides[i];
+  if (!window.ceil_mode) return arith::FloorDiv(span, stride);
+  const arith::SizeExpr steps = arith::FloorDiv(span + (stride - 1), stride);
+  // The partial last window is dropped when it would start in the right padding.
+  const SizeFact in_padding = ProveGE(ctx, ctx.analyzer().Simplify(steps * stride),
+                                      ctx.analyzer().Simplify(input + window.padding[i]));
+  KILN_CHECK(!in_padding.undecided(), TypeError) << ctx.Describe(
+      "with ceil_mode, whether the last window of spatial dimension " + std::to_string(i) +
+      " starts in the right padding cannot be decided" + in_padding.Undecided());
+  return in_padding.holds() ? steps - 1 : steps;
+}
+
+}  // namespace
+
+std::vector<arith::SizeExpr> WindowOutputShape(const TypeRelationContext& ctx, const Window& window,
+                                               const std::vector<arith::SizeExpr>& input) {
+  const arith::Analyzer& analyzer = ctx.analyzer();
   const size_t rank = input.size();
-  std::vector<int64_t> output(rank);
+  std::vector<arith::SizeExpr> output;
   for (size_t i = 0; i < rank; ++i) {
-    // With the window bounded by kMaxWindowValue, this keeps every product below 2^62.
+    // With the window bounded by kMaxWindowValue, this keeps every product of static sizes
+    // below 2^62 (symbolic sizes are the analyzer's, whose arithmetic does not overflow).
     constexpr int64_t kMaxSpatialExtent = int64_t{1} << 40;
-    KILN_CHECK(input[i] <= kMaxSpatialExtent, TypeError)
+    KILN_CHECK(analyzer.Bound(input[i]).min <= kMaxSpatialExtent, TypeError)
         << ctx.Describe("spatial dimension " + std::to_string(i) + " of extent " +
-                        std::to_string(input[i]) + " is too large");
-    const int64_t padded = input[i] + window.padding[i] + window.padding[i + rank];
+                        input[i].ToString() + " is too large");
+    const arith::SizeExpr padded =
+        analyzer.Simplify(input[i] + window.padding[i] + window.padding[i + rank]);
     const int64_t extent = window.dilation[i] * (window.kernel[i] - 1) + 1;
-    KILN_CHECK(padded >= extent, TypeError) << ctx.Describe(
+    const SizeFact fits = ProveGE(ctx, padded, arith::IntImm(extent));
+    KILN_CHECK(fits.holds(), TypeError) << ctx.Describe(
         "the window of extent " + std::to_string(extent) + " (kernel " +
         std::to_string(window.kernel[i]) + ", dilation " + std::to_string(window.dilation[i]) +
         ") does not fit spatial dimension " + std::to_string(i) + " of extent " +
-        std::to_string(padded) + " after padding");
-    const int64_t span = padded - extent;
-    const int64_t stride = window.strides[i];
-    int64_t steps = window.ceil_mode ? (span + stride - 1) / stride : span / stride;
-    if (window.ceil_mode && steps * stride >= input[i] + window.padding[i]) --steps;
-    output[i] = steps + 1;
+        padded.ToString() + " after padding" + fits.Undecided());
+    const arith::SizeExpr steps = ExtraSteps(ctx, window, i, input[i], padded - extent);
+    output.push_back(analyzer.Simplify(steps + 1));
   }
   return output;
 }

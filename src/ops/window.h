@@ -3,6 +3,7 @@
 #ifndef KILN_SRC_OP_WINDOW_H_
 #define KILN_SRC_OP_WINDOW_H_
 
+#include <string>
 #include <vector>
 
 #include "op_common.h"
@@ -24,11 +25,18 @@ struct Window {
 /// non-positive value.
 Window ReadWindow(const TypeRelationContext& ctx, std::vector<int64_t> kernel);
 
-/// Output extents of `window` slid over `input` spatial extents; TypeError when the window
-/// does not fit. With ceil_mode a partial last window counts, as in ONNX and PyTorch, only when
-/// it starts inside the input or its left padding (never in the right padding alone).
-std::vector<int64_t> WindowOutputShape(const TypeRelationContext& ctx, const Window& window,
-                                       const std::vector<int64_t>& input);
+/// The "groups" attribute of a convolution, required to be positive and to divide `channels`,
+/// which are the `what` ("output channels of 'weight'"); TypeError otherwise.
+int64_t ReadGroups(const TypeRelationContext& ctx, const arith::SizeExpr& channels,
+                   const std::string& what);
+
+/// Output extents of `window` slid over `input` spatial extents (static or symbolic, each
+/// floordiv(in + pad_before + pad_after - dilation * (kernel - 1) - 1, stride) + 1, simplified);
+/// TypeError when the window does not fit, or cannot be proven to. With ceil_mode a partial last
+/// window counts, as in ONNX and PyTorch, only when it starts inside the input or its left
+/// padding (never in the right padding alone); a TypeError when that cannot be decided.
+std::vector<arith::SizeExpr> WindowOutputShape(const TypeRelationContext& ctx, const Window& window,
+                                               const std::vector<arith::SizeExpr>& input);
 
 }  // namespace op
 }  // namespace kiln

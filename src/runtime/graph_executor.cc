@@ -10,6 +10,7 @@
 #include <kiln/runtime/thread_pool.h>
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -141,7 +142,7 @@ class GraphExecutorObj : public ModuleObj {
     return {"invoke",         "set_input",       "set_input_zero_copy", "run",
             "get_output",     "get_num_inputs",  "get_num_outputs",     "get_input_index",
             "get_input_info", "get_output_info", "memory_plan",         "set_limits",
-            "get_limits"};
+            "get_limits",     "set_upper_bounds"};
   }
   std::optional<Bytes> SaveToBytes() const override {
     return Bytes(internal::GraphToJson(graph_, device_));
@@ -483,6 +484,15 @@ std::optional<Function> GraphExecutorObj::GetFunction(const std::string& name) {
     return Function::FromTyped(
         [self](int64_t max_concurrent_runs, int64_t memory_limit) {
           self->pool_.SetLimits(max_concurrent_runs, memory_limit);
+        },
+        full_name);
+  }
+  if (name == "set_upper_bounds") {
+    return Function::FromTyped(
+        [self](const Map<String, int64_t>& bounds) {
+          std::map<std::string, int64_t> by_name;
+          for (const auto& [variable, bound] : bounds) by_name.emplace(variable.str(), bound);
+          self->plans_.SetUpperBounds(by_name);
         },
         full_name);
   }

@@ -12,6 +12,32 @@
 namespace kiln {
 namespace runtime {
 namespace internal {
+namespace {
+
+/// The compact bytes of `shape` x `dtype` (the shape was checked when its plan was made).
+int64_t NumBytes(const std::vector<int64_t>& shape, DLDataType dtype) {
+  int64_t bytes = ElementBytes(dtype);
+  for (int64_t extent : shape) bytes *= extent;
+  return bytes;
+}
+
+/// `plan`'s entries at `signature` laid out in `bounding`'s storages, when each fits the place
+/// it has there (it does unless an extent shrinks as a size grows); nullopt otherwise.
+std::optional<ShapePlan> WithinBounds(const Graph& graph, ShapePlan plan,
+                                      const ShapePlan& bounding) {
+  for (size_t i = 0; i < graph.entries.size(); ++i) {
+    const int64_t bytes = NumBytes(plan.shapes[i], graph.entries[i].dtype);
+    const int64_t room = NumBytes(bounding.shapes[i], graph.entries[i].dtype);
+    if (bytes > room) return std::nullopt;
+  }
+  plan.storage_bytes = bounding.storage_bytes;
+  plan.storage_of = bounding.storage_of;
+  plan.offset_of = bounding.offset_of;
+  plan.total_bytes = bounding.total_bytes;
+  return plan;
+}
+
+}  // namespace
 
 ShapePlan PlanAhead(const Graph& graph) {
   ShapePlan plan;
@@ -58,13 +84,59 @@ ShapePlan PlanForSignature(const Graph& graph, std::vector<int64_t> signature) {
 }
 
 ShapePlanCache::ShapePlanCache(const Graph& graph, size_t capacity)
-    : graph_(graph), capacity_(graph.planned_ahead ? 1 : capacity) {
+    : graph_(graph),
+      capacity_(graph.planned_ahead ? 1 : capacity),
+      upper_bounds_(graph.signature.variables().size()) {
   if (graph.planned_ahead) plans_.push_back(std::make_shared<const ShapePlan>(PlanAhead(graph)));
 }
 
+void ShapePlanCache::SetUpperBounds(const std::map<std::string, int64_t>& bounds) {
+  const std::vector<std::string>& variables = graph_.signature.variables();
+  std::vector<std::optional<int64_t>> upper(variables.size());
+  for (const auto& [name, bound] : bounds) {
+    auto it = std::find(variables.begin(), variables.end(), name);
+    std::string known;
+    for (const std::string& variable : variables) known += (known.empty() ? "" : ", ") + variable;
+    KILN_CHECK(it != variables.end(), ValueError)
+        << "set_upper_bounds: the model has no size '" << name
+        << "' (its sizes: " << (known.empty() ? "none, its shapes are static" : known) << ")";
+    KILN_CHECK(bound >= 0, ValueError)
+        << "set_upper_bounds: the bound of '" << name << "' must be >= 0, got " << bound;
+    upper[it - variables.begin()] = bound;
+  }
+  std::shared_ptr<const ShapePlan> bounding;
+  if (!variables.empty() && std::all_of(upper.begin(), upper.end(),
+                                        [](const auto& bound) { return bound.has_value(); })) {
+    std::vector<int64_t> at_bounds;
+    at_bounds.reserve(upper.size());
+    for (const auto& bound : upper) at_bounds.push_back(*bound);
+    bounding = std::make_shared<const ShapePlan>(PlanForSignature(graph_, at_bounds));
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  upper_bounds_ = std::move(upper);
+  bounding_plan_ = std::move(bounding);
+  if (!graph_.planned_ahead) plans_.clear();
+}
+
+std::shared_ptr<const ShapePlan> ShapePlanCache::Plan(
+    const std::vector<int64_t>& signature, const std::shared_ptr<const ShapePlan>& bounding) const {
+  ShapePlan plan = PlanForSignature(graph_, signature);
+  if (bounding == nullptr) return std::make_shared<const ShapePlan>(std::move(plan));
+  std::optional<ShapePlan> bounded = WithinBounds(graph_, plan, *bounding);
+  return std::make_shared<const ShapePlan>(bounded.has_value() ? std::move(*bounded)
+                                                               : std::move(plan));
+}
+
 std::shared_ptr<const ShapePlan> ShapePlanCache::Get(const std::vector<int64_t>& signature) {
+  std::shared_ptr<const ShapePlan> bounding;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    bounding = bounding_plan_;
+    for (size_t i = 0; i < signature.size(); ++i) {
+      KILN_CHECK(!upper_bounds_[i].has_value() || signature[i] <= *upper_bounds_[i], ValueError)
+          << "the size '" << graph_.signature.variables()[i] << "' is " << signature[i]
+          << ", over its upper bound " << *upper_bounds_[i] << " (set_upper_bounds)";
+    }
     auto found = std::find_if(plans_.begin(), plans_.end(),
                               [&](const auto& plan) { return plan->signature == signature; });
     if (found != plans_.end()) {
@@ -74,7 +146,7 @@ std::shared_ptr<const ShapePlan> ShapePlanCache::Get(const std::vector<int64_t>&
   }
   // Planned outside the lock: other signatures need not wait. Two threads may plan the same
   // signature at once; both plans are equal and the cache keeps one.
-  auto plan = std::make_shared<const ShapePlan>(PlanForSignature(graph_, signature));
+  std::shared_ptr<const ShapePlan> plan = Plan(signature, bounding);
   std::lock_guard<std::mutex> lock(mutex_);
   ++plans_made_;
   plans_.push_front(plan);

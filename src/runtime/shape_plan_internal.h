@@ -7,8 +7,11 @@
 
 #include <cstdint>
 #include <list>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "graph_executor_internal.h"
@@ -40,8 +43,15 @@ class ShapePlanCache {
  public:
   ShapePlanCache(const Graph& graph, size_t capacity);
 
-  /// The plan for `signature`, made now when the cache has none.
+  /// The plan for `signature`, made now when the cache has none. A ValueError names a size
+  /// over its upper bound.
   std::shared_ptr<const ShapePlan> Get(const std::vector<int64_t>& signature);
+
+  /// Upper bounds of size variables (by name; the others stay unbounded). When every variable
+  /// has one, the graph is planned once at the bounds and every signature within them lays its
+  /// entries out in those storages, so a context allocates once for every shape. Replaces
+  /// earlier bounds and empties the cache. ValueError for an unknown name or a negative bound.
+  void SetUpperBounds(const std::map<std::string, int64_t>& bounds);
 
   /// How many plans were made since the executor was created.
   int64_t plans_made() const;
@@ -50,8 +60,14 @@ class ShapePlanCache {
   const Graph& graph_;
   const size_t capacity_;
   mutable std::mutex mutex_;
+  /// A new plan for `signature`, in `bounding`'s storages when it fits them.
+  std::shared_ptr<const ShapePlan> Plan(const std::vector<int64_t>& signature,
+                                        const std::shared_ptr<const ShapePlan>& bounding) const;
+
   std::list<std::shared_ptr<const ShapePlan>> plans_;  // most recently used first
   int64_t plans_made_ = 0;
+  std::vector<std::optional<int64_t>> upper_bounds_;  // per variable of the signature
+  std::shared_ptr<const ShapePlan> bounding_plan_;    // at the bounds, when all are bounded
 };
 
 }  // namespace internal

@@ -88,7 +88,15 @@ std::vector<int64_t> ShapeSignature::Bind(const std::vector<const DLTensor*>& ar
         << Shape(args[arg]->shape, args[arg]->ndim);
   }
   std::vector<int64_t> values;
-  for (const Source& source : sources_) values.push_back(args[source.arg]->shape[source.axis]);
+  for (size_t i = 0; i < sources_.size(); ++i) {
+    const Source& source = sources_[i];
+    values.push_back(args[source.arg]->shape[source.axis]);
+    // The compiler proved the model's shapes for sizes of at least 1 (an empty batch would
+    // make a padded convolution's output size negative, for one).
+    KILN_CHECK(values.back() >= 1, ValueError)
+        << caller << ": " << names_[source.arg] << " has extent " << values.back() << " at axis "
+        << source.axis << ", the size '" << variables_[i] << "', which must be at least 1";
+  }
   for (size_t arg = 0; arg < args.size(); ++arg) {
     const std::vector<int64_t> expected = Evaluate(args_[arg], values, names_[arg]);
     for (size_t axis = 0; axis < expected.size(); ++axis) {

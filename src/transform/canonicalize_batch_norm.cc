@@ -78,7 +78,8 @@ class BatchNormCanonicalizer : public TypedMutator {
     std::optional<Affine> affine = ReadAffine(call);
     if (!affine.has_value()) return call;
     const Expr& data = call->args()[0];
-    const auto rank = static_cast<int64_t>(StaticShapeOf(data).size());
+    // Only the rank and the channels matter: other extents (a symbolic batch) may be anything.
+    const int64_t rank = RankOf(data);
     int64_t axis = call->attrs().Get(String("axis"))->cast<int64_t>();
     axis = axis < 0 ? axis + rank : axis;
     if (uses_[pre->args()[0].get()] == 1) {
@@ -123,8 +124,9 @@ class BatchNormCanonicalizer : public TypedMutator {
     const auto* call = producer.as<ir::CallObj>();
     std::optional<std::vector<float>> weight = ConstantValues(call->args()[1]);
     if (!weight.has_value()) return std::nullopt;
+    // A constant's shape is static.
     const Expr scaled_weight =
-        MakeFloat32Constant(ScaleChannels(*weight, affine.scale), StaticShapeOf(call->args()[1]));
+        MakeFloat32Constant(ScaleChannels(*weight, affine.scale), *StaticShapeOf(call->args()[1]));
     const Expr scaled = Typed(Call(call->op(), {call->args()[0], scaled_weight}, call->attrs()));
     const auto channels = static_cast<int64_t>(shift.size());
     return MakeCall("add",

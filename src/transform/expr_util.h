@@ -5,6 +5,7 @@
 #include <kiln/ir/expr_functor.h>
 #include <kiln/ir/op.h>
 
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -19,13 +20,21 @@ inline const ir::CallObj* AsCallOf(const ir::Expr& expr, const char* name) {
   return op != nullptr && op->name() == name ? call : nullptr;
 }
 
-/// The static shape of a typed tensor expression (rules run after InferType, on static shapes).
-inline std::vector<int64_t> StaticShapeOf(const ir::Expr& expr) {
+/// The static shape of a typed tensor expression, or nullopt when a dimension is symbolic (rules
+/// that need extents leave such expressions unchanged).
+inline std::optional<std::vector<int64_t>> StaticShapeOf(const ir::Expr& expr) {
   std::vector<int64_t> shape;
   for (const ir::Dim& dim : expr->checked_type().as<ir::TensorTypeObj>()->shape()) {
-    shape.push_back(dim.as_static().value());
+    const std::optional<int64_t> extent = dim.as_static();
+    if (!extent.has_value()) return std::nullopt;
+    shape.push_back(*extent);
   }
   return shape;
+}
+
+/// The rank of a typed tensor expression, whose dimensions may be symbolic.
+inline int64_t RankOf(const ir::Expr& expr) {
+  return static_cast<int64_t>(expr->checked_type().as<ir::TensorTypeObj>()->shape().size());
 }
 
 /// How many times each node of `func`'s body is read: as a call argument, a tuple field, the

@@ -4,6 +4,7 @@
 #include <kiln/ir/structural_equal.h>
 #include <kiln/transform/passes.h>
 
+#include <optional>
 #include <vector>
 
 #include "constant_util.h"
@@ -29,7 +30,7 @@ std::vector<int64_t> Permutation(const ir::CallObj& transpose) {
   if (given.has_value() && !given->is_none()) {
     for (const Any& axis : given->cast<Array<Any>>()) axes.push_back(axis.cast<int64_t>());
   }
-  const auto rank = static_cast<int64_t>(StaticShapeOf(transpose.args()[0]).size());
+  const int64_t rank = RankOf(transpose.args()[0]);
   if (axes.empty()) {
     for (int64_t i = rank - 1; i >= 0; --i) axes.push_back(i);
   }
@@ -37,12 +38,14 @@ std::vector<int64_t> Permutation(const ir::CallObj& transpose) {
   return axes;
 }
 
-/// Whether `permutation` keeps the axes of `shape` that have more than one element in their
-/// order (so it moves only axes of extent 1 and leaves memory as it is).
-bool MovesOnlyUnitAxes(const std::vector<int64_t>& shape, const std::vector<int64_t>& permutation) {
+/// Whether `permutation` keeps the axes of `data` that may have more than one element in their
+/// order (so it moves only axes of extent 1 and leaves memory as it is). A symbolic extent is
+/// never the constant 1, so it counts as a moved axis.
+bool MovesOnlyUnitAxes(const ir::Expr& data, const std::vector<int64_t>& permutation) {
+  const Array<ir::Dim>& shape = data->checked_type().as<ir::TensorTypeObj>()->shape();
   int64_t last = -1;
   for (int64_t axis : permutation) {
-    if (shape[axis] == 1) continue;
+    if (shape[axis].as_static() == 1) continue;
     if (axis < last) return false;
     last = axis;
   }
@@ -70,6 +73,13 @@ std::optional<Expr> IdentityOperand(const Call& call, double identity, bool comm
   return std::nullopt;
 }
 
+/// The attributes of a reshape to the static `shape`.
+Map<String, Any> NewShapeAttrs(const std::vector<int64_t>& shape) {
+  Map<String, Any> attrs;
+  attrs.Set(String("newshape"), Array<int64_t>(shape.begin(), shape.end()));
+  return attrs;
+}
+
 class Simplifier : public TypedMutator {
  public:
   using TypedMutator::TypedMutator;
@@ -86,10 +96,10 @@ class Simplifier : public TypedMutator {
       if (const ir::CallObj* inner = AsCallOf(data, "reshape"); inner && name == "reshape") {
         const Expr& input = inner->args()[0];
         if (SameType(input, call)) return input;
-        const std::vector<int64_t> shape = StaticShapeOf(call);
-        Map<String, Any> attrs;
-        attrs.Set(String("newshape"), Array<int64_t>(shape.begin(), shape.end()));
-        return Typed(Call(call->op(), {input}, attrs));
+        // One reshape to the result's shape, which newshape can only spell when it is static.
+        if (std::optional<std::vector<int64_t>> shape = StaticShapeOf(call)) {
+          return Typed(Call(call->op(), {input}, NewShapeAttrs(*shape)));
+        }
       }
       return call;
     }
@@ -112,12 +122,10 @@ class Simplifier : public TypedMutator {
       data = inner->args()[0];
     }
     if (IsIdentity(permutation)) return data;
-    if (MovesOnlyUnitAxes(StaticShapeOf(data), permutation)) {
+    const std::optional<std::vector<int64_t>> shape = StaticShapeOf(call);
+    if (shape.has_value() && MovesOnlyUnitAxes(data, permutation)) {
       // The same elements in the same order: a reshape, which may fold into one before it.
-      const std::vector<int64_t> shape = StaticShapeOf(call);
-      Map<String, Any> attrs;
-      attrs.Set(String("newshape"), Array<int64_t>(shape.begin(), shape.end()));
-      const Call reshape(ir::Op::Get("reshape"), {data}, attrs);
+      const Call reshape(ir::Op::Get("reshape"), {data}, NewShapeAttrs(*shape));
       return RewriteCall(reshape, Downcast<Call>(Typed(reshape)));
     }
     if (data.same_as(call->args()[0])) return call;

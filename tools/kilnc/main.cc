@@ -27,13 +27,16 @@ const std::vector<Command>& Commands() {
        RunCompile},
       {"run", "run a compiled model and print its outputs and latency",
        "kilnc run model.so [--input name=file.npy]... [--repeat N] [--warmup N]\n"
-       "                [--memory-limit BYTES] [--output-dir DIR]\n\n"
+       "                [--memory-limit BYTES] [--max-shape SIZE=N]... [--output-dir DIR]\n\n"
        "Loads the artifact (the runtime alone, no compiler), sets each input from its .npy file\n"
        "or, when not given, from seeded random values (said on stderr), runs --warmup times\n"
        "(default 1), then --repeat times (default 1), and prints each output's dtype, shape,\n"
        "min/max/mean and first values, and the latency min/median/max. --output-dir writes\n"
        "the outputs as output_<i>.npy into DIR, created when missing. --memory-limit fails,\n"
-       "before allocating, a model whose activation memory is over BYTES.\n",
+       "before allocating, a model whose activation memory is over BYTES. A model compiled with\n"
+       "symbolic shapes takes inputs of any shape of its signature (kilnc inspect shows it);\n"
+       "--max-shape batch=8 bounds a size, so that memory is planned once for every shape up\n"
+       "to the bound.\n",
        RunRun},
       {"inspect", "show a model's inputs, outputs, ops; for a .so its graph and kernels",
        "kilnc inspect model.onnx [--shape name=d0,d1,...]... [--ir] [--plugins NAME,...]\n"

@@ -26,7 +26,8 @@ struct RunOptions {
   std::map<std::string, std::string> input_files;  // input name -> .npy path
   int64_t repeat = 1;
   int64_t warmup = 1;
-  int64_t memory_limit = 0;  // bytes of activation memory; 0: none
+  int64_t memory_limit = 0;                  // bytes of activation memory; 0: none
+  std::map<std::string, int64_t> max_shape;  // upper bounds of size variables
   std::string output_dir;
 };
 
@@ -55,6 +56,10 @@ std::optional<RunOptions> ParseOptions(const std::vector<std::string>& args) {
       (arg == "--repeat" ? options.repeat : options.warmup) = *ParseCount(args[++i]);
     } else if (arg == "--memory-limit" && has_value && ParseCount(args[i + 1]).has_value()) {
       options.memory_limit = *ParseCount(args[++i]);
+    } else if (arg == "--max-shape" && has_value && SplitAssignment(args[i + 1], &name, &value) &&
+               ParseCount(value).has_value()) {
+      options.max_shape[name] = *ParseCount(value);
+      ++i;
     } else if (arg == "--output-dir" && has_value) {
       options.output_dir = args[++i];
     } else if (options.model.empty() && arg.rfind("--", 0) != 0) {
@@ -160,6 +165,11 @@ int RunRun(const std::vector<std::string>& args) {
   if (!options.has_value()) return kExitUsage;
   const kiln::Executable model = kiln::Executable::Load(options->model);
   model.set_limits(/*max_concurrent_runs=*/0, options->memory_limit);
+  if (!options->max_shape.empty()) {
+    kiln::Map<kiln::String, int64_t> bounds;
+    for (const auto& [name, bound] : options->max_shape) bounds.Set(kiln::String(name), bound);
+    model.set_upper_bounds(bounds);
+  }
   SetInputs(model, *options);
   for (int64_t i = 0; i < options->warmup; ++i) model.run();
   std::vector<double> latencies_ms;

@@ -41,7 +41,8 @@ class KILN_API TypeRelationContext {
   /// The shape of tensor argument `i`, each dimension a size expression (a static extent is an
   /// integer immediate): one rule serves static and symbolic shapes (docs/design.md §20).
   std::vector<arith::SizeExpr> Shape(int64_t i) const;
-  /// What is known of the size variables (each a size, >= 0), for relations to prove with.
+  /// What is known of the size variables (each at least 1, as the runtime checks), for
+  /// relations to prove with.
   const arith::Analyzer& analyzer() const { return analyzer_; }
   DLDataType DType(int64_t i) const { return Tensor(i)->dtype(); }
   /// Argument `i` as a tuple of tensors (concatenate's input); TypeError otherwise.

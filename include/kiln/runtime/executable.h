@@ -61,6 +61,12 @@ class Executable {
     module_.GetFunctionRequired("set_limits")(max_concurrent_runs, memory_limit);
   }
 
+  /// Upper bounds of the model's size variables ({"batch": 8}): see set_upper_bounds in
+  /// kiln/runtime/graph_executor.h.
+  void set_upper_bounds(const Map<String, int64_t>& bounds) const {
+    module_.GetFunctionRequired("set_upper_bounds")(bounds);
+  }
+
   /// Copies `value` into the input `name`; shape and dtype must match (errors name the input).
   void set_input(const std::string& name, const Tensor& value) const {
     set_input_(String(name), value);

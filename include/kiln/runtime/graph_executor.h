@@ -93,6 +93,11 @@
 ///                                               caps on invoke's contexts (0: none), below
 ///   get_limits() -> Map                         {"contexts", "idle", "max_concurrent_runs",
 ///                                                "memory_limit", "bytes_per_context"}
+///   set_upper_bounds(Map[str, int])             upper bounds of size variables: a call over
+///                                               one is a ValueError; with every variable
+///                                               bounded, the graph is planned once at the
+///                                               bounds and every smaller shape reuses those
+///                                               storages (one allocation per context)
 ///
 /// Concurrency. The graph, the node functions and the lib are shared by every run; buffers are
 /// not. Each invoke takes an execution context (the planned storages and argument lists) from a

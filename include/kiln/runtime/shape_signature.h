@@ -8,7 +8,8 @@
 ///
 /// A variable is read from the first argument axis whose extent is that variable alone; every
 /// other extent of every argument is checked against the values read, so a call whose shapes
-/// break the signature is a ValueError naming the argument, the axis and the constraint.
+/// break the signature is a ValueError naming the argument, the axis and the constraint. A
+/// size is at least 1: the compiler proves shapes under that assumption.
 #ifndef KILN_RUNTIME_SHAPE_SIGNATURE_H_
 #define KILN_RUNTIME_SHAPE_SIGNATURE_H_
 

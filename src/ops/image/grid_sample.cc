@@ -11,11 +11,12 @@ namespace op {
 namespace {
 
 Type GridSampleRelation(const TypeRelationContext& ctx) {
-  const std::vector<int64_t> data = ShapeOfRank(ctx, 0, 4, "(N, C, H, W)");
-  const std::vector<int64_t> grid = ShapeOfRank(ctx, 1, 4, "(N, H_out, W_out, 2)");
-  KILN_CHECK(grid[0] == data[0] && grid[3] == 2, TypeError)
+  const std::vector<arith::SizeExpr> data = ShapeOfRank(ctx, 0, 4, "(N, C, H, W)");
+  const std::vector<arith::SizeExpr> grid = ShapeOfRank(ctx, 1, 4, "(N, H_out, W_out, 2)");
+  const SizeFact fits = ProveSameShape(ctx, {grid[0], grid[3]}, {data[0], arith::IntImm(2)});
+  KILN_CHECK(fits.holds(), TypeError)
       << ctx.Describe("'grid' " + ir::ShapeToText(grid) + " must be (N, H_out, W_out, 2) for " +
-                      "'data' " + ir::ShapeToText(data));
+                      "'data' " + ir::ShapeToText(data) + fits.Undecided());
   ctx.CheckSameDType(0, 1);
   StringChoiceAttr(ctx, "method", {"bilinear", "nearest", "bicubic"});
   StringChoiceAttr(ctx, "padding_mode", {"zeros", "border", "reflection"});

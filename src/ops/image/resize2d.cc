@@ -12,7 +12,7 @@ namespace op {
 namespace {
 
 Type Resize2DRelation(const TypeRelationContext& ctx) {
-  const std::vector<int64_t> data = ShapeOfRank(ctx, 0, 4, "(N, C, H, W)");
+  const std::vector<arith::SizeExpr> data = ShapeOfRank(ctx, 0, 4, "(N, C, H, W)");
   const std::vector<int64_t> size = ReadBoundedInts(ctx, "size", 2, 1);
   if (ctx.HasAttr("scales")) {
     const std::vector<double> scales = ctx.FloatsAttr("scales");
@@ -25,7 +25,8 @@ Type Resize2DRelation(const TypeRelationContext& ctx) {
                     "asymmetric", "tf_half_pixel_for_nn"});
   StringChoiceAttr(ctx, "rounding_method",
                    {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"});
-  return TypeRelationContext::TensorResult({data[0], data[1], size[0], size[1]}, ctx.DType(0));
+  return TypeRelationContext::TensorResult(
+      {data[0], data[1], arith::IntImm(size[0]), arith::IntImm(size[1])}, ctx.DType(0));
 }
 
 KILN_REGISTER_OP("image.resize2d")

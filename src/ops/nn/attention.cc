@@ -23,50 +23,61 @@ AttentionAxes AxesOf(const std::string& layout) {
 }
 
 /// Requires `extent` (the last dimension of argument `i`) to split into `heads` equal heads.
-void CheckSplitsIntoHeads(const TypeRelationContext& ctx, int64_t i, int64_t extent,
+void CheckSplitsIntoHeads(const TypeRelationContext& ctx, int64_t i, const arith::SizeExpr& extent,
                           int64_t heads) {
-  KILN_CHECK(extent % heads == 0, TypeError)
-      << ctx.Describe("the last dimension " + std::to_string(extent) + " of " + ctx.ArgName(i) +
-                      " does not split into num_heads = " + std::to_string(heads) + " heads");
+  const SizeFact splits = ProveDivisible(ctx, extent, arith::IntImm(heads));
+  KILN_CHECK(splits.holds(), TypeError) << ctx.Describe(
+      "the last dimension " + extent.ToString() + " of " + ctx.ArgName(i) +
+      " does not split into num_heads = " + std::to_string(heads) + " heads" + splits.Undecided());
 }
 
 /// Requires `mask` to broadcast to the scores (batch, heads, seq_q, seq_k) without growing them.
-void CheckMaskBroadcasts(const TypeRelationContext& ctx, const std::vector<int64_t>& mask,
-                         const std::vector<int64_t>& scores) {
-  bool fits = mask.size() <= scores.size();
-  for (size_t i = 0; fits && i < mask.size(); ++i) {
-    const int64_t extent = mask[mask.size() - 1 - i];
-    fits = extent == 1 || extent == scores[scores.size() - 1 - i];
+void CheckMaskBroadcasts(const TypeRelationContext& ctx, const std::vector<arith::SizeExpr>& mask,
+                         const std::vector<arith::SizeExpr>& scores) {
+  const auto message = [&](const std::string& undecided) {
+    return ctx.Describe("'mask' " + ir::ShapeToText(mask) +
+                        " does not broadcast to the scores (batch, heads, seq_q, seq_k) = " +
+                        ir::ShapeToText(scores) + undecided);
+  };
+  KILN_CHECK(mask.size() <= scores.size(), TypeError) << message("");
+  for (size_t i = 0; i < mask.size(); ++i) {
+    const arith::SizeExpr& extent = mask[mask.size() - 1 - i];
+    if (extent.as_int() == 1) continue;
+    const SizeFact fits = ProveEqual(ctx, extent, scores[scores.size() - 1 - i]);
+    KILN_CHECK(fits.holds(), TypeError) << message(fits.Undecided());
   }
-  KILN_CHECK(fits, TypeError) << ctx.Describe(
-      "'mask' " + ir::ShapeToText(mask) +
-      " does not broadcast to the scores (batch, heads, seq_q, seq_k) = " +
-      ir::ShapeToText(scores));
+}
+
+/// Requires extents `a` and `b` to be equal; TypeError `what` otherwise.
+void CheckSame(const TypeRelationContext& ctx, const arith::SizeExpr& a, const arith::SizeExpr& b,
+               const char* what) {
+  const SizeFact same = ProveEqual(ctx, a, b);
+  KILN_CHECK(same.holds(), TypeError) << ctx.Describe(what + same.Undecided());
 }
 
 Type AttentionRelation(const TypeRelationContext& ctx) {
   const std::string layout = StringChoiceAttr(ctx, "layout", {"BSNH", "SBNH"});
   const std::string dims =
       layout == "BSNH" ? "(batch, seq, heads * head_dim)" : "(seq, batch, heads * head_dim)";
-  const std::vector<int64_t> q = ShapeOfRank(ctx, 0, 3, dims);
-  const std::vector<int64_t> k = ShapeOfRank(ctx, 1, 3, dims);
-  const std::vector<int64_t> v = ShapeOfRank(ctx, 2, 3, dims);
+  const std::vector<arith::SizeExpr> q = ShapeOfRank(ctx, 0, 3, dims);
+  const std::vector<arith::SizeExpr> k = ShapeOfRank(ctx, 1, 3, dims);
+  const std::vector<arith::SizeExpr> v = ShapeOfRank(ctx, 2, 3, dims);
   for (int64_t i = 1; i < 4; ++i) ctx.CheckSameDType(0, i);
   KILN_CHECK(ctx.DType(0).code == kDLFloat, TypeError)
       << ctx.Describe("'q' must be a floating-point tensor");
   const auto heads = ctx.Attr<int64_t>("num_heads");
   KILN_CHECK(heads > 0, TypeError) << ctx.Describe("attribute 'num_heads' must be positive");
   const AttentionAxes axes = AxesOf(layout);
-  KILN_CHECK(q[axes.batch] == k[axes.batch] && q[axes.batch] == v[axes.batch], TypeError)
-      << ctx.Describe("'q', 'k' and 'v' must have the same batch");
-  KILN_CHECK(k[axes.seq] == v[axes.seq], TypeError)
-      << ctx.Describe("'k' and 'v' must have the same sequence length");
-  KILN_CHECK(q[2] == k[2], TypeError)
-      << ctx.Describe("'q' and 'k' must have the same last dimension (heads * head_dim)");
+  const char* batch = "'q', 'k' and 'v' must have the same batch";
+  CheckSame(ctx, q[axes.batch], k[axes.batch], batch);
+  CheckSame(ctx, q[axes.batch], v[axes.batch], batch);
+  CheckSame(ctx, k[axes.seq], v[axes.seq], "'k' and 'v' must have the same sequence length");
+  CheckSame(ctx, q[2], k[2], "'q' and 'k' must have the same last dimension (heads * head_dim)");
   CheckSplitsIntoHeads(ctx, 0, q[2], heads);
   CheckSplitsIntoHeads(ctx, 2, v[2], heads);
-  CheckMaskBroadcasts(ctx, ctx.StaticShape(3), {q[axes.batch], heads, q[axes.seq], k[axes.seq]});
-  std::vector<int64_t> out = q;
+  CheckMaskBroadcasts(ctx, ctx.Shape(3),
+                      {q[axes.batch], arith::IntImm(heads), q[axes.seq], k[axes.seq]});
+  std::vector<arith::SizeExpr> out = q;
   out[2] = v[2];
   return TypeRelationContext::TensorResult(out, ctx.DType(0));
 }

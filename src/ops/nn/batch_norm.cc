@@ -10,15 +10,15 @@ namespace op {
 namespace {
 
 Type BatchNormRelation(const TypeRelationContext& ctx) {
-  const std::vector<int64_t> data = ctx.StaticShape(0);
+  const std::vector<arith::SizeExpr> data = ctx.Shape(0);
   const int64_t axis =
       ctx.NormalizeAxis(ctx.Attr<int64_t>("axis"), static_cast<int64_t>(data.size()), "axis");
   for (int64_t i = 1; i < ctx.num_args(); ++i) {
     ctx.CheckSameDType(0, i);
-    const std::vector<int64_t> param = ctx.StaticShape(i);
-    KILN_CHECK(param.size() == 1 && param[0] == data[axis], TypeError)
-        << ctx.Describe(ctx.ArgName(i) + " must have shape (" + std::to_string(data[axis]) +
-                        "), the channels of 'data' along axis " + std::to_string(axis));
+    const SizeFact channels = ProveSameShape(ctx, ctx.Shape(i), {data[axis]});
+    KILN_CHECK(channels.holds(), TypeError) << ctx.Describe(
+        ctx.ArgName(i) + " must have shape (" + data[axis].ToString() +
+        "), the channels of 'data' along axis " + std::to_string(axis) + channels.Undecided());
   }
   return ctx.arg_type(0);
 }

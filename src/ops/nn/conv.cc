@@ -9,25 +9,28 @@ namespace kiln {
 namespace op {
 namespace {
 
-/// (N, C, spatial...) data and (O, C/groups, kernel...) weight with kRank spatial axes.
+/// (N, C, spatial...) data and (O, C/groups, kernel...) weight with kRank spatial axes. The
+/// batch, channels and spatial extents may be symbolic; the kernel extents must be static.
 template <size_t kRank>
 Type ConvRelation(const TypeRelationContext& ctx) {
   const char* data_layout = kRank == 2 ? "(N, C, H, W)" : "(N, C, D, H, W)";
   const char* weight_layout = kRank == 2 ? "(O, C/groups, KH, KW)" : "(O, C/groups, KD, KH, KW)";
-  const std::vector<int64_t> data = ShapeOfRank(ctx, 0, kRank + 2, data_layout);
-  const std::vector<int64_t> weight = ShapeOfRank(ctx, 1, kRank + 2, weight_layout);
+  const std::vector<arith::SizeExpr> data = ShapeOfRank(ctx, 0, kRank + 2, data_layout);
+  const std::vector<arith::SizeExpr> weight = ShapeOfRank(ctx, 1, kRank + 2, weight_layout);
   ctx.CheckSameDType(0, 1);
-  const int64_t groups = ctx.Attr<int64_t>("groups");
-  KILN_CHECK(groups >= 1 && weight[0] % groups == 0, TypeError)
-      << ctx.Describe("groups = " + std::to_string(groups) + " must be positive and divide the " +
-                      std::to_string(weight[0]) + " output channels of 'weight'");
-  KILN_CHECK(data[1] == weight[1] * groups, TypeError) << ctx.Describe(
-      "input channels " + std::to_string(data[1]) + " of 'data' do not match " +
-      std::to_string(weight[1]) + " channels of 'weight' x " + std::to_string(groups) + " groups");
-  const Window window = ReadWindow(ctx, std::vector<int64_t>(weight.begin() + 2, weight.end()));
-  const std::vector<int64_t> spatial =
-      WindowOutputShape(ctx, window, std::vector<int64_t>(data.begin() + 2, data.end()));
-  std::vector<int64_t> out = {data[0], weight[0]};
+  const int64_t groups = ReadGroups(ctx, weight[0], "output channels of 'weight'");
+  const SizeFact channels = ProveEqual(ctx, data[1], weight[1] * groups);
+  KILN_CHECK(channels.holds(), TypeError) << ctx.Describe(
+      "input channels " + data[1].ToString() + " of 'data' do not match " + weight[1].ToString() +
+      " channels of 'weight' x " + std::to_string(groups) + " groups" + channels.Undecided());
+  std::vector<int64_t> kernel;
+  for (size_t i = 2; i < weight.size(); ++i) {
+    kernel.push_back(StaticExtent(ctx, 1, weight, i, "the kernel extent"));
+  }
+  const Window window = ReadWindow(ctx, kernel);
+  const std::vector<arith::SizeExpr> spatial =
+      WindowOutputShape(ctx, window, std::vector<arith::SizeExpr>(data.begin() + 2, data.end()));
+  std::vector<arith::SizeExpr> out = {data[0], weight[0]};
   out.insert(out.end(), spatial.begin(), spatial.end());
   return TypeRelationContext::TensorResult(out, ctx.DType(0));
 }

@@ -9,16 +9,18 @@ namespace op {
 namespace {
 
 Type LayerNormRelation(const TypeRelationContext& ctx) {
-  const std::vector<int64_t> data = ctx.StaticShape(0);
+  const std::vector<arith::SizeExpr> data = ctx.Shape(0);
   const int64_t axis =
       ctx.NormalizeAxis(ctx.Attr<int64_t>("axis"), static_cast<int64_t>(data.size()), "axis");
-  const std::vector<int64_t> normalized(data.begin() + axis, data.end());
+  const std::vector<arith::SizeExpr> normalized(data.begin() + axis, data.end());
   for (int64_t i = 1; i < ctx.num_args(); ++i) {
     ctx.CheckSameDType(0, i);
-    KILN_CHECK(ctx.StaticShape(i) == normalized, TypeError)
+    const std::vector<arith::SizeExpr> param = ctx.Shape(i);
+    const SizeFact same = ProveSameShape(ctx, param, normalized);
+    KILN_CHECK(same.holds(), TypeError)
         << ctx.Describe(ctx.ArgName(i) + " must have shape " + ir::ShapeToText(normalized) +
                         ", the dimensions of 'data' from axis " + std::to_string(axis) +
-                        " on; got " + ir::ShapeToText(ctx.StaticShape(i)));
+                        " on; got " + ir::ShapeToText(param) + same.Undecided());
   }
   return ctx.arg_type(0);
 }

@@ -10,29 +10,48 @@ namespace kiln {
 namespace op {
 namespace {
 
+/// Requires `mode` to be able to fill padding of width up to `widest` along dimension `i` of
+/// `shape`.
+void CheckPadMode(const TypeRelationContext& ctx, const std::string& mode, size_t i,
+                  const std::vector<arith::SizeExpr>& shape, int64_t widest) {
+  const arith::SizeExpr& extent = shape[i];
+  // A dimension that is not padded mirrors nothing, so only a static extent is held to the rule
+  // there (as it always was); a symbolic batch need not be proven non-empty.
+  if (mode == "reflect" && (widest > 0 || extent.as_int().has_value())) {
+    const SizeFact fits = ProveLT(ctx, arith::IntImm(widest), extent);
+    KILN_CHECK(fits.holds(), TypeError)
+        << ctx.Describe("mode 'reflect' pads dimension " + std::to_string(i) + " of 'data' " +
+                        ir::ShapeToText(shape) + " by " + std::to_string(widest) +
+                        ", more than its extent - 1" + fits.Undecided());
+  }
+  if (mode == "edge" && widest > 0) {
+    const SizeFact nonempty = ProveGE(ctx, extent, arith::IntImm(1));
+    KILN_CHECK(nonempty.holds(), TypeError)
+        << ctx.Describe("mode 'edge' cannot pad the empty dimension " + std::to_string(i) +
+                        " of 'data' " + ir::ShapeToText(shape) + nonempty.Undecided());
+  }
+}
+
 Type PadRelation(const TypeRelationContext& ctx) {
-  std::vector<int64_t> shape = ctx.StaticShape(0);
-  const size_t rank = shape.size();
+  const std::vector<arith::SizeExpr> data = ctx.Shape(0);
+  const size_t rank = data.size();
   const std::vector<int64_t> pads = ctx.IntsAttr("pads");
   const std::string mode = StringChoiceAttr(ctx, "mode", {"constant", "reflect", "edge"});
   KILN_CHECK(pads.size() == 2 * rank, TypeError)
       << ctx.Describe("attribute 'pads' = " + ir::ShapeToText(pads) + " must have 2 x " +
-                      std::to_string(rank) + " entries for 'data' " + ir::ShapeToText(shape));
+                      std::to_string(rank) + " entries for 'data' " + ir::ShapeToText(data));
+  std::vector<arith::SizeExpr> out = data;
   for (size_t i = 0; i < rank; ++i) {
-    const int64_t extent = shape[i] + pads[i] + pads[i + rank];
-    KILN_CHECK(extent >= 0, TypeError)
-        << ctx.Describe("attribute 'pads' = " + ir::ShapeToText(pads) + " crops dimension " +
-                        std::to_string(i) + " of 'data' " + ir::ShapeToText(shape) + " below 0");
-    const int64_t widest = std::max(pads[i], pads[i + rank]);
-    KILN_CHECK(mode != "reflect" || widest < shape[i], TypeError) << ctx.Describe(
-        "mode 'reflect' pads dimension " + std::to_string(i) + " of 'data' " +
-        ir::ShapeToText(shape) + " by " + std::to_string(widest) + ", more than its extent - 1");
-    KILN_CHECK(mode != "edge" || widest <= 0 || shape[i] > 0, TypeError)
-        << ctx.Describe("mode 'edge' cannot pad the empty dimension " + std::to_string(i) +
-                        " of 'data' " + ir::ShapeToText(shape));
-    shape[i] = extent;
+    const arith::SizeExpr extent = ctx.analyzer().Simplify(data[i] + pads[i] + pads[i + rank]);
+    const SizeFact nonnegative = ProveGE(ctx, extent, arith::IntImm(0));
+    KILN_CHECK(nonnegative.holds(), TypeError) << ctx.Describe(
+        "attribute 'pads' = " + ir::ShapeToText(pads) + " crops dimension " + std::to_string(i) +
+        " of 'data' " + ir::ShapeToText(data) + " below 0" + nonnegative.Undecided());
+    CheckPadMode(ctx, mode, i, data, std::max(pads[i], pads[i + rank]));
+    // An unpadded extent is kept as written.
+    if (pads[i] != 0 || pads[i + rank] != 0) out[i] = extent;
   }
-  return TypeRelationContext::TensorResult(shape, ctx.DType(0));
+  return TypeRelationContext::TensorResult(out, ctx.DType(0));
 }
 
 KILN_REGISTER_OP("nn.pad")

@@ -12,19 +12,20 @@ namespace {
 
 template <size_t kRank>
 Type PoolRelation(const TypeRelationContext& ctx) {
-  const std::vector<int64_t> data =
+  const std::vector<arith::SizeExpr> data =
       ShapeOfRank(ctx, 0, kRank + 2, kRank == 2 ? "(N, C, H, W)" : "(N, C, D, H, W)");
   const Window window = ReadWindow(ctx, ReadBoundedInts(ctx, "pool_size", kRank, 1));
-  const std::vector<int64_t> spatial =
-      WindowOutputShape(ctx, window, std::vector<int64_t>(data.begin() + 2, data.end()));
-  std::vector<int64_t> out = {data[0], data[1]};
+  const std::vector<arith::SizeExpr> spatial =
+      WindowOutputShape(ctx, window, std::vector<arith::SizeExpr>(data.begin() + 2, data.end()));
+  std::vector<arith::SizeExpr> out = {data[0], data[1]};
   out.insert(out.end(), spatial.begin(), spatial.end());
   return TypeRelationContext::TensorResult(out, ctx.DType(0));
 }
 
 Type GlobalPool2DRelation(const TypeRelationContext& ctx) {
-  const std::vector<int64_t> data = ShapeOfRank(ctx, 0, 4, "(N, C, H, W)");
-  return TypeRelationContext::TensorResult({data[0], data[1], 1, 1}, ctx.DType(0));
+  const std::vector<arith::SizeExpr> data = ShapeOfRank(ctx, 0, 4, "(N, C, H, W)");
+  return TypeRelationContext::TensorResult({data[0], data[1], arith::IntImm(1), arith::IntImm(1)},
+                                           ctx.DType(0));
 }
 
 // The attributes every windowed pool shares; `Ones`/`Zeros` are the defaults of its rank.

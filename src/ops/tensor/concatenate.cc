@@ -2,51 +2,51 @@
 // into pieces of given sizes (ONNX Split with its `split` sizes as an attribute).
 #include <kiln/ir/op.h>
 
-#include <numeric>
-
 #include "../op_common.h"
 
 namespace kiln {
 namespace op {
 namespace {
 
-/// The static shape of field `index` of the tuple argument.
-std::vector<int64_t> FieldShape(const TypeRelationContext& ctx, const ir::TensorTypeObj& field,
-                                size_t index) {
-  std::vector<int64_t> shape;
-  for (const ir::Dim& dim : field.shape()) {
-    std::optional<int64_t> extent = dim.as_static();
-    KILN_CHECK(extent.has_value(), TypeError)
-        << ctx.Describe("field " + std::to_string(index) + " of " + ctx.ArgName(0) +
-                        " needs a static shape, dimension " + std::to_string(shape.size()) +
-                        " is " + dim.ToString());
-    shape.push_back(*extent);
-  }
+/// The shape of a field of the tuple argument, each extent a size expression.
+std::vector<arith::SizeExpr> FieldShape(const ir::TensorTypeObj& field) {
+  std::vector<arith::SizeExpr> shape;
+  for (const ir::Dim& dim : field.shape()) shape.push_back(dim.AsSizeExpr());
   return shape;
+}
+
+/// Requires `shape` (of field `field`) to equal `first` (field 0's) outside `axis`.
+void CheckSameOutsideAxis(const TypeRelationContext& ctx, const std::string& field,
+                          const std::vector<arith::SizeExpr>& shape,
+                          const std::vector<arith::SizeExpr>& first, int64_t axis) {
+  std::vector<arith::SizeExpr> outside = shape;
+  std::vector<arith::SizeExpr> first_outside = first;
+  if (shape.size() == first.size()) outside[axis] = first_outside[axis] = arith::IntImm(0);
+  const SizeFact same = ProveSameShape(ctx, outside, first_outside);
+  KILN_CHECK(same.holds(), TypeError) << ctx.Describe(
+      field + " has shape " + ir::ShapeToText(shape) + ", which differs from field 0's " +
+      ir::ShapeToText(first) + " outside axis " + std::to_string(axis) + same.Undecided());
 }
 
 Type ConcatenateRelation(const TypeRelationContext& ctx) {
   const std::vector<const ir::TensorTypeObj*> fields = ctx.TensorTuple(0);
   KILN_CHECK(!fields.empty(), TypeError) << ctx.Describe(ctx.ArgName(0) + " is an empty tuple");
-  const std::vector<int64_t> first = FieldShape(ctx, *fields[0], 0);
-  std::vector<int64_t> out = first;
+  const std::vector<arith::SizeExpr> first = FieldShape(*fields[0]);
+  std::vector<arith::SizeExpr> out = first;
   const int64_t axis =
       ctx.NormalizeAxis(ctx.Attr<int64_t>("axis"), static_cast<int64_t>(out.size()), "axis");
+  arith::SizeExpr joined = first[axis];
   for (size_t i = 1; i < fields.size(); ++i) {
-    const std::vector<int64_t> shape = FieldShape(ctx, *fields[i], i);
+    const std::vector<arith::SizeExpr> shape = FieldShape(*fields[i]);
     const std::string field = "field " + std::to_string(i) + " of " + ctx.ArgName(0);
     KILN_CHECK(DataTypeEqual(fields[i]->dtype(), fields[0]->dtype()), TypeError)
         << ctx.Describe(field + " has dtype " + DataTypeToString(fields[i]->dtype()) +
                         ", field 0 " + DataTypeToString(fields[0]->dtype()));
-    bool matches = shape.size() == first.size();
-    for (size_t d = 0; matches && d < shape.size(); ++d) {
-      matches = static_cast<int64_t>(d) == axis || shape[d] == first[d];
-    }
-    KILN_CHECK(matches, TypeError) << ctx.Describe(
-        field + " has shape " + ir::ShapeToText(shape) + ", which differs from field 0's " +
-        ir::ShapeToText(first) + " outside axis " + std::to_string(axis));
-    out[axis] += shape[axis];
+    CheckSameOutsideAxis(ctx, field, shape, first, axis);
+    joined = joined + shape[axis];
   }
+  // A single field is kept as written; a sum is simplified (seq + 1 + seq is seq * 2 + 1).
+  if (fields.size() > 1) out[axis] = ctx.analyzer().Simplify(joined);
   return TypeRelationContext::TensorResult(out, fields[0]->dtype());
 }
 
@@ -57,21 +57,28 @@ KILN_REGISTER_OP("concatenate")
     .set_type_relation(ConcatenateRelation);
 
 Type SplitRelation(const TypeRelationContext& ctx) {
-  const std::vector<int64_t> data = ctx.StaticShape(0);
+  const std::vector<arith::SizeExpr> data = ctx.Shape(0);
   const int64_t axis =
       ctx.NormalizeAxis(ctx.Attr<int64_t>("axis"), static_cast<int64_t>(data.size()), "axis");
   const std::vector<int64_t> sections = ctx.IntsAttr("sections");
+  const auto message = [&](const std::string& undecided) {
+    return ctx.Describe("attribute 'sections' = " + ir::ShapeToText(sections) +
+                        " must be non-negative sizes adding up to " + data[axis].ToString() +
+                        ", the extent of 'data' along axis " + std::to_string(axis) + undecided);
+  };
   bool valid = !sections.empty();
-  for (int64_t size : sections) valid = valid && size >= 0;
-  valid = valid && std::accumulate(sections.begin(), sections.end(), int64_t{0}) == data[axis];
-  KILN_CHECK(valid, TypeError) << ctx.Describe(
-      "attribute 'sections' = " + ir::ShapeToText(sections) +
-      " must be non-negative sizes adding up to " + std::to_string(data[axis]) +
-      ", the extent of 'data' along axis " + std::to_string(axis));
+  arith::SizeExpr total = arith::IntImm(0);
+  for (int64_t size : sections) {
+    valid = valid && size >= 0;
+    if (valid) total = total + size;
+  }
+  KILN_CHECK(valid, TypeError) << message("");
+  const SizeFact adds_up = ProveEqual(ctx, total, data[axis]);
+  KILN_CHECK(adds_up.holds(), TypeError) << message(adds_up.Undecided());
   Array<Type> pieces;
   for (int64_t size : sections) {
-    std::vector<int64_t> shape = data;
-    shape[axis] = size;
+    std::vector<arith::SizeExpr> shape = data;
+    shape[axis] = arith::IntImm(size);
     pieces.push_back(TypeRelationContext::TensorResult(shape, ctx.DType(0)));
   }
   return ir::TupleType(pieces);

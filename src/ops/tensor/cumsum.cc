@@ -9,9 +9,9 @@ namespace op {
 namespace {
 
 Type CumsumRelation(const TypeRelationContext& ctx) {
-  const std::vector<int64_t> data = ctx.StaticShape(0);
-  ctx.NormalizeAxis(ctx.Attr<int64_t>("axis"), static_cast<int64_t>(data.size()), "axis");
-  return TypeRelationContext::TensorResult(data, ctx.DType(0));
+  const auto rank = static_cast<int64_t>(ctx.Shape(0).size());
+  ctx.NormalizeAxis(ctx.Attr<int64_t>("axis"), rank, "axis");
+  return ctx.arg_type(0);
 }
 
 KILN_REGISTER_OP("cumsum")

@@ -8,10 +8,14 @@ namespace op {
 namespace {
 
 Type DetRelation(const TypeRelationContext& ctx) {
-  std::vector<int64_t> shape = ctx.StaticShape(0);
-  KILN_CHECK(shape.size() >= 2 && shape[shape.size() - 1] == shape[shape.size() - 2], TypeError)
-      << ctx.Describe("'data' " + ir::ShapeToText(shape) +
-                      " must end in square matrices (..., M, M)");
+  std::vector<arith::SizeExpr> shape = ctx.Shape(0);
+  const auto message = [&](const std::string& undecided) {
+    return ctx.Describe("'data' " + ir::ShapeToText(shape) +
+                        " must end in square matrices (..., M, M)" + undecided);
+  };
+  KILN_CHECK(shape.size() >= 2, TypeError) << message("");
+  const SizeFact square = ProveEqual(ctx, shape[shape.size() - 2], shape.back());
+  KILN_CHECK(square.holds(), TypeError) << message(square.Undecided());
   shape.resize(shape.size() - 2);
   return TypeRelationContext::TensorResult(shape, ctx.DType(0));
 }

@@ -104,7 +104,7 @@ KILN_REGISTER_OP("where")
     .set_type_relation(WhereRelation);
 
 Type CastRelation(const TypeRelationContext& ctx) {
-  return TypeRelationContext::TensorResult(ctx.StaticShape(0), DTypeAttr(ctx, "dtype"));
+  return TypeRelationContext::TensorResult(ctx.Shape(0), DTypeAttr(ctx, "dtype"));
 }
 
 KILN_REGISTER_OP("cast")

@@ -9,9 +9,10 @@ namespace op {
 namespace {
 
 Type ExpandRelation(const TypeRelationContext& ctx) {
-  const std::vector<int64_t> data = ctx.StaticShape(0);
+  const std::vector<arith::SizeExpr> data = ctx.Shape(0);
   const std::vector<int64_t> shape = ctx.IntsAttr("shape");
-  std::optional<std::vector<int64_t>> out = ir::BroadcastShapes(data, shape);
+  std::optional<std::vector<arith::SizeExpr>> out =
+      BroadcastTwoShapes(ctx, data, ToSizeExprs(shape), "attribute 'shape'");
   KILN_CHECK(out.has_value(), TypeError)
       << ctx.Describe("'data' of shape " + ir::ShapeToText(data) +
                       " does not broadcast with attribute 'shape' = " + ir::ShapeToText(shape));

@@ -17,10 +17,12 @@ void CheckIndexDType(const TypeRelationContext& ctx, int64_t i) {
       << ctx.Describe(ctx.ArgName(i) + " must be int32 or int64, got " + DataTypeToString(dtype));
 }
 
+using Extents = std::vector<arith::SizeExpr>;
+
 /// gather_elements / scatter_elements: `indices` has `data`'s rank, and outside `axis` it may
 /// not be longer than `data` (an index there is the position itself, which must exist).
-int64_t CheckElementIndices(const TypeRelationContext& ctx, const std::vector<int64_t>& data,
-                            const std::vector<int64_t>& indices) {
+int64_t CheckElementIndices(const TypeRelationContext& ctx, const Extents& data,
+                            const Extents& indices) {
   CheckIndexDType(ctx, 1);
   const auto rank = static_cast<int64_t>(data.size());
   const int64_t axis = ctx.NormalizeAxis(ctx.Attr<int64_t>("axis"), rank, "axis");
@@ -28,16 +30,25 @@ int64_t CheckElementIndices(const TypeRelationContext& ctx, const std::vector<in
       << ctx.Describe("'indices' " + ir::ShapeToText(indices) + " must have the rank of 'data' " +
                       ir::ShapeToText(data));
   for (int64_t d = 0; d < rank; ++d) {
-    KILN_CHECK(d == axis || indices[d] <= data[d], TypeError)
-        << ctx.Describe("'indices' " + ir::ShapeToText(indices) + " is longer than 'data' " +
-                        ir::ShapeToText(data) + " along axis " + std::to_string(d));
+    if (d == axis) continue;
+    const SizeFact fits = ProveGE(ctx, data[d], indices[d]);
+    KILN_CHECK(fits.holds(), TypeError) << ctx.Describe(
+        "'indices' " + ir::ShapeToText(indices) + " is longer than 'data' " +
+        ir::ShapeToText(data) + " along axis " + std::to_string(d) + fits.Undecided());
   }
   return axis;
 }
 
+/// Requires the updates (argument 2) to have shape `expected`; TypeError `what` otherwise.
+void CheckUpdatesShape(const TypeRelationContext& ctx, const Extents& expected,
+                       const std::string& what) {
+  const SizeFact same = ProveSameShape(ctx, ctx.Shape(2), expected);
+  KILN_CHECK(same.holds(), TypeError) << ctx.Describe(what + same.Undecided());
+}
+
 Type GatherElementsRelation(const TypeRelationContext& ctx) {
-  const std::vector<int64_t> indices = ctx.StaticShape(1);
-  CheckElementIndices(ctx, ctx.StaticShape(0), indices);
+  const Extents indices = ctx.Shape(1);
+  CheckElementIndices(ctx, ctx.Shape(0), indices);
   return TypeRelationContext::TensorResult(indices, ctx.DType(0));
 }
 
@@ -51,14 +62,13 @@ KILN_REGISTER_OP("gather_elements")
 const std::vector<std::string> kScatterReductions = {"none", "add", "mul", "max", "min"};
 
 Type ScatterElementsRelation(const TypeRelationContext& ctx) {
-  const std::vector<int64_t> data = ctx.StaticShape(0);
-  const std::vector<int64_t> indices = ctx.StaticShape(1);
+  const Extents data = ctx.Shape(0);
+  const Extents indices = ctx.Shape(1);
   CheckElementIndices(ctx, data, indices);
-  KILN_CHECK(ctx.StaticShape(2) == indices, TypeError)
-      << ctx.Describe("'updates' must have the shape of 'indices'");
+  CheckUpdatesShape(ctx, indices, "'updates' must have the shape of 'indices'");
   ctx.CheckSameDType(0, 2);
   StringChoiceAttr(ctx, "reduction", kScatterReductions);
-  return TypeRelationContext::TensorResult(data, ctx.DType(0));
+  return ctx.arg_type(0);
 }
 
 KILN_REGISTER_OP("scatter_elements")
@@ -70,14 +80,14 @@ KILN_REGISTER_OP("scatter_elements")
     .set_pattern(OpPattern::kOpaque)
     .set_type_relation(ScatterElementsRelation);
 
-/// gather_nd / scatter_nd: the last extent of `indices` is how many leading dims (after
-/// `batch_dims` shared ones) each index tuple addresses; returns the shape of one gathered
-/// slice: `data.shape[batch_dims + k:]`.
-std::vector<int64_t> NdSliceShape(const TypeRelationContext& ctx, const std::vector<int64_t>& data,
-                                  const std::vector<int64_t>& indices, int64_t batch_dims) {
+/// gather_nd / scatter_nd: the last extent of `indices` (static) is how many leading dims
+/// (after `batch_dims` shared ones) each index tuple addresses; returns the shape of one
+/// gathered slice: `data.shape[batch_dims + k:]`.
+Extents NdSliceShape(const TypeRelationContext& ctx, const Extents& data, const Extents& indices,
+                     int64_t batch_dims) {
   CheckIndexDType(ctx, 1);
   KILN_CHECK(!indices.empty(), TypeError) << ctx.Describe("'indices' must have rank >= 1");
-  const int64_t k = indices.back();
+  const int64_t k = StaticExtent(ctx, 1, indices, indices.size() - 1, "the index tuple length");
   const auto rank = static_cast<int64_t>(data.size());
   KILN_CHECK(batch_dims >= 0 && batch_dims < static_cast<int64_t>(indices.size()) &&
                  batch_dims + k <= rank,
@@ -86,18 +96,19 @@ std::vector<int64_t> NdSliceShape(const TypeRelationContext& ctx, const std::vec
                       std::to_string(batch_dims) + " batch dims do not fit 'data' " +
                       ir::ShapeToText(data) + " ('indices' " + ir::ShapeToText(indices) + ")");
   for (int64_t d = 0; d < batch_dims; ++d) {
-    KILN_CHECK(indices[d] == data[d], TypeError)
-        << ctx.Describe("batch dim " + std::to_string(d) + " of 'indices' " +
-                        ir::ShapeToText(indices) + " differs from 'data' " + ir::ShapeToText(data));
+    const SizeFact same = ProveEqual(ctx, indices[d], data[d]);
+    KILN_CHECK(same.holds(), TypeError) << ctx.Describe(
+        "batch dim " + std::to_string(d) + " of 'indices' " + ir::ShapeToText(indices) +
+        " differs from 'data' " + ir::ShapeToText(data) + same.Undecided());
   }
-  return std::vector<int64_t>(data.begin() + batch_dims + k, data.end());
+  return Extents(data.begin() + batch_dims + k, data.end());
 }
 
 Type GatherNDRelation(const TypeRelationContext& ctx) {
-  const std::vector<int64_t> indices = ctx.StaticShape(1);
+  const Extents indices = ctx.Shape(1);
   const int64_t batch_dims = ctx.Attr<int64_t>("batch_dims");
-  const std::vector<int64_t> slice = NdSliceShape(ctx, ctx.StaticShape(0), indices, batch_dims);
-  std::vector<int64_t> out(indices.begin(), indices.end() - 1);
+  const Extents slice = NdSliceShape(ctx, ctx.Shape(0), indices, batch_dims);
+  Extents out(indices.begin(), indices.end() - 1);
   out.insert(out.end(), slice.begin(), slice.end());
   return TypeRelationContext::TensorResult(out, ctx.DType(0));
 }
@@ -110,16 +121,15 @@ KILN_REGISTER_OP("gather_nd")
     .set_type_relation(GatherNDRelation);
 
 Type ScatterNDRelation(const TypeRelationContext& ctx) {
-  const std::vector<int64_t> data = ctx.StaticShape(0);
-  const std::vector<int64_t> indices = ctx.StaticShape(1);
-  const std::vector<int64_t> slice = NdSliceShape(ctx, data, indices, 0);
-  std::vector<int64_t> updates(indices.begin(), indices.end() - 1);
+  const Extents data = ctx.Shape(0);
+  const Extents indices = ctx.Shape(1);
+  const Extents slice = NdSliceShape(ctx, data, indices, 0);
+  Extents updates(indices.begin(), indices.end() - 1);
   updates.insert(updates.end(), slice.begin(), slice.end());
-  KILN_CHECK(ctx.StaticShape(2) == updates, TypeError)
-      << ctx.Describe("'updates' must have shape " + ir::ShapeToText(updates));
+  CheckUpdatesShape(ctx, updates, "'updates' must have shape " + ir::ShapeToText(updates));
   ctx.CheckSameDType(0, 2);
   StringChoiceAttr(ctx, "reduction", kScatterReductions);
-  return TypeRelationContext::TensorResult(data, ctx.DType(0));
+  return ctx.arg_type(0);
 }
 
 KILN_REGISTER_OP("scatter_nd")

@@ -8,38 +8,52 @@ namespace kiln {
 namespace op {
 namespace {
 
+/// The extent -1 stands for in `target`: floordiv(elements, known), where `known` is the product
+/// of the other extents. TypeError unless the analyzer proves that `known` divides `elements`,
+/// or when it proves `known` is 0 (which leaves -1 undefined; a symbolic `known` such as batch
+/// is taken to be positive).
+arith::SizeExpr InferredExtent(const TypeRelationContext& ctx, const std::string& target,
+                               const arith::SizeExpr& elements, const arith::SizeExpr& known) {
+  const std::string what =
+      target + " cannot hold the " + elements.ToString() + " elements of 'data'";
+  KILN_CHECK(!ctx.analyzer().CanProveLE(known, arith::IntImm(0)), TypeError) << ctx.Describe(what);
+  const SizeFact divides = ProveDivisible(ctx, elements, known);
+  KILN_CHECK(divides.holds(), TypeError) << ctx.Describe(what + divides.Undecided());
+  return ctx.analyzer().Simplify(arith::FloorDiv(elements, known));
+}
+
 Type ReshapeRelation(const TypeRelationContext& ctx) {
-  const auto Product = [&ctx](const std::vector<int64_t>& shape) {
-    return NumElements(ctx, shape);
-  };
-  const std::vector<int64_t> data = ctx.StaticShape(0);
-  std::vector<int64_t> shape = ctx.IntsAttr("newshape");
-  const std::string target = "newshape " + ir::ShapeToText(shape);
+  const std::vector<arith::SizeExpr> data = ctx.Shape(0);
+  const std::vector<int64_t> newshape = ctx.IntsAttr("newshape");
+  const std::string target = "newshape " + ir::ShapeToText(newshape);
+  std::vector<arith::SizeExpr> shape;
   int64_t inferred = -1;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] == 0) {
+  for (size_t i = 0; i < newshape.size(); ++i) {
+    if (newshape[i] == 0) {
       KILN_CHECK(i < data.size(), TypeError) << ctx.Describe(
           target + " copies dimension " + std::to_string(i) + " (0) that 'data' does not have");
-      shape[i] = data[i];
-    } else if (shape[i] == -1) {
+      shape.push_back(data[i]);
+    } else if (newshape[i] == -1) {
       KILN_CHECK(inferred < 0, TypeError) << ctx.Describe(target + " has more than one -1");
       inferred = static_cast<int64_t>(i);
+      shape.push_back(arith::IntImm(1));
     } else {
-      KILN_CHECK(shape[i] > 0, TypeError)
-          << ctx.Describe(target + " has the invalid extent " + std::to_string(shape[i]));
+      KILN_CHECK(newshape[i] > 0, TypeError)
+          << ctx.Describe(target + " has the invalid extent " + std::to_string(newshape[i]));
+      shape.push_back(arith::IntImm(newshape[i]));
     }
   }
-  const int64_t elements = Product(data);
+  const arith::SizeExpr elements = NumElementsExpr(ctx, data);
   if (inferred >= 0) {
-    shape[inferred] = 1;
-    const int64_t known = Product(shape);
-    KILN_CHECK(known > 0 && elements % known == 0, TypeError) << ctx.Describe(
-        target + " cannot hold the " + std::to_string(elements) + " elements of 'data'");
-    shape[inferred] = elements / known;
+    // The inferred extent makes the element counts equal by construction.
+    shape[inferred] = InferredExtent(ctx, target, elements, NumElementsExpr(ctx, shape));
+    return TypeRelationContext::TensorResult(shape, ctx.DType(0));
   }
-  KILN_CHECK(Product(shape) == elements, TypeError)
-      << ctx.Describe(target + " has " + std::to_string(Product(shape)) + " elements, 'data' " +
-                      std::to_string(elements));
+  const arith::SizeExpr count = NumElementsExpr(ctx, shape);
+  const SizeFact same = ProveEqual(ctx, count, elements);
+  KILN_CHECK(same.holds(), TypeError)
+      << ctx.Describe(target + " has " + count.ToString() + " elements, 'data' " +
+                      elements.ToString() + same.Undecided());
   return TypeRelationContext::TensorResult(shape, ctx.DType(0));
 }
 

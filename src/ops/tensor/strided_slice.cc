@@ -2,31 +2,67 @@
 // ends are clamped as ONNX does, so INT64_MAX means "to the end" and negative steps walk back.
 #include <kiln/ir/op.h>
 
-#include <algorithm>
-
 #include "../op_common.h"
 
 namespace kiln {
 namespace op {
 namespace {
 
-/// The number of elements `begin:end:step` selects from a dimension of `extent` (ONNX Slice).
-int64_t SliceLength(int64_t begin, int64_t end, int64_t step, int64_t extent) {
-  // Negative indices count from the end; a step < 0 may end one before the first element.
-  if (begin < 0) begin += extent;
-  if (end < 0) end += extent;
-  if (step > 0) {
-    begin = std::clamp<int64_t>(begin, 0, extent);
-    end = std::clamp<int64_t>(end, 0, extent);
-    return end > begin ? (end - begin + step - 1) / step : 0;
+/// min(max(value, lo), hi), leaving out the bounds the analyzer proves redundant.
+arith::SizeExpr Clamp(const arith::Analyzer& analyzer, const arith::SizeExpr& value,
+                      const arith::SizeExpr& lo, const arith::SizeExpr& hi) {
+  if (analyzer.CanProveLE(value, hi)) {
+    // Then the clamp is max(value, min(lo, hi)) (whether lo <= hi or not), which is value when
+    // value is at least lo or hi.
+    if (analyzer.CanProveGE(value, lo) || analyzer.CanProveGE(value, hi)) return value;
+    return arith::Max(value, analyzer.CanProveLE(lo, hi) ? lo : arith::Min(lo, hi));
   }
-  begin = std::clamp<int64_t>(begin, 0, extent - 1);
-  end = std::clamp<int64_t>(end, -1, extent - 1);
-  return begin > end ? (begin - end - step - 1) / -step : 0;
+  return arith::Min(analyzer.CanProveGE(value, lo) ? value : arith::Max(value, lo), hi);
+}
+
+/// A begin or end of the slice along a dimension of `extent`, before clamping: negative
+/// indices count from the end. An index of kMaxElements or more in size lies beyond every
+/// extent (no dimension is longer; exporters write INT64_MAX for "to the end"), so it stands
+/// for `past_end` or `before_start`: the analyzer could not prove INT64_MAX past a symbolic
+/// extent, and the arithmetic stays far from overflow.
+arith::SizeExpr Position(int64_t index, const arith::SizeExpr& extent,
+                         const arith::SizeExpr& before_start, const arith::SizeExpr& past_end) {
+  if (index >= kMaxElements) return past_end;
+  if (index <= -kMaxElements) return before_start;
+  return index < 0 ? extent + index : arith::IntImm(index);
+}
+
+/// The number of elements `begin:end:step` selects from a dimension of `extent` (ONNX Slice),
+/// static or symbolic: ceil((to - from) / |step|) clamped at 0, where ONNX clamps begin and end
+/// into [0, extent] (into [0, extent - 1] and [-1, extent - 1] for a step < 0). A clamp that
+/// can only change a length the clamp at 0 gives anyway is left out, and to - max(start, low)
+/// is written min(to - start, to - low): both keep symbolic lengths small (x[1:] has
+/// max(n, 1) - 1 elements, x[-4:] has min(n, 4)).
+arith::SizeExpr SliceLength(const arith::Analyzer& analyzer, int64_t begin, int64_t end,
+                            int64_t step, const arith::SizeExpr& extent) {
+  const arith::SizeExpr zero = arith::IntImm(0);
+  arith::SizeExpr span;
+  if (step > 0) {
+    const arith::SizeExpr to = arith::Min(Position(end, extent, zero, extent), extent);
+    span = arith::Min(to - Position(begin, extent, zero, extent), to);
+  } else {
+    // Walking back: the elements run from the clamped begin down to just above the end.
+    const arith::SizeExpr last = extent - 1;
+    const arith::SizeExpr before = arith::IntImm(-1);
+    const arith::SizeExpr to = Clamp(analyzer, Position(begin, extent, zero, last), zero, last);
+    span = arith::Min(to - Position(end, extent, before, last), to + 1);
+  }
+  // A step past every extent takes the first element only (its size is kept out of the
+  // arithmetic, where it would only make huge constants).
+  if (step >= kMaxElements || step <= -kMaxElements) {
+    return analyzer.Simplify(arith::Min(arith::Max(span, zero), 1));
+  }
+  const int64_t stride = step > 0 ? step : -step;
+  return analyzer.Simplify(arith::Max(arith::FloorDiv(span - 1, stride) + 1, zero));
 }
 
 Type StridedSliceRelation(const TypeRelationContext& ctx) {
-  std::vector<int64_t> shape = ctx.StaticShape(0);
+  std::vector<arith::SizeExpr> shape = ctx.Shape(0);
   const auto rank = static_cast<int64_t>(shape.size());
   const std::vector<int64_t> begin = ctx.IntsAttr("begin");
   const std::vector<int64_t> end = ctx.IntsAttr("end");
@@ -48,7 +84,7 @@ Type StridedSliceRelation(const TypeRelationContext& ctx) {
   for (size_t i = 0; i < begin.size(); ++i) {
     KILN_CHECK(strides[i] != 0, TypeError)
         << ctx.Describe("attribute 'strides' = " + ir::ShapeToText(strides) + " has a 0 step");
-    shape[axes[i]] = SliceLength(begin[i], end[i], strides[i], shape[axes[i]]);
+    shape[axes[i]] = SliceLength(ctx.analyzer(), begin[i], end[i], strides[i], shape[axes[i]]);
   }
   return TypeRelationContext::TensorResult(shape, ctx.DType(0));
 }

@@ -10,15 +10,15 @@ namespace op {
 namespace {
 
 Type TakeRelation(const TypeRelationContext& ctx) {
-  const std::vector<int64_t> data = ctx.StaticShape(0);
-  const std::vector<int64_t> indices = ctx.StaticShape(1);
+  const std::vector<arith::SizeExpr> data = ctx.Shape(0);
+  const std::vector<arith::SizeExpr> indices = ctx.Shape(1);
   const DLDataType index_type = ctx.DType(1);
   KILN_CHECK(DataTypeEqual(index_type, kInt32) || DataTypeEqual(index_type, kInt64), TypeError)
       << ctx.Describe(ctx.ArgName(1) + " must be int32 or int64, got " +
                       DataTypeToString(index_type));
   const int64_t axis =
       ctx.NormalizeAxis(ctx.Attr<int64_t>("axis"), static_cast<int64_t>(data.size()), "axis");
-  std::vector<int64_t> out(data.begin(), data.begin() + axis);
+  std::vector<arith::SizeExpr> out(data.begin(), data.begin() + axis);
   out.insert(out.end(), indices.begin(), indices.end());
   out.insert(out.end(), data.begin() + axis + 1, data.end());
   return TypeRelationContext::TensorResult(out, ctx.DType(0));

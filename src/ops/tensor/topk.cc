@@ -11,14 +11,19 @@ namespace op {
 namespace {
 
 Type TopKRelation(const TypeRelationContext& ctx) {
-  std::vector<int64_t> shape = ctx.StaticShape(0);
+  std::vector<arith::SizeExpr> shape = ctx.Shape(0);
   const int64_t axis =
       ctx.NormalizeAxis(ctx.Attr<int64_t>("axis"), static_cast<int64_t>(shape.size()), "axis");
   const auto k = ctx.Attr<int64_t>("k");
-  KILN_CHECK(k >= 0 && k <= shape[axis], TypeError) << ctx.Describe(
-      "'k' = " + std::to_string(k) + " must lie in [0, " + std::to_string(shape[axis]) +
-      "], the extent of axis " + std::to_string(axis));
-  shape[axis] = k;
+  const auto message = [&](const std::string& undecided) {
+    return ctx.Describe("'k' = " + std::to_string(k) + " must lie in [0, " +
+                        shape[axis].ToString() + "], the extent of axis " + std::to_string(axis) +
+                        undecided);
+  };
+  KILN_CHECK(k >= 0, TypeError) << message("");
+  const SizeFact fits = ProveGE(ctx, shape[axis], arith::IntImm(k));
+  KILN_CHECK(fits.holds(), TypeError) << message(fits.Undecided());
+  shape[axis] = arith::IntImm(k);
   return ir::TupleType({TypeRelationContext::TensorResult(shape, ctx.DType(0)),
                         TypeRelationContext::TensorResult(shape, kInt64)});
 }

@@ -69,7 +69,10 @@ void ExpectRunsAtBatch(const Executable& model, int64_t batch) {
 
 TEST(SymbolicBuildTest, OneCompiledModelRunsAtEveryBatchSize) {
   const Executable model = Build(ir::ParseModule(kDenseReluOverBatch));
-  for (int64_t batch : {1, 3, 8, 3, 0}) ExpectRunsAtBatch(model, batch);
+  for (int64_t batch : {1, 3, 8, 3}) ExpectRunsAtBatch(model, batch);
+  test_util::ExpectError([&] { model.invoke({Filled({0, 2}, 0)}); }, "ValueError",
+                         {"input 'x' has extent 0 at axis 0, the size 'batch', which must be at "
+                          "least 1"});
 }
 
 TEST(SymbolicBuildTest, TheStatefulApiTakesAnyShapeOfTheSignature) {
@@ -109,6 +112,42 @@ TEST(SymbolicBuildTest, ARepeatedShapeTakesNoNewMemory) {
   EXPECT_EQ(after.allocations - after.cache_hits, before.allocations - before.cache_hits);
   EXPECT_EQ(after.bytes_in_use, before.bytes_in_use);
   EXPECT_EQ(Values(out), DenseReluReference(Values(x)));
+}
+
+int64_t BytesPerContext(const Executable& model) {
+  return model.module()
+      .GetFunctionRequired("get_limits")()
+      .cast<Map<String, Any>>()
+      .at("bytes_per_context")
+      .cast<int64_t>();
+}
+
+TEST(SymbolicBuildTest, UpperBoundsPlanOnceForEveryShapeBelowThem) {
+  const Executable unbounded = Build(ir::ParseModule(kDenseReluOverBatch));
+  ExpectRunsAtBatch(unbounded, 16);
+  const int64_t bytes_at_16 = BytesPerContext(unbounded);
+  const Executable small = Build(ir::ParseModule(kDenseReluOverBatch));
+  ExpectRunsAtBatch(small, 1);
+  ASSERT_LT(BytesPerContext(small), bytes_at_16);
+
+  // With the bound, the first call, at batch 1, already lays its entries out in storages
+  // planned at 16, and every later batch up to 16 fits them.
+  const Executable model = Build(ir::ParseModule(kDenseReluOverBatch));
+  model.set_upper_bounds({{"batch", 16}});
+  ExpectRunsAtBatch(model, 1);
+  EXPECT_EQ(BytesPerContext(model), bytes_at_16);
+  for (int64_t batch : {16, 9, 4}) ExpectRunsAtBatch(model, batch);
+  EXPECT_EQ(BytesPerContext(model), bytes_at_16);
+  test_util::ExpectError(
+      [&] {
+        model.invoke({Filled({17, 2}, 0)});
+      },
+      "ValueError", {"the size 'batch' is 17, over its upper bound 16"});
+  test_util::ExpectError(
+      [&] {
+        model.set_upper_bounds({{"seq", 4}});
+      },
+      "ValueError", {"the model has no size 'seq' (its sizes: batch)"});
 }
 
 TEST(SymbolicBuildTest, TheArtifactKeepsTheSignature) {

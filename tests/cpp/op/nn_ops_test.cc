@@ -24,6 +24,50 @@ TEST(Conv2DOpTest, SlidesTheKernel) {
       {"'strides' must be 2 integers in [1, 1048576], got (1)", "data: Tensor[(1, 3, 8, 8)"});
 }
 
+TEST(Conv2DOpTest, SymbolicBatchAndSpatialExtents) {
+  // (224 + 3 + 3 - 7) / 2 + 1 = 112 under a symbolic batch.
+  ExpectType(S({"batch", "64", "112", "112"}), "nn.conv2d",
+             {S({"batch", "3", "224", "224"}), T({64, 3, 7, 7})},
+             {{"strides", Array<int64_t>{2, 2}}, {"padding", Array<int64_t>{3, 3, 3, 3}}});
+  // floordiv(h + 1 + 1 - 2, 2) + 1: the padding makes the window fit whatever h is.
+  ExpectType(S({"n", "8", "floordiv(h, 2) + 1", "floordiv(w, 2) + 1"}), "nn.conv2d",
+             {S({"n", "4", "h", "w"}), T({8, 4, 2, 2})},
+             {{"strides", Array<int64_t>{2, 2}}, {"padding", Array<int64_t>{1, 1, 1, 1}}});
+  ExpectType(S({"n", "8", "h + 2", "5"}), "nn.conv2d", {S({"n", "3", "h", "5"}), T({8, 3, 3, 1})},
+             {{"padding", Array<int64_t>{2, 0, 2, 0}}});
+  // Channels equal once simplified (c * 2 + c * 2 = c * 2 x 2 groups); the groups divide the
+  // symbolic output channels o * 2.
+  ExpectType(S({"n", "o * 2", "6", "6"}), "nn.conv2d",
+             {S({"n", "c * 2 + c * 2", "8", "8"}), S({"o * 2", "c * 2", "3", "3"})},
+             {{"groups", 2}});
+}
+
+TEST(Conv2DOpTest, SymbolicConstraintsItCannotProveAreErrors) {
+  // h may be 0, 1 or 2, where a 3x3 window does not fit.
+  ExpectTypeError("nn.conv2d", {S({"n", "3", "h", "w"}), T({8, 3, 3, 3})}, {},
+                  {"the window of extent 3 (kernel 3, dilation 1) does not fit spatial "
+                   "dimension 0 of extent h after padding",
+                   "h >= 3 cannot be proven or disproven before run time",
+                   "data: Tensor[(n, 3, h, w), float32]"});
+  ExpectTypeError("nn.conv2d", {S({"n", "c", "8", "8"}), T({8, 3, 3, 3})}, {},
+                  {"input channels c of 'data' do not match 3 channels of 'weight' x 1 groups",
+                   "(c == 3 cannot be proven"});
+  // Proven different: no note, the same message as for static channels.
+  ExpectTypeError("nn.conv2d", {S({"n", "c + 4", "8", "8"}), T({8, 3, 3, 3})}, {},
+                  {"input channels c + 4 of 'data' do not match 3 channels of 'weight'"});
+  ExpectTypeError("nn.conv2d", {S({"n", "8", "8", "8"}), S({"o", "4", "3", "3"})}, {{"groups", 2}},
+                  {"groups = 2 must be positive and divide the o output channels of 'weight'",
+                   "floormod(o, 2) == 0 cannot be proven"});
+  ExpectTypeError("nn.conv2d", {T({1, 3, 8, 8}), S({"8", "3", "k", "3"})}, {},
+                  {"the kernel extent (dimension 2 of 'weight' (argument 1)) must be static, "
+                   "got k"});
+}
+
+TEST(Conv3DOpTest, SymbolicBatch) {
+  ExpectType(S({"n", "4", "4", "6", "6"}), "nn.conv3d",
+             {S({"n", "2", "6", "8", "8"}), T({4, 2, 3, 3, 3})});
+}
+
 TEST(Conv3DOpTest, SlidesTheKernelOverDepthToo) {
   // D: (6 + 1 + 1 - 3) / 1 + 1 = 6; H: (8 - 3) / 2 + 1 = 3; W: (8 - 3 * 2 + 1) / 1 + 1 = 4.
   ExpectType(T({1, 4, 6, 3, 4}), "nn.conv3d", {T({1, 2, 6, 8, 8}), T({4, 2, 3, 3, 3})},
@@ -53,6 +97,26 @@ TEST(Conv2DTransposeOpTest, InvertsConv2DShapes) {
                   {"'output_padding' = (2, 0) must be smaller", "data: Tensor[(1, 4, 5, 5)"});
 }
 
+TEST(Conv2DTransposeOpTest, SymbolicExtents) {
+  ExpectType(S({"n", "2", "10", "10"}), "nn.conv2d_transpose",
+             {S({"n", "4", "5", "5"}), T({4, 2, 3, 3})},
+             {{"strides", Array<int64_t>{2, 2}},
+              {"padding", Array<int64_t>{1, 1, 1, 1}},
+              {"output_padding", Array<int64_t>{1, 1}}});
+  // (h - 1) * 2 + 3: h * 2 + 1, at least 1 for every h >= 0.
+  ExpectType(S({"n", "2", "h * 2 + 1", "w * 2 + 1"}), "nn.conv2d_transpose",
+             {S({"n", "4", "h", "w"}), T({4, 2, 3, 3})}, {{"strides", Array<int64_t>{2, 2}}});
+  // With padding 1 + 1 the extent is h * 2 - 1, which is -1 for h = 0.
+  // Padding 3 on each side of a stride-2 transpose needs h >= 2: sizes are only known >= 1.
+  ExpectTypeError("nn.conv2d_transpose", {S({"n", "4", "h", "w"}), T({4, 2, 3, 3})},
+                  {{"strides", Array<int64_t>{2, 2}}, {"padding", Array<int64_t>{3, 3, 3, 3}}},
+                  {"padding (3, 3, 3, 3) leaves no output in spatial dimension 0",
+                   "cannot be proven"});
+  ExpectTypeError("nn.conv2d_transpose", {S({"n", "c", "5", "5"}), T({4, 2, 3, 3})}, {},
+                  {"input channels c of 'data' do not match 4 input channels of 'weight'",
+                   "c == 4 cannot be proven"});
+}
+
 TEST(DenseOpTest, KeepsSymbolicLeadingDimensionsAndProvesK) {
   ExpectType(S({"batch", "seq", "16"}), "nn.dense", {S({"batch", "seq", "64"}), T({16, 64})});
   ExpectType(S({"n", "m"}), "nn.dense", {S({"n", "k * 2"}), S({"m", "2 * k"})});
@@ -72,6 +136,17 @@ TEST(BatchNormOpTest, ParametersFollowTheChannels) {
   ExpectType(T({1, 3, 4, 4}), "nn.batch_norm", {T({1, 3, 4, 4}), param, param, param, param});
   ExpectTypeError("nn.batch_norm", {T({1, 3, 4, 4}), T({4}), param, param, param}, {},
                   {"'gamma' (argument 1) must have shape (3)", "gamma: Tensor[(4), float32]"});
+}
+
+TEST(BatchNormOpTest, SymbolicBatchAndSpatialExtents) {
+  const ir::Type param = T({3});
+  ExpectType(S({"batch", "3", "h", "w"}), "nn.batch_norm",
+             {S({"batch", "3", "h", "w"}), param, param, param, param});
+  ExpectType(S({"batch", "seq", "c"}), "nn.batch_norm",
+             {S({"batch", "seq", "c"}), S({"c"}), S({"c"}), S({"c"}), S({"c"})}, {{"axis", -1}});
+  ExpectTypeError("nn.batch_norm", {S({"batch", "c", "8", "8"}), param, param, param, param}, {},
+                  {"'gamma' (argument 1) must have shape (c), the channels of 'data' along axis 1",
+                   "3 == c cannot be proven"});
 }
 
 TEST(PoolingOpTest, WindowedPools) {
@@ -118,6 +193,53 @@ TEST(PoolingOpTest, CeilModeDropsWindowsStartingInTheRightPadding) {
               {"strides", Array<int64_t>{2, 2}},
               {"padding", Array<int64_t>{1, 1, 1, 1}},
               {"ceil_mode", true}});
+}
+
+TEST(PoolingOpTest, SymbolicExtents) {
+  // (112 + 1 + 1 - 3) / 2 + 1 = 56 under a symbolic batch.
+  ExpectType(S({"batch", "64", "56", "56"}), "nn.max_pool2d", {S({"batch", "64", "112", "112"})},
+             {{"pool_size", Array<int64_t>{3, 3}},
+              {"strides", Array<int64_t>{2, 2}},
+              {"padding", Array<int64_t>{1, 1, 1, 1}}});
+  // floordiv(h + 1 + 1 - 2, 2) + 1; with ceil_mode and static extents nothing changes.
+  ExpectType(S({"n", "c", "floordiv(h, 2) + 1", "floordiv(w, 2) + 1"}), "nn.avg_pool2d",
+             {S({"n", "c", "h", "w"})},
+             {{"pool_size", Array<int64_t>{2, 2}},
+              {"strides", Array<int64_t>{2, 2}},
+              {"padding", Array<int64_t>{1, 1, 1, 1}}});
+  ExpectType(S({"n", "1", "3", "3"}), "nn.max_pool2d", {S({"n", "1", "6", "6"})},
+             {{"pool_size", Array<int64_t>{2, 2}},
+              {"strides", Array<int64_t>{2, 2}},
+              {"padding", Array<int64_t>{0, 0, 1, 1}},
+              {"ceil_mode", true}});
+  // Stride 1: the last window starts at h, before the right padding at h + 1.
+  ExpectType(S({"n", "c", "h + 1", "w + 1"}), "nn.max_pool2d", {S({"n", "c", "h", "w"})},
+             {{"pool_size", Array<int64_t>{2, 2}},
+              {"padding", Array<int64_t>{1, 1, 1, 1}},
+              {"ceil_mode", true}});
+  // D: d + 1 + 1 - 1 + 1.
+  ExpectType(S({"n", "c", "d + 2", "1", "1"}), "nn.max_pool3d", {S({"n", "c", "d", "2", "2"})},
+             {{"pool_size", Array<int64_t>{1, 2, 2}},
+              {"strides", Array<int64_t>{1, 2, 2}},
+              {"padding", Array<int64_t>{1, 0, 0, 1, 0, 0}}});
+  ExpectType(S({"batch", "512", "1", "1"}), "nn.global_avg_pool2d",
+             {S({"batch", "512", "h", "w"})});
+}
+
+TEST(PoolingOpTest, SymbolicConstraintsItCannotProveAreErrors) {
+  ExpectTypeError("nn.max_pool2d", {S({"n", "c", "h", "w"})}, {{"pool_size", Array<int64_t>{2, 2}}},
+                  {"the window of extent 2 (kernel 2, dilation 1) does not fit spatial "
+                   "dimension 0 of extent h after padding",
+                   "h >= 2 cannot be proven"});
+  // Whether the last window starts in the right padding depends on the parity of h.
+  ExpectTypeError("nn.max_pool2d", {S({"n", "c", "h", "w"})},
+                  {{"pool_size", Array<int64_t>{2, 2}},
+                   {"strides", Array<int64_t>{2, 2}},
+                   {"padding", Array<int64_t>{1, 1, 1, 1}},
+                   {"ceil_mode", true}},
+                  {"with ceil_mode, whether the last window of spatial dimension 0 starts in the "
+                   "right padding cannot be decided",
+                   ">= h + 1 cannot be proven"});
 }
 
 TEST(PoolingOpTest, GlobalPools) {
@@ -175,6 +297,52 @@ TEST(AttentionOpTest, NamesTheInputThatDoesNotFit) {
       {"'q' must be a floating-point tensor"});
 }
 
+TEST(AttentionOpTest, SymbolicBatchAndSequences) {
+  const Map<String, Any> heads = {{"num_heads", 4}, {"scale", 0.125}};
+  ExpectType(S({"batch", "seq", "32"}), "nn.attention",
+             {S({"batch", "seq", "64"}), S({"batch", "kv", "64"}), S({"batch", "kv", "32"}), T({})},
+             heads);
+  ExpectType(S({"batch", "seq", "32"}), "nn.attention",
+             {S({"batch", "seq", "64"}), S({"batch", "kv", "64"}), S({"batch", "kv", "32"}),
+              S({"batch", "1", "seq", "kv"})},
+             heads);
+  // heads * head_dim symbolic: d * 4 splits into 4 heads.
+  ExpectType(S({"seq", "b", "d * 4"}), "nn.attention",
+             {S({"seq", "b", "d * 4"}), S({"kv", "b", "d * 4"}), S({"kv", "b", "d * 4"}), T({})},
+             {{"num_heads", 4}, {"scale", 1.0}, {"layout", "SBNH"}});
+}
+
+TEST(AttentionOpTest, SymbolicConstraintsItCannotProveAreErrors) {
+  const Map<String, Any> heads = {{"num_heads", 4}, {"scale", 1.0}};
+  ExpectTypeError(
+      "nn.attention",
+      {S({"batch", "seq", "64"}), S({"b2", "kv", "64"}), S({"batch", "kv", "64"}), T({})}, heads,
+      {"'q', 'k' and 'v' must have the same batch", "batch == b2 cannot be proven"});
+  ExpectTypeError(
+      "nn.attention",
+      {S({"batch", "seq", "d"}), S({"batch", "kv", "d"}), S({"batch", "kv", "d"}), T({})}, heads,
+      {"the last dimension d of 'q' (argument 0) does not split into num_heads = 4 heads",
+       "floormod(d, 4) == 0 cannot be proven"});
+  ExpectTypeError("nn.attention",
+                  {S({"batch", "seq", "64"}), S({"batch", "kv", "64"}), S({"batch", "kv", "64"}),
+                   S({"batch", "1", "1", "m"})},
+                  heads,
+                  {"'mask' (batch, 1, 1, m) does not broadcast to the scores (batch, heads, seq_q, "
+                   "seq_k) = (batch, 4, seq, kv)",
+                   "m == kv cannot be proven"});
+}
+
+TEST(LayerNormOpTest, SymbolicLeadingDimensions) {
+  ExpectType(S({"batch", "seq", "768"}), "nn.layer_norm",
+             {S({"batch", "seq", "768"}), T({768}), T({768})});
+  ExpectType(S({"batch", "seq", "d"}), "nn.layer_norm",
+             {S({"batch", "seq", "d"}), S({"seq", "d"}), S({"seq", "d"})}, {{"axis", 1}});
+  ExpectTypeError("nn.layer_norm", {S({"batch", "seq", "d"}), T({768}), T({768})}, {},
+                  {"'gamma' (argument 1) must have shape (d), the dimensions of 'data' from axis "
+                   "2 on; got (768)",
+                   "768 == d cannot be proven"});
+}
+
 TEST(LayerNormOpTest, ParametersCoverTheNormalizedDims) {
   ExpectType(T({2, 5, 8}), "nn.layer_norm", {T({2, 5, 8}), T({8}), T({8})});
   ExpectType(T({2, 5, 8}), "nn.layer_norm", {T({2, 5, 8}), T({5, 8}), T({5, 8})}, {{"axis", 1}});
@@ -196,6 +364,26 @@ TEST(PadOpTest, PadsInOnnxOrder) {
   ExpectTypeError("nn.pad", {T({2, 3})}, {{"pads", Array<int64_t>{0, 0, 0, 0}}, {"mode", "wrap"}},
                   {"'mode' = 'wrap' is not one of 'constant', 'reflect', 'edge'",
                    "data: Tensor[(2, 3), float32]"});
+}
+
+TEST(PadOpTest, SymbolicExtents) {
+  ExpectType(S({"n", "3", "h + 2", "w + 2"}), "nn.pad", {S({"n", "3", "h", "w"})},
+             {{"pads", Array<int64_t>{0, 0, 1, 1, 0, 0, 1, 1}}});
+  // reflect: only the padded dimensions must be longer than the padding; the batch is not
+  // padded, so it need not be proven non-empty.
+  ExpectType(S({"n", "3", "12", "12"}), "nn.pad", {S({"n", "3", "8", "8"})},
+             {{"pads", Array<int64_t>{0, 0, 2, 2, 0, 0, 2, 2}}, {"mode", "reflect"}});
+  ExpectTypeError("nn.pad", {S({"n", "3", "h", "w"})},
+                  {{"pads", Array<int64_t>{0, 0, 1, 0, 0, 0, 1, 0}}, {"mode", "reflect"}},
+                  {"mode 'reflect' pads dimension 2 of 'data' (n, 3, h, w) by 1, more than its "
+                   "extent - 1",
+                   "1 < h cannot be proven"});
+  // Sizes are at least 1, so edge padding always has an extent to repeat.
+  ExpectType(S({"n", "3", "h + 1", "w"}), "nn.pad", {S({"n", "3", "h", "w"})},
+             {{"pads", Array<int64_t>{0, 0, 1, 0, 0, 0, 0, 0}}, {"mode", "edge"}});
+  ExpectTypeError(
+      "nn.pad", {S({"n", "3", "h", "w"})}, {{"pads", Array<int64_t>{0, 0, -1, 0, 0, 0, -1, 0}}},
+      {"crops dimension 2 of 'data' (n, 3, h, w) below 0", "h - 2 >= 0 cannot be proven"});
 }
 
 TEST(Resize2DOpTest, ResizesHeightAndWidth) {
@@ -222,6 +410,16 @@ TEST(GridSampleOpTest, SamplesAtTheGridPositions) {
   ExpectTypeError("image.grid_sample", {T({2, 3, 4, 4}), T({2, 5, 7, 2})},
                   {{"padding_mode", "wrap"}},
                   {"'padding_mode' = 'wrap' is not one of 'zeros', 'border', 'reflection'"});
+}
+
+TEST(ImageOpTest, SymbolicBatchAndExtents) {
+  ExpectType(S({"n", "3", "8", "6"}), "image.resize2d", {S({"n", "3", "h", "w"})},
+             {{"size", Array<int64_t>{8, 6}}});
+  ExpectType(S({"n", "3", "ho", "wo"}), "image.grid_sample",
+             {S({"n", "3", "h", "w"}), S({"n", "ho", "wo", "2"})});
+  ExpectTypeError("image.grid_sample", {S({"n", "3", "4", "4"}), S({"m", "5", "7", "2"})}, {},
+                  {"'grid' (m, 5, 7, 2) must be (N, H_out, W_out, 2) for 'data' (n, 3, 4, 4)",
+                   "m == n cannot be proven"});
 }
 
 }  // namespace

@@ -103,6 +103,39 @@ TEST(ReshapeOpTest, CopiesAndInfersExtents) {
                   {"newshape (5, -1)", "24 elements of 'data'", "Tensor[(2, 3, 4), float32]"});
 }
 
+TEST(ElemwiseOpTest, CastKeepsASymbolicShape) {
+  ExpectType(S({"n", "3"}, "int64"), "cast", {S({"n", "3"})}, {{"dtype", "int64"}});
+}
+
+TEST(ReshapeOpTest, CopiesAndInfersSymbolicExtents) {
+  // 0 copies batch; -1 is floordiv(batch * 512, batch) = 512.
+  ExpectType(S({"batch", "512"}), "reshape", {S({"batch", "512", "1", "1"})},
+             {{"newshape", Array<int64_t>{0, -1}}});
+  // -1 is floordiv(batch * seq * 768, 12 * 64) = batch * seq.
+  ExpectType(S({"batch * seq", "12", "64"}), "reshape", {S({"batch * seq", "768"})},
+             {{"newshape", Array<int64_t>{-1, 12, 64}}});
+  ExpectType(S({"batch", "seq", "768"}), "reshape", {S({"batch", "seq", "12", "64"})},
+             {{"newshape", Array<int64_t>{0, 0, -1}}});
+  // No -1: the element counts batch * seq * 768 are proven equal.
+  ExpectType(S({"batch", "seq", "12", "64"}), "reshape", {S({"batch", "seq", "768"})},
+             {{"newshape", Array<int64_t>{0, 0, 12, 64}}});
+}
+
+TEST(ReshapeOpTest, SymbolicElementCountsItCannotProveAreErrors) {
+  // n * 3 is even only for even n.
+  ExpectTypeError("reshape", {S({"n", "3"})}, {{"newshape", Array<int64_t>{2, -1}}},
+                  {"newshape (2, -1) cannot hold the n * 3 elements of 'data'",
+                   "floormod(n * 3, 2) == 0 cannot be proven", "data: Tensor[(n, 3), float32]"});
+  ExpectTypeError("reshape", {S({"batch * seq", "768"})}, {{"newshape", Array<int64_t>{-1, 5}}},
+                  {"newshape (-1, 5) cannot hold the batch * seq * 768 elements of 'data'"});
+  // Sizes are at least 1, so the element counts provably differ.
+  ExpectTypeError("reshape", {S({"n", "4"})}, {{"newshape", Array<int64_t>{0, 8}}},
+                  {"newshape (0, 8) has n * 8 elements, 'data' n * 4"});
+  // The 0 copies the static extent 0: the other extents hold no elements, so -1 is undefined.
+  ExpectTypeError("reshape", {S({"n", "0"})}, {{"newshape", Array<int64_t>{-1, 0}}},
+                  {"newshape (-1, 0) cannot hold the 0 elements of 'data'"});
+}
+
 TEST(TransposeOpTest, PermutesSymbolicExtents) {
   ExpectType(S({"batch", "4", "seq", "16"}), "transpose", {S({"batch", "seq", "4", "16"})},
              {{"axes", Array<int64_t>{0, 2, 1, 3}}});
@@ -128,6 +161,23 @@ TEST(MatmulOpTest, FollowsNumpy) {
   ExpectTypeError("matmul", {T({2, 3, 4}), T({3, 4, 5})}, {},
                   {"batch dimensions (2) of 'lhs' and (3) of 'rhs'"});
   ExpectTypeError("matmul", {T({}), T({4})}, {}, {"'lhs' and 'rhs' must be at least 1-D"});
+}
+
+TEST(MatmulOpTest, SymbolicBatchDimensionsAndProvenK) {
+  ExpectType(S({"batch", "seq", "32"}), "matmul", {S({"batch", "seq", "64"}), T({64, 32})});
+  ExpectType(S({"batch", "heads", "seq", "seq"}), "matmul",
+             {S({"batch", "heads", "seq", "64"}), S({"batch", "heads", "64", "seq"})});
+  // Batch dimensions broadcast as the elementwise ops do; K is proven equal (k * 2 = 2 * k).
+  ExpectType(S({"b", "h", "s", "t"}), "matmul",
+             {S({"b", "1", "s", "k * 2"}), S({"h", "2 * k", "t"})});
+  ExpectType(S({"seq"}), "matmul", {S({"seq", "64"}), T({64})});
+  ExpectType(S({"b", "s", "t"}), "nn.batch_matmul", {S({"b", "s", "64"}), S({"b", "t", "64"})},
+             {{"transpose_b", true}});
+  ExpectTypeError("matmul", {S({"n", "k"}), T({64, 8})}, {},
+                  {"the contracted dimension k of 'lhs' does not match 64 of 'rhs'",
+                   "k == 64 cannot be proven"});
+  ExpectTypeError("matmul", {S({"b", "3", "4"}), S({"c", "4", "5"})}, {},
+                  {"extent c of 'rhs' (argument 1) and b cannot be proven to broadcast"});
 }
 
 TEST(MatmulOpTest, BatchMatmulTransposesAndBroadcastsBatch) {
@@ -181,6 +231,25 @@ TEST(ConcatenateOpTest, JoinsAlongAxis) {
   ExpectTypeError("concatenate", {T({2})}, {}, {"'data' (argument 0) must be a tuple"});
 }
 
+TEST(ConcatenateOpTest, SumsSymbolicExtentsAlongTheAxis) {
+  ExpectType(S({"batch", "seq + 1", "64"}), "concatenate",
+             {TupleType({S({"batch", "seq", "64"}), S({"batch", "1", "64"})})}, {{"axis", 1}});
+  // seq + seq + 1, simplified.
+  ExpectType(S({"b", "seq * 2 + 1", "64"}), "concatenate",
+             {TupleType({S({"b", "seq", "64"}), S({"b", "seq", "64"}), S({"b", "1", "64"})})},
+             {{"axis", -2}});
+  ExpectType(S({"b", "n"}), "concatenate", {TupleType({S({"b", "n"})})}, {{"axis", 1}});
+  ExpectTypeError("concatenate", {TupleType({S({"b", "seq"}), S({"c", "seq"})})}, {{"axis", 1}},
+                  {"field 1 of 'data' (argument 0) has shape (c, seq), which differs from field "
+                   "0's (b, seq) outside axis 1",
+                   "c == b cannot be proven"});
+  ExpectType(TupleType({S({"n", "2"}), S({"n", "4"})}), "split", {S({"n", "6"})},
+             {{"axis", 1}, {"sections", Array<int64_t>{2, 4}}});
+  ExpectTypeError(
+      "split", {S({"n"})}, {{"sections", Array<int64_t>{1, 2}}},
+      {"'sections' = (1, 2) must be non-negative sizes adding up to n", "3 == n cannot be proven"});
+}
+
 TEST(ConcatenateOpTest, SplitCutsIntoSections) {
   ExpectType(TupleType({T({1, 4}), T({2, 4}), T({3, 4})}), "split", {T({6, 4})},
              {{"sections", Array<int64_t>{1, 2, 3}}});
@@ -215,6 +284,33 @@ TEST(StridedSliceOpTest, ClampsLikeOnnxSlice) {
                   {"'begin' (0, 0), 'end' (4)", "data: Tensor[(10, 8), float32]"});
 }
 
+TEST(StridedSliceOpTest, ClampsSymbolicExtentsLikeOnnxSlice) {
+  const std::vector<ir::Type> data = {S({"batch", "seq", "64"})};
+  auto slice = [](int64_t begin, int64_t end, int64_t step) -> Map<String, Any> {
+    return {{"begin", Array<int64_t>{begin}},
+            {"end", Array<int64_t>{end}},
+            {"axes", Array<int64_t>{1}},
+            {"strides", Array<int64_t>{step}}};
+  };
+  ExpectType(
+      S({"batch", "seq", "32"}), "strided_slice", data,
+      {{"begin", Array<int64_t>{0}}, {"end", Array<int64_t>{32}}, {"axes", Array<int64_t>{2}}});
+  // x[:, 1:]: seq - 1 elements, and none when seq is 0.
+  // seq >= 1 (sizes are at least 1): x[1:] is seq - 1 long and x[:1] one long.
+  ExpectType(S({"batch", "seq - 1", "64"}), "strided_slice", data, slice(1, kMax, 1));
+  // x[:, 1:-1]: seq - 2, at least 0.
+  ExpectType(S({"batch", "max(seq, 2) - 2", "64"}), "strided_slice", data, slice(1, -1, 1));
+  // x[:, :1] and x[:, -4:]: at most 1 and 4 elements.
+  ExpectType(S({"batch", "1", "64"}), "strided_slice", data, slice(0, 1, 1));
+  ExpectType(S({"batch", "min(seq, 4)", "64"}), "strided_slice", data, slice(-4, kMax, 1));
+  // x[:, ::2]: ceil(seq / 2).
+  ExpectType(S({"batch", "floordiv(seq + 1, 2)", "64"}), "strided_slice", data, slice(0, kMax, 2));
+  // x[:, ::-1]: from seq - 1 down to 0, every element.
+  ExpectType(S({"batch", "seq", "64"}), "strided_slice", data, slice(-1, kMin, -1));
+  ExpectTypeError("strided_slice", data, slice(0, 4, 0),
+                  {"'strides' = (0) has a 0 step", "data: Tensor[(batch, seq, 64), float32]"});
+}
+
 TEST(TakeOpTest, GathersAlongAxis) {
   ExpectType(T({5, 2, 6, 3}), "take", {T({5, 4, 3}), T({2, 6}, "int64")}, {{"axis", 1}});
   ExpectType(T({7, 4, 3}), "take", {T({5, 4, 3}), T({7}, "int32")});
@@ -222,6 +318,28 @@ TEST(TakeOpTest, GathersAlongAxis) {
   ExpectTypeError("take", {T({5, 4}), T({2})}, {},
                   {"'indices' (argument 1) must be int32 or int64, got float32",
                    "data: Tensor[(5, 4), float32]"});
+}
+
+TEST(TakeOpTest, SymbolicIndicesAndData) {
+  ExpectType(S({"batch", "seq", "768"}), "take",
+             {S({"vocab", "768"}), S({"batch", "seq"}, "int64")});
+  ExpectType(S({"n", "k"}), "take", {S({"n", "m"}), S({"k"}, "int32")}, {{"axis", 1}});
+}
+
+TEST(SqueezeOpTest, SymbolicAxesMustBeProvenUnit) {
+  ExpectType(S({"batch", "768"}), "squeeze", {S({"batch", "1", "768"})},
+             {{"axes", Array<int64_t>{1}}});
+  // Without axes every extent must be decided: n + 2 is never 1.
+  ExpectType(S({"n + 2", "3"}), "squeeze", {S({"n + 2", "1", "3"})});
+  ExpectTypeError("squeeze", {S({"batch", "1", "768"})}, {{"axes", Array<int64_t>{0}}},
+                  {"cannot squeeze axis 0 of 'data' (batch, 1, 768): its extent is batch, not 1",
+                   "batch == 1 cannot be proven"});
+  // batch may be 1 or not: the rank of the result would depend on it.
+  ExpectTypeError("squeeze", {S({"batch", "1"})}, {},
+                  {"cannot tell whether axis 0 of 'data' (batch, 1) has extent 1; name the axes",
+                   "batch == 1 cannot be proven"});
+  ExpectType(S({"batch", "1", "seq"}), "unsqueeze", {S({"batch", "seq"})},
+             {{"axes", Array<int64_t>{1}}});
 }
 
 TEST(SqueezeOpTest, RemovesAndInsertsUnitDims) {
@@ -239,6 +357,35 @@ TEST(ExpandOpTest, BroadcastsBothWays) {
   ExpectType(T({2, 3, 4}), "expand", {T({3, 1})}, {{"shape", Array<int64_t>{2, 1, 4}}});
   ExpectTypeError("expand", {T({3, 2})}, {{"shape", Array<int64_t>{4}}},
                   {"'data' of shape (3, 2)", "'shape' = (4)"});
+}
+
+TEST(ExpandOpTest, BroadcastsSymbolicExtents) {
+  ExpectType(S({"n", "4"}), "expand", {S({"n", "1"})}, {{"shape", Array<int64_t>{1, 4}}});
+  ExpectType(S({"2", "n", "3"}), "expand", {S({"n", "3"})}, {{"shape", Array<int64_t>{2, 1, 1}}});
+  ExpectTypeError("expand", {S({"n"})}, {{"shape", Array<int64_t>{4}}},
+                  {"extent 4 of attribute 'shape' and n cannot be proven to broadcast"});
+}
+
+TEST(IndexingOpTest, SymbolicShapes) {
+  ExpectType(S({"n", "2"}), "gather_elements", {S({"n", "4"}), S({"n", "2"}, "int64")},
+             {{"axis", 1}});
+  ExpectTypeError(
+      "gather_elements", {S({"n", "4"}), S({"m", "2"}, "int64")}, {{"axis", 1}},
+      {"'indices' (m, 2) is longer than 'data' (n, 4) along axis 0", "n >= m cannot be proven"});
+  ExpectType(S({"n", "4"}), "scatter_elements",
+             {S({"n", "4"}), S({"n", "2"}, "int64"), S({"n", "2"})}, {{"axis", 1}});
+  ExpectTypeError("scatter_elements", {S({"n", "4"}), S({"n", "2"}, "int64"), S({"m", "2"})},
+                  {{"axis", 1}},
+                  {"'updates' must have the shape of 'indices'", "m == n cannot be proven"});
+  ExpectType(S({"k", "4"}), "gather_nd", {S({"n", "3", "4"}), S({"k", "2"}, "int64")});
+  ExpectType(S({"b", "4"}), "gather_nd", {S({"b", "3", "4"}), S({"b", "1"}, "int64")},
+             {{"batch_dims", 1}});
+  ExpectTypeError("gather_nd", {S({"n", "3"}), S({"k", "m"}, "int64")}, {},
+                  {"the index tuple length (dimension 1 of 'indices' (argument 1)) must be "
+                   "static, got m"});
+  ExpectType(S({"n", "3"}), "scatter_nd", {S({"n", "3"}), S({"k", "1"}, "int64"), S({"k", "3"})});
+  ExpectTypeError("scatter_nd", {S({"n", "3"}), S({"k", "1"}, "int64"), S({"j", "3"})}, {},
+                  {"'updates' must have shape (k, 3)", "j == k cannot be proven"});
 }
 
 TEST(GatherElementsOpTest, TakesTheIndicesShape) {
@@ -282,6 +429,22 @@ TEST(TopKOpTest, GivesValuesAndInt64Positions) {
   ExpectTypeError("topk", {T({2, 5})}, {{"k", 6}}, {"'k' = 6 must lie in [0, 5]"});
 }
 
+TEST(TopKOpTest, SymbolicExtentsOutsideAndAlongTheAxis) {
+  ExpectType(TupleType({S({"batch", "5"}), S({"batch", "5"}, "int64")}), "topk",
+             {S({"batch", "1000"})}, {{"k", 5}});
+  ExpectType(TupleType({S({"0", "n"}), S({"0", "n"}, "int64")}), "topk", {S({"m", "n"})},
+             {{"k", 0}, {"axis", 0}});
+  ExpectTypeError("topk", {S({"batch", "n"})}, {{"k", 5}},
+                  {"'k' = 5 must lie in [0, n], the extent of axis 1", "n >= 5 cannot be proven"});
+}
+
+TEST(DetOpTest, SymbolicSquareMatrices) {
+  ExpectType(S({"b"}), "det", {S({"b", "m", "m"})});
+  ExpectTypeError(
+      "det", {S({"b", "m", "n"})}, {},
+      {"'data' (b, m, n) must end in square matrices (..., M, M)", "m == n cannot be proven"});
+}
+
 TEST(DetOpTest, ReducesTheTrailingSquareMatrices) {
   ExpectType(T({2, 3}), "det", {T({2, 3, 4, 4})});
   ExpectType(T({}, "float64"), "det", {T({3, 3}, "float64")});
@@ -291,6 +454,10 @@ TEST(DetOpTest, ReducesTheTrailingSquareMatrices) {
 TEST(CumsumOpTest, KeepsTheTypeAndChecksTheAxis) {
   ExpectType(T({2, 3}, "int32"), "cumsum", {T({2, 3}, "int32")}, {{"axis", -1}});
   ExpectTypeError("cumsum", {T({2, 3})}, {{"axis", 2}}, {"'axis' = 2 is out of range"});
+}
+
+TEST(CumsumOpTest, KeepsASymbolicType) {
+  ExpectType(S({"n", "3"}), "cumsum", {S({"n", "3"})}, {{"axis", 0}});
 }
 
 }  // namespace
