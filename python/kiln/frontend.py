@@ -4,8 +4,11 @@
     mod = kiln.frontend.from_onnx("model.onnx", shapes={"input": [1, 3, 224, 224]})
 
 The module's @main takes one annotated parameter per graph input (initializers are constants)
-and returns the graph's output (a Tuple for several). Errors are Kiln errors: kiln.ValueError for
-an invalid model or a dynamic input dimension without ``shapes=``, kiln.NotImplementedError
+and returns the graph's output (a Tuple for several). A symbolic input dimension becomes a size
+variable named after its ``dim_param`` (inputs sharing one share the variable), an unknown one a
+variable ``<input>_<axis>``; ``shapes=`` specializes inputs to static extents. Errors are Kiln
+errors: kiln.ValueError for an invalid model or for a node that needs a static extent where
+a dimension is symbolic (naming the input to give with ``shapes=``), kiln.NotImplementedError
 listing every unsupported (op, opset). Loads libkiln_onnx.so on first import.
 """
 
@@ -51,8 +54,12 @@ def _values(values):
 
 def from_onnx(model, shapes=None, values=None):
     """Imports an ONNX model: a path (str or os.PathLike), its serialized bytes, or an
-    onnx.ModelProto. ``shapes`` maps input names to shapes, overriding what the model declares
-    (needed for symbolic dimensions such as a batch size). ``values`` maps input names to
+    onnx.ModelProto. Symbolic input dimensions become size variables (a ``dim_param`` such as
+    ``batch`` names its variable, an unknown dimension of input ``x`` at axis 0 is ``x_0``), so
+    @main's types are symbolic there. ``shapes`` maps input names to static shapes that
+    specialize the symbolic and unknown dimensions the model declares (a static one it gives
+    differently is a kiln.ValueError); it is needed where a converter still wants static
+    extents, and that error names the node and the input to give. ``values`` maps input names to
     arrays (numpy, or anything ``np.asarray`` takes): each such input becomes a constant
     holding that array instead of a parameter of @main, which is how inputs the model uses as
     shapes, axes or scales are given. A name that is not an input is a kiln.ValueError listing

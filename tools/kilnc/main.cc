@@ -43,10 +43,10 @@ const std::vector<Command>& Commands() {
        "                         [--dot FILE]\n"
        "kilnc inspect model.so\n\n"
        "For an ONNX model: imports it, infers its types and prints its inputs, output and how\n"
-       "often each op occurs. --shape fixes an input's shape (needed for dynamic dimensions);\n"
-       "--ir also prints the IR with each value's type as a comment. --plugins partitions it\n"
-       "among those compilers as `compile` would and prints the placement report; --dot writes\n"
-       "the compiled graph as Graphviz, coloured by compiler (render: dot -Tsvg FILE).\n"
+       "often each op occurs. --shape fixes an input's shape (its symbolic sizes stay symbolic\n"
+       "otherwise); --ir also prints the IR with each value's type as a comment. --plugins\n"
+       "partitions it among those compilers as `compile` would and prints the placement report;\n"
+       "--dot writes the compiled graph as Graphviz, coloured by compiler (render: dot -Tsvg FILE).\n"
        "For a compiled model: its inputs and outputs, the memory plan, and each graph node\n"
        "with its tensors and the kernel that runs each of its ops.\n",
        RunInspect},

@@ -2,8 +2,10 @@
 ///
 /// The module's @main has one parameter per graph input that is not an initializer, in the
 /// graph's order, each annotated with its tensor type, and returns the graph's output (a Tuple
-/// when the graph has several). Initializers become Constants. Shapes are static: a symbolic
-/// or unknown input dimension is an error unless `shapes` gives that input's shape. An input
+/// when the graph has several). Initializers become Constants. A symbolic input dimension
+/// becomes a size variable named after its dim_param (inputs sharing one share it), an unknown
+/// one a variable named `<input>_<axis>`; `shapes` specializes an input to static extents. An
+/// input
 /// bound in `values` is an initializer holding that tensor: a Constant, not a parameter, so the
 /// inputs a model uses as shapes, axes or scales can be given at import.
 ///

@@ -96,19 +96,20 @@ ir::Expr HardmaxAlong(const ir::Expr& x, int64_t axis, int64_t extent, int64_t r
 }
 
 // Before opset 13 the input is viewed as 2-D, (shape[:axis], shape[axis:]), as Softmax was.
+// The positions compared with are a constant, so the extent along the axis must be static.
 ir::Expr ConvertHardmax(const NodeContext& node) {
-  const std::vector<int64_t> shape = node.InputShape(0);
-  const auto rank = static_cast<int64_t>(shape.size());
+  const auto rank = static_cast<int64_t>(node.InputRank(0));
   const DLDataType dtype = node.InputDType(0);
   if (node.opset() >= 13) {
     const int64_t axis = NormalizeAxis(node.Int("axis", -1), rank);
-    return HardmaxAlong(node.Input(0), axis, shape[axis], rank, dtype);
+    return HardmaxAlong(node.Input(0), axis, node.InputExtent(0, static_cast<size_t>(axis)), rank,
+                        dtype);
   }
   const auto axis = static_cast<size_t>(NormalizeAxis(node.Int("axis", 1), rank));
-  const std::vector<int64_t> flat{Product(shape, 0, axis), Product(shape, axis, shape.size())};
-  ir::Expr x = MakeCall("reshape", {node.Input(0)}, {{"newshape", ToArray(flat)}});
-  return MakeCall("reshape", {HardmaxAlong(x, 1, flat[1], 2, dtype)},
-                  {{"newshape", ToArray(shape)}});
+  const std::vector<int64_t> trailing = node.InputShape(0, axis, static_cast<size_t>(rank));
+  ir::Expr x = MakeCall("reshape", {node.Input(0)}, {{"newshape", MatrixNewShape(node, axis)}});
+  return MakeCall("reshape", {HardmaxAlong(x, 1, Product(trailing, 0, trailing.size()), 2, dtype)},
+                  {{"newshape", InputNewShape(node)}});
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // ONNX ops whose value is known when importing: Constant, ConstantOfShape, and Shape and Size
-// (Kiln's shapes are static, so they are constants that Reshape/Expand can read).
+// of static extents (constants that Reshape/Expand can read).
 #include <kiln/ffi/error.h>
 
 #include <algorithm>
@@ -49,21 +49,26 @@ ir::Expr ConvertConstantOfShape(const NodeContext& node) {
   return ir::Constant(FilledTensor(shape, kFloat32, 0.0));
 }
 
-// Opset 15 added start/end, which slice the shape like Python's shape[start:end].
+/// The static extents of dimensions [begin, end) of input 0, which are the node's value. A
+/// symbolic one is known only when the model runs, which the importer cannot express yet.
+std::vector<int64_t> FoldedExtents(const NodeContext& node, size_t begin, size_t end) {
+  return node.InputShape(0, begin, end, "run-time shape computation is not supported yet");
+}
+
+// Opset 15 added start/end, which slice the shape like Python's shape[start:end]; only the
+// extents in that slice need to be static.
 ir::Expr ConvertShape(const NodeContext& node) {
-  const std::vector<int64_t> shape = node.InputShape(0);
-  const auto rank = static_cast<int64_t>(shape.size());
+  const auto rank = static_cast<int64_t>(node.InputRank(0));
   auto clamp = [rank](int64_t index) {
     return std::clamp(index < 0 ? index + rank : index, int64_t{0}, rank);
   };
   const int64_t start = clamp(node.Int("start", 0));
   const int64_t end = std::max(start, clamp(node.Int("end", rank)));
-  return ir::Constant(
-      Int64Tensor(std::vector<int64_t>(shape.begin() + start, shape.begin() + end)));
+  return ir::Constant(Int64Tensor(FoldedExtents(node, start, end)));
 }
 
 ir::Expr ConvertSize(const NodeContext& node) {
-  const std::vector<int64_t> shape = node.InputShape(0);
+  const std::vector<int64_t> shape = FoldedExtents(node, 0, node.InputRank(0));
   return ir::Constant(Int64Tensor({Product(shape, 0, shape.size())}, std::vector<int64_t>{}));
 }
 

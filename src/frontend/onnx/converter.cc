@@ -77,6 +77,54 @@ int64_t Product(const std::vector<int64_t>& shape, size_t begin, size_t end) {
   return product;
 }
 
+namespace {
+
+using Extents = std::vector<std::optional<int64_t>>;
+
+std::optional<int64_t> StaticProduct(const Extents& extents, size_t begin, size_t end) {
+  int64_t product = 1;
+  for (size_t i = begin; i < end; ++i) {
+    if (!extents[i].has_value()) return std::nullopt;
+    product *= *extents[i];
+  }
+  return product;
+}
+
+/// `extents` as a newshape: static extents as they are, one symbolic extent as -1, which the
+/// reshape infers from the element count; nullopt when several are symbolic.
+std::optional<Array<int64_t>> InferringNewShape(const Extents& extents) {
+  if (std::count(extents.begin(), extents.end(), std::nullopt) > 1) return std::nullopt;
+  Array<int64_t> newshape;
+  for (const std::optional<int64_t>& extent : extents) newshape.push_back(extent.value_or(-1));
+  return newshape;
+}
+
+}  // namespace
+
+Array<int64_t> MatrixNewShape(const NodeContext& node, size_t axis) {
+  const Extents extents = node.InputExtents(0);
+  const std::optional<int64_t> rows = StaticProduct(extents, 0, axis);
+  const std::optional<int64_t> columns = StaticProduct(extents, axis, extents.size());
+  // 0 copies a single leading extent whatever it is, so the columns may be symbolic too.
+  if (axis == 1 && !(rows.has_value() && columns.has_value())) return {0, -1};
+  std::optional<Array<int64_t>> newshape = InferringNewShape({rows, columns});
+  KILN_CHECK(newshape.has_value(), ValueError)
+      << node.Describe() << " views input 0 ('" << node.proto().input(0) << "') of shape "
+      << node.InputShapeText(0) << " as a matrix at axis " << axis
+      << ", which needs the extents before the axis or those from it on static; "
+      << node.SpecializeHint(0);
+  return *newshape;
+}
+
+Array<int64_t> InputNewShape(const NodeContext& node) {
+  std::optional<Array<int64_t>> newshape = InferringNewShape(node.InputExtents(0));
+  KILN_CHECK(newshape.has_value(), ValueError)
+      << node.Describe() << " reshapes back to the shape " << node.InputShapeText(0)
+      << " of input 0 ('" << node.proto().input(0)
+      << "'), which needs all but one of its extents static; " << node.SpecializeHint(0);
+  return *newshape;
+}
+
 int64_t NormalizeAxis(int64_t axis, int64_t rank) {
   KILN_CHECK(-rank <= axis && axis < rank, ValueError)
       << "axis " << axis << " is out of range for a tensor of rank " << rank;

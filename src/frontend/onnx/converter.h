@@ -73,6 +73,15 @@ ir::Expr AxisPositions(int64_t extent, int64_t axis, int64_t rank);
 ir::Expr PerChannel(const ir::Expr& per_channel, size_t rank);
 /// The product of `shape[begin:end]`.
 int64_t Product(const std::vector<int64_t>& shape, size_t begin, size_t end);
+/// The newshape of a reshape viewing input 0 of `node` as the matrix (prod(shape[:axis]),
+/// prod(shape[axis:])) (Flatten, Softmax before opset 13): the two products where both are
+/// static, else 0 (copy the one leading extent) or -1 (infer) for the symbolic side, so that a
+/// symbolic batch needs no static shape. ValueError when both sides are symbolic products that
+/// neither can express.
+Array<int64_t> MatrixNewShape(const NodeContext& node, size_t axis);
+/// The newshape of a reshape giving a tensor of as many elements input 0's shape again: its
+/// static extents, -1 for its one symbolic extent. ValueError when several are symbolic.
+Array<int64_t> InputNewShape(const NodeContext& node);
 /// `axis` counted from the front when negative (counted from the end) for a rank-`rank` tensor.
 int64_t NormalizeAxis(int64_t axis, int64_t rank);
 

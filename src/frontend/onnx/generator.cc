@@ -60,8 +60,8 @@ ir::Expr ConvertEyeLike(const NodeContext& node) {
 // Keeps x[..., i, j] where j - i >= k (upper) or j - i <= k (lower), 0 elsewhere: a where with a
 // constant (rows, columns) mask, which broadcasts over the leading dims.
 ir::Expr ConvertTrilu(const NodeContext& node) {
-  const std::vector<int64_t> shape = node.InputShape(0);
-  KILN_CHECK(shape.size() >= 2, ValueError) << node.Describe() << ": the input must be >= 2-D";
+  const size_t rank = node.InputRank(0);
+  KILN_CHECK(rank >= 2, ValueError) << node.Describe() << ": the input must be >= 2-D";
   int64_t k = 0;
   if (node.HasInput(1)) {
     const std::vector<int64_t> values = node.ConstantInts(1);  // k is int64 in ONNX
@@ -69,8 +69,8 @@ ir::Expr ConvertTrilu(const NodeContext& node) {
     k = values[0];
   }
   const bool upper = node.Int("upper", 1) != 0;
-  const int64_t rows = shape[shape.size() - 2];
-  const int64_t columns = shape.back();
+  const int64_t rows = node.InputExtent(0, rank - 2);
+  const int64_t columns = node.InputExtent(0, rank - 1);
   std::vector<double> mask(static_cast<size_t>(rows * columns));
   for (int64_t i = 0; i < rows; ++i) {
     for (int64_t j = 0; j < columns; ++j) {

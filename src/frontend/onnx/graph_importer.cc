@@ -1,10 +1,14 @@
 #include "graph_importer.h"
 
+#include <kiln/arith/size_expr.h>
 #include <kiln/ffi/error.h>
+#include <kiln/ir/type.h>
 #include <kiln/transform/infer_type.h>
 
+#include <cctype>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 #include <vector>
@@ -59,26 +63,101 @@ void CheckSupported(const onnx::GraphProto& graph, const std::map<std::string, i
   throw Error("NotImplementedError", message.str());
 }
 
-/// The annotated parameter for graph input `input`; its shape must be static.
-ir::Var MakeParam(const onnx::ValueInfoProto& input) {
+/// Whether `name` is a size variable's name: an identifier ([A-Za-z_][A-Za-z0-9_]*) other than
+/// the function names of the size-expression text.
+bool IsSizeVarName(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return name != "floordiv" && name != "floormod" && name != "min" && name != "max";
+}
+
+/// `text` made a size variable's name: each other character becomes '_', a leading digit (or an
+/// empty text) gets a '_' in front and a function name one behind.
+std::string SanitizeSizeVarName(const std::string& text) {
+  if (IsSizeVarName(text)) return text;
+  std::string name = text.empty() || std::isdigit(static_cast<unsigned char>(text[0])) ? "_" : "";
+  for (char c : text) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return IsSizeVarName(name) ? name : name + "_";
+}
+
+/// The size variables of the graph inputs' symbolic and unknown dimensions (docs/design.md §20):
+/// a dim_param names its variable, so inputs sharing a dim_param share it, as ONNX means; an
+/// unknown dimension gets a fresh `<input>_<axis>`. A size variable is its name, so a made-up
+/// name (a sanitized dim_param, `<input>_<axis>`) must not be a name the model means otherwise:
+/// every dim_param the model spells as an identifier is reserved up front, and a made-up name
+/// that is taken gets a numeric suffix. Each variable remembers the first input it sized.
+class SizeVarNames {
+ public:
+  explicit SizeVarNames(const onnx::GraphProto& graph) {
+    for (const auto* values : {&graph.input(), &graph.value_info(), &graph.output()}) {
+      for (const onnx::ValueInfoProto& value : *values) {
+        for (const onnx::TensorShapeProto::Dimension& dim :
+             value.type().tensor_type().shape().dim()) {
+          if (IsSizeVarName(dim.dim_param())) taken_.insert(dim.dim_param());
+        }
+      }
+    }
+  }
+
+  arith::SizeVar ForDimParam(const std::string& dim_param, const std::string& input) {
+    auto [it, inserted] = dim_params_.emplace(dim_param, dim_param);
+    if (inserted && !IsSizeVarName(dim_param)) it->second = Unused(SanitizeSizeVarName(dim_param));
+    return Sizing(it->second, input);
+  }
+
+  arith::SizeVar ForUnknown(const std::string& input, size_t axis) {
+    return Sizing(Unused(SanitizeSizeVarName(input) + "_" + std::to_string(axis)), input);
+  }
+
+  const SizeVarInputs& inputs() const { return inputs_; }
+
+ private:
+  /// `name`, or `name_2`, `name_3`, ... the first that is not taken; taken from then on.
+  std::string Unused(const std::string& name) {
+    std::string candidate = name;
+    for (int suffix = 2; !taken_.insert(candidate).second; ++suffix) {
+      candidate = name + "_" + std::to_string(suffix);
+    }
+    return candidate;
+  }
+
+  arith::SizeVar Sizing(const std::string& var, const std::string& input) {
+    inputs_.emplace(var, input);
+    return arith::SizeVar(var);
+  }
+
+  std::set<std::string> taken_;
+  std::map<std::string, std::string> dim_params_;  ///< dim_param -> its variable's name
+  SizeVarInputs inputs_;
+};
+
+/// The annotated parameter for graph input `input`: a static dimension keeps its extent, a
+/// symbolic or unknown one becomes a size variable (`names`); shapes= has already written static
+/// extents into the inputs it specializes.
+ir::Var MakeParam(const onnx::ValueInfoProto& input, SizeVarNames& names) {
   const std::string what = "input '" + input.name() + "'";
+  const std::string name = input.name().empty() ? "input" : input.name();
   KILN_CHECK(input.type().has_tensor_type(), NotImplementedError)
       << what << " is not a tensor; Kiln imports tensor inputs only";
   const onnx::TypeProto::Tensor& tensor = input.type().tensor_type();
   const DLDataType dtype = DTypeFromOnnx(tensor.elem_type(), what);
-  KILN_CHECK(tensor.has_shape(), ValueError)
-      << what << " has no shape; give it with shapes={'" << input.name() << "': [...]}";
-  std::vector<int64_t> shape;
+  KILN_ICHECK(tensor.has_shape()) << what << " has no shape, which LoadModel refuses";
+  Array<ir::Dim> shape;
   for (const onnx::TensorShapeProto::Dimension& dim : tensor.shape().dim()) {
-    KILN_CHECK(dim.has_dim_value() && dim.dim_value() >= 0, ValueError)
-        << what << " has a symbolic or unknown dimension "
-        << (dim.has_dim_param() ? "'" + dim.dim_param() + "' " : "") << "at index " << shape.size()
-        << "; Kiln's shapes are static: give the input's shape with shapes={'" << input.name()
-        << "': [...]}";
-    shape.push_back(dim.dim_value());
+    const auto axis = static_cast<size_t>(shape.size());
+    if (dim.has_dim_value()) {
+      KILN_CHECK(dim.dim_value() >= 0, ValueError)
+          << what << " has the negative extent " << dim.dim_value() << " at index " << axis;
+      shape.push_back(ir::IntDim(dim.dim_value()));
+    } else if (!dim.dim_param().empty()) {
+      shape.push_back(ir::Dim::FromSizeExpr(names.ForDimParam(dim.dim_param(), input.name())));
+    } else {
+      shape.push_back(ir::Dim::FromSizeExpr(names.ForUnknown(input.name(), axis)));
+    }
   }
-  return ir::Var(input.name().empty() ? "input" : input.name(),
-                 ir::TensorType::Static(shape, dtype));
+  return ir::Var(name, ir::TensorType(shape, dtype));
 }
 
 /// The value of `name` as ONNX's data propagation computed it, when every element is known and
@@ -116,12 +195,14 @@ class GraphImporter {
       Define(initializer.name(), ir::Constant(TensorFromProto(initializer)));
     }
     Array<ir::Var> params;
+    SizeVarNames size_vars(graph);
     for (const onnx::ValueInfoProto& input : graph.input()) {
       if (values_.count(input.name()) != 0) continue;  // an initializer: a constant
-      ir::Var param = MakeParam(input);
+      ir::Var param = MakeParam(input, size_vars);
       params.push_back(param);
       Define(input.name(), param);
     }
+    size_var_inputs_ = size_vars.inputs();
     for (const onnx::NodeProto& node : graph.node()) ConvertNode(node);
     Array<ir::Expr> outputs;
     for (const onnx::ValueInfoProto& output : graph.output())
@@ -151,7 +232,7 @@ class GraphImporter {
                                         : PropagatedValue(shape_values_, name, inputs.back()));
     }
     const int64_t opset = NodeOpset(node, opsets_);
-    NodeContext context(node, opset, std::move(inputs), std::move(propagated));
+    NodeContext context(node, opset, std::move(inputs), std::move(propagated), &size_var_inputs_);
     try {
       ir::Expr value = Convert(context);
       transform::InferNodeType(value);
@@ -200,6 +281,7 @@ class GraphImporter {
   std::map<std::string, int64_t> opsets_;
   const PropagatedValues& shape_values_;
   std::unordered_map<std::string, ir::Expr> values_;
+  SizeVarInputs size_var_inputs_;
 };
 
 }  // namespace

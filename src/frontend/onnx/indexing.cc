@@ -37,8 +37,8 @@ ir::Expr ConvertScatterND(const NodeContext& node) {
                   {{"reduction", String(node.Str("reduction", "none"))}});
 }
 
-// The selected positions depend on the condition's values, so it must be constant (Kiln's
-// shapes are static); the selection is then a take of those positions.
+// The selected positions, and so the result's shape, depend on the condition's values, so it
+// must be constant; the selection is then a take of those positions.
 ir::Expr ConvertCompress(const NodeContext& node) {
   const std::vector<int64_t> condition = node.ConstantInts(1);
   std::vector<int64_t> selected;
@@ -48,11 +48,11 @@ ir::Expr ConvertCompress(const NodeContext& node) {
   ir::Expr data = node.Input(0);
   int64_t axis = 0;
   if (node.HasAttr("axis")) {
-    const std::vector<int64_t> shape = node.InputShape(0);
-    axis = NormalizeAxis(node.Int("axis", 0), static_cast<int64_t>(shape.size()));
-    KILN_CHECK(static_cast<int64_t>(condition.size()) <= shape[axis], ValueError)
+    axis = NormalizeAxis(node.Int("axis", 0), static_cast<int64_t>(node.InputRank(0)));
+    const int64_t extent = node.InputExtent(0, static_cast<size_t>(axis));
+    KILN_CHECK(static_cast<int64_t>(condition.size()) <= extent, ValueError)
         << node.Describe() << ": the condition has " << condition.size()
-        << " entries, more than extent " << shape[axis] << " of axis " << axis;
+        << " entries, more than extent " << extent << " of axis " << axis;
   } else {
     data = MakeCall("reshape", {data}, {{"newshape", Array<int64_t>{-1}}});
   }
@@ -70,7 +70,7 @@ ir::Expr ConvertOneHot(const NodeContext& node) {
              ValueError)
       << node.Describe() << ": depth must be one value in [1, 2^24]";
   const auto depth = static_cast<int64_t>(depth_values[0]);
-  const auto rank = static_cast<int64_t>(node.InputShape(0).size()) + 1;
+  const auto rank = static_cast<int64_t>(node.InputRank(0)) + 1;
   const int64_t axis = NormalizeAxis(node.Int("axis", -1), rank);
   ir::Expr index = node.Input(0);
   if (!DataTypeEqual(node.InputDType(0), kInt64)) {

@@ -39,6 +39,22 @@ std::string InputNames(const onnx::GraphProto& graph) {
   return names.str();
 }
 
+/// ValueError unless `shape` (from shapes=) agrees with what the model declares of input `name`:
+/// it specializes symbolic and unknown dimensions, so the rank and every static extent stay.
+void CheckSpecializes(const onnx::TensorShapeProto& declared, const std::string& name,
+                      const Array<int64_t>& shape, const std::string& source) {
+  KILN_CHECK(declared.dim_size() == shape.size(), ValueError)
+      << "shapes= gives input '" << name << "' of " << source << " " << shape.size()
+      << " dimensions, but the model declares " << declared.dim_size();
+  for (int i = 0; i < declared.dim_size(); ++i) {
+    const onnx::TensorShapeProto::Dimension& dim = declared.dim(i);
+    KILN_CHECK(!dim.has_dim_value() || dim.dim_value() == shape[i], ValueError)
+        << "shapes= gives input '" << name << "' of " << source << " extent " << shape[i]
+        << " in dimension " << i << ", but the model declares it static with extent "
+        << dim.dim_value();
+  }
+}
+
 /// Replaces the declared shape of each input named in `shapes`.
 void OverrideShapes(onnx::GraphProto& graph, const InputShapes& shapes, const std::string& source) {
   for (const auto& [name, shape] : shapes) {
@@ -49,9 +65,23 @@ void OverrideShapes(onnx::GraphProto& graph, const InputShapes& shapes, const st
     KILN_CHECK(input != nullptr, KeyError)
         << "shapes= names '" << name.str() << "', which is not an input of " << source
         << "; its inputs are" << InputNames(graph);
-    onnx::TensorShapeProto* dims = input->mutable_type()->mutable_tensor_type()->mutable_shape();
+    onnx::TypeProto::Tensor* type = input->mutable_type()->mutable_tensor_type();
+    if (type->has_shape()) CheckSpecializes(type->shape(), name.str(), shape, source);
+    onnx::TensorShapeProto* dims = type->mutable_shape();
     dims->clear_dim();
     for (int64_t extent : shape) dims->add_dim()->set_dim_value(extent);
+  }
+}
+
+/// ValueError for a tensor input without a shape, not even a rank, that neither shapes= nor
+/// values= gave one: the importer turns unknown extents into size variables, but the rank it
+/// must know. Checked before ONNX's checker, whose message for it does not say what to do.
+void CheckInputsHaveShapes(const onnx::GraphProto& graph) {
+  for (const onnx::ValueInfoProto& input : graph.input()) {
+    const onnx::TypeProto& type = input.type();
+    KILN_CHECK(!type.has_tensor_type() || type.tensor_type().has_shape(), ValueError)
+        << "input '" << input.name() << "' has no shape, not even a rank; give it with shapes={'"
+        << input.name() << "': [...]}";
   }
 }
 
@@ -218,6 +248,7 @@ LoadedModel LoadModel(const std::string& bytes, const std::string& source,
   onnx::ModelProto& model = loaded.model;
   OverrideShapes(*model.mutable_graph(), shapes, source);
   BindValues(*model.mutable_graph(), values, source);
+  CheckInputsHaveShapes(model.graph());
   // Before the checker, which would look for the files and fail with a less useful message.
   for (const onnx::TensorProto& initializer : model.graph().initializer()) {
     CheckDataInside(initializer);

@@ -35,45 +35,45 @@ ir::Expr AddChannelBias(const NodeContext& node, ir::Expr out, size_t spatial_ra
   return MakeCall("add", {std::move(out), PerChannel(node.Input(2), spatial_rank + 2)});
 }
 
+/// The kernel extents of the weight (its dimensions after the output and input channels).
 std::vector<int64_t> KernelOfWeight(const NodeContext& node, size_t spatial_rank) {
-  const std::vector<int64_t> weight = node.InputShape(1);
-  KILN_CHECK(weight.size() == spatial_rank + 2, ValueError)
+  const size_t rank = node.InputRank(1);
+  KILN_CHECK(rank == spatial_rank + 2, ValueError)
       << node.Describe() << ": the weight must be " << spatial_rank + 2 << "-D, it has rank "
-      << weight.size();
-  return std::vector<int64_t>(weight.begin() + 2, weight.end());
+      << rank;
+  return node.InputShape(1, 2, rank);
 }
 
 ir::Expr ConvertConv(const NodeContext& node) {
   // The input's rank first: it decides the weight's.
-  const std::vector<int64_t> spatial = SpatialShape(node, kMaxSpatialRank);
-  const Window window = ForwardWindow(node, spatial, KernelOfWeight(node, spatial.size()));
+  const size_t spatial_rank = SpatialRank(node, kMaxSpatialRank);
+  const Window window = ForwardWindow(node, spatial_rank, KernelOfWeight(node, spatial_rank));
   Map<String, Any> attrs = WindowAttrs(window);
   attrs.Set("groups", node.Int("group", 1));
   return AddChannelBias(
-      node, MakeCall(RankedOp("nn.conv", spatial.size()), {node.Input(0), node.Input(1)}, attrs),
-      spatial.size());
+      node, MakeCall(RankedOp("nn.conv", spatial_rank), {node.Input(0), node.Input(1)}, attrs),
+      spatial_rank);
 }
 
 /// ConvTranspose's output extents when the node asks for them (output_shape, or SAME auto_pad
 /// which asks for input * stride); nullopt when its pads are explicit.
-std::optional<std::vector<int64_t>> TransposeTarget(const NodeContext& node,
-                                                    const std::vector<int64_t>& spatial,
-                                                    const Window& window) {
+std::optional<std::vector<int64_t>> TransposeTarget(const NodeContext& node, const Window& window) {
   if (std::optional<std::vector<int64_t>> shape = node.Ints("output_shape")) {
     KILN_CHECK(shape->size() >= kSpatialRank, ValueError)
         << node.Describe() << ": output_shape needs " << kSpatialRank << " extents";
     return std::vector<int64_t>(shape->end() - kSpatialRank, shape->end());
   }
   if (node.Str("auto_pad", "NOTSET").rfind("SAME", 0) != 0) return std::nullopt;
+  const std::vector<int64_t> spatial = SpatialShape(node);
   return std::vector<int64_t>{spatial[0] * window.strides[0], spatial[1] * window.strides[1]};
 }
 
 /// Sets the pads (and output_padding) that give ConvTranspose its output extents `target`:
 /// the spec's total padding, split as auto_pad says; a negative total (the target is larger
 /// than the unpadded result) becomes extra output_padding, as onnxruntime does.
-void PadToTarget(const NodeContext& node, const std::vector<int64_t>& spatial,
-                 const std::vector<int64_t>& target, Window& window,
+void PadToTarget(const NodeContext& node, const std::vector<int64_t>& target, Window& window,
                  std::vector<int64_t>& output_padding) {
+  const std::vector<int64_t> spatial = SpatialShape(node);
   const bool upper = node.Str("auto_pad", "NOTSET") == "SAME_UPPER";
   window.pads.assign(2 * kSpatialRank, 0);
   for (size_t i = 0; i < kSpatialRank; ++i) {
@@ -89,14 +89,14 @@ void PadToTarget(const NodeContext& node, const std::vector<int64_t>& spatial,
 }
 
 ir::Expr ConvertConvTranspose(const NodeContext& node) {
-  const std::vector<int64_t> spatial = SpatialShape(node, kSpatialRank);
+  SpatialRank(node, kSpatialRank);  // checks the input's rank; the extents are read when needed
   Window window;
   window.kernel = KernelOfWeight(node, kSpatialRank);
   window.strides = WindowInts(node, "strides", 1, kSpatialRank);
   window.dilations = WindowInts(node, "dilations", 1, kSpatialRank);
   std::vector<int64_t> output_padding = WindowInts(node, "output_padding", 0, kSpatialRank);
-  if (std::optional<std::vector<int64_t>> target = TransposeTarget(node, spatial, window)) {
-    PadToTarget(node, spatial, *target, window, output_padding);
+  if (std::optional<std::vector<int64_t>> target = TransposeTarget(node, window)) {
+    PadToTarget(node, *target, window, output_padding);
   } else if (node.Str("auto_pad", "NOTSET") == "VALID") {
     window.pads.assign(2 * kSpatialRank, 0);
   } else {
@@ -139,7 +139,7 @@ void CheckSingleOutput(const NodeContext& node) {
 Window PoolWindow(const NodeContext& node) {
   std::optional<std::vector<int64_t>> kernel = node.Ints("kernel_shape");
   KILN_CHECK(kernel.has_value(), ValueError) << node.Describe() << " needs kernel_shape";
-  return ForwardWindow(node, SpatialShape(node, kMaxSpatialRank), *kernel);
+  return ForwardWindow(node, SpatialRank(node, kMaxSpatialRank), *kernel);
 }
 
 Map<String, Any> PoolAttrs(const NodeContext& node, bool indices_output = false) {
@@ -216,7 +216,7 @@ ir::Expr MaxPoolIndices(const NodeContext& node) {
 }
 
 ir::Expr ConvertMaxPool(const NodeContext& node) {
-  const size_t rank = node.InputShape(0).size() - 2;
+  const size_t rank = node.InputRank(0) - 2;
   const bool indices = node.NumOutputs() == 2;
   ir::Expr pooled =
       MakeCall(RankedOp("nn.max_pool", rank), {node.Input(0)}, PoolAttrs(node, indices));
@@ -227,14 +227,14 @@ ir::Expr ConvertMaxPool(const NodeContext& node) {
 ir::Expr ConvertAveragePool(const NodeContext& node) {
   Map<String, Any> attrs = PoolAttrs(node);
   attrs.Set("count_include_pad", node.Int("count_include_pad", 0) != 0);
-  const size_t rank = node.InputShape(0).size() - 2;
+  const size_t rank = node.InputRank(0) - 2;
   return MakeCall(RankedOp("nn.avg_pool", rank), {node.Input(0)}, attrs);
 }
 
 /// The 2-D global pool op for 4-D inputs; for other ranks the reduction `reduce` ("mean",
 /// "max") over every spatial axis, which is what a global pool is.
 ir::Expr ConvertGlobalPool(const NodeContext& node, const char* op_2d, const char* reduce) {
-  const size_t rank = node.InputShape(0).size();
+  const size_t rank = node.InputRank(0);
   KILN_CHECK(rank >= 3, ValueError)
       << node.Describe() << ": the input needs a spatial axis, it has rank " << rank;
   if (rank == kSpatialRank + 2) return MakeCall(op_2d, {node.Input(0)});
@@ -247,17 +247,17 @@ ir::Expr ConvertGlobalPool(const NodeContext& node, const char* op_2d, const cha
 // statistics over every axis but the channels, and also returns the running statistics updated
 // with them: running * momentum + batch * (1 - momentum).
 ir::Expr BatchNormTraining(const NodeContext& node) {
-  const std::vector<int64_t> shape = node.InputShape(0);
-  KILN_CHECK(shape.size() >= 2, ValueError) << node.Describe() << ": the input must be >= 2-D";
+  const size_t rank = node.InputRank(0);
+  KILN_CHECK(rank >= 2, ValueError) << node.Describe() << ": the input must be >= 2-D";
   const DLDataType dtype = node.InputDType(0);
   std::vector<int64_t> axes{0};
-  for (size_t d = 2; d < shape.size(); ++d) axes.push_back(static_cast<int64_t>(d));
+  for (size_t d = 2; d < rank; ++d) axes.push_back(static_cast<int64_t>(d));
   auto mean_over = [&](const ir::Expr& value) {
     return MakeCall("mean", {value}, {{"axis", ToArray(axes)}, {"keepdims", false}});
   };
   const ir::Expr& x = node.Input(0);
   ir::Expr mean = mean_over(x);
-  ir::Expr centered = MakeCall("subtract", {x, PerChannel(mean, shape.size())});
+  ir::Expr centered = MakeCall("subtract", {x, PerChannel(mean, rank)});
   ir::Expr variance = mean_over(MakeCall("multiply", {centered, centered}));
   ir::Expr y = MakeCall("nn.batch_norm", {x, node.Input(1), node.Input(2), mean, variance},
                         {{"epsilon", node.Float("epsilon", 1e-5)}});
@@ -311,20 +311,20 @@ std::pair<ir::Expr, ir::Expr> LayerNormStatistics(const NodeContext& node, int64
 }
 
 ir::Expr ConvertLayerNorm(const NodeContext& node) {
-  const std::vector<int64_t> shape = node.InputShape(0);
-  const int64_t axis = NormalizeAxis(node.Int("axis", -1), static_cast<int64_t>(shape.size()));
-  // Kiln's layer_norm always takes a bias; ONNX's B defaults to zeros.
+  const size_t rank = node.InputRank(0);
+  const int64_t axis = NormalizeAxis(node.Int("axis", -1), static_cast<int64_t>(rank));
+  // Kiln's layer_norm always takes a bias; ONNX's B defaults to zeros of the scale's shape
+  // (the normalized dimensions, static where the batch and sequence are not).
   ir::Expr bias;
   if (node.HasInput(2)) {
     bias = node.Input(2);
   } else {
-    bias = ir::Constant(FilledTensor(std::vector<int64_t>(shape.begin() + axis, shape.end()),
-                                     node.InputDType(0), 0.0));
+    bias = ir::Constant(FilledTensor(node.InputShape(1), node.InputDType(0), 0.0));
   }
   ir::Expr normalized = MakeCall("nn.layer_norm", {node.Input(0), node.Input(1), bias},
                                  {{"axis", axis}, {"epsilon", node.Float("epsilon", 1e-5)}});
   if (node.NumOutputs() <= 1) return normalized;
-  const std::pair<ir::Expr, ir::Expr> statistics = LayerNormStatistics(node, axis, shape.size());
+  const std::pair<ir::Expr, ir::Expr> statistics = LayerNormStatistics(node, axis, rank);
   return ir::Tuple({normalized, statistics.first, statistics.second});
 }
 
@@ -332,14 +332,13 @@ ir::Expr ConvertLayerNorm(const NodeContext& node) {
 // prod(shape[axis:])] and normalizes each row, so the result differs from a softmax over `axis`
 // alone whenever axis is not the last dimension.
 ir::Expr ConvertSoftmaxFlattened(const NodeContext& node, const char* op) {
-  const std::vector<int64_t> shape = node.InputShape(0);
-  const auto rank = static_cast<int64_t>(shape.size());
-  const auto axis = static_cast<size_t>(NormalizeAxis(node.Int("axis", 1), rank));
-  if (axis + 1 == shape.size()) return MakeCall(op, {node.Input(0)}, {{"axis", int64_t{-1}}});
-  const Array<int64_t> matrix{Product(shape, 0, axis), Product(shape, axis, shape.size())};
-  ir::Expr flat = MakeCall("reshape", {node.Input(0)}, {{"newshape", matrix}});
+  const size_t rank = node.InputRank(0);
+  const auto axis =
+      static_cast<size_t>(NormalizeAxis(node.Int("axis", 1), static_cast<int64_t>(rank)));
+  if (axis + 1 == rank) return MakeCall(op, {node.Input(0)}, {{"axis", int64_t{-1}}});
+  ir::Expr flat = MakeCall("reshape", {node.Input(0)}, {{"newshape", MatrixNewShape(node, axis)}});
   ir::Expr normalized = MakeCall(op, {flat}, {{"axis", int64_t{-1}}});
-  return MakeCall("reshape", {normalized}, {{"newshape", ToArray(shape)}});
+  return MakeCall("reshape", {normalized}, {{"newshape", InputNewShape(node)}});
 }
 
 ir::Expr ConvertSoftmax(const NodeContext& node, const char* op) {

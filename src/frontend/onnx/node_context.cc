@@ -2,6 +2,9 @@
 
 #include <kiln/ffi/error.h>
 
+#include <kiln/ir/type_relation.h>
+#include <algorithm>
+
 #include "constant_eval.h"
 #include "tensor_proto.h"
 
@@ -12,8 +15,13 @@ namespace onnx_import {
 using onnx::AttributeProto;
 
 NodeContext::NodeContext(const onnx::NodeProto& node, int64_t opset, std::vector<ir::Expr> inputs,
-                         std::vector<std::optional<Tensor>> propagated)
-    : node_(node), opset_(opset), inputs_(std::move(inputs)), propagated_(std::move(propagated)) {}
+                         std::vector<std::optional<Tensor>> propagated,
+                         const SizeVarInputs* size_var_inputs)
+    : node_(node),
+      opset_(opset),
+      inputs_(std::move(inputs)),
+      propagated_(std::move(propagated)),
+      size_var_inputs_(size_var_inputs) {}
 
 std::string NodeName(const onnx::NodeProto& node) {
   if (!node.name().empty() || node.output_size() == 0) return "'" + node.name() + "'";
@@ -51,15 +59,67 @@ const ir::TensorTypeObj& TensorTypeOf(const NodeContext& node, size_t index) {
 
 }  // namespace
 
-std::vector<int64_t> NodeContext::InputShape(size_t index) const {
+size_t NodeContext::InputRank(size_t index) const {
+  return static_cast<size_t>(TensorTypeOf(*this, index).shape().size());
+}
+
+std::vector<std::optional<int64_t>> NodeContext::InputExtents(size_t index) const {
+  std::vector<std::optional<int64_t>> extents;
+  for (const ir::Dim& dim : TensorTypeOf(*this, index).shape()) extents.push_back(dim.as_static());
+  return extents;
+}
+
+std::vector<int64_t> NodeContext::InputShape(size_t index, size_t begin, size_t end,
+                                             const char* reason) const {
+  const Array<ir::Dim>& dims = TensorTypeOf(*this, index).shape();
+  KILN_ICHECK(begin <= end && end <= static_cast<size_t>(dims.size()))
+      << Describe() << ": dimensions [" << begin << ", " << end << ") of a rank-" << dims.size()
+      << " input";
   std::vector<int64_t> shape;
-  for (const ir::Dim& dim : TensorTypeOf(*this, index).shape()) {
-    std::optional<int64_t> extent = dim.as_static();
+  for (size_t axis = begin; axis < end; ++axis) {
+    const ir::Dim dim = dims[static_cast<int64_t>(axis)];
+    const std::optional<int64_t> extent = dim.as_static();
     KILN_CHECK(extent.has_value(), ValueError)
-        << Describe() << ": input '" << node_.input(index) << "' has a symbolic dimension";
+        << Describe() << " needs a static extent in dimension " << axis << " of input " << index
+        << " ('" << node_.input(static_cast<int>(index)) << "'), which is symbolic ("
+        << dim.ToString() << ")" << (reason == nullptr ? "" : std::string(": ") + reason) << "; "
+        << SpecializeHint(dim);
     shape.push_back(*extent);
   }
   return shape;
+}
+
+std::vector<int64_t> NodeContext::InputShape(size_t index) const {
+  return InputShape(index, 0, InputRank(index));
+}
+
+int64_t NodeContext::InputExtent(size_t index, size_t axis) const {
+  return InputShape(index, axis, axis + 1)[0];
+}
+
+std::string NodeContext::InputShapeText(size_t index) const {
+  std::vector<arith::SizeExpr> shape;
+  for (const ir::Dim& dim : TensorTypeOf(*this, index).shape()) shape.push_back(dim.AsSizeExpr());
+  return ir::ShapeToText(shape);
+}
+
+std::string NodeContext::SpecializeHint(size_t index) const {
+  const Array<ir::Dim>& shape = TensorTypeOf(*this, index).shape();
+  auto symbolic = std::find_if(shape.begin(), shape.end(),
+                               [](const ir::Dim& dim) { return !dim.as_static().has_value(); });
+  return SpecializeHint(symbolic == shape.end() ? ir::Dim() : *symbolic);
+}
+
+std::string NodeContext::SpecializeHint(const ir::Dim& dim) const {
+  if (size_var_inputs_ != nullptr && dim.defined() && !dim.as_static().has_value()) {
+    for (const std::string& var : arith::FreeSizeVars(dim.AsSizeExpr())) {
+      auto input = size_var_inputs_->find(var);
+      if (input != size_var_inputs_->end()) {
+        return "give the input's shape with shapes={'" + input->second + "': [...]}";
+      }
+    }
+  }
+  return "give the model's inputs static shapes with shapes={...}";
 }
 
 DLDataType NodeContext::InputDType(size_t index) const {
@@ -74,8 +134,7 @@ Tensor NodeContext::ConstantInput(size_t index) const {
   KILN_CHECK(value.has_value(), ValueError)
       << Describe() << ": input " << index << " ('" << node_.input(index)
       << "') must be a constant (computed from initializers, Constant nodes and shapes only, "
-         "or bound with values={...}): Kiln takes it as an attribute of the op, as its shapes "
-         "are static";
+         "or bound with values={...}): Kiln takes it as an attribute of the op";
   return *value;
 }
 

@@ -55,16 +55,15 @@ ir::Expr ArgReduce(const NodeContext& node, const std::string& op) {
   const Map<String, Any> attrs{{"axis", node.Int("axis", 0)},
                                {"keepdims", node.Int("keepdims", 1) != 0}};
   if (node.Int("select_last_index", 0) == 0) return MakeCall(op, {node.Input(0)}, attrs);
-  const std::vector<int64_t> shape = node.InputShape(0);
-  const int64_t axis = NormalizeAxis(node.Int("axis", 0), static_cast<int64_t>(shape.size()));
+  const int64_t axis = NormalizeAxis(node.Int("axis", 0), static_cast<int64_t>(node.InputRank(0)));
   ir::Expr reversed = MakeCall("strided_slice", {node.Input(0)},
                                {{"begin", Array<int64_t>{-1}},
                                 {"end", Array<int64_t>{std::numeric_limits<int64_t>::min()}},
                                 {"axes", Array<int64_t>{axis}},
                                 {"strides", Array<int64_t>{-1}}});
-  return MakeCall("subtract",
-                  {MakeScalar(static_cast<double>(shape[axis] - 1), DLDataType{kDLInt, 64, 1}),
-                   MakeCall(op, {reversed}, attrs)});
+  const int64_t last = node.InputExtent(0, static_cast<size_t>(axis)) - 1;
+  return MakeCall("subtract", {MakeScalar(static_cast<double>(last), DLDataType{kDLInt, 64, 1}),
+                               MakeCall(op, {reversed}, attrs)});
 }
 
 struct ReduceOp {

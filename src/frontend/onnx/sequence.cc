@@ -89,9 +89,8 @@ ir::Expr ConvertConcatFromSequence(const NodeContext& node) {
 /// Pieces of sizes `split` (input 1: a scalar chunk size or a list of sizes), else of size 1
 /// with the axis squeezed away unless keepdims.
 ir::Expr ConvertSplitToSequence(const NodeContext& node) {
-  const std::vector<int64_t> shape = node.InputShape(0);
-  const int64_t axis = NormalizeAxis(node.Int("axis", 0), static_cast<int64_t>(shape.size()));
-  const int64_t extent = shape[axis];
+  const int64_t axis = NormalizeAxis(node.Int("axis", 0), static_cast<int64_t>(node.InputRank(0)));
+  const int64_t extent = node.InputExtent(0, static_cast<size_t>(axis));
   std::vector<int64_t> sections;
   const bool given = node.HasInput(1);
   if (given && node.ConstantInput(1).ndim() == 0) {

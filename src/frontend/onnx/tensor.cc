@@ -44,14 +44,11 @@ ir::Expr ConvertReshape(const NodeContext& node) {
 }
 
 ir::Expr ConvertFlatten(const NodeContext& node) {
-  const std::vector<int64_t> shape = node.InputShape(0);
-  const auto rank = static_cast<int64_t>(shape.size());
+  const auto rank = static_cast<int64_t>(node.InputRank(0));
   // axis may equal the rank here (everything in the first dimension).
   const int64_t raw_axis = node.Int("axis", 1);
   const auto axis = static_cast<size_t>(raw_axis == rank ? rank : NormalizeAxis(raw_axis, rank));
-  return MakeCall(
-      "reshape", {node.Input(0)},
-      {{"newshape", Array<int64_t>{Product(shape, 0, axis), Product(shape, axis, shape.size())}}});
+  return MakeCall("reshape", {node.Input(0)}, {{"newshape", MatrixNewShape(node, axis)}});
 }
 
 ir::Expr ConvertTranspose(const NodeContext& node) {
@@ -65,15 +62,16 @@ ir::Expr ConvertConcat(const NodeContext& node) {
 }
 
 ir::Expr ConvertSplit(const NodeContext& node) {
-  const std::vector<int64_t> shape = node.InputShape(0);
-  const int64_t axis = NormalizeAxis(node.Int("axis", 0), static_cast<int64_t>(shape.size()));
+  const int64_t axis = NormalizeAxis(node.Int("axis", 0), static_cast<int64_t>(node.InputRank(0)));
   std::optional<std::vector<int64_t>> sections = AttrOrInput(node, "split", 13, 1);
   if (!sections.has_value()) {
+    // Equal parts: only the split axis needs a static extent.
+    const int64_t extent = node.InputExtent(0, static_cast<size_t>(axis));
     const auto parts = static_cast<int64_t>(node.proto().output_size());
-    KILN_CHECK(shape[axis] % parts == 0, ValueError)
-        << node.Describe() << ": extent " << shape[axis] << " does not split into " << parts
+    KILN_CHECK(extent % parts == 0, ValueError)
+        << node.Describe() << ": extent " << extent << " does not split into " << parts
         << " equal parts";
-    sections = std::vector<int64_t>(parts, shape[axis] / parts);
+    sections = std::vector<int64_t>(parts, extent / parts);
   }
   return MakeCall("split", {node.Input(0)}, {{"axis", axis}, {"sections", ToArray(*sections)}});
 }

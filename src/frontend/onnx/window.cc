@@ -65,7 +65,7 @@ onnx::NodeProto LiftAttributes(const onnx::NodeProto& node) {
 
 Converter LiftWindow1D(Converter convert_2d, bool lift_weight) {
   return [convert_2d = std::move(convert_2d), lift_weight](const NodeContext& node) {
-    if (node.InputShape(0).size() != kLiftedRank + 1) return convert_2d(node);
+    if (node.InputRank(0) != kLiftedRank + 1) return convert_2d(node);
     std::vector<ir::Expr> inputs;
     std::vector<std::optional<Tensor>> propagated;
     for (int i = 0; i < node.proto().input_size(); ++i) {
@@ -76,7 +76,8 @@ Converter LiftWindow1D(Converter convert_2d, bool lift_weight) {
       propagated.emplace_back(std::nullopt);
     }
     const onnx::NodeProto proto = LiftAttributes(node.proto());  // the context refers to it
-    const NodeContext lifted(proto, node.opset(), std::move(inputs), std::move(propagated));
+    const NodeContext lifted(proto, node.opset(), std::move(inputs), std::move(propagated),
+                             node.size_var_inputs());
     return MakeCall("squeeze", {convert_2d(lifted)}, {{"axes", Array<int64_t>{2}}});
   };
 }
@@ -90,17 +91,19 @@ std::vector<int64_t> WindowInts(const NodeContext& node, const std::string& name
   return values;
 }
 
-std::vector<int64_t> SpatialShape(const NodeContext& node, size_t max_rank) {
-  std::vector<int64_t> shape = node.InputShape(0);
-  KILN_CHECK(shape.size() >= 4 && shape.size() <= max_rank + 2, NotImplementedError)
+size_t SpatialRank(const NodeContext& node, size_t max_rank) {
+  const size_t rank = node.InputRank(0);
+  KILN_CHECK(rank >= 4 && rank <= max_rank + 2, NotImplementedError)
       << node.Describe() << ": only 1-D to " << max_rank << "-D windows (3-D to " << max_rank + 2
-      << "-D inputs) are supported, the input has rank " << shape.size();
-  return std::vector<int64_t>(shape.begin() + 2, shape.end());
+      << "-D inputs) are supported, the input has rank " << rank;
+  return rank - 2;
 }
 
-Window ForwardWindow(const NodeContext& node, const std::vector<int64_t>& spatial,
-                     std::vector<int64_t> kernel) {
-  const size_t rank = spatial.size();
+std::vector<int64_t> SpatialShape(const NodeContext& node) {
+  return node.InputShape(0, 2, node.InputRank(0));
+}
+
+Window ForwardWindow(const NodeContext& node, size_t rank, std::vector<int64_t> kernel) {
   Window window;
   window.kernel = std::move(kernel);
   KILN_CHECK(window.kernel.size() == rank, ValueError)
@@ -116,7 +119,7 @@ Window ForwardWindow(const NodeContext& node, const std::vector<int64_t>& spatia
     KILN_CHECK(auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER", ValueError)
         << node.Describe() << ": unknown auto_pad '" << auto_pad
         << "' (NOTSET, VALID, SAME_UPPER, SAME_LOWER)";
-    window.pads = SamePads(spatial, window, auto_pad == "SAME_UPPER");
+    window.pads = SamePads(SpatialShape(node), window, auto_pad == "SAME_UPPER");
   }
   return window;
 }

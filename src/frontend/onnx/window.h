@@ -27,13 +27,17 @@ std::vector<int64_t> WindowInts(const NodeContext& node, const std::string& name
                                 size_t size);
 
 /// Checks that input 0 has 2 to `max_rank` spatial axes (4-D to (max_rank + 2)-D; 1-D windows
-/// are lifted before, LiftWindow1D) and returns its spatial extents.
-std::vector<int64_t> SpatialShape(const NodeContext& node, size_t max_rank);
+/// are lifted before, LiftWindow1D) and returns how many.
+size_t SpatialRank(const NodeContext& node, size_t max_rank);
 
-/// The window of a forward op (Conv, pooling) over `spatial` with kernel `kernel`, auto_pad
-/// SAME_UPPER / SAME_LOWER / VALID resolved into explicit pads.
-Window ForwardWindow(const NodeContext& node, const std::vector<int64_t>& spatial,
-                     std::vector<int64_t> kernel);
+/// The static extents of input 0's spatial axes (all but the first two), for what depends on
+/// them (SAME padding, ConvTranspose's output size); the batch may stay symbolic.
+std::vector<int64_t> SpatialShape(const NodeContext& node);
+
+/// The window of a forward op (Conv, pooling) with `rank` spatial axes and kernel
+/// `kernel`, auto_pad SAME_UPPER / SAME_LOWER / VALID resolved into explicit pads (SAME reads
+/// the spatial extents, so only it needs them static).
+Window ForwardWindow(const NodeContext& node, size_t rank, std::vector<int64_t> kernel);
 
 /// `convert_2d` made to take 1-D windows too: a node whose input 0 is 3-D (N, C, W) is converted
 /// as the 2-D node over (N, C, 1, W), its window attributes given a leading extent-1 axis (and

@@ -1,0 +1,130 @@
+"""Compile once, run at any size: models exported by torch.onnx with dynamic axes are imported
+with size variables, compiled once, and run at several shapes, each checked against PyTorch, in
+this process and, through the exported library, in a fresh one."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("onnx")
+
+import kiln  # noqa: E402
+import kiln.frontend  # noqa: E402
+
+RTOL, ATOL = 1e-4, 1e-5
+
+
+class SmallCnn(torch.nn.Module):
+    """Conv, batch norm, pooling, a residual add, global pooling, flatten and a linear head:
+    every shape rule of a CNN classifier over a symbolic batch."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 8, 3, stride=2, padding=1), torch.nn.BatchNorm2d(8),
+            torch.nn.ReLU(), torch.nn.MaxPool2d(3, stride=2, padding=1))
+        self.block = torch.nn.Sequential(
+            torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+            torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.BatchNorm2d(8))
+        self.head = torch.nn.Linear(8, 5)
+
+    def forward(self, x):
+        x = self.stem(x)
+        x = torch.relu(x + self.block(x))
+        x = torch.nn.functional.adaptive_avg_pool2d(x, 1)
+        return self.head(torch.flatten(x, 1))
+
+
+def _export_cnn(path):
+    torch.manual_seed(0)
+    model = SmallCnn().eval()
+    for module in model.modules():  # non-trivial batch-norm statistics
+        if isinstance(module, torch.nn.BatchNorm2d):
+            module.running_mean.uniform_(-0.5, 0.5)
+            module.running_var.uniform_(0.5, 1.5)
+    torch.onnx.export(model, torch.randn(2, 3, 32, 32), path, input_names=["x"],
+                      output_names=["y"], dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}},
+                      opset_version=17)
+    return model
+
+
+@pytest.fixture(scope="module")
+def cnn(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("cnn") / "cnn.onnx")
+    model = _export_cnn(path)
+    return model, path
+
+
+def _reference(model, x):
+    with torch.no_grad():
+        return model(torch.from_numpy(x)).numpy()
+
+
+def test_a_dynamic_batch_cnn_compiles_once_and_runs_at_every_batch(cnn):
+    model, path = cnn
+    mod = kiln.frontend.from_onnx(path)
+    assert "Tensor[(batch, 3, 32, 32), float32]" in str(mod)
+    ex = kiln.build(mod)
+    assert ex.input_info["symbolic_shapes"] == ["(batch, 3, 32, 32)"]
+    assert ex.output_info["symbolic_shapes"] == ["(batch, 5)"]
+    rng = np.random.default_rng(3)
+    for batch in (1, 3, 8, 3):
+        x = rng.standard_normal((batch, 3, 32, 32)).astype("float32")
+        (y,) = ex.run(x=x)
+        assert y.shape == (batch, 5)
+        np.testing.assert_allclose(y, _reference(model, x), rtol=RTOL, atol=ATOL)
+    assert ex.memory_plan["plans_made"] == 3
+
+
+def test_the_exported_library_runs_any_batch_in_a_fresh_process(cnn, tmp_path):
+    model, path = cnn
+    library = tmp_path / "cnn.so"
+    kiln.build(kiln.frontend.from_onnx(path)).export_library(library)
+    rng = np.random.default_rng(4)
+    inputs = {f"x{batch}": rng.standard_normal((batch, 3, 32, 32)).astype("float32")
+              for batch in (2, 5, 7)}
+    np.savez(tmp_path / "inputs.npz", **inputs)
+    script = textwrap.dedent(f"""
+        import numpy as np
+        import kiln
+        ex = kiln.load_module({str(library)!r})
+        inputs = np.load({str(tmp_path / "inputs.npz")!r})
+        np.savez({str(tmp_path / "outputs.npz")!r},
+                 **{{name: ex.run(x=inputs[name])[0] for name in inputs.files}})
+        print(ex)
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            env=os.environ.copy())
+    assert result.returncode == 0, result.stderr
+    assert "x: (batch, 3, 32, 32) float32" in result.stdout
+    outputs = np.load(tmp_path / "outputs.npz")
+    for name, x in inputs.items():
+        np.testing.assert_allclose(outputs[name], _reference(model, x), rtol=RTOL, atol=ATOL)
+
+
+def test_a_batch_that_breaks_the_signature_is_named(cnn):
+    _, path = cnn
+    ex = kiln.build(kiln.frontend.from_onnx(path))
+    with pytest.raises(kiln.ValueError, match=r"input 'x' has extent 31 at axis 2, where the "
+                                              r"model needs 32"):
+        ex.run(x=np.zeros((2, 3, 31, 32), "float32"))
+    with pytest.raises(kiln.ValueError, match=r"input 'x' has rank 3, expected rank 4"):
+        ex.run(x=np.zeros((3, 32, 32), "float32"))
+
+
+def test_upper_bounds_plan_the_memory_once(cnn):
+    _, path = cnn
+    ex = kiln.build(kiln.frontend.from_onnx(path))
+    ex.set_upper_bounds(batch=4)
+    ex.run(x=np.zeros((1, 3, 32, 32), "float32"))
+    at_bound = ex.limits["bytes_per_context"]
+    for batch in (4, 2):
+        ex.run(x=np.zeros((batch, 3, 32, 32), "float32"))
+    assert ex.limits["bytes_per_context"] == at_bound
+    with pytest.raises(kiln.ValueError, match="the size 'batch' is 5, over its upper bound 4"):
+        ex.run(x=np.zeros((5, 3, 32, 32), "float32"))
