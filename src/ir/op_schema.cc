@@ -1,4 +1,5 @@
 // Op schemas: the kinds of attribute values, and the check every Call of an op goes through.
+#include <kiln/arith/size_expr.h>
 #include <kiln/ffi/close_names.h>
 #include <kiln/ffi/tensor.h>
 
@@ -12,6 +13,16 @@ namespace ir {
 namespace {
 
 bool IsInt(const Any& value) { return value.type_index() == kKilnTypeInt; }
+
+/// `value` as an extent's stored form (an int, or a size expression that is not constant), or
+/// nullopt when it is neither an int nor a size expression.
+std::optional<Any> AsExtent(const Any& value) {
+  if (IsInt(value)) return value;
+  std::optional<arith::SizeExpr> expr = value.as<arith::SizeExpr>();
+  if (!expr.has_value() || !expr->defined()) return std::nullopt;
+  if (std::optional<int64_t> constant = expr->as_int()) return Any(*constant);
+  return value;
+}
 bool IsNumber(const Any& value) {
   return value.type_index() == kKilnTypeInt || value.type_index() == kKilnTypeFloat;
 }
@@ -51,6 +62,18 @@ std::optional<Any> ConvertToKind(AttrKind kind, const Any& value) {
       Array<Any> floats;
       for (const Any& item : *numbers) floats.push_back(item.cast<double>());
       return Any(floats);
+    }
+    case AttrKind::kSize: return AsExtent(value);
+    case AttrKind::kSizes: {
+      std::optional<Array<Any>> items = value.as<Array<Any>>();
+      if (!items.has_value()) return std::nullopt;
+      Array<Any> extents;
+      for (const Any& item : *items) {
+        std::optional<Any> extent = AsExtent(item);
+        if (!extent.has_value()) return std::nullopt;
+        extents.push_back(*extent);
+      }
+      return Any(extents);
     }
   }
   return std::nullopt;
@@ -116,6 +139,8 @@ const char* AttrKindName(AttrKind kind) {
     case AttrKind::kDType: return "dtype";
     case AttrKind::kInts: return "ints";
     case AttrKind::kFloats: return "floats";
+    case AttrKind::kSize: return "size";
+    case AttrKind::kSizes: return "sizes";
   }
   return "unknown";
 }
@@ -131,7 +156,7 @@ OpPattern ParseOpPattern(const std::string& name) {
 AttrKind ParseAttrKind(const std::string& name) {
   static constexpr AttrKind kKinds[] = {AttrKind::kInt,    AttrKind::kFloat, AttrKind::kBool,
                                         AttrKind::kString, AttrKind::kDType, AttrKind::kInts,
-                                        AttrKind::kFloats};
+                                        AttrKind::kFloats, AttrKind::kSize,  AttrKind::kSizes};
   return ParseEnumName(name, kKinds, AttrKindName, "attribute kind");
 }
 

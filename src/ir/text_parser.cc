@@ -198,6 +198,14 @@ class Parser {
       const int64_t extent = ParseInt(start);
       return At(start, [&] { return Dim(IntDim(extent)); });
     }
+    const arith::SizeExpr expr = ParseSizeExprRun("a dimension");
+    return At(start, [&] { return Dim::FromSizeExpr(expr); });
+  }
+  /// The size expression of the tokens from here up to the next ',' or ')' outside its own
+  /// parentheses (or any token a size expression cannot hold, such as ']'), read by
+  /// arith::ParseSizeExpr from the source text; `what` names it in errors.
+  arith::SizeExpr ParseSizeExprRun(const char* what) {
+    const Token& start = Peek();
     int depth = 0;
     for (const Token* token = &Peek(); IsSizeExprToken(*token); token = &Peek()) {
       if (token->text == ")" || (token->text == "," && depth == 0)) {
@@ -209,14 +217,14 @@ class Parser {
       Next();
     }
     const Token& end = Peek();
-    if (&end == &start) Fail(start, "a dimension");
+    if (&end == &start) Fail(start, what);
     const arith::SizeExprParseResult parsed =
         arith::TryParseSizeExpr(src_.substr(start.offset, end.offset - start.offset));
     if (!parsed.expr.defined()) {
       ThrowAt(src_, PositionAfter(start, parsed.error_offset), parsed.error_kind,
-              "in a dimension: " + parsed.error);
+              std::string("in ") + what + ": " + parsed.error);
     }
-    return At(start, [&] { return Dim::FromSizeExpr(parsed.expr); });
+    return parsed.expr;
   }
   static bool IsSizeExprToken(const Token& token) {
     if (token.kind == TokenKind::kIdent || token.kind == TokenKind::kInt) return true;
@@ -260,6 +268,12 @@ class Parser {
   Any ParseValue() {
     const Token& token = Peek();
     NestingGuard guard(this, token);
+    if (StartsSizeExpr()) {
+      // A symbolic extent of a size or sizes attribute: `newshape=[batch, seq * 4, 16]`.
+      const arith::SizeExpr extent = ParseSizeExprRun("a size expression");
+      if (std::optional<int64_t> constant = extent.as_int()) return *constant;
+      return extent;
+    }
     if (Accept("[")) {
       Array<Any> items;
       while (!PeekPunct("]")) {
@@ -284,6 +298,17 @@ class Parser {
       default: break;
     }
     Fail(token, "a value (None, true, false, a number, a string or a [list])");
+  }
+  /// Whether the value here is a size expression rather than a plain value: a name other than
+  /// the keywords, or a number followed by an operator.
+  bool StartsSizeExpr() const {
+    const Token& token = Peek();
+    if (token.kind == TokenKind::kIdent) {
+      return token.text != "None" && token.text != "true" && token.text != "false" &&
+             token.text != "inf" && token.text != "nan";
+    }
+    if (token.kind != TokenKind::kInt) return false;
+    return PeekPunct("+", 1) || PeekPunct("-", 1) || PeekPunct("*", 1);
   }
   /// `{key=value, ...}`; keys are identifiers or strings.
   Map<String, Any> ParseAttrMap() {

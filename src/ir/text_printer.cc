@@ -112,13 +112,16 @@ std::string AttrValueText(const Any& value) {
     default: break;
   }
   if (std::optional<std::string> text = value.as<std::string>()) return Quote(*text);
+  if (std::optional<arith::SizeExpr> extent = value.as<arith::SizeExpr>()) {
+    return extent->ToString();  // a symbolic extent of a size or sizes attribute
+  }
   if (std::optional<Array<Any>> array = value.as<Array<Any>>()) {
     std::string out = "[";
     for (int64_t i = 0; i < array->size(); ++i) out += (i ? ", " : "") + AttrValueText((*array)[i]);
     return out + "]";
   }
   ThrowValueError("the text format cannot print an attribute value of type `" + value.type_str() +
-                  "` (only None, bool, int, float, str and arrays)");
+                  "` (only None, bool, int, float, str, size expressions and arrays)");
 }
 
 std::string AttrKey(const String& key) {

@@ -31,9 +31,7 @@ void BindSizes(const Type& type, arith::Analyzer& analyzer) {
 
 TypeRelationContext::TypeRelationContext(Op op, const Array<Type>& arg_types,
                                          Map<String, Any> attrs)
-    : op_(std::move(op)),
-      arg_types_(arg_types.begin(), arg_types.end()),
-      attrs_(std::move(attrs)) {
+    : op_(std::move(op)), arg_types_(arg_types.begin(), arg_types.end()), attrs_(std::move(attrs)) {
   // A size variable is an extent some tensor has at run time, and the runtime refuses a size
   // below 1 (kiln/runtime/shape_signature.h): relations may rely on it, so that a 3x3
   // convolution with padding 1 over `h` type-checks (docs/design.md §20).
@@ -87,6 +85,25 @@ std::vector<int64_t> TypeRelationContext::IntsAttr(const char* name) const {
   std::vector<int64_t> values;
   for (const Any& item : Attr<Array<Any>>(name)) values.push_back(item.cast<int64_t>());
   return values;
+}
+
+namespace {
+
+arith::SizeExpr ExtentOf(const Any& item) {
+  if (item.type_index() == kKilnTypeInt) return arith::IntImm(item.cast<int64_t>());
+  return item.cast<arith::SizeExpr>();
+}
+
+}  // namespace
+
+std::vector<arith::SizeExpr> TypeRelationContext::SizesAttr(const char* name) const {
+  std::vector<arith::SizeExpr> values;
+  for (const Any& item : Attr<Array<Any>>(name)) values.push_back(ExtentOf(item));
+  return values;
+}
+
+arith::SizeExpr TypeRelationContext::SizeAttr(const char* name) const {
+  return ExtentOf(Attr<Any>(name));
 }
 
 std::vector<double> TypeRelationContext::FloatsAttr(const char* name) const {

@@ -1,6 +1,8 @@
 // Type relations shared by several families of core ops.
 #include "op_common.h"
 
+#include <kiln/runtime/shape_signature.h>
+
 #include <algorithm>
 #include <optional>
 #include <utility>
@@ -95,14 +97,7 @@ arith::SizeExpr NumElementsExpr(const TypeRelationContext& ctx,
 }
 
 int64_t NumElements(const TypeRelationContext& ctx, const std::vector<int64_t>& shape) {
-  return *NumElementsExpr(ctx, ToSizeExprs(shape)).as_int();
-}
-
-std::vector<arith::SizeExpr> ToSizeExprs(const std::vector<int64_t>& shape) {
-  std::vector<arith::SizeExpr> exprs;
-  exprs.reserve(shape.size());
-  for (int64_t extent : shape) exprs.push_back(arith::IntImm(extent));
-  return exprs;
+  return *NumElementsExpr(ctx, runtime::FromStatic(shape)).as_int();
 }
 
 std::string SizeFact::Undecided() const {

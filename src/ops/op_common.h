@@ -53,9 +53,6 @@ int64_t NumElements(const TypeRelationContext& ctx, const std::vector<int64_t>& 
 arith::SizeExpr NumElementsExpr(const TypeRelationContext& ctx,
                                 const std::vector<arith::SizeExpr>& shape);
 
-/// `shape` with each extent an integer immediate.
-std::vector<arith::SizeExpr> ToSizeExprs(const std::vector<int64_t>& shape);
-
 /// What the analyzer proves of a size constraint (`c == 4`, `h + 2 >= 3`): that it holds, that it
 /// fails, or neither, when it knows too little of the size variables. Static sizes are always
 /// decided, so their errors are as before; an undecided one is still an error (Kiln has no

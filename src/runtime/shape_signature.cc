@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <utility>
 
@@ -53,9 +54,55 @@ ShapeSignature::ShapeSignature(std::vector<SymbolicShape> args, std::vector<std:
       sources_.push_back(Source{arg, axis});
     }
   }
+  AddSolvedSources();
   for (size_t arg = 0; arg < args_.size(); ++arg) {
     for (const arith::SizeExpr& extent : args_[arg]) CheckReadable({extent}, names_[arg]);
   }
+}
+
+void ShapeSignature::AddSolvedSources() {
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (size_t arg = 0; arg < args_.size(); ++arg) {
+      for (size_t axis = 0; axis < args_[arg].size(); ++axis) {
+        std::vector<std::string> unknown;
+        for (const std::string& name : arith::FreeSizeVars(args_[arg][axis])) {
+          if (std::find(variables_.begin(), variables_.end(), name) == variables_.end()) {
+            unknown.push_back(name);
+          }
+        }
+        if (unknown.size() != 1) continue;
+        variables_.push_back(unknown[0]);
+        sources_.push_back(Source{arg, axis, /*solved=*/true});
+        progress = true;
+      }
+    }
+  }
+}
+
+int64_t ShapeSignature::Solve(size_t i, const std::vector<int64_t>& values, int64_t extent) const {
+  const arith::SizeExpr& expr = args_[sources_[i].arg][sources_[i].axis];
+  std::map<std::string, int64_t> by_name;
+  for (size_t j = 0; j < i; ++j) by_name.emplace(variables_[j], values[j]);
+  auto at = [&](int64_t value) -> std::optional<int64_t> {
+    by_name[variables_[i]] = value;
+    try {
+      return arith::Evaluate(expr, by_name);
+    } catch (const Error&) {
+      return std::nullopt;  // a division by zero or an overflow: not this value
+    }
+  };
+  // Extents are almost always a * v + b: read a and b off two points and invert.
+  const std::optional<int64_t> one = at(1);
+  const std::optional<int64_t> two = at(2);
+  if (one.has_value() && two.has_value() && *two > *one) {
+    const int64_t slope = *two - *one;
+    const int64_t offset = *one - slope;
+    if ((extent - offset) % slope == 0 && (extent - offset) / slope >= 1) {
+      return (extent - offset) / slope;
+    }
+  }
+  return 1;
 }
 
 void ShapeSignature::CheckReadable(const SymbolicShape& shape, const std::string& what) const {
@@ -90,7 +137,8 @@ std::vector<int64_t> ShapeSignature::Bind(const std::vector<const DLTensor*>& ar
   std::vector<int64_t> values;
   for (size_t i = 0; i < sources_.size(); ++i) {
     const Source& source = sources_[i];
-    values.push_back(args[source.arg]->shape[source.axis]);
+    const int64_t extent = args[source.arg]->shape[source.axis];
+    values.push_back(source.solved ? Solve(i, values, extent) : extent);
     // The compiler proved the model's shapes for sizes of at least 1 (an empty batch would
     // make a padded convolution's output size negative, for one).
     KILN_CHECK(values.back() >= 1, ValueError)

@@ -1,6 +1,8 @@
 // Attribute values as tagged JSON, so that their kind survives a round trip through JSON:
 // {"int": 3}, {"float": 0.5} (or "inf", "-inf", "nan"), {"bool": true}, {"str": "linear"},
-// {"ints": [1, 1]}, {"floats": [0.5]}, or null for None (kiln/runtime/kernel_program.h).
+// {"ints": [1, 1]}, {"floats": [0.5]}, or null for None (kiln/runtime/kernel_program.h);
+// symbolic extents (attribute kinds size and sizes) as {"size": "seq"} and
+// {"sizes": [0, "seq * 4", 16]}, expressions written as their text.
 //
 // The one codec of the kernel program (written by the compiler's lowering, read by
 // libkiln_kernels_cpu) and the JSON graph runtime (written by kiln/codegen/json_graph.h, read by
@@ -11,10 +13,12 @@
 #ifndef KILN_RUNTIME_TAGGED_ATTRS_INTERNAL_H_
 #define KILN_RUNTIME_TAGGED_ATTRS_INTERNAL_H_
 
+#include <kiln/arith/size_expr.h>
 #include <kiln/ffi/array.h>
 #include <kiln/ffi/error.h>
 #include <kiln/ffi/map.h>
 #include <kiln/ffi/string.h>
+#include <kiln/runtime/shape_signature.h>
 
 #include <nlohmann/json.hpp>
 
@@ -47,7 +51,21 @@ inline Json Encode(const Any& value, const std::string& name, const std::string&
     default: break;
   }
   if (std::optional<String> text = value.as<String>()) return Json{{"str", text->str()}};
+  if (std::optional<arith::SizeExpr> extent = value.as<arith::SizeExpr>()) {
+    return Json{{"size", extent->ToString()}};
+  }
   if (std::optional<Array<Any>> items = value.as<Array<Any>>()) {
+    const bool symbolic = std::any_of(items->begin(), items->end(), [](const Any& item) {
+      return item.as<arith::SizeExpr>().has_value();
+    });
+    if (symbolic) {
+      Json list = Json::array();
+      for (const Any& item : *items) {
+        std::optional<arith::SizeExpr> extent = item.as<arith::SizeExpr>();
+        list.push_back(extent.has_value() ? Json(extent->ToString()) : Json(item.cast<int64_t>()));
+      }
+      return Json{{"sizes", list}};
+    }
     const bool floats = std::any_of(items->begin(), items->end(), [](const Any& item) {
       return item.type_index() == kKilnTypeFloat;
     });
@@ -80,6 +98,14 @@ inline double DecodeFloat(const Json& value, std::string_view context) {
   return std::numeric_limits<double>::quiet_NaN();
 }
 
+/// An extent of a size or sizes attribute: an int, or a size expression's text.
+inline Any DecodeExtent(const Json& value, std::string_view context) {
+  if (!value.is_string()) return value.get<int64_t>();
+  const arith::SizeExpr extent = ParseExtent(value.get<std::string>(), std::string(context));
+  if (std::optional<int64_t> constant = extent.as_int()) return *constant;
+  return extent;
+}
+
 /// One tagged value back; ValueError starting with `context` for anything Encode cannot write.
 /// JSON type mismatches (a string where an int is tagged) throw nlohmann's exceptions, which
 /// callers turn into their "malformed" error.
@@ -93,12 +119,14 @@ inline Any Decode(const Json& value, std::string_view context) {
   if (tag == "float") return DecodeFloat(item, context);
   if (tag == "bool") return item.get<bool>();
   if (tag == "str") return String(item.get<std::string>());
-  KILN_CHECK((tag == "ints" || tag == "floats") && item.is_array(), ValueError)
+  if (tag == "size") return DecodeExtent(item, context);
+  KILN_CHECK((tag == "ints" || tag == "floats" || tag == "sizes") && item.is_array(), ValueError)
       << context << "unknown attribute tag '" << tag << "'";
   Array<Any> items;
   for (const Json& element : item) {
-    items.push_back(tag == "ints" ? Any(element.get<int64_t>())
-                                  : Any(DecodeFloat(element, context)));
+    items.push_back(tag == "ints"    ? Any(element.get<int64_t>())
+                    : tag == "sizes" ? DecodeExtent(element, context)
+                                     : Any(DecodeFloat(element, context)));
   }
   return items;
 }

@@ -848,6 +848,20 @@ def test_symbolic_specs_size_temporaries_per_call():
         f(kiln.tensor(rand(2, 3)), kiln.empty([4, 3], "float32"))
 
 
+def test_sizes_are_solved_from_extents_that_hold_them():
+    # No argument has `n` alone as an extent: it is solved from the input's n * 4.
+    steps = [{"kernel": "nn.relu", "attrs": {}, "inputs": ["i0"], "outputs": ["t0"]},
+             {"kernel": "negative", "attrs": {}, "inputs": ["t0"], "outputs": ["o0"]}]
+    f = _program(steps, [("n * 4", 3)], [], specs=([("n * 4", 3)], [("n * 4", 3)]))
+    x = rand(8, 3)
+    out = kiln.empty([8, 3], "float32")
+    f(kiln.tensor(x), out)
+    np.testing.assert_array_equal(out.numpy(), -np.maximum(x, 0))
+    with pytest.raises(ValueError, match=r"input 0 has extent 6 at axis 0, where the model needs "
+                                         r"n \* 4 = 4"):
+        f(kiln.tensor(rand(6, 3)), kiln.empty([6, 3], "float32"))
+
+
 def test_symbolic_temporaries_need_sizes_the_arguments_give():
     steps = [{"kernel": "nn.relu", "attrs": {}, "inputs": ["i0"], "outputs": ["o0"]}]
     with pytest.raises(ValueError, match=r"temporary 0 of shape \(m, 3\) depends on the size 'm', "

@@ -83,9 +83,14 @@ enum class AttrKind : int {
   kDType = 4,   ///< a string naming a data type ("float32", "int64", "bool")
   kInts = 5,    ///< an array of integers
   kFloats = 6,  ///< an array of floats (integers accepted and stored as floats)
+  /// An extent: an integer, or a size expression (arith::SizeExpr) when it is symbolic; a
+  /// constant expression is stored as its integer. Kernels see it evaluated for each call.
+  kSize = 7,
+  /// An array of extents (kSize), such as a symbolic target shape.
+  kSizes = 8,
 };
 
-/// "int", "float", "bool", "str", "dtype", "ints", "floats".
+/// "int", "float", "bool", "str", "dtype", "ints", "floats", "size", "sizes".
 KILN_API const char* AttrKindName(AttrKind kind);
 /// The kind named `name` (as AttrKindName writes it); ValueError listing the names otherwise.
 KILN_API AttrKind ParseAttrKind(const std::string& name);

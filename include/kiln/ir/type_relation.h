@@ -58,6 +58,10 @@ class KILN_API TypeRelationContext {
   }
   /// An attribute of kind ints or floats as a vector.
   std::vector<int64_t> IntsAttr(const char* name) const;
+  /// An attribute of kind sizes (ints accepted) as size expressions, constants as IntImm.
+  std::vector<arith::SizeExpr> SizesAttr(const char* name) const;
+  /// An attribute of kind size (an int accepted) as a size expression.
+  arith::SizeExpr SizeAttr(const char* name) const;
   std::vector<double> FloatsAttr(const char* name) const;
   /// True when the attribute is present and not None.
   bool HasAttr(const char* name) const;

@@ -6,8 +6,10 @@
 ///   const std::vector<int64_t> values = signature.Bind({&x.dl_tensor()}, "invoke");
 ///   signature.Evaluate({SizeVar("batch") * 2}, values);  // {2 * batch}
 ///
-/// A variable is read from the first argument axis whose extent is that variable alone; every
-/// other extent of every argument is checked against the values read, so a call whose shapes
+/// A variable is read from the first argument axis whose extent is that variable alone, or else
+/// solved from an extent in which it is the one size not known yet (`batch * 4`, `seq + 1`:
+/// functions of a kernel program often see a size only inside such an extent); every other
+/// extent of every argument is checked against the values read, so a call whose shapes
 /// break the signature is a ValueError naming the argument, the axis and the constraint. A
 /// size is at least 1: the compiler proves shapes under that assumption.
 #ifndef KILN_RUNTIME_SHAPE_SIGNATURE_H_
@@ -71,12 +73,21 @@ class ShapeSignature {
                                          const std::string& what) const;
 
  private:
-  /// Where variable i is read: axis `axis` of argument `arg`.
+  /// Where variable i is read: axis `axis` of argument `arg`, whose extent is the variable
+  /// itself unless `solved` (then an expression of it and the variables before it).
   struct Source {
     size_t arg = 0;
     size_t axis = 0;
+    bool solved = false;
   };
 
+  /// Adds sources that solve variables no extent gives alone, each from an extent whose other
+  /// variables are known by then.
+  void AddSolvedSources();
+  /// The value of variable `i` for which its source's extent is `extent`, the variables before
+  /// it taking `values`: exact for extents linear in it; otherwise a guess the caller's check
+  /// of every extent refutes.
+  int64_t Solve(size_t i, const std::vector<int64_t>& values, int64_t extent) const;
   std::string DescribeValues(const std::vector<int64_t>& values) const;
 
   std::vector<SymbolicShape> args_;

@@ -61,8 +61,36 @@ TensorSpec ReadSpec(const Json& value) {
   return spec;
 }
 
-/// The signature of `func`'s arguments. A function with a symbolic temporary must give the
-/// specs of its arguments, from which its sizes are read.
+/// The size expressions of attribute value `value`: itself, or the items of an array.
+SymbolicShape SizeExprsOf(const Any& value) {
+  SymbolicShape exprs;
+  if (std::optional<arith::SizeExpr> extent = value.as<arith::SizeExpr>()) return {*extent};
+  if (std::optional<Array<Any>> items = value.as<Array<Any>>()) {
+    for (const Any& item : *items) {
+      if (std::optional<arith::SizeExpr> extent = item.as<arith::SizeExpr>()) {
+        exprs.push_back(*extent);
+      }
+    }
+  }
+  return exprs;
+}
+
+/// `value` with its size expressions evaluated at `sizes`.
+Any EvaluateAttr(const Any& value, const ShapeSignature& signature,
+                 const std::vector<int64_t>& sizes, const std::string& what) {
+  if (std::optional<arith::SizeExpr> extent = value.as<arith::SizeExpr>()) {
+    return signature.Evaluate({*extent}, sizes, what)[0];
+  }
+  Array<Any> items;
+  for (const Any& item : value.cast<Array<Any>>()) {
+    std::optional<arith::SizeExpr> extent = item.as<arith::SizeExpr>();
+    items.push_back(extent.has_value() ? Any(signature.Evaluate({*extent}, sizes, what)[0]) : item);
+  }
+  return items;
+}
+
+/// The signature of `func`'s arguments. A function with a symbolic temporary or attribute must
+/// give the specs of its arguments, from which its sizes are read.
 ShapeSignature ReadSignature(const ProgramFunction& func) {
   std::vector<SymbolicShape> shapes;
   std::vector<std::string> names;
@@ -74,9 +102,15 @@ ShapeSignature ReadSignature(const ProgramFunction& func) {
     }
   }
   ShapeSignature signature(std::move(shapes), std::move(names));
+  const std::string where = std::string(kPrefix) + "function '" + func.name + "': ";
   for (size_t i = 0; i < func.temps.size(); ++i) {
-    signature.CheckReadable(func.temps[i].shape, std::string(kPrefix) + "function '" + func.name +
-                                                     "': temporary " + std::to_string(i));
+    signature.CheckReadable(func.temps[i].shape, where + "temporary " + std::to_string(i));
+  }
+  for (const Step& step : func.steps) {
+    for (const String& key : step.symbolic_attrs) {
+      signature.CheckReadable(SizeExprsOf(step.attrs.at(key)),
+                              where + "attribute '" + key.str() + "' of " + step.kernel);
+    }
   }
   return signature;
 }
@@ -116,6 +150,9 @@ Step ReadStep(const Json& value, const ProgramFunction& func, size_t num_constan
   step.kernel = value.at("kernel").get<std::string>();
   KILN_CHECK(!step.kernel.empty(), ValueError) << kPrefix << "a step names an empty kernel";
   step.attrs = tagged_attrs::DecodeAll(value.at("attrs"), kPrefix);
+  for (const auto& [key, attr] : step.attrs) {
+    if (!SizeExprsOf(attr).empty()) step.symbolic_attrs.push_back(key);
+  }
   step.inputs = ReadRefs(value.at("inputs"), func, num_constants);
   step.outputs = ReadRefs(value.at("outputs"), func, num_constants);
   return step;
@@ -382,7 +419,16 @@ class KernelProgramObj : public ModuleObj {
       Array<Tensor> step_outputs;
       for (const TensorRef& ref : step.inputs) step_inputs.push_back(lookup(ref));
       for (const TensorRef& ref : step.outputs) step_outputs.push_back(lookup(ref));
-      step.function(step_inputs, step_outputs, step.attrs);
+      if (step.symbolic_attrs.empty()) {
+        step.function(step_inputs, step_outputs, step.attrs);
+        continue;
+      }
+      Map<String, Any> attrs = step.attrs;
+      for (const String& key : step.symbolic_attrs) {
+        attrs.Set(key, EvaluateAttr(attrs.at(key), func.signature, sizes,
+                                    "attribute '" + key.str() + "' of " + step.kernel));
+      }
+      step.function(step_inputs, step_outputs, attrs);
     }
   }
 

@@ -44,6 +44,8 @@ struct Step {
   /// A reshape, squeeze or unsqueeze into a temporary: the temporary is its input's bytes
   /// under the new shape, not a copy (see MarkAliases in kernel_program.cc).
   bool aliases_input = false;
+  /// Attributes holding size expressions (kinds size and sizes), evaluated on each call.
+  std::vector<String> symbolic_attrs;
 };
 
 /// One function of the program.

@@ -1,5 +1,6 @@
-// expand: ONNX Expand with the shape as an attribute; the shape and the input's broadcast in
-// both directions, so a 1 in `shape` keeps the input's extent.
+// expand: ONNX Expand with the shape as an attribute (size expressions where it is computed
+// from symbolic sizes); the shape and the input's broadcast in both directions, so a 1 in
+// `shape` keeps the input's extent.
 #include <kiln/ir/op.h>
 
 #include "../op_common.h"
@@ -10,9 +11,9 @@ namespace {
 
 Type ExpandRelation(const TypeRelationContext& ctx) {
   const std::vector<arith::SizeExpr> data = ctx.Shape(0);
-  const std::vector<int64_t> shape = ctx.IntsAttr("shape");
+  const std::vector<arith::SizeExpr> shape = ctx.SizesAttr("shape");
   std::optional<std::vector<arith::SizeExpr>> out =
-      BroadcastTwoShapes(ctx, data, ToSizeExprs(shape), "attribute 'shape'");
+      BroadcastTwoShapes(ctx, data, shape, "attribute 'shape'");
   KILN_CHECK(out.has_value(), TypeError)
       << ctx.Describe("'data' of shape " + ir::ShapeToText(data) +
                       " does not broadcast with attribute 'shape' = " + ir::ShapeToText(shape));
@@ -21,7 +22,7 @@ Type ExpandRelation(const TypeRelationContext& ctx) {
 
 KILN_REGISTER_OP("expand")
     .add_input("data")
-    .add_attr("shape", AttrKind::kInts)
+    .add_attr("shape", AttrKind::kSizes)
     .set_pattern(OpPattern::kInjective)
     .set_type_relation(ExpandRelation);
 

@@ -1,5 +1,6 @@
 // reshape: ONNX Reshape with the target shape as an attribute (the frontend folds the shape
-// input): 0 copies the input's extent at that position, -1 is inferred from the rest.
+// input, into size expressions where it is computed from symbolic sizes): a constant 0 copies
+// the input's extent at that position, a constant -1 is inferred from the rest.
 #include <kiln/ir/op.h>
 
 #include "../op_common.h"
@@ -24,23 +25,26 @@ arith::SizeExpr InferredExtent(const TypeRelationContext& ctx, const std::string
 
 Type ReshapeRelation(const TypeRelationContext& ctx) {
   const std::vector<arith::SizeExpr> data = ctx.Shape(0);
-  const std::vector<int64_t> newshape = ctx.IntsAttr("newshape");
+  const std::vector<arith::SizeExpr> newshape = ctx.SizesAttr("newshape");
   const std::string target = "newshape " + ir::ShapeToText(newshape);
   std::vector<arith::SizeExpr> shape;
   int64_t inferred = -1;
   for (size_t i = 0; i < newshape.size(); ++i) {
-    if (newshape[i] == 0) {
+    const std::optional<int64_t> constant = newshape[i].as_int();
+    if (!constant.has_value()) {
+      shape.push_back(ctx.analyzer().Simplify(newshape[i]));
+    } else if (*constant == 0) {
       KILN_CHECK(i < data.size(), TypeError) << ctx.Describe(
           target + " copies dimension " + std::to_string(i) + " (0) that 'data' does not have");
       shape.push_back(data[i]);
-    } else if (newshape[i] == -1) {
+    } else if (*constant == -1) {
       KILN_CHECK(inferred < 0, TypeError) << ctx.Describe(target + " has more than one -1");
       inferred = static_cast<int64_t>(i);
       shape.push_back(arith::IntImm(1));
     } else {
-      KILN_CHECK(newshape[i] > 0, TypeError)
-          << ctx.Describe(target + " has the invalid extent " + std::to_string(newshape[i]));
-      shape.push_back(arith::IntImm(newshape[i]));
+      KILN_CHECK(*constant > 0, TypeError)
+          << ctx.Describe(target + " has the invalid extent " + std::to_string(*constant));
+      shape.push_back(newshape[i]);
     }
   }
   const arith::SizeExpr elements = NumElementsExpr(ctx, data);
@@ -59,7 +63,7 @@ Type ReshapeRelation(const TypeRelationContext& ctx) {
 
 KILN_REGISTER_OP("reshape")
     .add_input("data")
-    .add_attr("newshape", AttrKind::kInts)
+    .add_attr("newshape", AttrKind::kSizes)
     .set_pattern(OpPattern::kInjective)
     .set_type_relation(ReshapeRelation);
 

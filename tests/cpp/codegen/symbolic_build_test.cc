@@ -70,9 +70,13 @@ void ExpectRunsAtBatch(const Executable& model, int64_t batch) {
 TEST(SymbolicBuildTest, OneCompiledModelRunsAtEveryBatchSize) {
   const Executable model = Build(ir::ParseModule(kDenseReluOverBatch));
   for (int64_t batch : {1, 3, 8, 3}) ExpectRunsAtBatch(model, batch);
-  test_util::ExpectError([&] { model.invoke({Filled({0, 2}, 0)}); }, "ValueError",
-                         {"input 'x' has extent 0 at axis 0, the size 'batch', which must be at "
-                          "least 1"});
+  test_util::ExpectError(
+      [&] {
+        model.invoke({Filled({0, 2}, 0)});
+      },
+      "ValueError",
+      {"input 'x' has extent 0 at axis 0, the size 'batch', which must be at "
+       "least 1"});
 }
 
 TEST(SymbolicBuildTest, TheStatefulApiTakesAnyShapeOfTheSignature) {
@@ -183,6 +187,28 @@ def @main(%a: Tensor[(n, 4), float32], %b: Tensor[(n, 4), float32]) {
         expected += (av[row * 4 + k] + bv[row * 4 + k]) * av[row * 4 + k];
       EXPECT_FLOAT_EQ(Values(outputs[0])[row], expected);
     }
+  }
+}
+
+TEST(SymbolicBuildTest, SymbolicAttributesAreEvaluatedForEachCall) {
+  // y[b, i, j] = x[b, 3 i + j] + b: a reshape to a symbolic shape and an arange of a symbolic
+  // size, as an exporter's shape arithmetic folds to.
+  const Executable model = Build(ir::ParseModule(R"(
+def @main(%x: Tensor[(batch, 6), float32]) {
+  %0 = reshape(%x, newshape=[batch, 2, 3]);
+  %1 = arange(size=batch, dtype="float32");
+  %2 = reshape(%1, newshape=[batch, 1, 1]);
+  add(%0, %2)
+})"));
+  for (int64_t batch : {2, 5}) {
+    const Tensor x = Filled({batch, 6}, 0.5F);
+    const std::vector<Tensor> outputs = model.invoke({x});
+    ASSERT_EQ(outputs[0].shape(), Shape({batch, 2, 3}));
+    std::vector<float> expected = Values(x);
+    for (int64_t row = 0; row < batch; ++row) {
+      for (int64_t k = 0; k < 6; ++k) expected[row * 6 + k] += static_cast<float>(row);
+    }
+    EXPECT_EQ(Values(outputs[0]), expected);
   }
 }
 

@@ -65,7 +65,7 @@ TEST_F(OpSchemaTest, WrongKindNamesTheAttribute) {
 
 TEST_F(OpSchemaTest, MissingRequiredAttribute) {
   ExpectError([&] { Call(Op::Get("reshape"), {x_}); }, "ValueError",
-              {"op 'reshape' needs attribute 'newshape' (ints)"});
+              {"op 'reshape' needs attribute 'newshape' (sizes)"});
 }
 
 TEST_F(OpSchemaTest, WrongArgumentCount) {

@@ -166,6 +166,25 @@ TEST(TextFormatTest, SymbolicShapesRoundTripThroughModules) {
   EXPECT_EQ(AsText(module), text);
 }
 
+TEST(TextFormatTest, SymbolicAttributesRoundTrip) {
+  // Extents of size and sizes attributes print as their expressions and parse back as such.
+  const std::string text =
+      "def @main(%x: Tensor[(batch, 6), float32]) {\n"
+      "  %0 = reshape(%x, newshape=[batch, 2, -1]);\n"
+      "  %1 = arange(size=floordiv(batch + 1, 2) * 2, dtype=\"float32\");\n"
+      "  %2 = (%0, %1);\n"
+      "  %2\n"
+      "}\n";
+  const IRModule module = ParseModule(text);
+  EXPECT_EQ(AsText(module), text);
+  EXPECT_TRUE(StructuralEqual(ParseModule(AsText(module)), module));
+  // A constant expression is stored as its integer.
+  EXPECT_EQ(AsText(ParseModule("def @main(%x: Tensor[(6), float32]) {\n"
+                               "  reshape(%x, newshape=[2 * 3])\n"
+                               "}\n")),
+            "def @main(%x: Tensor[(6), float32]) {\n  %0 = reshape(%x, newshape=[6]);\n  %0\n}\n");
+}
+
 TEST(TextFormatTest, RegisteredGlobalsRoundTrip) {
   IRModule module = ParseModule("def @main(%x) {\n  %x\n}\n");
   ::kiln::Function as_text = ::kiln::Function::GetGlobalRequired("ir.AsText");

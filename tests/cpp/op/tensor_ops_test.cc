@@ -121,6 +121,28 @@ TEST(ReshapeOpTest, CopiesAndInfersSymbolicExtents) {
              {{"newshape", Array<int64_t>{0, 0, 12, 64}}});
 }
 
+/// A sizes attribute: each item an int, or the size expression its text parses to.
+Array<Any> Sizes(const std::vector<std::string>& items) {
+  Array<Any> sizes;
+  for (const std::string& item : items) {
+    const arith::SizeExpr extent = arith::ParseSizeExpr(item);
+    sizes.push_back(extent.as_int().has_value() ? Any(*extent.as_int()) : Any(extent));
+  }
+  return sizes;
+}
+
+TEST(ReshapeOpTest, TakesASymbolicTargetShape) {
+  // What an exporter's Shape -> Gather -> Concat -> Reshape chain folds to.
+  ExpectType(S({"batch", "seq", "4", "16"}), "reshape", {S({"batch", "seq", "64"})},
+             {{"newshape", Sizes({"batch", "seq", "4", "16"})}});
+  ExpectType(S({"seq", "batch * 4", "16"}), "reshape", {S({"seq", "batch", "64"})},
+             {{"newshape", Sizes({"seq", "batch * 4", "-1"})}});
+  ExpectTypeError("reshape", {S({"batch", "seq", "64"})},
+                  {{"newshape", Sizes({"batch", "seq", "32"})}},
+                  {"newshape (batch, seq, 32) has batch * seq * 32 elements, 'data' batch * seq * "
+                   "64"});
+}
+
 TEST(ReshapeOpTest, SymbolicElementCountsItCannotProveAreErrors) {
   // n * 3 is even only for even n.
   ExpectTypeError("reshape", {S({"n", "3"})}, {{"newshape", Array<int64_t>{2, -1}}},
@@ -364,6 +386,17 @@ TEST(ExpandOpTest, BroadcastsSymbolicExtents) {
   ExpectType(S({"2", "n", "3"}), "expand", {S({"n", "3"})}, {{"shape", Array<int64_t>{2, 1, 1}}});
   ExpectTypeError("expand", {S({"n"})}, {{"shape", Array<int64_t>{4}}},
                   {"extent 4 of attribute 'shape' and n cannot be proven to broadcast"});
+}
+
+TEST(ExpandOpTest, TakesASymbolicTargetShape) {
+  ExpectType(S({"batch", "4", "seq"}), "expand", {S({"1", "4", "1"})},
+             {{"shape", Sizes({"batch", "1", "seq"})}});
+}
+
+TEST(ArangeOpTest, HasItsSizeAndDtype) {
+  ExpectType(S({"seq"}, "int64"), "arange", {}, {{"size", Sizes({"seq"})[0]}});
+  ExpectType(T({5}, "float32"), "arange", {}, {{"size", int64_t{5}}, {"dtype", "float32"}});
+  ExpectTypeError("arange", {}, {{"size", int64_t{-2}}}, {"attribute 'size' = -2 is negative"});
 }
 
 TEST(IndexingOpTest, SymbolicShapes) {
