@@ -134,8 +134,9 @@ class GraphExecutor:
     @property
     def memory_plan(self):
         """{"total_bytes", "storage_bytes", "bytes_without_sharing", "planned_at_run_time",
-        "size_variables", "plans_made"}: the planned memory. A model with symbolic shapes is
-        planned at run time, once per input-shape signature (``plans_made`` counts them), and
+        "size_variables", "plans_made", "planning_seconds"}: the planned memory. A model with
+        symbolic shapes is planned at run time, once per input-shape signature (``plans_made``
+        counts them, ``planning_seconds`` is the time they took), and
         ``total_bytes`` is the largest plan a run has used so far."""
         return to_builtin(self.module["memory_plan"]())
 

@@ -467,7 +467,8 @@ Map<String, Any> GraphExecutorObj::MemoryPlan() const {
           {"bytes_without_sharing", unshared},
           {"planned_at_run_time", !graph_.planned_ahead},
           {"size_variables", variables},
-          {"plans_made", plans_.plans_made()}};
+          {"plans_made", plans_.plans_made()},
+          {"planning_seconds", plans_.planning_seconds()}};
 }
 
 std::optional<Function> GraphExecutorObj::GetFunction(const std::string& name) {

@@ -4,6 +4,7 @@
 #include <kiln/runtime/memory_plan.h>
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 #include <utility>
 
@@ -146,8 +147,11 @@ std::shared_ptr<const ShapePlan> ShapePlanCache::Get(const std::vector<int64_t>&
   }
   // Planned outside the lock: other signatures need not wait. Two threads may plan the same
   // signature at once; both plans are equal and the cache keeps one.
+  const auto start = std::chrono::steady_clock::now();
   std::shared_ptr<const ShapePlan> plan = Plan(signature, bounding);
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
   std::lock_guard<std::mutex> lock(mutex_);
+  planning_seconds_ += took.count();
   ++plans_made_;
   plans_.push_front(plan);
   if (plans_.size() > capacity_) plans_.pop_back();
@@ -157,6 +161,11 @@ std::shared_ptr<const ShapePlan> ShapePlanCache::Get(const std::vector<int64_t>&
 int64_t ShapePlanCache::plans_made() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return plans_made_;
+}
+
+double ShapePlanCache::planning_seconds() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return planning_seconds_;
 }
 
 }  // namespace internal

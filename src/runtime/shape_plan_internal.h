@@ -53,8 +53,10 @@ class ShapePlanCache {
   /// earlier bounds and empties the cache. ValueError for an unknown name or a negative bound.
   void SetUpperBounds(const std::map<std::string, int64_t>& bounds);
 
-  /// How many plans were made since the executor was created.
+  /// How many plans were made since the executor was created, and the seconds spent making
+  /// them (evaluating shapes and planning storages: what a first call at a new shape adds).
   int64_t plans_made() const;
+  double planning_seconds() const;
 
  private:
   const Graph& graph_;
@@ -66,6 +68,7 @@ class ShapePlanCache {
 
   std::list<std::shared_ptr<const ShapePlan>> plans_;  // most recently used first
   int64_t plans_made_ = 0;
+  double planning_seconds_ = 0;
   std::vector<std::optional<int64_t>> upper_bounds_;  // per variable of the signature
   std::shared_ptr<const ShapePlan> bounding_plan_;    // at the bounds, when all are bounded
 };

@@ -86,7 +86,8 @@
 ///   memory_plan() -> Map                        {"total_bytes": int, "storage_bytes": [int],
 ///                                                "bytes_without_sharing": int,
 ///                                                "planned_at_run_time": bool,
-///                                                "size_variables": [str], "plans_made": int};
+///                                                "size_variables": [str], "plans_made": int,
+///                                                "planning_seconds": float};
 ///                                                total_bytes is per context: the largest plan
 ///                                                a context has used
 ///   set_limits(max_concurrent_runs, memory_limit)
