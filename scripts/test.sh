@@ -104,12 +104,37 @@ stage_fuzz() {
     }
   done
   mkdir -p "$KILN_ASAN_BUILD_DIR/fuzz-artifacts"
-  fuzz_target artifact && fuzz_target onnx && fuzz_target kernel_program &&
-    fuzz_target json_runtime &&
-    # IR text: each input is parsed, printed, parsed and printed again (650 to 1,500 inputs/s
-    # on 2 cores), so 20,000 inputs take 15-30 s. Size expressions: ~3,500 inputs/s.
-    KILN_FUZZ_RUNS="${KILN_FUZZ_RUNS:-20000}" fuzz_target ir_text &&
-    KILN_FUZZ_RUNS="${KILN_FUZZ_RUNS:-100000}" fuzz_target size_expr
+  # Two at a time: each libFuzzer run uses one core.
+  fuzz_pair artifact onnx && fuzz_pair kernel_program json_runtime && fuzz_pair ir_text size_expr
+}
+
+# fuzz_pair A B: fuzz_target A and B side by side, each into a log of its own, printed once
+# both are done (interleaved libFuzzer output would be unreadable); fails when either does.
+fuzz_pair() {
+  local log_a log_b pid_a pid_b rc_a=0 rc_b=0
+  log_a="$(mktemp)"
+  log_b="$(mktemp)"
+  fuzz_target "$1" >"$log_a" 2>&1 &
+  pid_a=$!
+  fuzz_target "$2" >"$log_b" 2>&1 &
+  pid_b=$!
+  wait "$pid_a" || rc_a=$?
+  wait "$pid_b" || rc_b=$?
+  kiln_log "---- fuzz: $1" && cat "$log_a"
+  kiln_log "---- fuzz: $2" && cat "$log_b"
+  rm -f "$log_a" "$log_b"
+  [ "$rc_a" -eq 0 ] && [ "$rc_b" -eq 0 ]
+}
+
+# The inputs one CI run of TARGET tries. IR text: each input is parsed, printed, parsed and
+# printed again (650 to 1,500 inputs/s on a core), so 20,000 take 15-30 s. Size expressions:
+# ~3,500 inputs/s.
+fuzz_runs() {
+  case "$1" in
+    ir_text) echo 20000 ;;
+    size_expr) echo 100000 ;;
+    *) echo 300000 ;;
+  esac
 }
 
 # fuzz_target TARGET: one bounded run of kiln_<TARGET>_fuzzer over a fresh working corpus
@@ -123,7 +148,8 @@ fuzz_target() {
   [ "$target" != artifact ] || "$KILN_ASAN_BUILD_DIR/tests/fuzz/kiln_artifact_fuzz_seeds" "$corpus"
   local dict=()
   [ ! -f "$KILN_REPO/tests/fuzz/$target.dict" ] || dict=(-dict="$KILN_REPO/tests/fuzz/$target.dict")
-  run_fuzzer "$KILN_ASAN_BUILD_DIR/tests/fuzz/kiln_${target}_fuzzer" "${dict[@]}" "$corpus" \
+  KILN_FUZZ_RUNS="${KILN_FUZZ_RUNS:-$(fuzz_runs "$target")}" \
+    run_fuzzer "$KILN_ASAN_BUILD_DIR/tests/fuzz/kiln_${target}_fuzzer" "${dict[@]}" "$corpus" \
     "$KILN_REPO/tests/fuzz/corpus/$target"
 }
 
