@@ -428,13 +428,13 @@ def test_missing_test_data_exits_with_the_skip_code(tmp_path, capsys):
 # Reports
 
 
-def result(suite, name, status, detail="", ops=()):
+def result(suite, name, status, detail="", ops=(), bound=()):
     return {"suite": suite, "name": name, "status": status, "detail": detail,
-            "unsupported_ops": list(ops), "bound_inputs": []}
+            "unsupported_ops": list(ops), "bound_inputs": list(bound)}
 
 
 def sample_results():
-    rows = [result("node", "a", "pass"), result("node", "b", "pass"),
+    rows = [result("node", "a", "pass"), result("node", "b", "pass", bound=["shape"]),
             result("node", "c", "fail", "output 0: 2/6 elements differ (max abs err 1)"),
             result("node", "d", "fail", "test_data_set_1: output 0: 1/4 elements differ (x)"),
             result("node", "e", "unsupported", "Acos (opset 13)", ["Acos (opset 13)"]),
@@ -450,8 +450,10 @@ def test_summary_counts_each_status_per_suite_and_in_total():
     assert dict(counts["simple"]) == {"unsupported": 1, "error": 1}
     assert sum(counts["total"].values()) == 7
     table = report.summary_table(sample_results(), ["node", "simple"])
-    assert table.splitlines()[2].split() == ["node", "5", "2", "2", "1", "0", "40.0"]
-    assert table.splitlines()[-1].split() == ["total", "7", "2", "2", "2", "1", "28.6"]
+    # The last two columns: passes with no input bound, which "b" is not.
+    assert table.splitlines()[2].split() == ["node", "5", "2", "2", "1", "0", "40.0", "1", "20.0"]
+    assert table.splitlines()[-1].split() == ["total", "7", "2", "2", "2", "1", "28.6", "1",
+                                              "14.3"]
 
 
 def test_top_unsupported_ops_and_reasons_group_cases():
@@ -466,7 +468,7 @@ def test_markdown_has_the_table_command_ops_and_failing_cases(tmp_path):
     path = tmp_path / "conformance.md"
     report.write_markdown(str(path), sample_results(), ["node", "simple"], "CMD --x")
     text = path.read_text()
-    assert "| node | 5 | 2 | 2 | 1 | 0 | 40.0 |" in text
+    assert "| node | 5 | 2 | 2 | 1 | 0 | 40.0 | 1 | 20.0 |" in text
     assert "```sh\nCMD --x\n```" in text
     assert "| Acos | 2 | 7, 13 |" in text
     assert "| node/c | output 0: 2/6 elements differ (max abs err 1) |" in text

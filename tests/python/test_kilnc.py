@@ -86,3 +86,32 @@ def test_a_memory_limit_below_the_plan_fails_naming_both_figures(tmp_path):
     assert over.returncode == 1
     assert "bytes of activation memory per run, over its memory limit of 100 bytes" in over.stderr
     assert kilnc("run", artifact, "--memory-limit", 1 << 30).returncode == 0
+
+
+def test_a_model_with_a_symbolic_batch_runs_any_batch(tmp_path):
+    import onnx.helper as oh
+
+    x = oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["batch", 3])
+    y = oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["batch", 3])
+    graph = oh.make_graph([oh.make_node("Relu", ["x"], ["y"])], "relu", [x], [y])
+    onnx.save(oh.make_model(graph, opset_imports=[oh.make_opsetid("", 13)]), tmp_path / "m.onnx")
+    artifact = tmp_path / "m.so"
+    compiled = kilnc("compile", tmp_path / "m.onnx", "-o", artifact)
+    assert compiled.returncode == 0, compiled.stderr
+    assert "planned per input shape (symbolic sizes: batch)" in compiled.stdout
+    inspected = kilnc("inspect", artifact)
+    assert "x: %0 float32 (batch, 3)" in inspected.stdout, inspected.stdout
+    for batch in (1, 5):
+        data = np.arange(batch * 3, dtype="float32").reshape(batch, 3) - 4
+        np.save(tmp_path / "x.npy", data)
+        out = tmp_path / f"out{batch}"
+        ran = kilnc("run", artifact, "--input", f"x={tmp_path / 'x.npy'}", "--max-shape", "batch=8",
+                    "--output-dir", out)
+        assert ran.returncode == 0, ran.stderr
+        np.testing.assert_array_equal(np.load(out / "output_0.npy"), np.maximum(data, 0))
+    no_input = kilnc("run", artifact)
+    assert no_input.returncode == 1
+    assert "input 'x' has the symbolic shape (batch, 3): give it with --input x=file.npy" in \
+        no_input.stderr
+    over = kilnc("run", artifact, "--input", f"x={tmp_path / 'x.npy'}", "--max-shape", "batch=4")
+    assert over.returncode == 1 and "the size 'batch' is 5, over its upper bound 4" in over.stderr

@@ -93,8 +93,16 @@ auto Timed(const std::string& name, Step step) {
 void PrintSummary(const kiln::Executable& model, const std::string& output) {
   const kiln::Map<kiln::String, kiln::Any> plan = model.memory_plan();
   std::cout << "wrote " << output << " (" << std::filesystem::file_size(output) << " bytes)\n"
-            << "  graph nodes: " << GraphNodeCount(model.module()) << "\n"
-            << "  planned activation memory: " << plan.at("total_bytes").cast<int64_t>()
+            << "  graph nodes: " << GraphNodeCount(model.module()) << "\n";
+  if (plan.at("planned_at_run_time").cast<bool>()) {
+    std::string sizes;
+    for (const kiln::String& name : plan.at("size_variables").cast<kiln::Array<kiln::String>>()) {
+      sizes += (sizes.empty() ? "" : ", ") + name.str();
+    }
+    std::cout << "  activation memory: planned per input shape (symbolic sizes: " << sizes << ")\n";
+    return;
+  }
+  std::cout << "  planned activation memory: " << plan.at("total_bytes").cast<int64_t>()
             << " bytes (" << plan.at("bytes_without_sharing").cast<int64_t>()
             << " without buffer reuse)\n";
 }
