@@ -4,6 +4,7 @@
 #include <kiln/ffi/registry.h>
 #include <kiln/ir/function.h>
 #include <kiln/ir/op.h>
+#include <kiln/ir/type_relation.h>
 #include <kiln/runtime/kernel_program.h>
 #include <kiln/runtime/memory_plan.h>
 #include <kiln/runtime/shape_signature.h>
@@ -167,7 +168,7 @@ class GraphLowering {
     for (int64_t entry : outputs) entries_[entry].pinned = true;
 
     LoweredGraph result;
-    result.graph_json = GraphJson(outputs);
+    result.graph_json = GraphJson(outputs, ChecksJson(main));
     Array<Tensor> constants(constants_.begin(), constants_.end());
     for (const Tensor& constant : constants_)
       result.constant_bytes += CompactBytes(constant.dl_tensor());
@@ -510,7 +511,7 @@ class GraphLowering {
 
   /// The graph JSON. A graph whose shapes are all static comes planned; one with a symbolic
   /// shape has no "storages": the executor plans it for each signature it is called with.
-  std::string GraphJson(const std::vector<int64_t>& outputs) const {
+  std::string GraphJson(const std::vector<int64_t>& outputs, Json checks) const {
     const bool all_static = std::all_of(entries_.begin(), entries_.end(), [](const GraphEntry& e) {
       return runtime::IsStatic(e.shape);
     });
@@ -541,7 +542,28 @@ class GraphLowering {
     graph["inputs"] = inputs;
     graph["nodes"] = nodes;
     graph["outputs"] = outputs;
+    if (!checks.empty()) graph["checks"] = std::move(checks);
     return graph.dump();
+  }
+
+  /// The size checks type inference deferred to run time (ir::kSizeChecksAttr of @main), as
+  /// the graph JSON lists them.
+  static Json ChecksJson(const ir::Function& main) {
+    Json checks = Json::array();
+    std::optional<Any> entries = main->attrs().Get(String(ir::kSizeChecksAttr));
+    if (!entries.has_value()) return checks;
+    for (const Any& item : entries->cast<Array<Any>>()) {
+      const auto entry = item.cast<Array<Any>>();
+      checks.push_back(Json{{"lhs", ExtentJson(entry[0])},
+                            {"relation", entry[1].cast<String>().str()},
+                            {"rhs", ExtentJson(entry[2])},
+                            {"message", entry[3].cast<String>().str()}});
+    }
+    return checks;
+  }
+
+  static Json ExtentJson(const Any& extent) {
+    return ShapeJson({extent.cast<arith::SizeExpr>()})[0];
   }
 
   /// The entries of a static graph, as the memory planner takes them.

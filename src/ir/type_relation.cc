@@ -159,6 +159,29 @@ int64_t TypeRelationContext::NormalizeAxis(int64_t axis, int64_t rank, const cha
   return axis < 0 ? axis + rank : axis;
 }
 
+namespace {
+thread_local SizeCheckCollector* active_collector = nullptr;
+}  // namespace
+
+SizeCheckCollector::SizeCheckCollector() : outer_(active_collector) { active_collector = this; }
+
+SizeCheckCollector::~SizeCheckCollector() { active_collector = outer_; }
+
+void SizeCheckCollector::Add(SizeCheck check) {
+  for (const SizeCheck& known : checks_) {
+    if (arith::StructuralEqual(known.lhs, check.lhs) && known.relation == check.relation &&
+        arith::StructuralEqual(known.rhs, check.rhs) && known.message == check.message) {
+      return;
+    }
+  }
+  checks_.push_back(std::move(check));
+}
+
+void TypeRelationContext::DeferCheck(const arith::SizeExpr& lhs, const std::string& relation,
+                                     const arith::SizeExpr& rhs, const std::string& what) const {
+  if (active_collector != nullptr) active_collector->Add({lhs, relation, rhs, Describe(what)});
+}
+
 Type TypeRelationContext::TensorResult(const std::vector<int64_t>& shape, DLDataType dtype) {
   return TensorType::Static(shape, dtype);
 }

@@ -25,11 +25,16 @@ std::optional<arith::SizeExpr> BroadcastExtents(const TypeRelationContext& ctx,
   if (a.as_int() == 1) return b;
   if (b.as_int() == 1 || ctx.analyzer().CanProveEqual(a, b)) return a;
   // Two static extents are decided: they do not broadcast.
-  KILN_CHECK(a.as_int().has_value() && b.as_int().has_value(), TypeError) << ctx.Describe(
-      "extent " + b.ToString() + " of " + b_name + " and " + a.ToString() +
-      " cannot be proven to broadcast; Kiln does not check sizes at run time yet, so give them "
-      "equal sizes (or specialize the shapes)");
-  return std::nullopt;
+  if (a.as_int().has_value() && b.as_int().has_value()) return std::nullopt;
+  // Otherwise they are taken to be equal, which each run checks (naming both): a symbolic extent
+  // that is 1 at run time is not broadcast against the other.
+  KILN_CHECK(!ctx.analyzer().CanProveLT(a, b) && !ctx.analyzer().CanProveGT(a, b), TypeError)
+      << ctx.Describe("extent " + b.ToString() + " of " + b_name + " and " + a.ToString() +
+                      " differ, and neither is 1");
+  ctx.DeferCheck(
+      a, "==", b,
+      "extent " + b.ToString() + " of " + b_name + " does not broadcast against " + a.ToString());
+  return b.as_int().has_value() ? b : a;  // the static one, when there is one
 }
 
 }  // namespace
@@ -103,8 +108,14 @@ int64_t NumElements(const TypeRelationContext& ctx, const std::vector<int64_t>& 
 std::string SizeFact::Undecided() const {
   if (status_ != Status::kUndecided) return "";
   return " (" + lhs_.ToString() + " " + relation_ + " " + rhs_.ToString() +
-         " cannot be proven or disproven before run time, and Kiln does not check sizes at run "
-         "time yet: give the sizes a provable relation or specialize the shapes)";
+         " cannot be proven or disproven before run time: give the sizes a provable relation "
+         "or specialize the shapes)";
+}
+
+bool SizeFact::Defer(const TypeRelationContext& ctx, const std::string& what) const {
+  if (status_ != Status::kUndecided) return false;
+  ctx.DeferCheck(lhs_, relation_, rhs_, what);
+  return true;
 }
 
 namespace {

@@ -55,11 +55,12 @@ arith::SizeExpr NumElementsExpr(const TypeRelationContext& ctx,
 
 /// What the analyzer proves of a size constraint (`c == 4`, `h + 2 >= 3`): that it holds, that it
 /// fails, or neither, when it knows too little of the size variables. Static sizes are always
-/// decided, so their errors are as before; an undecided one is still an error (Kiln has no
-/// run-time size checks yet: design §20), whose message adds Undecided() to name the constraint.
+/// decided, so their errors are as before. An undecided one is deferred to run time where the
+/// types can assume it (Defer: `n` broadcast against `m`, matmul's K), else an error whose
+/// message adds Undecided() to name the constraint.
 ///
 ///   const SizeFact same = ProveEqual(ctx, data[1], weight[1]);
-///   KILN_CHECK(same.holds(), TypeError) << ctx.Describe("channels differ" + same.Undecided());
+///   KILN_CHECK(same.holds() || same.Defer(ctx, what), TypeError) << ctx.Describe(what);
 class SizeFact {
  public:
   enum class Status { kHolds, kFails, kUndecided };
@@ -74,6 +75,9 @@ class SizeFact {
   bool undecided() const { return status_ == Status::kUndecided; }
   /// "" unless undecided; then " (`lhs relation rhs` cannot be proven ...)" to add to an error.
   std::string Undecided() const;
+  /// When undecided: defers the constraint to run time (TypeRelationContext::DeferCheck, with
+  /// `what` as its error) and returns true; otherwise false.
+  bool Defer(const TypeRelationContext& ctx, const std::string& what) const;
 
  private:
   Status status_;

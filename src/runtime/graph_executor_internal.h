@@ -40,6 +40,15 @@ struct GraphNode {
   std::vector<int64_t> outputs;
 };
 
+/// A size constraint the compiler could not decide, checked once per signature: `lhs relation
+/// rhs` ("==" or ">="), else a ValueError with `message`.
+struct GraphCheck {
+  arith::SizeExpr lhs;
+  std::string relation;
+  arith::SizeExpr rhs;
+  std::string message;
+};
+
 /// A validated graph: every id is in range, every entry fits its storage, every entry a node
 /// reads was written before, and entries sharing bytes never live at the same time. A graph
 /// whose JSON has no "storages" is planned at run time, once per signature (shape_plan.cc):
@@ -53,6 +62,7 @@ struct Graph {
   std::vector<GraphNode> nodes;
   std::vector<int64_t> outputs;  ///< entry ids
   ShapeSignature signature;      ///< of the inputs, in order
+  std::vector<GraphCheck> checks;
   /// Per entry, the node that writes it and the last node that reads it (-1 and nodes.size()
   /// for what lives the whole run); first_use is kUnused for an entry nothing touches.
   std::vector<int64_t> first_use;

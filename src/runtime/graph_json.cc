@@ -345,6 +345,19 @@ void CheckMemoryPlan(const Graph& graph) {
   }
 }
 
+GraphCheck ParseCheck(const Json& value, const std::string& path) {
+  CheckObject(value, path, {"lhs", "relation", "rhs", "message"});
+  GraphCheck check;
+  check.lhs = ReadExtent(Required(value, path, "lhs"), At(path, "lhs"));
+  check.relation = ReadString(Required(value, path, "relation"), At(path, "relation"));
+  KILN_CHECK(check.relation == "==" || check.relation == ">=", ValueError)
+      << "graph JSON: " << At(path, "relation") << " must be \"==\" or \">=\", got '"
+      << check.relation << "'";
+  check.rhs = ReadExtent(Required(value, path, "rhs"), At(path, "rhs"));
+  check.message = ReadString(Required(value, path, "message"), At(path, "message"));
+  return check;
+}
+
 /// The graph's signature: its inputs' shapes, from which every size variable of an entry must
 /// be readable.
 void ReadSignature(Graph& graph) {
@@ -357,6 +370,10 @@ void ReadSignature(Graph& graph) {
   graph.signature = ShapeSignature(std::move(shapes), std::move(names));
   for (size_t i = 0; i < graph.entries.size(); ++i) {
     graph.signature.CheckReadable(graph.entries[i].shape, "graph JSON: " + At("entries", i));
+  }
+  for (size_t i = 0; i < graph.checks.size(); ++i) {
+    graph.signature.CheckReadable({graph.checks[i].lhs, graph.checks[i].rhs},
+                                  "graph JSON: " + At("checks", i));
   }
 }
 
@@ -371,7 +388,8 @@ Graph ParseGraphJson(std::string_view json) {
   }
   // The version comes first: a newer format may have fields this reader does not know.
   ParseVersion(root);
-  CheckObject(root, "", {"version", "device", "storages", "entries", "inputs", "nodes", "outputs"});
+  CheckObject(root, "",
+              {"version", "device", "storages", "entries", "inputs", "nodes", "outputs", "checks"});
   Graph graph;
   graph.device = ParseDeviceField(root);
   graph.planned_ahead = root.contains("storages");
@@ -396,6 +414,12 @@ Graph ParseGraphJson(std::string_view json) {
     graph.nodes.push_back(ParseNode(nodes[i], At("nodes", i), graph.entries.size()));
   }
   graph.outputs = ReadIds(Required(root, "", "outputs"), "outputs", graph.entries.size(), "entry");
+  if (root.contains("checks")) {
+    const Json& checks = ReadArray(root.at("checks"), "checks");
+    for (size_t i = 0; i < checks.size(); ++i) {
+      graph.checks.push_back(ParseCheck(checks[i], At("checks", i)));
+    }
+  }
 
   CheckInputs(graph);
   CheckDataflow(graph);
@@ -404,9 +428,20 @@ Graph ParseGraphJson(std::string_view json) {
   return graph;
 }
 
+namespace {
+
+using Ordered = nlohmann::ordered_json;
+
+/// An extent as the JSON writes it: a number, or a size expression's text.
+Ordered ExtentJson(const arith::SizeExpr& extent) {
+  const std::optional<int64_t> constant = extent.as_int();
+  return constant.has_value() ? Ordered(*constant) : Ordered(extent.ToString());
+}
+
+}  // namespace
+
 std::string GraphToJson(const Graph& graph, DLDevice device) {
   // ordered_json keeps the fields in the order of the documented schema.
-  using Ordered = nlohmann::ordered_json;
   Ordered root;
   root["version"] = kGraphFormatVersion;
   root["device"] = DeviceToString(device);
@@ -417,10 +452,7 @@ std::string GraphToJson(const Graph& graph, DLDevice device) {
   root["entries"] = Ordered::array();
   for (const GraphEntry& entry : graph.entries) {
     Ordered shape = Ordered::array();
-    for (const arith::SizeExpr& extent : entry.shape) {
-      const std::optional<int64_t> constant = extent.as_int();
-      shape.push_back(constant.has_value() ? Ordered(*constant) : Ordered(extent.ToString()));
-    }
+    for (const arith::SizeExpr& extent : entry.shape) shape.push_back(ExtentJson(extent));
     Ordered item;
     if (graph.planned_ahead) {
       item["storage"] = entry.storage;
@@ -442,6 +474,15 @@ std::string GraphToJson(const Graph& graph, DLDevice device) {
                              {"outputs", node.outputs}});
   }
   root["outputs"] = graph.outputs;
+  if (!graph.checks.empty()) {
+    root["checks"] = Ordered::array();
+    for (const GraphCheck& check : graph.checks) {
+      root["checks"].push_back({{"lhs", ExtentJson(check.lhs)},
+                                {"relation", check.relation},
+                                {"rhs", ExtentJson(check.rhs)},
+                                {"message", check.message}});
+    }
+  }
   return root.dump();
 }
 

@@ -38,6 +38,19 @@ std::optional<ShapePlan> WithinBounds(const Graph& graph, ShapePlan plan,
   return plan;
 }
 
+/// ValueError with the check's message when one of the graph's checks fails at `signature`.
+void CheckSizes(const Graph& graph, const std::vector<int64_t>& signature) {
+  for (const GraphCheck& check : graph.checks) {
+    const std::vector<int64_t> sides =
+        graph.signature.Evaluate({check.lhs, check.rhs}, signature, "a size check");
+    const bool holds = check.relation == "==" ? sides[0] == sides[1] : sides[0] >= sides[1];
+    KILN_CHECK(holds, ValueError) << check.message << "\n  (a run-time size check: " << check.lhs
+                                  << " " << check.relation << " " << check.rhs << " fails, with "
+                                  << check.lhs << " = " << sides[0] << " and " << check.rhs << " = "
+                                  << sides[1] << ")";
+  }
+}
+
 }  // namespace
 
 ShapePlan PlanAhead(const Graph& graph) {
@@ -76,6 +89,7 @@ ShapePlan PlanForSignature(const Graph& graph, std::vector<int64_t> signature) {
     const int64_t last = unused ? 0 : std::clamp<int64_t>(graph.last_use[i], 0, last_node);
     requests.push_back(BufferRequest{bytes, first, last, pinned});
   }
+  CheckSizes(graph, plan.signature);
   MemoryPlan memory = PlanMemory(requests);
   plan.storage_bytes = std::move(memory.storage_bytes);
   plan.storage_of = std::move(memory.storage_of);

@@ -5,6 +5,7 @@
 #include <kiln/transform/infer_type.h>
 #include <kiln/transform/passes.h>
 
+#include <algorithm>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -231,13 +232,46 @@ class TypeInferencer {
   std::unordered_set<std::string> in_progress_;
 };
 
-/// `func` with its result type set from inference (the body and its types are kept).
+/// A deferred size check as the function attribute holds it: [lhs, relation, rhs, message].
+Array<Any> CheckEntry(const ir::SizeCheck& check) {
+  return Array<Any>{check.lhs, String(check.relation), check.rhs, String(check.message)};
+}
+
+/// `attrs` with `checks` added to its size checks (each once). Checks accumulate across runs:
+/// once FuseOps has moved ops into primitive functions, inferring @main no longer sees them.
+Map<String, Any> WithSizeChecks(const Map<String, Any>& attrs,
+                                const std::vector<ir::SizeCheck>& checks) {
+  Array<Any> entries;
+  if (std::optional<Any> known = attrs.Get(String(ir::kSizeChecksAttr))) {
+    entries = known->cast<Array<Any>>();
+  }
+  bool added = false;
+  for (const ir::SizeCheck& check : checks) {
+    const Array<Any> entry = CheckEntry(check);
+    const bool present = std::any_of(entries.begin(), entries.end(), [&](const Any& known) {
+      return ir::StructuralEqual(known.cast<ObjectRef>(), entry);
+    });
+    if (present) continue;
+    entries.push_back(entry);
+    added = true;
+  }
+  if (!added) return attrs;
+  Map<String, Any> result = attrs;
+  result.Set(String(ir::kSizeChecksAttr), entries);
+  return result;
+}
+
+/// `func` with its result type set from inference (the body and its types are kept), and the
+/// size checks its ops' relations deferred to run time among its attributes.
 ir::Function WithInferredTypes(const ir::Function& func, const ir::IRModule& mod) {
+  ir::SizeCheckCollector checks;
   TypeInferencer inferencer(mod);
   const Type type = inferencer.Infer(func);
-  const Type& ret = type.as<ir::FuncTypeObj>()->ret();
-  if (func->ret_type().defined()) return func;
-  ir::Function typed(func->params(), func->body(), ret, func->attrs());
+  const Map<String, Any> attrs = WithSizeChecks(func->attrs(), checks.checks());
+  if (func->ret_type().defined() && attrs.same_as(func->attrs())) return func;
+  const Type& ret =
+      func->ret_type().defined() ? func->ret_type() : type.as<ir::FuncTypeObj>()->ret();
+  ir::Function typed(func->params(), func->body(), ret, attrs);
   typed->set_checked_type(type);
   return typed;
 }

@@ -80,6 +80,14 @@ class KILN_API TypeRelationContext {
   /// naming the attribute when out of range.
   int64_t NormalizeAxis(int64_t axis, int64_t rank, const char* attr) const;
 
+  /// Defers `lhs relation rhs` ("==", ">=") to run time: the relation calls it where the
+  /// analyzer cannot decide a constraint the types assume (`n` broadcast against `m`), instead
+  /// of rejecting the model. `what` says what breaks when it fails (as Describe's argument).
+  /// Recorded by the SizeCheckCollector alive on this thread, if any; InferType keeps them in
+  /// its function's attributes and the executor checks them once per input-shape signature.
+  void DeferCheck(const arith::SizeExpr& lhs, const std::string& relation,
+                  const arith::SizeExpr& rhs, const std::string& what) const;
+
   static Type TensorResult(const std::vector<int64_t>& shape, DLDataType dtype);
   /// A tensor type of `shape`: constant expressions become static dimensions.
   static Type TensorResult(const std::vector<arith::SizeExpr>& shape, DLDataType dtype);
@@ -90,6 +98,36 @@ class KILN_API TypeRelationContext {
   Map<String, Any> attrs_;
   arith::Analyzer analyzer_;
 };
+
+/// A size constraint only a run can decide (TypeRelationContext::DeferCheck).
+struct SizeCheck {
+  arith::SizeExpr lhs;
+  std::string relation;  ///< "==" or ">="
+  arith::SizeExpr rhs;
+  std::string message;  ///< the error when it fails
+};
+
+/// Collects the checks type relations defer while it is alive, on the thread that made it
+/// (collectors nest; the innermost collects).
+class KILN_API SizeCheckCollector {
+ public:
+  SizeCheckCollector();
+  ~SizeCheckCollector();
+  SizeCheckCollector(const SizeCheckCollector&) = delete;
+  SizeCheckCollector& operator=(const SizeCheckCollector&) = delete;
+
+  const std::vector<SizeCheck>& checks() const { return checks_; }
+  /// Adds `check` unless an equal one (same text) is there.
+  void Add(SizeCheck check);
+
+ private:
+  SizeCheckCollector* outer_;
+  std::vector<SizeCheck> checks_;
+};
+
+/// The function attribute InferType keeps deferred checks in: a list of
+/// [lhs, relation, rhs, message] (size expressions and strings).
+constexpr const char* kSizeChecksAttr = "size_checks";
 
 /// The result type of calling `op` on arguments of `arg_types` with `attrs`: runs the op's
 /// "FInferType". TypeError when the op has no type relation or the relation returns no type.

@@ -16,7 +16,7 @@
 ///     "outputs": [4]
 ///   }
 ///
-/// Every field is required except "device" and "storages"; unknown fields are errors (a
+/// Every field is required except "device", "storages" and "checks"; unknown fields are errors (a
 /// misspelling is not silently ignored), ids are 0-based indices into the lists above them.
 /// - "version": a runtime refuses versions it does not know.
 /// - "device": optional, "<kind>:<id>" ("cpu:0", "cuda:1"); where the storages live. The device
@@ -44,7 +44,10 @@
 /// must be the whole extent of some input axis: a call reads its value there (the first such
 /// axis) and checks every other input extent against it (kiln/runtime/shape_signature.h), so a
 /// shape that breaks the signature is a ValueError naming the input, the axis and the size.
-/// The values of the variables are the call's signature. The first call with a signature
+/// The values of the variables are the call's signature. "checks" (optional) lists size
+/// constraints the compiler could not decide, {"lhs": "n", "relation": "==" or ">=", "rhs": "m",
+/// "message": "..."}: each new signature is checked before it is planned, and a failing one is
+/// a ValueError with the message and both values. The first call with a signature
 /// evaluates every entry's shape and plans their storages (kiln/runtime/memory_plan.h); the
 /// executor keeps the plans of the last 8 signatures. A context's storages only grow, so a
 /// shape seen before, or any plan that fits, allocates nothing.

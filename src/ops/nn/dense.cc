@@ -14,9 +14,11 @@ Type DenseRelation(const TypeRelationContext& ctx) {
   KILN_CHECK(!data.empty(), TypeError) << ctx.Describe(ctx.ArgName(0) + " must be at least 1-D");
   KILN_CHECK(weight.size() == 2, TypeError) << ctx.Describe(ctx.ArgName(1) + " must be 2-D (N, K)");
   ctx.CheckSameDType(0, 1);
-  KILN_CHECK(ctx.analyzer().CanProveEqual(data.back(), weight[1]), TypeError) << ctx.Describe(
-      "the last dimension " + data.back().ToString() +
-      " of 'data' does not match K = " + weight[1].ToString() + " of 'weight' (N, K)");
+  const std::string what = "the last dimension " + data.back().ToString() +
+                           " of 'data' does not match K = " + weight[1].ToString() +
+                           " of 'weight' (N, K)";
+  const SizeFact same = ProveEqual(ctx, data.back(), weight[1]);
+  KILN_CHECK(same.holds() || same.Defer(ctx, what), TypeError) << ctx.Describe(what);
   data.back() = weight[0];
   return TypeRelationContext::TensorResult(data, ctx.DType(0));
 }

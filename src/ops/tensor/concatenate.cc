@@ -22,10 +22,15 @@ void CheckSameOutsideAxis(const TypeRelationContext& ctx, const std::string& fie
   std::vector<arith::SizeExpr> outside = shape;
   std::vector<arith::SizeExpr> first_outside = first;
   if (shape.size() == first.size()) outside[axis] = first_outside[axis] = arith::IntImm(0);
-  const SizeFact same = ProveSameShape(ctx, outside, first_outside);
-  KILN_CHECK(same.holds(), TypeError) << ctx.Describe(
-      field + " has shape " + ir::ShapeToText(shape) + ", which differs from field 0's " +
-      ir::ShapeToText(first) + " outside axis " + std::to_string(axis) + same.Undecided());
+  const std::string what = field + " has shape " + ir::ShapeToText(shape) +
+                           ", which differs from field 0's " + ir::ShapeToText(first) +
+                           " outside axis " + std::to_string(axis);
+  // Extent by extent, so that each undecided pair becomes a check of its own.
+  for (size_t i = 0; i < outside.size() && outside.size() == first_outside.size(); ++i) {
+    const SizeFact same = ProveEqual(ctx, outside[i], first_outside[i]);
+    KILN_CHECK(same.holds() || same.Defer(ctx, what), TypeError) << ctx.Describe(what);
+  }
+  KILN_CHECK(outside.size() == first_outside.size(), TypeError) << ctx.Describe(what);
 }
 
 Type ConcatenateRelation(const TypeRelationContext& ctx) {

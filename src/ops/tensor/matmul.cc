@@ -25,9 +25,9 @@ Extents BroadcastBatch(const TypeRelationContext& ctx, const Extents& a, const E
 void CheckContraction(const TypeRelationContext& ctx, const arith::SizeExpr& lhs_k,
                       const arith::SizeExpr& rhs_k) {
   const SizeFact same = ProveEqual(ctx, lhs_k, rhs_k);
-  KILN_CHECK(same.holds(), TypeError)
-      << ctx.Describe("the contracted dimension " + lhs_k.ToString() + " of 'lhs' does not match " +
-                      rhs_k.ToString() + " of 'rhs'" + same.Undecided());
+  const std::string what = "the contracted dimension " + lhs_k.ToString() +
+                           " of 'lhs' does not match " + rhs_k.ToString() + " of 'rhs'";
+  KILN_CHECK(same.holds() || same.Defer(ctx, what), TypeError) << ctx.Describe(what);
 }
 
 Type MatmulRelation(const TypeRelationContext& ctx) {

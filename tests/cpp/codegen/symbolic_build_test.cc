@@ -212,6 +212,38 @@ def @main(%x: Tensor[(batch, 6), float32]) {
   }
 }
 
+TEST(SymbolicBuildTest, ConstraintsOnlyARunCanDecideAreCheckedOncePerShape) {
+  // n against m and matmul's k against j cannot be proven: the model compiles, and each new
+  // signature is checked before anything runs.
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() /
+      ("kiln_symbolic_checks_test_" + std::to_string(::getpid()) + ".so");
+  Build(ir::ParseModule(R"(
+def @main(%a: Tensor[(n, 2), float32], %b: Tensor[(m, 2), float32], %w: Tensor[(j, 3), float32]) {
+  %0 = add(%a, %b);
+  matmul(%0, %w)
+})"))
+      .export_library(path.string());
+  const Executable model = Executable::Load(path.string());  // the checks survive the artifact
+  std::filesystem::remove(path);
+  const Tensor w = Filled({2, 3}, 1);
+  const std::vector<Tensor> outputs = model.invoke({Filled({3, 2}, 0), Filled({3, 2}, 1), w});
+  EXPECT_EQ(outputs[0].shape(), Shape({3, 3}));
+  test_util::ExpectError(
+      [&] {
+        model.invoke({Filled({3, 2}, 0), Filled({2, 2}, 0), w});
+      },
+      "ValueError",
+      {"add: extent m of 'rhs' (argument 1) does not broadcast against n",
+       "a run-time size check: n == m fails, with n = 3 and m = 2"});
+  test_util::ExpectError(
+      [&] {
+        model.invoke({Filled({3, 2}, 0), Filled({3, 2}, 0), Filled({4, 3}, 0)});
+      },
+      "ValueError",
+      {"matmul: the contracted dimension 2 of 'lhs' does not match j of 'rhs'", "2 == j fails"});
+}
+
 TEST(SymbolicBuildTest, ShapesThatBreakTheSignatureAreNamed) {
   const Executable model = Build(ir::ParseModule(R"(
 def @main(%a: Tensor[(n, 4), float32], %b: Tensor[(n, 4), float32]) {

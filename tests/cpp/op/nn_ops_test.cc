@@ -5,6 +5,7 @@ namespace kiln {
 namespace op {
 namespace {
 
+using testing::ExpectDeferred;
 using testing::ExpectType;
 using testing::ExpectTypeError;
 using testing::S;
@@ -108,10 +109,10 @@ TEST(Conv2DTransposeOpTest, SymbolicExtents) {
              {S({"n", "4", "h", "w"}), T({4, 2, 3, 3})}, {{"strides", Array<int64_t>{2, 2}}});
   // With padding 1 + 1 the extent is h * 2 - 1, which is -1 for h = 0.
   // Padding 3 on each side of a stride-2 transpose needs h >= 2: sizes are only known >= 1.
-  ExpectTypeError("nn.conv2d_transpose", {S({"n", "4", "h", "w"}), T({4, 2, 3, 3})},
-                  {{"strides", Array<int64_t>{2, 2}}, {"padding", Array<int64_t>{3, 3, 3, 3}}},
-                  {"padding (3, 3, 3, 3) leaves no output in spatial dimension 0",
-                   "cannot be proven"});
+  ExpectTypeError(
+      "nn.conv2d_transpose", {S({"n", "4", "h", "w"}), T({4, 2, 3, 3})},
+      {{"strides", Array<int64_t>{2, 2}}, {"padding", Array<int64_t>{3, 3, 3, 3}}},
+      {"padding (3, 3, 3, 3) leaves no output in spatial dimension 0", "cannot be proven"});
   ExpectTypeError("nn.conv2d_transpose", {S({"n", "c", "5", "5"}), T({4, 2, 3, 3})}, {},
                   {"input channels c of 'data' do not match 4 input channels of 'weight'",
                    "c == 4 cannot be proven"});
@@ -120,8 +121,8 @@ TEST(Conv2DTransposeOpTest, SymbolicExtents) {
 TEST(DenseOpTest, KeepsSymbolicLeadingDimensionsAndProvesK) {
   ExpectType(S({"batch", "seq", "16"}), "nn.dense", {S({"batch", "seq", "64"}), T({16, 64})});
   ExpectType(S({"n", "m"}), "nn.dense", {S({"n", "k * 2"}), S({"m", "2 * k"})});
-  ExpectTypeError("nn.dense", {S({"n", "k"}), T({16, 64})}, {},
-                  {"the last dimension k of 'data' does not match K = 64"});
+  ExpectDeferred(S({"n", "16"}), "nn.dense", {S({"n", "k"}), T({16, 64})}, {},
+                 {"k == 64: nn.dense: the last dimension k of 'data' does not match K = 64"});
 }
 
 TEST(DenseOpTest, MultipliesByTheTransposedWeight) {

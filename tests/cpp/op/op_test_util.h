@@ -61,6 +61,22 @@ inline void ExpectTypeError(const std::string& op_name, const std::vector<Type>&
   test_util::ExpectError([&] { Infer(op_name, arg_types, attrs); }, "TypeError", parts);
 }
 
+/// Expects `op_name` to type as `expected` by deferring one constraint to run time: a check
+/// whose text ("n == m") and message contain `parts`.
+inline void ExpectDeferred(const Type& expected, const std::string& op_name,
+                           const std::vector<Type>& arg_types, const Map<String, Any>& attrs,
+                           const std::vector<std::string>& parts) {
+  ir::SizeCheckCollector collector;
+  ExpectType(expected, op_name, arg_types, attrs);
+  ASSERT_EQ(collector.checks().size(), 1U) << op_name << ": expected one deferred check";
+  const ir::SizeCheck& check = collector.checks()[0];
+  const std::string text = check.lhs.ToString() + " " + check.relation + " " +
+                           check.rhs.ToString() + ": " + check.message;
+  for (const std::string& part : parts) {
+    EXPECT_NE(text.find(part), std::string::npos) << "'" << part << "' not in: " << text;
+  }
+}
+
 }  // namespace testing
 }  // namespace op
 }  // namespace kiln
