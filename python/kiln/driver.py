@@ -25,6 +25,7 @@ def build(
     fallback=True,
     codegen_options=None,
     report=False,
+    upper_bounds=None,
 ):
     """Compiles @main of ``mod`` for ``target`` ("cpu").
 
@@ -39,6 +40,8 @@ def build(
     ``codegen_options`` is passed to each plugin's codegen. ``report=True`` prints where each
     op went and why each op left on the CPU path was declined (also kept as the executable's
     ``placement_report``), before codegen, so it is printed even when ``fallback=False`` fails.
+    ``upper_bounds`` ({"batch": 8}) bounds the model's symbolic sizes: its memory is then planned
+    once for every shape up to the bounds (``Executable.set_upper_bounds``).
     """
     from . import ir as _ir  # noqa: F401  (loads libkiln.so, where driver.Build lives)
 
@@ -54,12 +57,15 @@ def build(
         "codegen_options": codegen_options or {},
     }
     if not report:
-        return Executable(get_global_func("driver.Build")(mod, options))
-    optimized = get_global_func("driver.Optimize")(mod, options)
-    text = get_global_func("driver.PlacementReport")(optimized, list(plugins))
-    print(text, end="")
-    executable = Executable(get_global_func("driver.BuildOptimized")(optimized, options))
-    executable.placement_report = text
+        executable = Executable(get_global_func("driver.Build")(mod, options))
+    else:
+        optimized = get_global_func("driver.Optimize")(mod, options)
+        text = get_global_func("driver.PlacementReport")(optimized, list(plugins))
+        print(text, end="")
+        executable = Executable(get_global_func("driver.BuildOptimized")(optimized, options))
+        executable.placement_report = text
+    if upper_bounds:
+        executable.set_upper_bounds(upper_bounds)
     return executable
 
 

@@ -55,9 +55,37 @@ ShapeSignature::ShapeSignature(std::vector<SymbolicShape> args, std::vector<std:
     }
   }
   AddSolvedSources();
+  AddProducts();
   for (size_t arg = 0; arg < args_.size(); ++arg) {
     for (const arith::SizeExpr& extent : args_[arg]) CheckReadable({extent}, names_[arg]);
   }
+}
+
+void ShapeSignature::AddProducts() {
+  for (size_t arg = 0; arg < args_.size(); ++arg) {
+    for (size_t axis = 0; axis < args_[arg].size(); ++axis) {
+      const arith::SizeExpr extent = WithProducts(args_[arg][axis]);
+      const std::vector<std::string> names = arith::FreeSizeVars(extent);
+      const bool unknown = std::any_of(names.begin(), names.end(), [&](const std::string& name) {
+        return std::find(variables_.begin(), variables_.end(), name) == variables_.end();
+      });
+      if (!unknown) continue;
+      arith::SizeVar var(String("kiln_product_" + std::to_string(products_.size())));
+      products_.emplace_back(args_[arg][axis], var);
+      variables_.push_back(var->name().str());
+      sources_.push_back(Source{arg, axis});
+    }
+  }
+}
+
+arith::SizeExpr ShapeSignature::WithProducts(const arith::SizeExpr& extent) const {
+  if (products_.empty()) return extent;
+  for (const auto& [product, var] : products_) {
+    if (arith::StructuralEqual(product, extent)) return var;
+  }
+  const auto* node = extent.as<arith::BinaryObj>();
+  if (node == nullptr) return extent;
+  return arith::MakeBinary(node->op(), WithProducts(node->a()), WithProducts(node->b()));
 }
 
 void ShapeSignature::AddSolvedSources() {
@@ -107,7 +135,7 @@ int64_t ShapeSignature::Solve(size_t i, const std::vector<int64_t>& values, int6
 
 void ShapeSignature::CheckReadable(const SymbolicShape& shape, const std::string& what) const {
   for (const arith::SizeExpr& extent : shape) {
-    for (const std::string& name : arith::FreeSizeVars(extent)) {
+    for (const std::string& name : arith::FreeSizeVars(WithProducts(extent))) {
       KILN_CHECK(std::find(variables_.begin(), variables_.end(), name) != variables_.end(),
                  ValueError)
           << what << " of shape " << SymbolicShapeToString(shape) << " depends on the size '"
@@ -116,10 +144,15 @@ void ShapeSignature::CheckReadable(const SymbolicShape& shape, const std::string
   }
 }
 
+std::string ShapeSignature::SizeName(size_t i) const {
+  const size_t first_product = variables_.size() - products_.size();
+  return i < first_product ? variables_[i] : products_[i - first_product].first.ToString();
+}
+
 std::string ShapeSignature::DescribeValues(const std::vector<int64_t>& values) const {
   std::string text;
   for (size_t i = 0; i < variables_.size(); ++i) {
-    text += (i == 0 ? "" : ", ") + variables_[i] + " = " + std::to_string(values[i]) + " (from " +
+    text += (i == 0 ? "" : ", ") + SizeName(i) + " = " + std::to_string(values[i]) + " (from " +
             names_[sources_[i].arg] + ", axis " + std::to_string(sources_[i].axis) + ")";
   }
   return text;
@@ -143,7 +176,7 @@ std::vector<int64_t> ShapeSignature::Bind(const std::vector<const DLTensor*>& ar
     // make a padded convolution's output size negative, for one).
     KILN_CHECK(values.back() >= 1, ValueError)
         << caller << ": " << names_[source.arg] << " has extent " << values.back() << " at axis "
-        << source.axis << ", the size '" << variables_[i] << "', which must be at least 1";
+        << source.axis << ", the size '" << SizeName(i) << "', which must be at least 1";
   }
   for (size_t arg = 0; arg < args.size(); ++arg) {
     const std::vector<int64_t> expected = Evaluate(args_[arg], values, names_[arg]);
@@ -178,7 +211,7 @@ std::vector<int64_t> ShapeSignature::Evaluate(const SymbolicShape& shape,
     if (by_name.empty()) {
       for (size_t i = 0; i < variables_.size(); ++i) by_name.emplace(variables_[i], values[i]);
     }
-    const int64_t value = arith::Evaluate(extent, by_name);
+    const int64_t value = arith::Evaluate(WithProducts(extent), by_name);
     KILN_CHECK(value >= 0, ValueError) << what << " of shape " << SymbolicShapeToString(shape)
                                        << " would have the negative extent " << value << " ("
                                        << extent << ") where " << DescribeValues(values);

@@ -862,6 +862,20 @@ def test_sizes_are_solved_from_extents_that_hold_them():
         f(kiln.tensor(rand(6, 3)), kiln.empty([6, 3], "float32"))
 
 
+def test_an_extent_of_several_sizes_is_read_as_a_whole():
+    # A flattened (b * s, 4) argument gives neither b nor s, but the product is all it needs.
+    steps = [{"kernel": "nn.relu", "attrs": {}, "inputs": ["i0"], "outputs": ["t0"]},
+             {"kernel": "negative", "attrs": {}, "inputs": ["t0"], "outputs": ["o0"]}]
+    f = _program(steps, [("b * s", 4)], [], specs=([("b * s", 4)], [("b * s", 4)]))
+    x = rand(6, 4)
+    out = kiln.empty([6, 4], "float32")
+    f(kiln.tensor(x), out)
+    np.testing.assert_array_equal(out.numpy(), -np.maximum(x, 0))
+    with pytest.raises(ValueError, match=r"output 0 has extent 5 at axis 0, where the model needs "
+                                         r"b \* s = 6"):
+        f(kiln.tensor(x), kiln.empty([5, 4], "float32"))
+
+
 def test_symbolic_temporaries_need_sizes_the_arguments_give():
     steps = [{"kernel": "nn.relu", "attrs": {}, "inputs": ["i0"], "outputs": ["o0"]}]
     with pytest.raises(ValueError, match=r"temporary 0 of shape \(m, 3\) depends on the size 'm', "

@@ -8,7 +8,10 @@
 ///
 /// A variable is read from the first argument axis whose extent is that variable alone, or else
 /// solved from an extent in which it is the one size not known yet (`batch * 4`, `seq + 1`:
-/// functions of a kernel program often see a size only inside such an extent); every other
+/// functions of a kernel program often see a size only inside such an extent). An extent with
+/// several sizes none of which can be read (`batch * seq` of a flattened (batch * seq, 64)
+/// argument) is read as a whole: other extents may use it as a product, not its factors. Every
+/// other
 /// extent of every argument is checked against the values read, so a call whose shapes
 /// break the signature is a ValueError naming the argument, the axis and the constraint. A
 /// size is at least 1: the compiler proves shapes under that assumption.
@@ -84,16 +87,26 @@ class ShapeSignature {
   /// Adds sources that solve variables no extent gives alone, each from an extent whose other
   /// variables are known by then.
   void AddSolvedSources();
+  /// Reads extents with several unknown sizes as wholes (products_), each named by a variable
+  /// of its own whose value follows the variables' in Bind's result.
+  void AddProducts();
+  /// `extent` with each product that occurs in it replaced by its variable.
+  arith::SizeExpr WithProducts(const arith::SizeExpr& extent) const;
   /// The value of variable `i` for which its source's extent is `extent`, the variables before
   /// it taking `values`: exact for extents linear in it; otherwise a guess the caller's check
   /// of every extent refutes.
   int64_t Solve(size_t i, const std::vector<int64_t>& values, int64_t extent) const;
+  /// Variable i as errors name it: its name, or the product it stands for.
+  std::string SizeName(size_t i) const;
   std::string DescribeValues(const std::vector<int64_t>& values) const;
 
   std::vector<SymbolicShape> args_;
   std::vector<std::string> names_;
   std::vector<std::string> variables_;
   std::vector<Source> sources_;
+  /// Extents read whole: the expression, and the variable standing for it (also in
+  /// variables_ and sources_, after the sizes).
+  std::vector<std::pair<arith::SizeExpr, arith::SizeVar>> products_;
   bool all_static_ = true;
 };
 
