@@ -554,14 +554,217 @@ def test_converter_needing_a_static_extent_names_the_dimension():
     assert "nn.conv2d" in ops_used(main.body)
 
 
+# Shape-value propagation: shape arithmetic over symbolic sizes is evaluated at import on size
+# expressions, and the consumers take the expressions as attributes.
+
+I64 = TensorProto.INT64
+SEQ_INPUT = {"x": ["batch", "seq", 64]}
+
+
+def const_node(name, value):
+    return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(value)))
+
+
+def extents(prefix):
+    """Shape(x), and s0, s1, s2: its elements as scalars (Gather) and u0, u1, u2 unsqueezed, as
+    torch.onnx writes x.shape[i] into a new shape."""
+    nodes = [node("Shape", ["x"], ["s"]), const_node("ax", [0])]
+    for i in range(3):
+        nodes += [const_node(f"i{i}", i), node("Gather", ["s", f"i{i}"], [f"s{i}"]),
+                  node("Unsqueeze", [f"s{i}", "ax"], [f"u{i}"])]
+    return [n for n in nodes if prefix is None or n.output[0] != prefix]
+
+
+def symbolic_main(nodes, inputs=None, opset=17, out_rank=None, **inits):
+    """The type-checked @main and the module's text of a model over SEQ_INPUT (or ``inputs``);
+    ``out_rank`` types the output (unknown extents) where ONNX's shape inference cannot."""
+    model = make_model(nodes, inputs or SEQ_INPUT, opset, inits)
+    if out_rank is not None and not model.graph.output[0].type.tensor_type.HasField("shape"):
+        with_output_type(model, [None] * out_rank)
+    mod = kiln.frontend.from_onnx(model)
+    return transform.InferType()(mod)["main"], str(mod)
+
+
+def test_a_shape_chain_over_symbolic_sizes_becomes_a_symbolic_newshape():
+    # x.view(x.shape[0], x.shape[1], 4, 16), as PyTorch exports it.
+    nodes = extents(None) + [const_node("heads", [4, 16]),
+                             node("Concat", ["u0", "u1", "heads"], ["ns"], axis=0),
+                             node("Reshape", ["x", "ns"])]
+    main, text = symbolic_main(nodes)
+    assert "reshape(%x, newshape=[batch, seq, 4, 16])" in text
+    assert type_text(main.ret_type) == "Tensor[(batch, seq, 4, 16), float32]"
+    assert ops_used(main.body) == {"reshape"}  # no IR for the shape arithmetic
+
+
+def test_scalar_arithmetic_on_extents_is_simplified():
+    # (seq * 4) / 4 is seq; (batch + 1) - 1 is batch; 64 % 48 and min/max fold to constants.
+    nodes = extents(None) + [
+        const_node("four", 4), const_node("one", 1), const_node("c48", 48),
+        node("Mul", ["s1", "four"], ["s1x4"]), node("Div", ["s1x4", "four"], ["q"]),
+        node("Add", ["s0", "one"], ["b1"]), node("Sub", ["b1", "one"], ["b"]),
+        node("Mod", ["s2", "c48"], ["m"]), node("Max", ["m", "one"], ["mx"]),
+        node("Min", ["mx", "s2"], ["mn"]),
+        node("Unsqueeze", ["b", "ax"], ["ub"]), node("Unsqueeze", ["q", "ax"], ["uq"]),
+        node("Unsqueeze", ["mn", "ax"], ["um"]), const_node("four1", [4]),
+        node("Concat", ["ub", "uq", "um", "four1"], ["ns"], axis=0),
+        node("Reshape", ["x", "ns"])]
+    main, text = symbolic_main(nodes, out_rank=4)
+    assert "newshape=[batch, seq, 16, 4]" in text
+    assert type_text(main.ret_type) == "Tensor[(batch, seq, 16, 4), float32]"
+
+
+def test_integer_division_that_the_analyzer_cannot_write_is_not_a_shape_value():
+    # seq / 3 truncates to floordiv(seq, 3); (seq - 100) / 2 may be negative, where ONNX
+    # truncates and floor division would not: Div then needs its input as a tensor, which the
+    # symbolic value seq - 100 is not yet.
+    nodes = extents(None) + [const_node("three", 3), node("Div", ["s1", "three"], ["q"]),
+                             node("Unsqueeze", ["q", "ax"], ["uq"]),
+                             node("Concat", ["u0", "uq", "u2"], ["ns"], axis=0),
+                             node("Expand", ["x", "ns"])]
+    _, text = symbolic_main(nodes)
+    assert "shape=[batch, floordiv(seq, 3), 64]" in text
+    nodes = extents(None) + [const_node("c", 100), const_node("two", 2),
+                             node("Sub", ["s1", "c"], ["d"]), node("Div", ["d", "two"], ["y"])]
+    with pytest.raises(kiln.NotImplementedError,
+                       match=r"Div node 'div_0' needs input 0 \('d'\) as a tensor, but its value "
+                             r"seq - 100 is computed from symbolic sizes at run time"):
+        symbolic_main(nodes)
+
+
+def test_casts_to_float_and_back_keep_integer_shape_values():
+    # int(x.shape[1] * 2.0): Cast -> Mul -> Cast, as PyTorch writes scaled sizes.
+    nodes = extents(None) + [node("Cast", ["u1"], ["f"], to=TensorProto.FLOAT),
+                             const_node("two", np.array([2.0], np.float32)),
+                             node("Mul", ["f", "two"], ["f2"]),
+                             node("Cast", ["f2"], ["n"], to=I64),
+                             node("Concat", ["u0", "n", "u2"], ["ns"], axis=0),
+                             node("ConstantOfShape", ["ns"])]
+    main, text = symbolic_main(nodes)
+    assert "shape=[batch, seq * 2, 64]" in text
+    assert type_text(main.ret_type) == "Tensor[(batch, seq * 2, 64), float32]"
+
+
+def test_constant_of_shape_of_a_symbolic_shape_expands_a_scalar():
+    value = numpy_helper.from_array(np.array([7], np.int64))
+    main, text = symbolic_main([node("Shape", ["x"], ["s"]),
+                                node("ConstantOfShape", ["s"], value=value)])
+    assert "expand(const(int64, (), [7]), shape=[batch, seq, 64])" in text
+    assert type_text(main.ret_type) == "Tensor[(batch, seq, 64), int64]"
+
+
+@pytest.mark.parametrize("start,delta,size", [(0, 1, "seq"), (2, 3, "floordiv(seq, 3)"),
+                                              (0, -1, "0")])
+def test_range_to_a_symbolic_limit_is_an_arange(start, delta, size):
+    nodes = extents(None) + [const_node("start", start), const_node("delta", delta),
+                             node("Range", ["start", "s1", "delta"])]
+    main, text = symbolic_main(nodes)
+    assert ops_used(main.body) == {"arange"}
+    assert f"size={size}" in text
+    assert type_text(main.ret_type) == f"Tensor[({size}), int64]"
+
+
+def test_a_constant_range_is_still_a_constant():
+    model = make_model([node("Range", ["a", "b", "c"])], {}, 13,
+                       {"a": np.array(1), "b": np.array(7), "c": np.array(2)})
+    main = import_and_check(model, set())
+    assert list(main.body.data.numpy()) == [1, 3, 5]
+
+
+def test_expand_through_where_and_equal_decides_on_sizes():
+    # x.expand(x.shape[0], 4, -1) for x of (batch, 1, seq), as torch.onnx writes it: the sizes
+    # are flattened by Reshape(sizes, [-1]); the -1 entries keep x's extents through
+    # Where(Equal(sizes, -1 * ones), ones, sizes); batch == -1 is decided false (sizes >= 1).
+    nodes = extents("u2") + [const_node("four", [4]), const_node("minus", [-1]),
+                             node("Concat", ["u0", "four", "minus"], ["sizes"], axis=0),
+                             node("Reshape", ["sizes", "minus"], ["flat"]),
+                             node("Shape", ["flat"], ["n"]),
+                             node("ConstantOfShape", ["n"], ["ones"],
+                                  value=numpy_helper.from_array(np.array([1]))),
+                             const_node("neg", -1), node("Mul", ["ones", "neg"], ["negs"]),
+                             node("Equal", ["flat", "negs"], ["is_neg"]),
+                             node("Where", ["is_neg", "ones", "flat"], ["shape"]),
+                             node("Expand", ["x", "shape"])]
+    main, text = symbolic_main(nodes, {"x": ["batch", 1, "seq"]}, out_rank=3)
+    assert "expand(%x, shape=[batch, 4, 1])" in text
+    assert type_text(main.ret_type) == "Tensor[(batch, 4, seq), float32]"
+    # Not of a decided Equal, and an Equal it cannot decide (batch against seq) is no shape value.
+    nodes = extents("u2") + [node("Equal", ["u0", "u1"], ["same"]), node("Not", ["same"])]
+    with pytest.raises(kiln.NotImplementedError,
+                       match=r"Equal node 'equal_0' needs input 0 \('u0'\) as a tensor"):
+        symbolic_main(nodes, {"x": ["batch", "seq", 8]})
+
+
+def test_slice_and_squeeze_and_reduce_prod_of_a_shape():
+    # x.reshape(-1, prod(x.shape[1:])): Slice of Shape, ReduceProd; Squeeze of a 1-element slice.
+    nodes = [node("Shape", ["x"], ["s"]), const_node("one", [1]), const_node("big", [99]),
+             const_node("zero", [0]), node("Slice", ["s", "one", "big"], ["tail"]),
+             node("ReduceProd", ["tail"], ["n"], keepdims=1),
+             node("Slice", ["s", "zero", "one"], ["head"]),
+             node("Squeeze", ["head", "zero"], ["b"]), node("Unsqueeze", ["b", "zero"], ["ub"]),
+             node("Concat", ["ub", "n"], ["ns"], axis=0), node("Reshape", ["x", "ns"])]
+    main, text = symbolic_main(nodes, out_rank=2)
+    assert "newshape=[batch, seq * 64]" in text
+    assert type_text(main.ret_type) == "Tensor[(batch, seq * 64), float32]"
+
+
+def test_a_slice_to_the_symbolic_extent_runs_to_the_end():
+    # x[:, :x.shape[1]] exports its end as a shape value equal to the axis' extent.
+    nodes = extents("u0") + [const_node("zero", [0]), const_node("axis", [1]),
+                             node("Slice", ["x", "zero", "u1", "axis"])]
+    main, text = symbolic_main(nodes, out_rank=3)
+    assert f"end=[{2**63 - 1}]" in text
+    assert type_text(main.ret_type) == "Tensor[(batch, seq, 64), float32]"
+    nodes = extents("u1") + [const_node("zero", [0]), const_node("axis", [1]),
+                             node("Slice", ["x", "zero", "u0", "axis"])]
+    with pytest.raises(kiln.NotImplementedError,
+                       match=r"Slice node 'slice_0': end 0 \(batch\) is computed from symbolic "
+                             r"sizes at run time and is not provably the end of axis 1 "
+                             r"\(extent seq\)"):
+        symbolic_main(nodes, out_rank=3)
+
+
+def test_all_constant_shape_values_stay_constants():
+    # The static extent of a symbolic Shape is an int64 Constant, as Shape of a static tensor
+    # always was; what only constants feed stays the converters' (a multiply of Constants).
+    nodes = extents(None) + [node("Mul", ["s2", "s2"], ["y"])]
+    main, _ = symbolic_main(nodes)
+    assert main.body.op.name == "multiply"
+    assert [a.type_key for a in main.body.args] == ["kiln.ir.Constant"] * 2
+    assert main.body.args[0].data.numpy().tolist() == 64
+
+
 @pytest.mark.parametrize("op_type", ["Shape", "Size"])
-def test_shape_of_a_symbolic_dimension_is_not_folded(op_type):
+def test_a_symbolic_shape_value_as_graph_output_is_refused(op_type):
     model = make_model([node(op_type, ["x"])], {"x": ["batch", 3]})
-    with pytest.raises(kiln.ValueError,
-                       match=rf"{op_type} node '{op_type.lower()}_0' needs a static extent in "
-                             r"dimension 0 of input 0 \('x'\), which is symbolic \(batch\): "
-                             r"run-time shape computation is not supported yet"):
+    with pytest.raises(kiln.NotImplementedError,
+                       match=rf"graph output 'y' is computed from symbolic sizes at run time "
+                             rf"\(its value .*batch.*, by {op_type} node '{op_type.lower()}_0'\).*"
+                             r"shapes=\{'x': \[...\]\}"):
         kiln.frontend.from_onnx(model)
+
+
+def test_a_symbolic_shape_value_where_a_tensor_is_needed_names_node_and_input():
+    nodes = [node("Shape", ["x"], ["s"]), node("Cast", ["s"], ["f"], to=TensorProto.FLOAT),
+             node("MatMul", ["f", "w"])]
+    with pytest.raises(kiln.NotImplementedError,
+                       match=r"MatMul node 'matmul_0' needs input 0 \('f'\) as a tensor, but "
+                             r"its value \[batch, seq, 64\] is computed from symbolic sizes at "
+                             r"run time, and Kiln does not materialize run-time shape values as "
+                             r"tensors yet; give the input's shape with shapes=\{'x': \[...\]\}"):
+        symbolic_main(nodes, w=np.ones((3, 2), np.float32))
+    # An attribute that stays static (Tile's repeats) says so.
+    nodes = [node("Shape", ["x"], ["s"]), node("Tile", ["t", "s"])]
+    with pytest.raises(kiln.NotImplementedError,
+                       match=r"Tile node 'tile_0' needs input 1 \('s'\) as a constant \(Kiln "
+                             r"takes it as an attribute of the op\), but its value \[batch, seq, "
+                             r"64\] is computed from symbolic sizes at run time"):
+        symbolic_main(nodes, {"x": ["batch", "seq", 64], "t": [1, 2, 3]}, out_rank=3)
+    # shapes= makes the same model static again.
+    model = make_model([node("Shape", ["x"], ["s"]), node("Cast", ["s"], ["f"], to=F32),
+                        node("MatMul", ["f", "w"])], SEQ_INPUT, 17,
+                       {"w": np.ones((3, 2), np.float32)})
+    main = kiln.frontend.from_onnx(model, shapes={"x": [2, 5, 64]})["main"]
+    assert "matmul" in ops_used(main.body)
 
 
 def test_shape_slice_of_static_extents_is_still_a_constant():

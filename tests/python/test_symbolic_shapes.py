@@ -119,8 +119,7 @@ def test_a_batch_that_breaks_the_signature_is_named(cnn):
 
 def test_upper_bounds_plan_the_memory_once(cnn):
     _, path = cnn
-    ex = kiln.build(kiln.frontend.from_onnx(path))
-    ex.set_upper_bounds(batch=4)
+    ex = kiln.build(kiln.frontend.from_onnx(path), upper_bounds={"batch": 4})
     ex.run(x=np.zeros((1, 3, 32, 32), "float32"))
     at_bound = ex.limits["bytes_per_context"]
     for batch in (4, 2):
@@ -128,3 +127,105 @@ def test_upper_bounds_plan_the_memory_once(cnn):
     assert ex.limits["bytes_per_context"] == at_bound
     with pytest.raises(kiln.ValueError, match="the size 'batch' is 5, over its upper bound 4"):
         ex.run(x=np.zeros((5, 3, 32, 32), "float32"))
+
+
+class SmallEncoder(torch.nn.Module):
+    """Token and position embeddings, a padding mask from the sequence lengths, a two-layer
+    transformer encoder and a linear head: what torch.onnx exports with dynamic batch and
+    sequence axes computes its shapes at run time (Shape -> Gather -> Concat -> Reshape,
+    Range, ConstantOfShape, Expand), which the importer evaluates on size expressions."""
+
+    def __init__(self, max_len=128):
+        super().__init__()
+        self.emb = torch.nn.Embedding(100, 32)
+        self.pos = torch.nn.Embedding(max_len, 32)
+        layer = torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
+        self.enc = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.out = torch.nn.Linear(32, 3)
+
+    def forward(self, ids, lengths):
+        pos = torch.arange(ids.shape[1]).unsqueeze(0)
+        mask = pos >= lengths.unsqueeze(1)  # True at the padding
+        h = self.emb(ids) + self.pos(pos)
+        return self.out(self.enc(h, src_key_padding_mask=mask))
+
+
+@pytest.fixture(scope="module")
+def encoder(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("encoder") / "encoder.onnx")
+    torch.manual_seed(0)
+    model = SmallEncoder().eval()
+    ids, lengths = torch.randint(0, 100, (2, 7)), torch.tensor([7, 4])
+    torch.onnx.export(model, (ids, lengths), path, input_names=["ids", "lengths"],
+                      output_names=["y"], opset_version=17,
+                      dynamic_axes={"ids": {0: "batch", 1: "seq"}, "lengths": {0: "batch"},
+                                    "y": {0: "batch", 1: "seq"}})
+    return model, path
+
+
+def _encoder_inputs(rng, batch, seq):
+    """Token ids and lengths that pad every row but the first."""
+    ids = rng.integers(0, 100, (batch, seq)).astype("int64")
+    lengths = np.array([seq - (row * seq) // (batch + 1) for row in range(batch)], "int64")
+    return ids, lengths
+
+
+def _encoder_reference(model, ids, lengths):
+    with torch.no_grad():
+        return model(torch.from_numpy(ids), torch.from_numpy(lengths)).numpy()
+
+
+def test_a_dynamic_transformer_encoder_imports_with_symbolic_shapes(encoder):
+    _, path = encoder
+    mod = kiln.frontend.from_onnx(path)
+    text = str(mod)
+    assert "%ids: Tensor[(batch, seq), int64], %lengths: Tensor[(batch), int64]" in text
+    assert "arange(size=seq)" in text  # the positions
+    assert "newshape=[seq, batch * 4, 8]" in text  # the heads, from Shape/Gather/Concat
+    assert "expand(const(float32, (), [0]), shape=[batch * 4, 1, seq])" in text  # the mask
+    main = kiln.transform.InferType()(mod)["main"]
+    assert kiln.ir.AsText(main.ret_type).strip() == "Tensor[(batch, seq, 3), float32]"
+
+
+def test_a_dynamic_transformer_encoder_compiles_once_and_runs_at_every_shape(encoder):
+    model, path = encoder
+    ex = kiln.build(kiln.frontend.from_onnx(path))
+    assert ex.output_info["symbolic_shapes"] == ["(batch, seq, 3)"]
+    rng = np.random.default_rng(5)
+    for batch, seq in ((1, 7), (3, 64), (2, 128)):
+        ids, lengths = _encoder_inputs(rng, batch, seq)
+        (y,) = ex.run(ids=ids, lengths=lengths)
+        assert y.shape == (batch, seq, 3)
+        np.testing.assert_allclose(y, _encoder_reference(model, ids, lengths), rtol=RTOL,
+                                   atol=ATOL)
+
+
+def test_the_exported_encoder_runs_at_two_shapes_in_a_fresh_process(encoder, tmp_path):
+    model, path = encoder
+    library = tmp_path / "encoder.so"
+    kiln.build(kiln.frontend.from_onnx(path)).export_library(library)
+    rng = np.random.default_rng(6)
+    inputs = {}
+    for batch, seq in ((2, 9), (4, 33)):
+        inputs[f"ids_{batch}"], inputs[f"lengths_{batch}"] = _encoder_inputs(rng, batch, seq)
+    np.savez(tmp_path / "inputs.npz", **inputs)
+    script = textwrap.dedent(f"""
+        import numpy as np
+        import kiln
+        ex = kiln.load_module({str(library)!r})
+        inputs = np.load({str(tmp_path / "inputs.npz")!r})
+        np.savez({str(tmp_path / "outputs.npz")!r},
+                 **{{name: ex.run(ids=inputs["ids_" + name], lengths=inputs["lengths_" + name])[0]
+                     for name in ("2", "4")}})
+        print(ex)
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            env=os.environ.copy())
+    assert result.returncode == 0, result.stderr
+    assert "ids: (batch, seq) int64" in result.stdout
+    outputs = np.load(tmp_path / "outputs.npz")
+    for name in ("2", "4"):
+        np.testing.assert_allclose(
+            outputs[name],
+            _encoder_reference(model, inputs["ids_" + name], inputs["lengths_" + name]),
+            rtol=RTOL, atol=ATOL)

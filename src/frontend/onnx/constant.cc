@@ -1,10 +1,11 @@
-// ONNX ops whose value is known when importing: Constant, ConstantOfShape, and Shape and Size
-// of static extents (constants that Reshape/Expand can read).
+// ONNX ops whose value is known when importing: Constant, ConstantOfShape (filled at run time
+// where its shape is symbolic), and Shape and Size (shape values, constants where static).
 #include <kiln/ffi/error.h>
 
 #include <algorithm>
 
 #include "converter.h"
+#include "shape_propagation.h"
 #include "tensor_proto.h"
 
 namespace kiln {
@@ -38,38 +39,35 @@ ir::Expr ConvertConstant(const NodeContext& node) {
          "tensors)";
 }
 
+// A shape computed from symbolic sizes fills at run time: the value broadcast to that shape.
 ir::Expr ConvertConstantOfShape(const NodeContext& node) {
-  const std::vector<int64_t> shape = node.ConstantInts(0);
-  if (const onnx::TensorProto* value = node.TensorAttr("value")) {
-    const Tensor element = TensorFromProto(*value);
+  DLDataType dtype = kFloat32;
+  double value = 0.0;
+  if (const onnx::TensorProto* proto = node.TensorAttr("value")) {
+    const Tensor element = TensorFromProto(*proto);
     KILN_CHECK(element.NumElements() == 1, ValueError)
         << node.Describe() << ": value must hold one element";
-    return ir::Constant(FilledTensor(shape, element.dtype(), TensorAsDoubles(element)[0]));
+    dtype = element.dtype();
+    value = TensorAsDoubles(element)[0];
   }
-  return ir::Constant(FilledTensor(shape, kFloat32, 0.0));
+  const std::vector<arith::SizeExpr> shape = node.SizesInput(0);
+  if (std::optional<std::vector<int64_t>> extents = ConstantSizes(shape)) {
+    return ir::Constant(FilledTensor(*extents, dtype, value));
+  }
+  return MakeCall("expand", {MakeScalar(value, dtype)}, {{"shape", SizesAttr(shape)}});
 }
 
-/// The static extents of dimensions [begin, end) of input 0, which are the node's value. A
-/// symbolic one is known only when the model runs, which the importer cannot express yet.
-std::vector<int64_t> FoldedExtents(const NodeContext& node, size_t begin, size_t end) {
-  return node.InputShape(0, begin, end, "run-time shape computation is not supported yet");
-}
-
-// Opset 15 added start/end, which slice the shape like Python's shape[start:end]; only the
-// extents in that slice need to be static.
-ir::Expr ConvertShape(const NodeContext& node) {
-  const auto rank = static_cast<int64_t>(node.InputRank(0));
-  auto clamp = [rank](int64_t index) {
-    return std::clamp(index < 0 ? index + rank : index, int64_t{0}, rank);
-  };
-  const int64_t start = clamp(node.Int("start", 0));
-  const int64_t end = std::max(start, clamp(node.Int("end", rank)));
-  return ir::Constant(Int64Tensor(FoldedExtents(node, start, end)));
-}
-
-ir::Expr ConvertSize(const NodeContext& node) {
-  const std::vector<int64_t> shape = FoldedExtents(node, 0, node.InputRank(0));
-  return ir::Constant(Int64Tensor({Product(shape, 0, shape.size())}, std::vector<int64_t>{}));
+// The importer evaluates Shape and Size as shape values (shape_propagation.h) before it looks
+// for a converter; this one serves other users of the converter table, with the same Constant.
+ir::Expr ConvertShapeOrSize(const NodeContext& node) {
+  const std::optional<ShapeValue> value = PropagateShapeValue(node);
+  KILN_ICHECK(value.has_value()) << node.Describe() << " has no shape value";
+  KILN_CHECK(!value->IsSymbolic(), NotImplementedError)
+      << node.Describe() << ": its value " << value->ToString()
+      << " is computed from symbolic sizes at run time, and Kiln does not materialize run-time "
+         "shape values as tensors yet; "
+      << SpecializeHint(node.sizes().inputs, value->elements);
+  return ir::Constant(ShapeValueTensor(*value));
 }
 
 }  // namespace
@@ -77,8 +75,8 @@ ir::Expr ConvertSize(const NodeContext& node) {
 void AddConstantConverters(std::vector<ConverterEntry>& table) {
   table.push_back({"Constant", kMinOpset, kMaxOpset, ConvertConstant});
   table.push_back({"ConstantOfShape", 9, kMaxOpset, ConvertConstantOfShape});
-  table.push_back({"Shape", kMinOpset, kMaxOpset, ConvertShape});
-  table.push_back({"Size", kMinOpset, kMaxOpset, ConvertSize});
+  table.push_back({"Shape", kMinOpset, kMaxOpset, ConvertShapeOrSize});
+  table.push_back({"Size", kMinOpset, kMaxOpset, ConvertShapeOrSize});
 }
 
 }  // namespace onnx_import

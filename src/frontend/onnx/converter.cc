@@ -65,6 +65,17 @@ ir::Expr AxisPositions(int64_t extent, int64_t axis, int64_t rank) {
 
 Array<int64_t> ToArray(const std::vector<int64_t>& values) { return Array<int64_t>(values); }
 
+Any SizeAttr(const arith::SizeExpr& size) {
+  if (std::optional<int64_t> constant = size.as_int()) return Any(*constant);
+  return Any(size);
+}
+
+Array<Any> SizesAttr(const std::vector<arith::SizeExpr>& sizes) {
+  Array<Any> items;
+  for (const arith::SizeExpr& size : sizes) items.push_back(SizeAttr(size));
+  return items;
+}
+
 ir::Expr PerChannel(const ir::Expr& per_channel, size_t rank) {
   std::vector<int64_t> shape(rank - 1, 1);
   shape[0] = -1;

@@ -3,6 +3,7 @@
 #ifndef KILN_SRC_FRONTEND_ONNX_CONVERTER_H_
 #define KILN_SRC_FRONTEND_ONNX_CONVERTER_H_
 
+#include <kiln/arith/size_expr.h>
 #include <kiln/ir/expr.h>
 
 #include <functional>
@@ -65,6 +66,12 @@ ir::Expr MakeCall(const std::string& op, Array<ir::Expr> args,
 /// A scalar (rank-0) constant of `dtype` (a float or integer type) holding `value`.
 ir::Expr MakeScalar(double value, DLDataType dtype);
 Array<int64_t> ToArray(const std::vector<int64_t>& values);
+/// The value of a size attribute (AttrKind kSize): an int64 where `size` is constant, else the
+/// expression.
+Any SizeAttr(const arith::SizeExpr& size);
+/// The value of a sizes attribute (AttrKind kSizes, Reshape's newshape, Expand's shape): each
+/// item as SizeAttr writes it, so an all-constant one is the integer array it always was.
+Array<Any> SizesAttr(const std::vector<arith::SizeExpr>& sizes);
 /// An int64 constant of rank `rank` holding 0..extent-1 along `axis` (extent 1 elsewhere): what
 /// an index is compared with to make a one-hot mask (OneHot, Hardmax).
 ir::Expr AxisPositions(int64_t extent, int64_t axis, int64_t rank);

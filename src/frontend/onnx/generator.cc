@@ -1,9 +1,11 @@
 // ONNX ops that generate their values from constants at import: Range, EyeLike and the window
-// functions (HannWindow, HammingWindow, BlackmanWindow) become Constants; Trilu multiplies its
-// input by a constant triangular mask.
+// functions (HannWindow, HammingWindow, BlackmanWindow) become Constants (a Range to a limit
+// computed from symbolic sizes becomes an arange); Trilu multiplies its input by a constant
+// triangular mask.
 #include <kiln/ffi/error.h>
 
 #include <cmath>
+#include <vector>
 
 #include "converter.h"
 #include "tensor_proto.h"
@@ -24,9 +26,44 @@ double ScalarInput(const NodeContext& node, size_t index) {
 /// The most elements a generated constant may have: the values are spelled out in the module.
 constexpr double kMaxGenerated = 1 << 24;
 
+/// max(ceil((limit - start) / delta), 0), the element count of a Range to a symbolic `limit`
+/// from integer `start` by integer `delta` (!= 0): ceil(x / d) is floordiv(x + d - 1, d) for
+/// d > 0, and a negative delta counts the span the other way.
+arith::SizeExpr RangeSize(const arith::SizeExpr& limit, int64_t start, int64_t delta) {
+  const arith::SizeExpr span = delta > 0 ? limit - start : start - limit;
+  const int64_t step = delta > 0 ? delta : -delta;
+  return arith::Max(arith::FloorDiv(span + (step - 1), step), 0);
+}
+
+// A limit computed from symbolic sizes (torch.arange(x.shape[1]) exports as Range(0, seq, 1))
+// makes an arange of a symbolic size; start and delta must be constant integers.
+ir::Expr SymbolicRange(const NodeContext& node) {
+  const double start = ScalarInput(node, 0);
+  const double delta = ScalarInput(node, 2);
+  KILN_CHECK(delta != 0, ValueError) << node.Describe() << ": delta must not be 0";
+  const std::vector<arith::SizeExpr> limit = node.SizesInput(1);
+  KILN_CHECK(limit.size() == 1, ValueError)
+      << node.Describe() << ": input 1 must hold one value, not " << limit.size();
+  const auto is_integer = [](double value) {
+    constexpr double kExactIntegers = 9007199254740992.0;  // 2^53: a double holds them all
+    return std::trunc(value) == value && std::abs(value) <= kExactIntegers;
+  };
+  KILN_CHECK(is_integer(start) && is_integer(delta), NotImplementedError)
+      << node.Describe() << ": a limit computed from symbolic sizes (" << limit[0]
+      << ") needs integer start and delta, not " << start << " and " << delta;
+  const arith::SizeExpr size = node.analyzer().Simplify(
+      RangeSize(limit[0], static_cast<int64_t>(start), static_cast<int64_t>(delta)));
+  return MakeCall("arange", {},
+                  {{"start", start},
+                   {"step", delta},
+                   {"size", SizeAttr(size)},
+                   {"dtype", String(DataTypeToString(node.InputDType(0)))}});
+}
+
 // start, start + delta, ... up to (not including) limit: max(ceil((limit - start) / delta), 0)
 // elements of start's dtype.
 ir::Expr ConvertRange(const NodeContext& node) {
+  if (node.SymbolicInput(1) != nullptr) return SymbolicRange(node);
   const double start = ScalarInput(node, 0);
   const double limit = ScalarInput(node, 1);
   const double delta = ScalarInput(node, 2);

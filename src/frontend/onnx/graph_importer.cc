@@ -15,6 +15,7 @@
 
 #include "converter.h"
 #include "custom_domain.h"
+#include "shape_propagation.h"
 #include "tensor_proto.h"
 
 namespace kiln {
@@ -185,6 +186,13 @@ std::optional<Tensor> PropagatedValue(const PropagatedValues& shape_values, cons
   return Int64Tensor(elements, shape);
 }
 
+/// A shape value computed from symbolic sizes, which has no expression (yet): what it is and
+/// which node computed it, for the error where a tensor is needed.
+struct SymbolicValue {
+  ShapeValue value;
+  std::string producer;  ///< NodeContext::Describe of the node that computed it
+};
+
 class GraphImporter {
  public:
   GraphImporter(std::map<std::string, int64_t> opsets, const PropagatedValues& shape_values)
@@ -202,11 +210,15 @@ class GraphImporter {
       params.push_back(param);
       Define(input.name(), param);
     }
-    size_var_inputs_ = size_vars.inputs();
+    sizes_.inputs = size_vars.inputs();
+    // Sizes are at least 1, as type relations assume and the runtime checks (docs/design.md
+    // §20): shape values are simplified and decided under the same assumption.
+    for (const auto& [var, input] : sizes_.inputs) sizes_.analyzer.Bind(arith::SizeVar(var), 1);
     for (const onnx::NodeProto& node : graph.node()) ConvertNode(node);
     Array<ir::Expr> outputs;
-    for (const onnx::ValueInfoProto& output : graph.output())
-      outputs.push_back(Lookup(output.name()));
+    for (const onnx::ValueInfoProto& output : graph.output()) {
+      outputs.push_back(OutputValue(output.name()));
+    }
     ir::Expr body = outputs.size() == 1 ? outputs[0] : ir::Expr(ir::Tuple(outputs));
     return ir::Function(params, body);
   }
@@ -223,17 +235,39 @@ class GraphImporter {
     return it->second;
   }
 
-  void ConvertNode(const onnx::NodeProto& node) {
-    std::vector<ir::Expr> inputs;
-    std::vector<std::optional<Tensor>> propagated;
-    for (const std::string& name : node.input()) {
-      inputs.push_back(name.empty() ? ir::Expr() : Lookup(name));
-      propagated.push_back(name.empty() ? std::nullopt
-                                        : PropagatedValue(shape_values_, name, inputs.back()));
+  /// Graph output `name`, which must be a tensor: NotImplementedError for a symbolic shape value.
+  ir::Expr OutputValue(const std::string& name) const {
+    auto symbolic = symbolic_values_.find(name);
+    KILN_CHECK(symbolic == symbolic_values_.end(), NotImplementedError)
+        << "graph output '" << name << "' is computed from symbolic sizes at run time (its value "
+        << symbolic->second.value.ToString() << ", by " << symbolic->second.producer
+        << "), and Kiln does not materialize run-time shape values as tensors yet; "
+        << SpecializeHint(sizes_.inputs, symbolic->second.value.elements);
+    return Lookup(name);
+  }
+
+  /// What the importer has for value `name` as a node's input.
+  NodeInput InputValue(const std::string& name) const {
+    if (name.empty()) return {};  // an omitted optional input
+    auto symbolic = symbolic_values_.find(name);
+    if (symbolic != symbolic_values_.end()) {
+      return {ir::Expr(), std::nullopt, symbolic->second.value};
     }
+    ir::Expr expr = Lookup(name);
+    std::optional<Tensor> propagated = PropagatedValue(shape_values_, name, expr);
+    return {std::move(expr), std::move(propagated), std::nullopt};
+  }
+
+  void ConvertNode(const onnx::NodeProto& node) {
+    std::vector<NodeInput> inputs;
+    for (const std::string& name : node.input()) inputs.push_back(InputValue(name));
     const int64_t opset = NodeOpset(node, opsets_);
-    NodeContext context(node, opset, std::move(inputs), std::move(propagated), &size_var_inputs_);
+    NodeContext context(node, opset, std::move(inputs), sizes_);
     try {
+      if (std::optional<ShapeValue> shape_value = PropagateShapeValue(context)) {
+        DefineShapeValue(context, std::move(*shape_value));
+        return;
+      }
       ir::Expr value = Convert(context);
       transform::InferNodeType(value);
       DefineOutputs(context, value);
@@ -242,6 +276,17 @@ class GraphImporter {
       throw error.WithContext("while importing " + context.Describe() +
                               (domain.empty() ? "" : " of domain '" + domain + "'") + " (opset " +
                               std::to_string(opset) + ")");
+    }
+  }
+
+  /// Names the node's one output: the Constant of an all-constant shape value (what the
+  /// converters made of such values before shape values existed), else the symbolic value.
+  void DefineShapeValue(const NodeContext& node, ShapeValue value) {
+    const std::string& name = node.proto().output(0);
+    if (value.IsSymbolic()) {
+      symbolic_values_[name] = {std::move(value), node.Describe()};
+    } else {
+      Define(name, ir::Constant(ShapeValueTensor(value)));
     }
   }
 
@@ -281,7 +326,8 @@ class GraphImporter {
   std::map<std::string, int64_t> opsets_;
   const PropagatedValues& shape_values_;
   std::unordered_map<std::string, ir::Expr> values_;
-  SizeVarInputs size_var_inputs_;
+  std::unordered_map<std::string, SymbolicValue> symbolic_values_;
+  GraphSizes sizes_;
 };
 
 }  // namespace

@@ -1,9 +1,7 @@
 #include "node_context.h"
 
 #include <kiln/ffi/error.h>
-
 #include <kiln/ir/type_relation.h>
-#include <algorithm>
 
 #include "constant_eval.h"
 #include "tensor_proto.h"
@@ -14,14 +12,14 @@ namespace onnx_import {
 
 using onnx::AttributeProto;
 
-NodeContext::NodeContext(const onnx::NodeProto& node, int64_t opset, std::vector<ir::Expr> inputs,
-                         std::vector<std::optional<Tensor>> propagated,
-                         const SizeVarInputs* size_var_inputs)
-    : node_(node),
-      opset_(opset),
-      inputs_(std::move(inputs)),
-      propagated_(std::move(propagated)),
-      size_var_inputs_(size_var_inputs) {}
+NodeContext::NodeContext(const onnx::NodeProto& node, int64_t opset, std::vector<NodeInput> inputs,
+                         const GraphSizes& sizes)
+    : node_(node), opset_(opset), inputs_(std::move(inputs)), sizes_(sizes) {
+  for (const NodeInput& input : inputs_) {
+    shape_value_types_.push_back(input.shape_value.has_value() ? ir::Type(input.shape_value->Type())
+                                                               : ir::Type());
+  }
+}
 
 std::string NodeName(const onnx::NodeProto& node) {
   if (!node.name().empty() || node.output_size() == 0) return "'" + node.name() + "'";
@@ -31,47 +29,65 @@ std::string NodeName(const onnx::NodeProto& node) {
 std::string NodeContext::Describe() const { return node_.op_type() + " node " + NodeName(node_); }
 
 bool NodeContext::HasInput(size_t index) const {
-  return index < inputs_.size() && inputs_[index].defined();
+  return index < inputs_.size() &&
+         (inputs_[index].expr.defined() || inputs_[index].shape_value.has_value());
 }
 
 const ir::Expr& NodeContext::Input(size_t index) const {
   KILN_CHECK(HasInput(index), ValueError)
       << Describe() << " needs input " << index << ", which the model leaves out";
-  return inputs_[index];
+  if (SymbolicInput(index) != nullptr) ThrowSymbolicInput(index, "as a tensor");
+  return inputs_[index].expr;
 }
 
 std::vector<ir::Expr> NodeContext::Inputs() const {
   std::vector<ir::Expr> given;
-  for (const ir::Expr& input : inputs_) {
-    if (input.defined()) given.push_back(input);
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    if (HasInput(i)) given.push_back(Input(i));
   }
   return given;
 }
 
-namespace {
+const ShapeValue* NodeContext::SymbolicInput(size_t index) const {
+  if (index >= inputs_.size() || !inputs_[index].shape_value.has_value()) return nullptr;
+  return &*inputs_[index].shape_value;
+}
 
-const ir::TensorTypeObj& TensorTypeOf(const NodeContext& node, size_t index) {
-  const auto* type = node.Input(index)->checked_type().as<ir::TensorTypeObj>();
-  KILN_CHECK(type != nullptr, TypeError) << node.Describe() << ": input " << index << " ('"
-                                         << node.proto().input(index) << "') is not a tensor";
+void NodeContext::ThrowSymbolicInput(size_t index, const std::string& needed_as) const {
+  const ShapeValue& value = *SymbolicInput(index);
+  KILN_THROW(NotImplementedError)
+      << Describe() << " needs input " << index << " ('" << node_.input(static_cast<int>(index))
+      << "') " << needed_as << ", but its value " << value.ToString()
+      << " is computed from symbolic sizes at run time, and Kiln does not materialize run-time "
+         "shape values as tensors yet; "
+      << onnx_import::SpecializeHint(sizes_.inputs, value.elements);
+}
+
+const ir::Type& NodeContext::InputType(size_t index) const {
+  if (SymbolicInput(index) != nullptr) return shape_value_types_[index];
+  return Input(index)->checked_type();
+}
+
+const ir::TensorTypeObj& NodeContext::InputTensorType(size_t index) const {
+  const auto* type = InputType(index).as<ir::TensorTypeObj>();
+  KILN_CHECK(type != nullptr, TypeError)
+      << Describe() << ": input " << index << " ('" << node_.input(static_cast<int>(index))
+      << "') is not a tensor";
   return *type;
 }
 
-}  // namespace
-
 size_t NodeContext::InputRank(size_t index) const {
-  return static_cast<size_t>(TensorTypeOf(*this, index).shape().size());
+  return static_cast<size_t>(InputTensorType(index).shape().size());
 }
 
 std::vector<std::optional<int64_t>> NodeContext::InputExtents(size_t index) const {
   std::vector<std::optional<int64_t>> extents;
-  for (const ir::Dim& dim : TensorTypeOf(*this, index).shape()) extents.push_back(dim.as_static());
+  for (const ir::Dim& dim : InputTensorType(index).shape()) extents.push_back(dim.as_static());
   return extents;
 }
 
-std::vector<int64_t> NodeContext::InputShape(size_t index, size_t begin, size_t end,
-                                             const char* reason) const {
-  const Array<ir::Dim>& dims = TensorTypeOf(*this, index).shape();
+std::vector<int64_t> NodeContext::InputShape(size_t index, size_t begin, size_t end) const {
+  const Array<ir::Dim>& dims = InputTensorType(index).shape();
   KILN_ICHECK(begin <= end && end <= static_cast<size_t>(dims.size()))
       << Describe() << ": dimensions [" << begin << ", " << end << ") of a rank-" << dims.size()
       << " input";
@@ -82,8 +98,7 @@ std::vector<int64_t> NodeContext::InputShape(size_t index, size_t begin, size_t 
     KILN_CHECK(extent.has_value(), ValueError)
         << Describe() << " needs a static extent in dimension " << axis << " of input " << index
         << " ('" << node_.input(static_cast<int>(index)) << "'), which is symbolic ("
-        << dim.ToString() << ")" << (reason == nullptr ? "" : std::string(": ") + reason) << "; "
-        << SpecializeHint(dim);
+        << dim.ToString() << "); " << SpecializeHint(dim.AsSizeExpr());
     shape.push_back(*extent);
   }
   return shape;
@@ -97,24 +112,31 @@ int64_t NodeContext::InputExtent(size_t index, size_t axis) const {
   return InputShape(index, axis, axis + 1)[0];
 }
 
-std::string NodeContext::InputShapeText(size_t index) const {
+std::vector<arith::SizeExpr> NodeContext::InputShapeExprs(size_t index) const {
   std::vector<arith::SizeExpr> shape;
-  for (const ir::Dim& dim : TensorTypeOf(*this, index).shape()) shape.push_back(dim.AsSizeExpr());
-  return ir::ShapeToText(shape);
+  for (const ir::Dim& dim : InputTensorType(index).shape()) shape.push_back(dim.AsSizeExpr());
+  return shape;
+}
+
+std::string NodeContext::InputShapeText(size_t index) const {
+  return ir::ShapeToText(InputShapeExprs(index));
 }
 
 std::string NodeContext::SpecializeHint(size_t index) const {
-  const Array<ir::Dim>& shape = TensorTypeOf(*this, index).shape();
-  auto symbolic = std::find_if(shape.begin(), shape.end(),
-                               [](const ir::Dim& dim) { return !dim.as_static().has_value(); });
-  return SpecializeHint(symbolic == shape.end() ? ir::Dim() : *symbolic);
+  return onnx_import::SpecializeHint(sizes_.inputs, InputShapeExprs(index));
 }
 
-std::string NodeContext::SpecializeHint(const ir::Dim& dim) const {
-  if (size_var_inputs_ != nullptr && dim.defined() && !dim.as_static().has_value()) {
-    for (const std::string& var : arith::FreeSizeVars(dim.AsSizeExpr())) {
-      auto input = size_var_inputs_->find(var);
-      if (input != size_var_inputs_->end()) {
+std::string NodeContext::SpecializeHint(const arith::SizeExpr& extent) const {
+  return onnx_import::SpecializeHint(sizes_.inputs, {extent});
+}
+
+std::string SpecializeHint(const SizeVarInputs& inputs,
+                           const std::vector<arith::SizeExpr>& extents) {
+  for (const arith::SizeExpr& extent : extents) {
+    if (!extent.defined()) continue;
+    for (const std::string& var : arith::FreeSizeVars(extent)) {
+      auto input = inputs.find(var);
+      if (input != inputs.end()) {
         return "give the input's shape with shapes={'" + input->second + "': [...]}";
       }
     }
@@ -122,20 +144,42 @@ std::string NodeContext::SpecializeHint(const ir::Dim& dim) const {
   return "give the model's inputs static shapes with shapes={...}";
 }
 
-DLDataType NodeContext::InputDType(size_t index) const {
-  return TensorTypeOf(*this, index).dtype();
+DLDataType NodeContext::InputDType(size_t index) const { return InputTensorType(index).dtype(); }
+
+std::optional<Tensor> NodeContext::TryConstantInput(size_t index) const {
+  if (SymbolicInput(index) != nullptr) return std::nullopt;
+  const ir::Expr& input = Input(index);
+  if (const auto* constant = input.as<ir::ConstantObj>()) return constant->data();
+  if (inputs_[index].propagated.has_value()) return inputs_[index].propagated;
+  return EvaluateConstant(input);
 }
 
 Tensor NodeContext::ConstantInput(size_t index) const {
-  const ir::Expr& input = Input(index);
-  if (const auto* constant = input.as<ir::ConstantObj>()) return constant->data();
-  if (index < propagated_.size() && propagated_[index].has_value()) return *propagated_[index];
-  std::optional<Tensor> value = EvaluateConstant(input);
+  if (SymbolicInput(index) != nullptr) {
+    ThrowSymbolicInput(index, "as a constant (Kiln takes it as an attribute of the op)");
+  }
+  std::optional<Tensor> value = TryConstantInput(index);
   KILN_CHECK(value.has_value(), ValueError)
-      << Describe() << ": input " << index << " ('" << node_.input(index)
+      << Describe() << ": input " << index << " ('" << node_.input(static_cast<int>(index))
       << "') must be a constant (computed from initializers, Constant nodes and shapes only, "
          "or bound with values={...}): Kiln takes it as an attribute of the op";
   return *value;
+}
+
+std::optional<ShapeValue> NodeContext::InputShapeValue(size_t index) const {
+  if (const ShapeValue* symbolic = SymbolicInput(index)) return *symbolic;
+  if (!HasInput(index)) return std::nullopt;
+  const auto* type = InputType(index).as<ir::TensorTypeObj>();
+  if (type == nullptr || type->shape().size() > 1) return std::nullopt;
+  std::optional<Tensor> value = TryConstantInput(index);
+  return value.has_value() ? ShapeValueOfTensor(*value) : std::nullopt;
+}
+
+std::vector<arith::SizeExpr> NodeContext::SizesInput(size_t index) const {
+  if (const ShapeValue* symbolic = SymbolicInput(index)) return symbolic->elements;
+  std::vector<arith::SizeExpr> sizes;
+  for (int64_t value : ConstantInts(index)) sizes.push_back(arith::IntImm(value));
+  return sizes;
 }
 
 std::vector<int64_t> NodeContext::ConstantInts(size_t index) const {

@@ -1,9 +1,12 @@
 // Tensor-manipulation ONNX ops: reshapes, transposes, joins and splits, slicing, gathering.
 // Inputs that decide the result's shape (Reshape's shape, Slice's starts, ...) must be
-// constants; they become attributes of the Kiln op.
+// constants, or shape values computed from symbolic sizes where the Kiln op takes sizes
+// (Reshape's and Expand's shapes, Slice's ends that reach the end of an axis); they become
+// attributes of the Kiln op.
 #include <kiln/ffi/error.h>
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "converter.h"
@@ -27,20 +30,24 @@ Any AxesOrNone(const std::optional<std::vector<int64_t>>& axes) {
   return axes.has_value() ? Any(ToArray(*axes)) : Any(nullptr);
 }
 
+// A shape computed from symbolic sizes passes its expressions to newshape; 0 and -1 keep their
+// meaning where they are constants, as ONNX reads the values.
 ir::Expr ConvertReshape(const NodeContext& node) {
-  const std::vector<int64_t> shape = node.ConstantInts(1);
+  const std::vector<arith::SizeExpr> shape = node.SizesInput(1);
   // Kiln's reshape copies the input's extent where the shape says 0, as ONNX does without
   // allowzero. With allowzero a 0 is a literal empty extent, so input and result hold no
   // elements: the result is an empty Constant of that shape.
-  if (node.Int("allowzero", 0) != 0 && std::count(shape.begin(), shape.end(), 0) != 0) {
+  const auto is_zero = [](const arith::SizeExpr& size) { return size.as_int() == 0; };
+  if (node.Int("allowzero", 0) != 0 && std::any_of(shape.begin(), shape.end(), is_zero)) {
+    const std::vector<int64_t> extents = node.ConstantInts(1);
     const std::vector<int64_t> input = node.InputShape(0);
     KILN_CHECK(
-        Product(input, 0, input.size()) == 0 && std::count(shape.begin(), shape.end(), -1) == 0,
+        Product(input, 0, input.size()) == 0 && std::count(extents.begin(), extents.end(), -1) == 0,
         ValueError)
         << node.Describe() << ": allowzero=1 with a 0 in the shape needs an empty input and no -1";
-    return ir::Constant(FilledTensor(shape, node.InputDType(0), 0.0));
+    return ir::Constant(FilledTensor(extents, node.InputDType(0), 0.0));
   }
-  return MakeCall("reshape", {node.Input(0)}, {{"newshape", ToArray(shape)}});
+  return MakeCall("reshape", {node.Input(0)}, {{"newshape", SizesAttr(shape)}});
 }
 
 ir::Expr ConvertFlatten(const NodeContext& node) {
@@ -76,18 +83,53 @@ ir::Expr ConvertSplit(const NodeContext& node) {
   return MakeCall("split", {node.Input(0)}, {{"axis", axis}, {"sections", ToArray(*sections)}});
 }
 
+/// Slice's ends (input 2, from opset 10). strided_slice's bounds are static, so an end computed
+/// from symbolic sizes is taken only where the analyzer proves it reaches the end of its axis
+/// (x[:, :x.shape[1]] exports so): it then slices to the end, as INT64_MAX does.
+std::vector<int64_t> SliceEnds(const NodeContext& node,
+                               const std::optional<std::vector<int64_t>>& axes,
+                               const std::optional<std::vector<int64_t>>& steps) {
+  if (node.SymbolicInput(2) == nullptr) return node.ConstantInts(2);
+  const std::vector<arith::SizeExpr> ends = node.SizesInput(2);
+  const std::vector<arith::SizeExpr> dims = node.InputShapeExprs(0);
+  KILN_CHECK((!axes.has_value() || axes->size() == ends.size()) &&
+                 (!steps.has_value() || steps->size() == ends.size()),
+             ValueError)
+      << node.Describe() << ": axes and steps must have as many entries as ends";
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < ends.size(); ++i) {
+    if (std::optional<int64_t> end = ends[i].as_int()) {
+      out.push_back(*end);
+      continue;
+    }
+    const int64_t axis = NormalizeAxis(axes.has_value() ? (*axes)[i] : static_cast<int64_t>(i),
+                                       static_cast<int64_t>(dims.size()));
+    const bool forward = !steps.has_value() || (*steps)[i] > 0;
+    KILN_CHECK(forward && node.analyzer().CanProveGE(ends[i], dims[axis]), NotImplementedError)
+        << node.Describe() << ": end " << i << " (" << ends[i]
+        << ") is computed from symbolic sizes at run time and is not provably the end of axis "
+        << axis << " (extent " << dims[axis]
+        << "); strided_slice takes static bounds (run-time bounds are a later step); "
+        << node.SpecializeHint(ends[i]);
+    out.push_back(std::numeric_limits<int64_t>::max());
+  }
+  return out;
+}
+
 ir::Expr ConvertSlice(const NodeContext& node) {
   const bool attrs = node.opset() < 10;
-  std::optional<std::vector<int64_t>> begin = attrs ? node.Ints("starts") : node.ConstantInts(1);
-  std::optional<std::vector<int64_t>> end = attrs ? node.Ints("ends") : node.ConstantInts(2);
-  KILN_CHECK(begin.has_value() && end.has_value(), ValueError)
-      << node.Describe() << " needs starts and ends";
+  const std::optional<std::vector<int64_t>> axes = AttrOrInput(node, "axes", 10, 3);
   std::optional<std::vector<int64_t>> steps;
   if (!attrs && node.HasInput(4)) steps = node.ConstantInts(4);
+  std::optional<std::vector<int64_t>> begin = attrs ? node.Ints("starts") : node.ConstantInts(1);
+  std::optional<std::vector<int64_t>> end =
+      attrs ? node.Ints("ends") : SliceEnds(node, axes, steps);
+  KILN_CHECK(begin.has_value() && end.has_value(), ValueError)
+      << node.Describe() << " needs starts and ends";
   return MakeCall("strided_slice", {node.Input(0)},
                   {{"begin", ToArray(*begin)},
                    {"end", ToArray(*end)},
-                   {"axes", AxesOrNone(AttrOrInput(node, "axes", 10, 3))},
+                   {"axes", AxesOrNone(axes)},
                    {"strides", AxesOrNone(steps)}});
 }
 
@@ -107,7 +149,7 @@ ir::Expr ConvertUnsqueeze(const NodeContext& node) {
 }
 
 ir::Expr ConvertExpand(const NodeContext& node) {
-  return MakeCall("expand", {node.Input(0)}, {{"shape", ToArray(node.ConstantInts(1))}});
+  return MakeCall("expand", {node.Input(0)}, {{"shape", SizesAttr(node.SizesInput(1))}});
 }
 
 }  // namespace

@@ -66,18 +66,16 @@ onnx::NodeProto LiftAttributes(const onnx::NodeProto& node) {
 Converter LiftWindow1D(Converter convert_2d, bool lift_weight) {
   return [convert_2d = std::move(convert_2d), lift_weight](const NodeContext& node) {
     if (node.InputRank(0) != kLiftedRank + 1) return convert_2d(node);
-    std::vector<ir::Expr> inputs;
-    std::vector<std::optional<Tensor>> propagated;
+    std::vector<NodeInput> inputs;
     for (int i = 0; i < node.proto().input_size(); ++i) {
       const bool lift = i == 0 || (i == 1 && lift_weight);
-      inputs.push_back(!node.HasInput(i) ? ir::Expr()
-                       : lift            ? InsertUnitAxis(node.Input(i))
-                                         : node.Input(i));
-      propagated.emplace_back(std::nullopt);
+      inputs.push_back({!node.HasInput(i) ? ir::Expr()
+                        : lift            ? InsertUnitAxis(node.Input(i))
+                                          : node.Input(i),
+                        std::nullopt, std::nullopt});
     }
     const onnx::NodeProto proto = LiftAttributes(node.proto());  // the context refers to it
-    const NodeContext lifted(proto, node.opset(), std::move(inputs), std::move(propagated),
-                             node.size_var_inputs());
+    const NodeContext lifted(proto, node.opset(), std::move(inputs), node.sizes());
     return MakeCall("squeeze", {convert_2d(lifted)}, {{"axes", Array<int64_t>{2}}});
   };
 }
