@@ -13,6 +13,7 @@
 // Each chain is rewritten only when every shape and axis is exactly that layout, the scales are
 // scalar constants, the softmax runs over the keys, the tensors are float32 (the kernel's one
 // dtype), and no tensor inside the chain is read from outside it.
+#include <kiln/arith/analyzer.h>
 #include <kiln/transform/passes.h>
 #include <kiln/transform/pattern.h>
 
@@ -96,34 +97,45 @@ struct AttentionPattern {
   }
 };
 
-/// The static shape of a float32 tensor expression, or nullopt.
-std::optional<std::vector<int64_t>> Float32Shape(const Expr& expr) {
+/// A shape whose batch and sequence extents may be symbolic (the model runs at any of them);
+/// the hidden and head extents the rewrite reads must be static.
+using Extents = std::vector<arith::SizeExpr>;
+
+/// The shape of a float32 tensor expression, or nullopt.
+std::optional<Extents> Float32Shape(const Expr& expr) {
   const auto* type = expr->checked_type().as<ir::TensorTypeObj>();
   if (type == nullptr || !DataTypeEqual(type->dtype(), DLDataType{kDLFloat, 32, 1})) {
     return std::nullopt;
   }
-  std::vector<int64_t> shape;
-  for (const ir::Dim& dim : type->shape()) {
-    const std::optional<int64_t> extent = dim.as_static();
-    if (!extent.has_value()) return std::nullopt;
-    shape.push_back(*extent);
-  }
+  Extents shape;
+  for (const ir::Dim& dim : type->shape()) shape.push_back(dim.AsSizeExpr());
   return shape;
+}
+
+/// Whether `a` and `b` are the same shape for every value of the sizes (their extents may be
+/// written differently: `batch * 4` and `4 * batch`).
+bool SameShape(const std::optional<Extents>& a, const std::optional<Extents>& b) {
+  if (!a.has_value() || !b.has_value() || a->size() != b->size()) return false;
+  const arith::Analyzer analyzer;
+  for (size_t i = 0; i < a->size(); ++i) {
+    if (!analyzer.CanProveEqual((*a)[i], (*b)[i])) return false;
+  }
+  return true;
 }
 
 /// Extents of the multi-head layout, read off q and the reshape that splits its heads.
 struct HeadShape {
-  int64_t batch = 0;
+  arith::SizeExpr batch;
   int64_t heads = 0;
   int64_t head_dim = 0;
 };
 
 /// What the reshape of a (batch, seq, heads * dim) tensor (BSNH) or a (seq, batch, ...) one
 /// (SBNH) to split its heads gives.
-std::vector<int64_t> SplitShape(bool merged_batch, int64_t batch, int64_t seq, int64_t heads,
-                                int64_t dim) {
-  if (merged_batch) return {seq, batch * heads, dim};
-  return {batch, seq, heads, dim};
+Extents SplitShape(bool merged_batch, const arith::SizeExpr& batch, const arith::SizeExpr& seq,
+                   int64_t heads, int64_t dim) {
+  if (merged_batch) return {seq, batch * heads, arith::IntImm(dim)};
+  return {batch, seq, arith::IntImm(heads), arith::IntImm(dim)};
 }
 
 /// The factor a bound MaybeScaled multiplies by: 1 when absent; nullopt when the constant is
@@ -137,7 +149,7 @@ std::optional<double> ScaleFactor(const PatternBinding& binding, const MaybeScal
   const Expr& operand =
       scaled_call->args()[0].same_as(constant) ? scaled_call->args()[1] : scaled_call->args()[0];
   if (!value.has_value() || constant->data().NumElements() != 1 || *value == 0.0 ||
-      Float32Shape(operand) != Float32Shape(*call)) {
+      !SameShape(Float32Shape(operand), Float32Shape(*call))) {
     return std::nullopt;
   }
   const bool divides = Downcast<ir::Op>(scaled_call->op())->name() == "divide";
@@ -199,8 +211,8 @@ class AttentionRecognizer : public TypedMutator {
     const std::optional<HeadShape> heads = ReadHeads(pattern, binding);
     if (!heads.has_value()) return std::nullopt;
     const std::optional<double> scale = CombinedScale(pattern, binding);
-    const std::optional<std::vector<int64_t>> scores = Float32Shape(binding.at(pattern.scores));
-    const std::optional<std::vector<int64_t>> shape = Float32Shape(binding.at(pattern.root));
+    const std::optional<Extents> scores = Float32Shape(binding.at(pattern.scores));
+    const std::optional<Extents> shape = Float32Shape(binding.at(pattern.root));
     if (!scale || !scores || !shape ||
         !SoftmaxOverKeys(binding.at(pattern.probs), scores->size())) {
       return std::nullopt;
@@ -214,7 +226,7 @@ class AttentionRecognizer : public TypedMutator {
     const Expr attention = Typed(
         Call(ir::Op::Get("nn.attention"),
              {binding.at(pattern.q), binding.at(pattern.k), binding.at(pattern.v), *mask}, attrs));
-    if (Float32Shape(attention) == shape) return attention;
+    if (SameShape(Float32Shape(attention), shape)) return attention;
     return Reshaped(attention, *shape);
   }
 
@@ -224,31 +236,41 @@ class AttentionRecognizer : public TypedMutator {
   static std::optional<HeadShape> ReadHeads(const AttentionPattern& pattern,
                                             const PatternBinding& binding) {
     const bool merged = pattern.split.merged_batch;
-    const std::optional<std::vector<int64_t>> q = Float32Shape(binding.at(pattern.q));
-    const std::optional<std::vector<int64_t>> k = Float32Shape(binding.at(pattern.k));
-    const std::optional<std::vector<int64_t>> v = Float32Shape(binding.at(pattern.v));
-    const std::optional<std::vector<int64_t>> q_split = Float32Shape(binding.at(pattern.q_split));
+    const std::optional<Extents> q = Float32Shape(binding.at(pattern.q));
+    const std::optional<Extents> k = Float32Shape(binding.at(pattern.k));
+    const std::optional<Extents> v = Float32Shape(binding.at(pattern.v));
+    const std::optional<Extents> q_split = Float32Shape(binding.at(pattern.q_split));
     if (!q || !k || !v || !q_split || q->size() != 3 || k->size() != 3 || v->size() != 3 ||
         q_split->empty()) {
+      return std::nullopt;
+    }
+    // The hidden extents and the head size decide the kernel's layout: they must be static.
+    const std::optional<int64_t> q_hidden = (*q)[2].as_int();
+    const std::optional<int64_t> k_hidden = (*k)[2].as_int();
+    const std::optional<int64_t> v_hidden = (*v)[2].as_int();
+    const std::optional<int64_t> head_dim = q_split->back().as_int();
+    if (!q_hidden || !k_hidden || !v_hidden || !head_dim || *head_dim <= 0 ||
+        *q_hidden % *head_dim != 0 || *k_hidden != *q_hidden) {
       return std::nullopt;
     }
     const size_t batch_axis = merged ? 1 : 0;
     const size_t seq_axis = merged ? 0 : 1;
     HeadShape shape;
     shape.batch = (*q)[batch_axis];
-    shape.head_dim = q_split->back();
-    if (shape.head_dim <= 0 || (*q)[2] % shape.head_dim != 0) return std::nullopt;
-    shape.heads = (*q)[2] / shape.head_dim;
-    if ((*v)[2] % shape.heads != 0 || (*k)[2] != (*q)[2]) return std::nullopt;
-    const auto split_of = [&](const std::vector<int64_t>& x, int64_t dim) {
-      return SplitShape(merged, x[batch_axis], x[seq_axis], shape.heads, dim);
+    shape.head_dim = *head_dim;
+    shape.heads = *q_hidden / shape.head_dim;
+    if (*v_hidden % shape.heads != 0) return std::nullopt;
+    const auto split_of = [&](const Extents& x, int64_t dim) {
+      return std::optional<Extents>(
+          SplitShape(merged, x[batch_axis], x[seq_axis], shape.heads, dim));
     };
     const bool exact =
-        *q_split == split_of(*q, shape.head_dim) &&
-        Float32Shape(binding.at(pattern.k_split)) == split_of(*k, shape.head_dim) &&
-        Float32Shape(binding.at(pattern.v_split)) == split_of(*v, (*v)[2] / shape.heads) &&
-        (*k)[batch_axis] == shape.batch && (*v)[batch_axis] == shape.batch &&
-        (*v)[seq_axis] == (*k)[seq_axis];
+        SameShape(q_split, split_of(*q, shape.head_dim)) &&
+        SameShape(Float32Shape(binding.at(pattern.k_split)), split_of(*k, shape.head_dim)) &&
+        SameShape(Float32Shape(binding.at(pattern.v_split)),
+                  split_of(*v, *v_hidden / shape.heads)) &&
+        SameShape(Extents{(*k)[batch_axis], (*v)[batch_axis], (*v)[seq_axis]},
+                  Extents{shape.batch, shape.batch, (*k)[seq_axis]});
     return exact ? std::optional(shape) : std::nullopt;
   }
 
@@ -256,25 +278,32 @@ class AttentionRecognizer : public TypedMutator {
   /// when the chain adds none; nullopt when the one it adds is not float32 or would broadcast
   /// the scores to a larger shape.
   std::optional<Expr> ReadMask(const AttentionPattern& pattern, const PatternBinding& binding,
-                               const HeadShape& heads, const std::vector<int64_t>& scores) {
+                               const HeadShape& heads, const Extents& scores) {
     if (!binding.Get(pattern.masked).has_value()) return Expr(MakeFloat32Constant({0.F}, {}));
     const Expr mask = binding.at(pattern.mask);
-    const std::optional<std::vector<int64_t>> shape = Float32Shape(mask);
+    const std::optional<Extents> shape = Float32Shape(mask);
     if (!shape || shape->size() > scores.size() ||
-        Float32Shape(binding.at(pattern.masked)) != scores) {
+        !SameShape(Float32Shape(binding.at(pattern.masked)), scores)) {
       return std::nullopt;
     }
     // SBNH scores merge batch and heads into their first axis: a mask that varies along it
     // splits it back.
-    if (pattern.split.merged_batch && shape->size() == 3 && (*shape)[0] != 1 && heads.batch != 1) {
-      return Reshaped(mask, {heads.batch, heads.heads, (*shape)[1], (*shape)[2]});
+    if (pattern.split.merged_batch && shape->size() == 3 && (*shape)[0].as_int() != 1 &&
+        heads.batch.as_int() != 1) {
+      return Reshaped(mask, {heads.batch, arith::IntImm(heads.heads), (*shape)[1], (*shape)[2]});
     }
     return mask;
   }
 
-  Expr Reshaped(const Expr& data, const std::vector<int64_t>& shape) const {
+  /// A reshape of `data` to `shape`, whose symbolic extents the sizes attribute holds as is.
+  Expr Reshaped(const Expr& data, const Extents& shape) const {
+    Array<Any> newshape;
+    for (const arith::SizeExpr& extent : shape) {
+      const std::optional<int64_t> constant = extent.as_int();
+      newshape.push_back(constant.has_value() ? Any(*constant) : Any(extent));
+    }
     Map<String, Any> attrs;
-    attrs.Set(String("newshape"), Array<int64_t>(shape.begin(), shape.end()));
+    attrs.Set(String("newshape"), newshape);
     return Typed(Call(ir::Op::Get("reshape"), {data}, attrs));
   }
 

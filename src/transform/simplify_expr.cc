@@ -73,10 +73,16 @@ std::optional<Expr> IdentityOperand(const Call& call, double identity, bool comm
   return std::nullopt;
 }
 
-/// The attributes of a reshape to the static `shape`.
-Map<String, Any> NewShapeAttrs(const std::vector<int64_t>& shape) {
+/// The attributes of a reshape to the shape of `expr`'s type: its extents as they are, static
+/// or symbolic (newshape is a sizes attribute).
+Map<String, Any> NewShapeAttrs(const Expr& expr) {
+  Array<Any> newshape;
+  for (const ir::Dim& dim : expr->checked_type().as<ir::TensorTypeObj>()->shape()) {
+    const std::optional<int64_t> extent = dim.as_static();
+    newshape.push_back(extent.has_value() ? Any(*extent) : Any(dim.AsSizeExpr()));
+  }
   Map<String, Any> attrs;
-  attrs.Set(String("newshape"), Array<int64_t>(shape.begin(), shape.end()));
+  attrs.Set(String("newshape"), newshape);
   return attrs;
 }
 
@@ -96,10 +102,8 @@ class Simplifier : public TypedMutator {
       if (const ir::CallObj* inner = AsCallOf(data, "reshape"); inner && name == "reshape") {
         const Expr& input = inner->args()[0];
         if (SameType(input, call)) return input;
-        // One reshape to the result's shape, which newshape can only spell when it is static.
-        if (std::optional<std::vector<int64_t>> shape = StaticShapeOf(call)) {
-          return Typed(Call(call->op(), {input}, NewShapeAttrs(*shape)));
-        }
+        // One reshape to the result's shape.
+        return Typed(Call(call->op(), {input}, NewShapeAttrs(call)));
       }
       return call;
     }
@@ -122,10 +126,9 @@ class Simplifier : public TypedMutator {
       data = inner->args()[0];
     }
     if (IsIdentity(permutation)) return data;
-    const std::optional<std::vector<int64_t>> shape = StaticShapeOf(call);
-    if (shape.has_value() && MovesOnlyUnitAxes(data, permutation)) {
+    if (MovesOnlyUnitAxes(data, permutation)) {
       // The same elements in the same order: a reshape, which may fold into one before it.
-      const Call reshape(ir::Op::Get("reshape"), {data}, NewShapeAttrs(*shape));
+      const Call reshape(ir::Op::Get("reshape"), {data}, NewShapeAttrs(call));
       return RewriteCall(reshape, Downcast<Call>(Typed(reshape)));
     }
     if (data.same_as(call->args()[0])) return call;
