@@ -69,27 +69,34 @@ def busy_cores(interval_s=1.0):
     return (busy1 - busy0) / (total1 - total0) * ncpu
 
 
-def others_busy_during(run):
+def _cpu_seconds(who):
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
+def others_busy_during(run, in_process=False):
     """Calls run() and returns (its result, cores' worth of CPU that processes other than run()'s
-    children used meanwhile), so a build that starts mid-benchmark is noticed."""
+    children used meanwhile), so a build that starts mid-benchmark is noticed. `in_process`:
+    run() times work in this process's own threads, whose CPU is not "other" either."""
     hz = os.sysconf("SC_CLK_TCK")
+    who = [resource.RUSAGE_CHILDREN] + ([resource.RUSAGE_SELF] if in_process else [])
     busy0, _, _ = read_cpu_times()
-    child0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    ours0 = sum(_cpu_seconds(w) for w in who)
     wall0 = time.monotonic()
     result = run()
     wall = time.monotonic() - wall0
     busy1, _, _ = read_cpu_times()
-    child1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    ours = (child1.ru_utime - child0.ru_utime) + (child1.ru_stime - child0.ru_stime)
+    ours = sum(_cpu_seconds(w) for w in who) - ours0
     others = max(0.0, (busy1 - busy0) / hz - ours) / max(wall, 1e-9)
     return result, others
 
 
-def timed_phase(phase, run, attempts=3):
-    """Runs a timing phase on an idle machine; repeats it if something else ran meanwhile."""
+def timed_phase(phase, run, attempts=3, in_process=False):
+    """Runs a timing phase on an idle machine; repeats it if something else ran meanwhile
+    (`in_process`: as others_busy_during)."""
     for attempt in range(1, attempts + 1):
         wait_until_idle(phase)
-        result, others = others_busy_during(run)
+        result, others = others_busy_during(run, in_process)
         if others <= IDLE_LIMIT_CORES:
             return result
         log(f"other processes used {others:.0%} of a core during {phase} "

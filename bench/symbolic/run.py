@@ -158,7 +158,7 @@ def measure(model_name, path, shapes, runs):
         x = np.random.default_rng(sum(shape)).standard_normal(shape).astype("float32")
         check_agree(calls, x)
         medians = harness.timed_phase(f"{model_name} at {shape}",
-                                      lambda: interleaved(calls, x, runs))
+                                      lambda: interleaved(calls, x, runs), in_process=True)
         rows.append((shape, medians))
     return rows
 
@@ -177,13 +177,18 @@ def measure_planning(model_name, path):
             executable.run(x=np.zeros((batch, 3, 224, 224), "float32"))
         return executable.memory_plan
 
-    plan = harness.timed_phase(f"{model_name} planning", run)
+    plan = harness.timed_phase(f"{model_name} planning", run, in_process=True)
     return plan["planning_seconds"] / plan["plans_made"] * 1e3, plan["plans_made"]
 
 
 def write_chart(path, sweep):
-    """Median milliseconds per sequence length, one line per variant (log-log axes)."""
-    import matplotlib
+    """Median milliseconds per sequence length, one line per variant (log-log axes); said and
+    skipped when matplotlib is missing (Debian: python3-matplotlib)."""
+    try:
+        import matplotlib
+    except ImportError:
+        log(f"matplotlib is not installed (apt-get install python3-matplotlib): no {CHART}")
+        return
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -204,6 +209,7 @@ def write_chart(path, sweep):
     figure.tight_layout()
     figure.savefig(path, dpi=100, metadata={"Software": None})
     plt.close(figure)
+    log(f"wrote {CHART}")
 
 
 def render(results, sweep, planning, args, command):
@@ -267,7 +273,7 @@ def main(argv=None):
         os.execv(python, [python, os.path.abspath(__file__), *argv])
     sys.path.insert(0, kiln_python)
     if args.quick:
-        harness.timed_phase = lambda phase, run, attempts=3: run()
+        harness.timed_phase = lambda phase, run, attempts=3, in_process=False: run()
     directory = os.path.join(args.build_dir, "bench-symbolic")
     paths = {model: export(model, directory) for model in args.models}
     results = {model: measure(model, paths[model], [(b, 3, 224, 224) for b in args.batches],
@@ -284,7 +290,6 @@ def main(argv=None):
                             SECTION)
     if sweep and args.output:
         write_chart(os.path.join(os.path.dirname(args.output), CHART), sweep)
-        log(f"wrote {CHART}")
     return 0
 
 
