@@ -46,7 +46,8 @@ const std::vector<Command>& Commands() {
        "often each op occurs. --shape fixes an input's shape (its symbolic sizes stay symbolic\n"
        "otherwise); --ir also prints the IR with each value's type as a comment. --plugins\n"
        "partitions it among those compilers as `compile` would and prints the placement report;\n"
-       "--dot writes the compiled graph as Graphviz, coloured by compiler (render: dot -Tsvg FILE).\n"
+       "--dot writes the compiled graph as Graphviz, coloured by compiler\n"
+       "(render: dot -Tsvg FILE).\n"
        "For a compiled model: its inputs and outputs, the memory plan, and each graph node\n"
        "with its tensors and the kernel that runs each of its ops.\n",
        RunInspect},
