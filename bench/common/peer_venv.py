@@ -57,3 +57,13 @@ def ensure(venv_dir, packages, probe, log=print, env=None):
 def running_in(venv_dir):
     """Whether this process is the venv's python."""
     return os.path.realpath(sys.prefix) == os.path.realpath(venv_dir)
+
+
+def reexec_in(venv_dir, packages, probe, script, argv, log=print):
+    """Re-executes `script` with `argv` under the venv's python (made with `packages` when its
+    probe fails), unless this process already is it."""
+    if running_in(venv_dir):
+        return
+    python, found = ensure(venv_dir, packages, probe, log)
+    log(f"{', '.join(packages)} in {venv_dir}: {found}")
+    os.execv(python, [python, os.path.abspath(script), *argv])

@@ -282,11 +282,8 @@ def main(argv=None):
     os.environ.setdefault("KILN_PLUGIN_PATH",
                           os.path.join(args.build_dir, "lib", "kiln", "plugins"))
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
-    venv = os.path.join(args.build_dir, "bench-venv")
-    if not peer_venv.running_in(venv):
-        python, found = peer_venv.ensure(venv, ORT_PACKAGES, ORT_PROBE, log)
-        log(f"onnxruntime and numpy in {venv}: {found}")
-        os.execv(python, [python, os.path.abspath(__file__), *argv])
+    peer_venv.reexec_in(os.path.join(args.build_dir, "bench-venv"), ORT_PACKAGES, ORT_PROBE,
+                        __file__, argv, log)
     sys.path.insert(0, kiln_python)
 
     log(f"reference models in {args.models_dir}")

@@ -266,11 +266,8 @@ def main(argv=None):
     kiln_python = os.path.join(args.build_dir, "python")
     if not os.path.isdir(os.path.join(kiln_python, "kiln")):
         harness.fail(f"no kiln package in {kiln_python}: build Kiln there first")
-    venv = os.path.join(args.build_dir, "bench-venv")
-    if not peer_venv.running_in(venv):
-        python, found = peer_venv.ensure(venv, ORT_PACKAGES, ORT_PROBE, log)
-        log(f"onnxruntime and numpy in {venv}: {found}")
-        os.execv(python, [python, os.path.abspath(__file__), *argv])
+    peer_venv.reexec_in(os.path.join(args.build_dir, "bench-venv"), ORT_PACKAGES, ORT_PROBE,
+                        __file__, argv, log)
     sys.path.insert(0, kiln_python)
     if args.quick:
         harness.timed_phase = lambda phase, run, attempts=3, in_process=False: run()

@@ -833,11 +833,14 @@ def test_program_rejects_arguments_unlike_its_specs():
         f(kiln.tensor(rand(3, 2)), kiln.empty([3, 2], "float32"))
 
 
+# relu into temporary t0, then negative into the output.
+RELU_THEN_NEGATE = [{"kernel": "nn.relu", "attrs": {}, "inputs": ["i0"], "outputs": ["t0"]},
+                    {"kernel": "negative", "attrs": {}, "inputs": ["t0"], "outputs": ["o0"]}]
+
+
 def test_symbolic_specs_size_temporaries_per_call():
     # relu into a temporary of (n, 3), then negative into the output: n is read from input 0.
-    steps = [{"kernel": "nn.relu", "attrs": {}, "inputs": ["i0"], "outputs": ["t0"]},
-             {"kernel": "negative", "attrs": {}, "inputs": ["t0"], "outputs": ["o0"]}]
-    f = _program(steps, [("n", 3)], [], specs=([("n", 3)], [("n", 3)]))
+    f = _program(RELU_THEN_NEGATE, [("n", 3)], [], specs=([("n", 3)], [("n", 3)]))
     for n in (2, 5):
         x = rand(n, 3)
         out = kiln.empty([n, 3], "float32")
@@ -850,9 +853,8 @@ def test_symbolic_specs_size_temporaries_per_call():
 
 def test_sizes_are_solved_from_extents_that_hold_them():
     # No argument has `n` alone as an extent: it is solved from the input's n * 4.
-    steps = [{"kernel": "nn.relu", "attrs": {}, "inputs": ["i0"], "outputs": ["t0"]},
-             {"kernel": "negative", "attrs": {}, "inputs": ["t0"], "outputs": ["o0"]}]
-    f = _program(steps, [("n * 4", 3)], [], specs=([("n * 4", 3)], [("n * 4", 3)]))
+    f = _program(RELU_THEN_NEGATE, [("n * 4", 3)], [],
+                 specs=([("n * 4", 3)], [("n * 4", 3)]))
     x = rand(8, 3)
     out = kiln.empty([8, 3], "float32")
     f(kiln.tensor(x), out)
@@ -864,9 +866,8 @@ def test_sizes_are_solved_from_extents_that_hold_them():
 
 def test_an_extent_of_several_sizes_is_read_as_a_whole():
     # A flattened (b * s, 4) argument gives neither b nor s, but the product is all it needs.
-    steps = [{"kernel": "nn.relu", "attrs": {}, "inputs": ["i0"], "outputs": ["t0"]},
-             {"kernel": "negative", "attrs": {}, "inputs": ["t0"], "outputs": ["o0"]}]
-    f = _program(steps, [("b * s", 4)], [], specs=([("b * s", 4)], [("b * s", 4)]))
+    f = _program(RELU_THEN_NEGATE, [("b * s", 4)], [],
+                 specs=([("b * s", 4)], [("b * s", 4)]))
     x = rand(6, 4)
     out = kiln.empty([6, 4], "float32")
     f(kiln.tensor(x), out)

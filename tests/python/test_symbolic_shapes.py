@@ -81,30 +81,44 @@ def test_a_dynamic_batch_cnn_compiles_once_and_runs_at_every_batch(cnn):
     assert ex.memory_plan["plans_made"] == 3
 
 
-def test_the_exported_library_runs_any_batch_in_a_fresh_process(cnn, tmp_path):
-    model, path = cnn
-    library = tmp_path / "cnn.so"
-    kiln.build(kiln.frontend.from_onnx(path)).export_library(library)
-    rng = np.random.default_rng(4)
-    inputs = {f"x{batch}": rng.standard_normal((batch, 3, 32, 32)).astype("float32")
-              for batch in (2, 5, 7)}
-    np.savez(tmp_path / "inputs.npz", **inputs)
+def run_in_fresh_process(library, feeds, tmp_path):
+    """(outputs, printed Executable): loads `library` in a new Python process and runs it once
+    per case of `feeds` ({case: {input name: array}}); outputs are {case: first output}."""
+    np.savez(tmp_path / "inputs.npz",
+             **{f"{case}/{name}": value for case, inputs in feeds.items()
+                for name, value in inputs.items()})
     script = textwrap.dedent(f"""
         import numpy as np
         import kiln
         ex = kiln.load_module({str(library)!r})
-        inputs = np.load({str(tmp_path / "inputs.npz")!r})
+        data = np.load({str(tmp_path / "inputs.npz")!r})
+        cases = {{}}
+        for key in data.files:
+            case, name = key.split("/")
+            cases.setdefault(case, {{}})[name] = data[key]
         np.savez({str(tmp_path / "outputs.npz")!r},
-                 **{{name: ex.run(x=inputs[name])[0] for name in inputs.files}})
+                 **{{case: ex.run(**inputs)[0] for case, inputs in cases.items()}})
         print(ex)
     """)
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                             env=os.environ.copy())
     assert result.returncode == 0, result.stderr
-    assert "x: (batch, 3, 32, 32) float32" in result.stdout
     outputs = np.load(tmp_path / "outputs.npz")
-    for name, x in inputs.items():
-        np.testing.assert_allclose(outputs[name], _reference(model, x), rtol=RTOL, atol=ATOL)
+    return {case: outputs[case] for case in feeds}, result.stdout
+
+
+def test_the_exported_library_runs_any_batch_in_a_fresh_process(cnn, tmp_path):
+    model, path = cnn
+    library = tmp_path / "cnn.so"
+    kiln.build(kiln.frontend.from_onnx(path)).export_library(library)
+    rng = np.random.default_rng(4)
+    feeds = {f"batch{batch}": {"x": rng.standard_normal((batch, 3, 32, 32)).astype("float32")}
+             for batch in (2, 5, 7)}
+    outputs, printed = run_in_fresh_process(library, feeds, tmp_path)
+    assert "x: (batch, 3, 32, 32) float32" in printed
+    for case, inputs in feeds.items():
+        np.testing.assert_allclose(outputs[case], _reference(model, inputs["x"]), rtol=RTOL,
+                                   atol=ATOL)
 
 
 def test_a_batch_that_breaks_the_signature_is_named(cnn):
@@ -205,27 +219,13 @@ def test_the_exported_encoder_runs_at_two_shapes_in_a_fresh_process(encoder, tmp
     library = tmp_path / "encoder.so"
     kiln.build(kiln.frontend.from_onnx(path)).export_library(library)
     rng = np.random.default_rng(6)
-    inputs = {}
+    feeds = {}
     for batch, seq in ((2, 9), (4, 33)):
-        inputs[f"ids_{batch}"], inputs[f"lengths_{batch}"] = _encoder_inputs(rng, batch, seq)
-    np.savez(tmp_path / "inputs.npz", **inputs)
-    script = textwrap.dedent(f"""
-        import numpy as np
-        import kiln
-        ex = kiln.load_module({str(library)!r})
-        inputs = np.load({str(tmp_path / "inputs.npz")!r})
-        np.savez({str(tmp_path / "outputs.npz")!r},
-                 **{{name: ex.run(ids=inputs["ids_" + name], lengths=inputs["lengths_" + name])[0]
-                     for name in ("2", "4")}})
-        print(ex)
-    """)
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            env=os.environ.copy())
-    assert result.returncode == 0, result.stderr
-    assert "ids: (batch, seq) int64" in result.stdout
-    outputs = np.load(tmp_path / "outputs.npz")
-    for name in ("2", "4"):
+        ids, lengths = _encoder_inputs(rng, batch, seq)
+        feeds[f"batch{batch}"] = {"ids": ids, "lengths": lengths}
+    outputs, printed = run_in_fresh_process(library, feeds, tmp_path)
+    assert "ids: (batch, seq) int64" in printed
+    for case, inputs in feeds.items():
         np.testing.assert_allclose(
-            outputs[name],
-            _encoder_reference(model, inputs["ids_" + name], inputs["lengths_" + name]),
+            outputs[case], _encoder_reference(model, inputs["ids"], inputs["lengths"]),
             rtol=RTOL, atol=ATOL)

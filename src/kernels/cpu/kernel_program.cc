@@ -177,6 +177,7 @@ ProgramFunction ReadFunction(const Json& value, size_t num_constants) {
     func.steps.push_back(ReadStep(step, func, num_constants));
   }
   func.signature = ReadSignature(func);
+  func.caller = std::string(kPrefix) + "'" + func.name + "'";
   return func;
 }
 
@@ -323,8 +324,7 @@ std::vector<int64_t> BindArguments(const ProgramFunction& func, const std::vecto
       args.push_back(&tensor.dl_tensor());
     }
   }
-  const std::string caller = std::string(kPrefix) + "'" + func.name + "'";
-  return func.signature.Bind(args, caller.c_str());
+  return func.signature.Bind(args, func.caller.c_str());
 }
 
 class KernelProgramObj : public ModuleObj {

@@ -59,6 +59,9 @@ struct ProgramFunction {
   /// Where the sizes of symbolic specs come from: the input and output specs; static when the
   /// description gives none or all are static.
   ShapeSignature signature;
+  /// "kernel_program: '<name>'": how the signature's errors name the function (made once, not
+  /// per call).
+  std::string caller;
   std::vector<bool> temp_aliases;  ///< per temporary: written by a step that aliases its input
   std::vector<Step> steps;
 };
