@@ -229,6 +229,7 @@ class GraphLowering {
     } else if (node.op().as<ir::FunctionObj>() != nullptr) {
       callee = Downcast<ir::Function>(node.op());
     }
+    if (LowerDefineSizes(call, node, callee)) return;
     if (callee.defined() && callee->attrs().count(String(ir::attr::kCompiler)) != 0) {
       LowerExternalCall(call, callee);
       return;
@@ -269,6 +270,34 @@ class GraphLowering {
     const Refs results = builder.AddStep(*op, node.attrs(), inputs, call->checked_type());
     NoteKernel(op->name().str());
     entries_of_[call.get()] = AddNode(builder, results, call->checked_type(), node_inputs);
+  }
+
+  /// A define_sizes call, alone or as the whole body of a fused function, is no node: its value
+  /// is its data's entry, and its values' entry defines its sizes (docs/design.md §22). False
+  /// for any other call.
+  bool LowerDefineSizes(const ir::Call& call, const ir::CallObj& node, const ir::Function& callee) {
+    const ir::CallObj* define = &node;
+    if (callee.defined()) define = callee->body().as<ir::CallObj>();
+    const auto* op = define == nullptr ? nullptr : define->op().as<ir::OpObj>();
+    if (op == nullptr || op->name().str() != "define_sizes") return false;
+    // The arguments of the call; in a fused function, the call's arguments its parameters are.
+    auto argument = [&](size_t i) -> Expr {
+      const Expr& arg = define->args()[static_cast<int64_t>(i)];
+      if (!callee.defined()) return arg;
+      for (int64_t p = 0; p < callee->params().size(); ++p) {
+        if (callee->params()[p].get() == arg.get()) return node.args()[p];
+      }
+      KILN_THROW(ValueError) << "cannot lower a fused define_sizes whose arguments are not the "
+                                "function's parameters";
+    };
+    entries_of_[call.get()] = EntriesOf(argument(0));
+    const std::vector<int64_t> values = EntriesOf(argument(1));
+    Json sizes = Json::array();
+    for (const Any& size : define->attrs().at(String("sizes")).cast<Array<Any>>()) {
+      sizes.push_back(size.cast<arith::SizeExpr>().ToString());
+    }
+    size_definitions_.push_back(Json{{"entry", values.at(0)}, {"sizes", sizes}});
+    return true;
   }
 
   /// A function taken by an external compiler is one graph node calling its global_symbol,
@@ -512,9 +541,10 @@ class GraphLowering {
   /// The graph JSON. A graph whose shapes are all static comes planned; one with a symbolic
   /// shape has no "storages": the executor plans it for each signature it is called with.
   std::string GraphJson(const std::vector<int64_t>& outputs, Json checks) const {
-    const bool all_static = std::all_of(entries_.begin(), entries_.end(), [](const GraphEntry& e) {
-      return runtime::IsStatic(e.shape);
-    });
+    const bool all_static = size_definitions_.empty() &&
+                            std::all_of(entries_.begin(), entries_.end(), [](const GraphEntry& e) {
+                              return runtime::IsStatic(e.shape);
+                            });
     Json graph{{"version", 1}};
     Json entries = Json::array();
     for (const GraphEntry& entry : entries_) entries.push_back(SpecJson(entry.shape, entry.dtype));
@@ -543,6 +573,7 @@ class GraphLowering {
     graph["nodes"] = nodes;
     graph["outputs"] = outputs;
     if (!checks.empty()) graph["checks"] = std::move(checks);
+    if (!size_definitions_.empty()) graph["size_definitions"] = size_definitions_;
     return graph.dump();
   }
 
@@ -585,6 +616,7 @@ class GraphLowering {
   std::vector<GraphNode> nodes_;
   std::unordered_map<const Object*, std::vector<int64_t>> entries_of_;
   Json functions_ = Json::array();
+  Json size_definitions_ = Json::array();
   std::vector<Tensor> constants_;
   Json constant_specs_ = Json::array();
   std::unordered_map<const Object*, size_t> constant_ids_;

@@ -4,6 +4,7 @@
 #include <kiln/runtime/memory.h>
 
 #include <algorithm>
+#include <sstream>
 #include <string>
 #include <utility>
 
@@ -88,15 +89,75 @@ void ExecutionContext::Bind(int64_t entry, const Tensor& tensor) {
   for (const auto& [node, slot] : uses_[entry]) args_[node][slot] = AnyView(TensorArg(tensor));
 }
 
-void ExecutionContext::Run(const Graph& graph, const std::vector<Function>& funcs) const {
+void ExecutionContext::Run(const Graph& graph, const std::vector<Function>& funcs) {
+  std::map<std::string, int64_t> sizes;  // the signature's, then the late ones as they are read
+  if (!graph.size_definitions.empty()) {
+    ReleaseLate();
+    const std::vector<std::string>& variables = graph.signature.variables();
+    for (size_t i = 0; i < variables.size(); ++i) sizes[variables[i]] = plan_->signature[i];
+    for (int64_t d : graph.definitions_before_run) ReadDefinition(d, sizes);
+  }
   for (size_t i = 0; i < args_.size(); ++i) {
     try {
       funcs[i].CallPacked(args_[i].data(), static_cast<int32_t>(args_[i].size()));
+      for (int64_t d : graph.definitions_after_node[i]) ReadDefinition(d, sizes);
     } catch (const Error& error) {
       throw error.WithContext("while running " + DescribeNode(graph, i) + ", which calls '" +
                               graph.nodes[i].func + "', in a graph executor");
     }
   }
+}
+
+void ExecutionContext::ReadDefinition(size_t d, std::map<std::string, int64_t>& sizes) {
+  const SizeDefinition& definition = graph_.size_definitions[d];
+  Tensor values = bound_[definition.entry];
+  if (values.device().device_type != kDLCPU) {
+    Tensor on_host =
+        Empty({static_cast<int64_t>(definition.sizes.size())}, values.dtype(), DLDevice{kDLCPU, 0});
+    CopyTensor(values, on_host);
+    values = on_host;
+  }
+  const auto* data = reinterpret_cast<const int64_t*>(DataStart(values.dl_tensor()));
+  for (size_t i = 0; i < definition.sizes.size(); ++i) {
+    KILN_CHECK(data[i] >= 0, ValueError)
+        << "the model computed the size '" << definition.sizes[i] << "' = " << data[i] << " (entry "
+        << definition.entry << ", element " << i << "); a size cannot be negative";
+    sizes[definition.sizes[i]] = data[i];
+  }
+  for (size_t i = 0; i < graph_.checks.size(); ++i) {
+    if (graph_.check_definition[i] != static_cast<int64_t>(d)) continue;
+    const GraphCheck& check = graph_.checks[i];
+    CheckHolds(check, arith::Evaluate(check.lhs, sizes), arith::Evaluate(check.rhs, sizes));
+  }
+  for (size_t e = 0; e < graph_.entries.size(); ++e) {
+    if (graph_.entry_definition[e] != static_cast<int64_t>(d)) continue;
+    const GraphEntry& entry = graph_.entries[e];
+    std::vector<int64_t> shape;
+    int64_t bytes = ElementBytes(entry.dtype);
+    for (const arith::SizeExpr& extent : entry.shape) {
+      shape.push_back(arith::Evaluate(extent, sizes));
+      KILN_CHECK(shape.back() >= 0, ValueError)
+          << "entry " << e << " of shape " << SymbolicShapeToString(entry.shape)
+          << " has the negative extent " << extent << " = " << shape.back();
+      KILN_CHECK(!__builtin_mul_overflow(bytes, shape.back(), &bytes), OverflowError)
+          << "entry " << e << " of shape " << SymbolicShapeToString(entry.shape) << " = "
+          << Shape(shape) << " needs more than 2^63 bytes";
+    }
+    try {
+      Bind(static_cast<int64_t>(e), Empty(shape, entry.dtype, device_));
+    } catch (const Error& error) {
+      std::ostringstream what;
+      what << "while allocating entry " << e << " of shape " << SymbolicShapeToString(entry.shape)
+           << " = " << Shape(shape) << ", sized by the values of entry " << definition.entry;
+      throw error.WithContext(what.str());
+    }
+    late_bound_.push_back(static_cast<int64_t>(e));
+  }
+}
+
+void ExecutionContext::ReleaseLate() {
+  for (int64_t entry : late_bound_) Restore(entry);
+  late_bound_.clear();
 }
 
 ContextPool::Lease& ContextPool::Lease::operator=(Lease&& other) noexcept {

@@ -10,8 +10,10 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -54,8 +56,12 @@ class ExecutionContext {
   /// Binds `entry` back to its planned view, letting go of the tensor it was bound to.
   void Restore(int64_t entry) { Bind(entry, planned_[entry]); }
 
-  /// Calls every node of `graph` in order: funcs[i] for node i. Errors name the node.
-  void Run(const Graph& graph, const std::vector<Function>& funcs) const;
+  /// Calls every node of `graph` in order: funcs[i] for node i. Errors name the node. Late
+  /// sizes are read as soon as their entries are written, and the late entries they give are
+  /// allocated and bound then (docs/design.md §22); they stay bound until ReleaseLate.
+  void Run(const Graph& graph, const std::vector<Function>& funcs);
+  /// Binds the late entries of the last run back to their placeholders.
+  void ReleaseLate();
 
  private:
   const Graph& graph_;
@@ -65,7 +71,12 @@ class ExecutionContext {
   std::vector<Tensor> storages_;
   std::vector<Tensor> planned_;
   std::vector<Tensor> bound_;
+  /// Reads size definition `d` of the graph into `sizes`, then allocates the entries and
+  /// evaluates the checks that were waiting for it.
+  void ReadDefinition(size_t d, std::map<std::string, int64_t>& sizes);
+
   std::vector<std::vector<AnyView>> args_;  // per node: DLTensor* of its inputs, then outputs
+  std::vector<int64_t> late_bound_;         // late entries bound by the last run
 };
 
 /// Hands execution contexts to runs: an idle one when there is one, else a new one, unless the

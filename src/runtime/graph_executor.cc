@@ -107,6 +107,7 @@ class BindingsGuard {
   BindingsGuard& operator=(const BindingsGuard&) = delete;
   ~BindingsGuard() {
     for (int64_t entry : bound_) context_.Restore(entry);
+    context_.ReleaseLate();
   }
   void Bind(int64_t entry, const Tensor& tensor) {
     context_.Bind(entry, tensor);
@@ -293,8 +294,11 @@ std::vector<std::optional<Tensor>> GraphExecutorObj::OutputArguments(const AnyVi
     KILN_CHECK(tensor.has_value(), TypeError)
         << "invoke: output argument " << i << " must be a tensor or None, got " << item.type_str();
     const int64_t entry = graph_.outputs[i];
-    CheckMatches("invoke", "output " + std::to_string(i), graph_.entries[entry].dtype,
-                 plan.shapes[entry], *tensor);
+    // A late output's shape is known after the run, and checked then.
+    if (!graph_.is_late(entry)) {
+      CheckMatches("invoke", "output " + std::to_string(i), graph_.entries[entry].dtype,
+                   plan.shapes[entry], *tensor);
+    }
     result[i] = *tensor;
   }
   return result;
@@ -334,6 +338,7 @@ Array<Tensor> GraphExecutorObj::Invoke(const Array<Tensor>& inputs, const AnyVie
   for (size_t i = 0; i < results.size(); ++i) {
     const int64_t entry = graph_.outputs[i];
     std::optional<Tensor>& result = results[i];
+    if (graph_.is_late(entry)) continue;  // allocated by the run; handed over or copied after
     if (!result) result = Empty(plan->shapes[entry], graph_.entries[entry].dtype, device_);
     if (is_input[entry] || is_bound[entry] || !IsCompactOn(*result, device_)) {
       copies.emplace_back(entry, *result);
@@ -344,6 +349,19 @@ Array<Tensor> GraphExecutorObj::Invoke(const Array<Tensor>& inputs, const AnyVie
   }
   context->Run(graph_, funcs_);
   for (const auto& [entry, to] : copies) CopyTensor(context->bound(entry), to);
+  for (size_t i = 0; i < results.size(); ++i) {
+    const int64_t entry = graph_.outputs[i];
+    if (!graph_.is_late(entry)) continue;
+    const Tensor& value = context->bound(entry);
+    if (!results[i]) {
+      results[i] = value;  // allocated for this run alone
+      continue;
+    }
+    const Shape shape = value.shape();
+    CheckMatches("invoke", "output " + std::to_string(i), graph_.entries[entry].dtype,
+                 std::vector<int64_t>(shape.begin(), shape.end()), *results[i]);
+    CopyTensor(value, *results[i]);
+  }
   StopSpinning();  // see Run
   Array<Tensor> returned;
   for (std::optional<Tensor>& result : results) returned.push_back(*result);

@@ -49,6 +49,13 @@ struct GraphCheck {
   std::string message;
 };
 
+/// Sizes that a tensor's values decide (docs/design.md §22): once the node writing `entry` (an
+/// int64 vector of one element per size) has run, element i is the value of `sizes[i]`.
+struct SizeDefinition {
+  int64_t entry = 0;
+  std::vector<std::string> sizes;
+};
+
 /// A validated graph: every id is in range, every entry fits its storage, every entry a node
 /// reads was written before, and entries sharing bytes never live at the same time. A graph
 /// whose JSON has no "storages" is planned at run time, once per signature (shape_plan.cc):
@@ -63,6 +70,16 @@ struct Graph {
   std::vector<int64_t> outputs;  ///< entry ids
   ShapeSignature signature;      ///< of the inputs, in order
   std::vector<GraphCheck> checks;
+  std::vector<SizeDefinition> size_definitions;
+  /// Derived from size_definitions: every late size (in definition order); per entry, the
+  /// index of the last definition its shape needs (-1 when the signature alone gives it); per
+  /// check, the same; per node, the definitions read once it has run (-1: before the first).
+  std::vector<std::string> late_sizes;
+  std::vector<int64_t> entry_definition;
+  std::vector<int64_t> check_definition;
+  std::vector<std::vector<int64_t>> definitions_after_node;
+  std::vector<int64_t> definitions_before_run;
+  bool is_late(int64_t entry) const { return entry_definition[entry] >= 0; }
   /// Per entry, the node that writes it and the last node that reads it (-1 and nodes.size()
   /// for what lives the whole run); first_use is kUnused for an entry nothing touches.
   std::vector<int64_t> first_use;

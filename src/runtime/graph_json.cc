@@ -358,8 +358,78 @@ GraphCheck ParseCheck(const Json& value, const std::string& path) {
   return check;
 }
 
+SizeDefinition ParseSizeDefinition(const Json& value, const std::string& path, size_t num_entries) {
+  CheckObject(value, path, {"entry", "sizes"});
+  SizeDefinition definition;
+  definition.entry =
+      ReadId(Required(value, path, "entry"), At(path, "entry"), num_entries, "entry");
+  const Json& sizes = ReadArray(Required(value, path, "sizes"), At(path, "sizes"));
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    definition.sizes.push_back(ReadString(sizes[i], At(At(path, "sizes"), i)));
+  }
+  return definition;
+}
+
+/// Checks the size definitions and orders them as a run reads them (by the node writing their
+/// entry); fills the graph's late_sizes, definitions_after_node and definitions_before_run.
+void ReadSizeDefinitions(Graph& graph) {
+  std::stable_sort(graph.size_definitions.begin(), graph.size_definitions.end(),
+                   [&](const SizeDefinition& a, const SizeDefinition& b) {
+                     return graph.first_use[a.entry] < graph.first_use[b.entry];
+                   });
+  const std::vector<std::string>& inputs = graph.signature.variables();
+  graph.definitions_after_node.assign(graph.nodes.size(), {});
+  for (size_t d = 0; d < graph.size_definitions.size(); ++d) {
+    const SizeDefinition& definition = graph.size_definitions[d];
+    const GraphEntry& entry = graph.entries[definition.entry];
+    const std::string path =
+        "graph JSON: the size definition of entry " + std::to_string(definition.entry);
+    KILN_CHECK(DataTypeEqual(entry.dtype, DLDataType{kDLInt, 64, 1}) && entry.shape.size() == 1 &&
+                   entry.shape[0].as_int() == static_cast<int64_t>(definition.sizes.size()),
+               ValueError)
+        << path << " defines " << definition.sizes.size() << " sizes, so the entry must be int64 ("
+        << definition.sizes.size() << ",), got " << DescribeEntry(entry);
+    KILN_CHECK(graph.first_use[definition.entry] != Graph::kUnused, ValueError)
+        << path << ": no node writes the entry and no input names it";
+    for (const std::string& name : definition.sizes) {
+      const bool known = std::find(inputs.begin(), inputs.end(), name) != inputs.end() ||
+                         std::find(graph.late_sizes.begin(), graph.late_sizes.end(), name) !=
+                             graph.late_sizes.end();
+      KILN_CHECK(!known, ValueError)
+          << path << " defines the size '" << name << "', which is already defined";
+      graph.late_sizes.push_back(name);
+    }
+    const int64_t writer = graph.first_use[definition.entry];
+    (writer < 0 ? graph.definitions_before_run
+                : graph.definitions_after_node[static_cast<size_t>(writer)])
+        .push_back(static_cast<int64_t>(d));
+  }
+}
+
+/// The index of the last size definition `shape` needs, -1 when the signature gives all its
+/// sizes; a ValueError naming `what` for a size nothing defines.
+int64_t DefinitionNeeded(const Graph& graph, const SymbolicShape& shape, const std::string& what) {
+  int64_t needed = -1;
+  SymbolicShape early;
+  for (const arith::SizeExpr& extent : shape) {
+    bool late = false;
+    for (const std::string& name : arith::FreeSizeVars(extent)) {
+      for (size_t d = 0; d < graph.size_definitions.size(); ++d) {
+        const std::vector<std::string>& sizes = graph.size_definitions[d].sizes;
+        if (std::find(sizes.begin(), sizes.end(), name) == sizes.end()) continue;
+        needed = std::max(needed, static_cast<int64_t>(d));
+        late = true;
+      }
+    }
+    if (!late) early.push_back(extent);
+  }
+  graph.signature.CheckReadable(early, what);
+  return needed;
+}
+
 /// The graph's signature: its inputs' shapes, from which every size variable of an entry must
-/// be readable.
+/// be readable unless a size definition gives it; an entry that needs a late size must be
+/// written after the size is read.
 void ReadSignature(Graph& graph) {
   std::vector<SymbolicShape> shapes;
   std::vector<std::string> names;
@@ -368,12 +438,21 @@ void ReadSignature(Graph& graph) {
     names.push_back("input '" + input.name + "'");
   }
   graph.signature = ShapeSignature(std::move(shapes), std::move(names));
+  ReadSizeDefinitions(graph);
   for (size_t i = 0; i < graph.entries.size(); ++i) {
-    graph.signature.CheckReadable(graph.entries[i].shape, "graph JSON: " + At("entries", i));
+    const std::string what = "graph JSON: " + At("entries", i);
+    const int64_t needed = DefinitionNeeded(graph, graph.entries[i].shape, what);
+    graph.entry_definition.push_back(needed);
+    if (needed < 0 || graph.first_use[i] == Graph::kUnused) continue;
+    const int64_t defined_by = graph.first_use[graph.size_definitions[needed].entry];
+    KILN_CHECK(graph.first_use[i] > defined_by, ValueError)
+        << what << " of shape " << SymbolicShapeToString(graph.entries[i].shape)
+        << " is written before its sizes are defined (by entry "
+        << graph.size_definitions[needed].entry << ")";
   }
   for (size_t i = 0; i < graph.checks.size(); ++i) {
-    graph.signature.CheckReadable({graph.checks[i].lhs, graph.checks[i].rhs},
-                                  "graph JSON: " + At("checks", i));
+    graph.check_definition.push_back(DefinitionNeeded(
+        graph, {graph.checks[i].lhs, graph.checks[i].rhs}, "graph JSON: " + At("checks", i)));
   }
 }
 
@@ -389,7 +468,8 @@ Graph ParseGraphJson(std::string_view json) {
   // The version comes first: a newer format may have fields this reader does not know.
   ParseVersion(root);
   CheckObject(root, "",
-              {"version", "device", "storages", "entries", "inputs", "nodes", "outputs", "checks"});
+              {"version", "device", "storages", "entries", "inputs", "nodes", "outputs", "checks",
+               "size_definitions"});
   Graph graph;
   graph.device = ParseDeviceField(root);
   graph.planned_ahead = root.contains("storages");
@@ -419,6 +499,17 @@ Graph ParseGraphJson(std::string_view json) {
     for (size_t i = 0; i < checks.size(); ++i) {
       graph.checks.push_back(ParseCheck(checks[i], At("checks", i)));
     }
+  }
+
+  if (root.contains("size_definitions")) {
+    const Json& definitions = ReadArray(root.at("size_definitions"), "size_definitions");
+    for (size_t i = 0; i < definitions.size(); ++i) {
+      graph.size_definitions.push_back(
+          ParseSizeDefinition(definitions[i], At("size_definitions", i), graph.entries.size()));
+    }
+    KILN_CHECK(graph.size_definitions.empty() || !graph.planned_ahead, ValueError)
+        << "graph JSON: a graph with \"size_definitions\" is planned at run time (it has no "
+           "\"storages\")";
   }
 
   CheckInputs(graph);
@@ -481,6 +572,13 @@ std::string GraphToJson(const Graph& graph, DLDevice device) {
                                 {"relation", check.relation},
                                 {"rhs", ExtentJson(check.rhs)},
                                 {"message", check.message}});
+    }
+  }
+  if (!graph.size_definitions.empty()) {
+    root["size_definitions"] = Ordered::array();
+    for (const SizeDefinition& definition : graph.size_definitions) {
+      root["size_definitions"].push_back(
+          {{"entry", definition.entry}, {"sizes", definition.sizes}});
     }
   }
   return root.dump();

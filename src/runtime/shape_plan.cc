@@ -40,18 +40,24 @@ std::optional<ShapePlan> WithinBounds(const Graph& graph, ShapePlan plan,
 
 /// ValueError with the check's message when one of the graph's checks fails at `signature`.
 void CheckSizes(const Graph& graph, const std::vector<int64_t>& signature) {
-  for (const GraphCheck& check : graph.checks) {
+  for (size_t i = 0; i < graph.checks.size(); ++i) {
+    if (graph.check_definition[i] >= 0) continue;  // checked once its late sizes are read
+    const GraphCheck& check = graph.checks[i];
     const std::vector<int64_t> sides =
         graph.signature.Evaluate({check.lhs, check.rhs}, signature, "a size check");
-    const bool holds = check.relation == "==" ? sides[0] == sides[1] : sides[0] >= sides[1];
-    KILN_CHECK(holds, ValueError) << check.message << "\n  (a run-time size check: " << check.lhs
-                                  << " " << check.relation << " " << check.rhs << " fails, with "
-                                  << check.lhs << " = " << sides[0] << " and " << check.rhs << " = "
-                                  << sides[1] << ")";
+    CheckHolds(check, sides[0], sides[1]);
   }
 }
 
 }  // namespace
+
+void CheckHolds(const GraphCheck& check, int64_t lhs, int64_t rhs) {
+  const bool holds = check.relation == "==" ? lhs == rhs : lhs >= rhs;
+  KILN_CHECK(holds, ValueError) << check.message << "\n  (a run-time size check: " << check.lhs
+                                << " " << check.relation << " " << check.rhs << " fails, with "
+                                << check.lhs << " = " << lhs << " and " << check.rhs << " = " << rhs
+                                << ")";
+}
 
 ShapePlan PlanAhead(const Graph& graph) {
   ShapePlan plan;
@@ -72,6 +78,12 @@ ShapePlan PlanForSignature(const Graph& graph, std::vector<int64_t> signature) {
   std::vector<BufferRequest> requests;
   for (size_t i = 0; i < graph.entries.size(); ++i) {
     const GraphEntry& entry = graph.entries[i];
+    if (graph.is_late(static_cast<int64_t>(i))) {
+      // Allocated by the run once its sizes are read; a placeholder of its rank meanwhile.
+      plan.shapes.emplace_back(entry.shape.size(), 0);
+      requests.push_back(BufferRequest{0, 0, 0, false});
+      continue;
+    }
     std::vector<int64_t> shape = graph.signature.Evaluate(
         entry.shape, plan.signature, "entry " + std::to_string(i) + " of the graph");
     int64_t bytes = ElementBytes(entry.dtype);

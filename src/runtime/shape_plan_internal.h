@@ -29,6 +29,9 @@ struct ShapePlan {
   int64_t total_bytes = 0;          ///< the sum of storage_bytes
 };
 
+/// ValueError with `check`'s message unless `lhs relation rhs` holds.
+void CheckHolds(const GraphCheck& check, int64_t lhs, int64_t rhs);
+
 /// The plan of a graph planned ahead: its own storages and offsets.
 ShapePlan PlanAhead(const Graph& graph);
 

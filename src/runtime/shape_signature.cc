@@ -40,8 +40,9 @@ arith::SizeExpr ParseExtent(std::string_view text, const std::string& what) {
   return parsed.expr;
 }
 
-ShapeSignature::ShapeSignature(std::vector<SymbolicShape> args, std::vector<std::string> names)
-    : args_(std::move(args)), names_(std::move(names)) {
+ShapeSignature::ShapeSignature(std::vector<SymbolicShape> args, std::vector<std::string> names,
+                               int64_t min_size)
+    : args_(std::move(args)), names_(std::move(names)), min_size_(min_size) {
   KILN_ICHECK(args_.size() == names_.size()) << "ShapeSignature: one name per argument";
   for (size_t arg = 0; arg < args_.size(); ++arg) {
     all_static_ = all_static_ && IsStatic(args_[arg]);
@@ -126,11 +127,11 @@ int64_t ShapeSignature::Solve(size_t i, const std::vector<int64_t>& values, int6
   if (one.has_value() && two.has_value() && *two > *one) {
     const int64_t slope = *two - *one;
     const int64_t offset = *one - slope;
-    if ((extent - offset) % slope == 0 && (extent - offset) / slope >= 1) {
-      return (extent - offset) / slope;
-    }
+    // Not exact: the nearest value below, which the caller's check refutes with an extent
+    // close to the one given.
+    return std::max(min_size_, (extent - offset) / slope);
   }
-  return 1;
+  return min_size_;
 }
 
 void ShapeSignature::CheckReadable(const SymbolicShape& shape, const std::string& what) const {
@@ -174,9 +175,10 @@ std::vector<int64_t> ShapeSignature::Bind(const std::vector<const DLTensor*>& ar
     values.push_back(source.solved ? Solve(i, values, extent) : extent);
     // The compiler proved the model's shapes for sizes of at least 1 (an empty batch would
     // make a padded convolution's output size negative, for one).
-    KILN_CHECK(values.back() >= 1, ValueError)
+    KILN_CHECK(values.back() >= min_size_, ValueError)
         << caller << ": " << names_[source.arg] << " has extent " << values.back() << " at axis "
-        << source.axis << ", the size '" << SizeName(i) << "', which must be at least 1";
+        << source.axis << ", the size '" << SizeName(i) << "', which must be at least "
+        << min_size_;
   }
   for (size_t arg = 0; arg < args.size(); ++arg) {
     const std::vector<int64_t> expected = Evaluate(args_[arg], values, names_[arg]);

@@ -16,8 +16,9 @@
 ///     "outputs": [4]
 ///   }
 ///
-/// Every field is required except "device", "storages" and "checks"; unknown fields are errors (a
-/// misspelling is not silently ignored), ids are 0-based indices into the lists above them.
+/// Every field is required except "device", "storages", "checks" and "size_definitions"; unknown
+/// fields are errors (a misspelling is not silently ignored), ids are 0-based indices into the
+/// lists above them.
 /// - "version": a runtime refuses versions it does not know.
 /// - "device": optional, "<kind>:<id>" ("cpu:0", "cuda:1"); where the storages live. The device
 ///   given to GraphExecutorCreate replaces it; SaveToBytes writes it; a loaded graph without
@@ -51,6 +52,14 @@
 /// evaluates every entry's shape and plans their storages (kiln/runtime/memory_plan.h); the
 /// executor keeps the plans of the last 8 signatures. A context's storages only grow, so a
 /// shape seen before, or any plan that fits, allocates nothing.
+///
+/// Sizes that tensor values decide (docs/design.md §22). "size_definitions" (optional, only in a
+/// graph planned at run time) lists {"entry": 7, "sizes": ["n0", "n1"]}: once the node writing
+/// entry 7 (int64, one element per size) has run, or before the first node when it is an input,
+/// its elements are the values of the new sizes `n0` and `n1`, which later entries' shapes and
+/// checks may use. Such entries are allocated when their sizes are read, outside the plan, and
+/// released when the run ends (an output is handed to the caller). A negative size is a
+/// ValueError naming it; a shape too large to allocate is an OverflowError or MemoryError.
 ///
 /// Lifetimes: an input lives for the whole run, a node's output from the node that writes it
 /// to the last node that reads it (to the end of the run when it is a graph output). Two

@@ -14,7 +14,8 @@
 /// other
 /// extent of every argument is checked against the values read, so a call whose shapes
 /// break the signature is a ValueError naming the argument, the axis and the constraint. A
-/// size is at least 1: the compiler proves shapes under that assumption.
+/// size read from a graph's inputs is at least 1: the compiler proves shapes under that
+/// assumption.
 #ifndef KILN_RUNTIME_SHAPE_SIGNATURE_H_
 #define KILN_RUNTIME_SHAPE_SIGNATURE_H_
 
@@ -52,8 +53,11 @@ class ShapeSignature {
  public:
   ShapeSignature() = default;
   /// `args`: the shapes of the arguments, in order; `names`: how errors name each argument
-  /// ("input 'x'"), as many as `args`.
-  KILN_API ShapeSignature(std::vector<SymbolicShape> args, std::vector<std::string> names);
+  /// ("input 'x'"), as many as `args`; `min_size`: the least value Bind accepts for a size (1
+  /// for a graph's inputs; 0 inside a graph, where a size computed from values may be 0,
+  /// docs/design.md §22).
+  KILN_API ShapeSignature(std::vector<SymbolicShape> args, std::vector<std::string> names,
+                          int64_t min_size = 1);
 
   /// The variables, in the order their values come in Bind's result.
   const std::vector<std::string>& variables() const { return variables_; }
@@ -108,6 +112,7 @@ class ShapeSignature {
   /// variables_ and sources_, after the sizes).
   std::vector<std::pair<arith::SizeExpr, arith::SizeVar>> products_;
   bool all_static_ = true;
+  int64_t min_size_ = 1;
 };
 
 }  // namespace runtime

@@ -1,5 +1,6 @@
 // ONNX ops whose value is known when importing: Constant, ConstantOfShape (filled at run time
-// where its shape is symbolic), and Shape and Size (shape values, constants where static).
+// where its shape is symbolic or computed), and Shape and Size (shape values, constants where
+// static).
 #include <kiln/ffi/error.h>
 
 #include <algorithm>
@@ -49,6 +50,12 @@ ir::Expr ConvertConstantOfShape(const NodeContext& node) {
         << node.Describe() << ": value must hold one element";
     dtype = element.dtype();
     value = TensorAsDoubles(element)[0];
+  }
+  if (node.IsRunTimeValue(0)) {
+    // The shape's values are the sizes themselves (a negative one is refused when read).
+    const std::vector<arith::SizeExpr> sizes = node.NewSizes(node.InputExtent(0, 0));
+    return MakeCall("expand", {DefineSizes(MakeScalar(value, dtype), node.Input(0), sizes)},
+                    {{"shape", SizesAttr(sizes)}});
   }
   const std::vector<arith::SizeExpr> shape = node.SizesInput(0);
   if (std::optional<std::vector<int64_t>> extents = ConstantSizes(shape)) {

@@ -76,6 +76,24 @@ Array<Any> SizesAttr(const std::vector<arith::SizeExpr>& sizes) {
   return items;
 }
 
+ir::Expr DefineSizes(ir::Expr data, ir::Expr values, const std::vector<arith::SizeExpr>& sizes) {
+  return MakeCall("define_sizes", {std::move(data), std::move(values)},
+                  {{"sizes", SizesAttr(sizes)}});
+}
+
+ir::Expr AsInt64(ir::Expr value, DLDataType dtype) {
+  if (DataTypeEqual(dtype, DLDataType{kDLInt, 64, 1})) return value;
+  return MakeCall("cast", {std::move(value)}, {{"dtype", String("int64")}});
+}
+
+ir::Expr ReshapeToRunTimeSizes(const NodeContext& node, const ir::Expr& data, size_t count,
+                               const std::string& size_op, const ir::Expr& extra,
+                               Map<String, Any> attrs) {
+  const std::vector<arith::SizeExpr> sizes = node.NewSizes(count);
+  const ir::Expr values = MakeCall(size_op, {data, extra}, std::move(attrs));
+  return MakeCall("reshape", {DefineSizes(data, values, sizes)}, {{"newshape", SizesAttr(sizes)}});
+}
+
 ir::Expr PerChannel(const ir::Expr& per_channel, size_t rank) {
   std::vector<int64_t> shape(rank - 1, 1);
   shape[0] = -1;

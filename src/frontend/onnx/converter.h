@@ -72,6 +72,16 @@ Any SizeAttr(const arith::SizeExpr& size);
 /// The value of a sizes attribute (AttrKind kSizes, Reshape's newshape, Expand's shape): each
 /// item as SizeAttr writes it, so an all-constant one is the integer array it always was.
 Array<Any> SizesAttr(const std::vector<arith::SizeExpr>& sizes);
+/// `data` with `sizes` (NodeContext::NewSizes) defined as the elements of `values`, an int64
+/// vector computed at run time (docs/design.md §22); ops that use the sizes take the result.
+ir::Expr DefineSizes(ir::Expr data, ir::Expr values, const std::vector<arith::SizeExpr>& sizes);
+/// `value` cast to int64 unless it is int64 already (shape values ONNX allows as int32).
+ir::Expr AsInt64(ir::Expr value, DLDataType dtype);
+/// `data` reshaped to sizes computed at run time by `size_op(data, extra)` (squeeze_sizes,
+/// unsqueeze_sizes, reshape_sizes...), `count` of them.
+ir::Expr ReshapeToRunTimeSizes(const NodeContext& node, const ir::Expr& data, size_t count,
+                               const std::string& size_op, const ir::Expr& extra,
+                               Map<String, Any> attrs = Map<String, Any>());
 /// An int64 constant of rank `rank` holding 0..extent-1 along `axis` (extent 1 elsewhere): what
 /// an index is compared with to make a one-hot mask (OneHot, Hardmax).
 ir::Expr AxisPositions(int64_t extent, int64_t axis, int64_t rank);

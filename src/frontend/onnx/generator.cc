@@ -63,6 +63,16 @@ ir::Expr SymbolicRange(const NodeContext& node) {
 // start, start + delta, ... up to (not including) limit: max(ceil((limit - start) / delta), 0)
 // elements of start's dtype.
 ir::Expr ConvertRange(const NodeContext& node) {
+  if (node.IsRunTimeValue(0) || node.IsRunTimeValue(1) || node.IsRunTimeValue(2)) {
+    // Bounds known only at run time: range_sizes counts the elements then.
+    KILN_CHECK(node.SymbolicInput(1) == nullptr, NotImplementedError)
+        << node.Describe() << ": a limit computed from symbolic sizes needs constant start and "
+        << "delta";
+    const std::vector<arith::SizeExpr> count = node.NewSizes(1);
+    const ir::Expr values = MakeCall("range_sizes", {node.Input(0), node.Input(1), node.Input(2)});
+    return MakeCall("range", {DefineSizes(node.Input(0), values, count), node.Input(2)},
+                    {{"size", SizeAttr(count[0])}});
+  }
   if (node.SymbolicInput(1) != nullptr) return SymbolicRange(node);
   const double start = ScalarInput(node, 0);
   const double limit = ScalarInput(node, 1);
@@ -94,11 +104,29 @@ ir::Expr ConvertEyeLike(const NodeContext& node) {
   return ir::Constant(TensorFromDoubles(values, shape, dtype));
 }
 
+// Trilu with k read at run time: the mask compares a constant table of j - i with k.
+ir::Expr RunTimeTrilu(const NodeContext& node) {
+  const size_t rank = node.InputRank(0);
+  KILN_CHECK(rank >= 2, ValueError) << node.Describe() << ": the input must be >= 2-D";
+  const int64_t rows = node.InputExtent(0, rank - 2);
+  const int64_t columns = node.InputExtent(0, rank - 1);
+  std::vector<int64_t> offsets(static_cast<size_t>(rows * columns));
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < columns; ++j) offsets[i * columns + j] = j - i;
+  }
+  const ir::Expr table = ir::Constant(Int64Tensor(offsets, std::vector<int64_t>{rows, columns}));
+  const ir::Expr k = AsInt64(node.Input(1), node.InputDType(1));
+  const ir::Expr keep =
+      MakeCall(node.Int("upper", 1) != 0 ? "greater_equal" : "less_equal", {table, k});
+  return MakeCall("where", {keep, node.Input(0), MakeScalar(0, node.InputDType(0))});
+}
+
 // Keeps x[..., i, j] where j - i >= k (upper) or j - i <= k (lower), 0 elsewhere: a where with a
 // constant (rows, columns) mask, which broadcasts over the leading dims.
 ir::Expr ConvertTrilu(const NodeContext& node) {
   const size_t rank = node.InputRank(0);
   KILN_CHECK(rank >= 2, ValueError) << node.Describe() << ": the input must be >= 2-D";
+  if (node.IsRunTimeValue(1)) return RunTimeTrilu(node);
   int64_t k = 0;
   if (node.HasInput(1)) {
     const std::vector<int64_t> values = node.ConstantInts(1);  // k is int64 in ONNX

@@ -64,25 +64,6 @@ void CheckSupported(const onnx::GraphProto& graph, const std::map<std::string, i
   throw Error("NotImplementedError", message.str());
 }
 
-/// Whether `name` is a size variable's name: an identifier ([A-Za-z_][A-Za-z0-9_]*) other than
-/// the function names of the size-expression text.
-bool IsSizeVarName(const std::string& name) {
-  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
-  for (char c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
-  }
-  return name != "floordiv" && name != "floormod" && name != "min" && name != "max";
-}
-
-/// `text` made a size variable's name: each other character becomes '_', a leading digit (or an
-/// empty text) gets a '_' in front and a function name one behind.
-std::string SanitizeSizeVarName(const std::string& text) {
-  if (IsSizeVarName(text)) return text;
-  std::string name = text.empty() || std::isdigit(static_cast<unsigned char>(text[0])) ? "_" : "";
-  for (char c : text) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  return IsSizeVarName(name) ? name : name + "_";
-}
-
 /// The size variables of the graph inputs' symbolic and unknown dimensions (docs/design.md §20):
 /// a dim_param names its variable, so inputs sharing a dim_param share it, as ONNX means; an
 /// unknown dimension gets a fresh `<input>_<axis>`. A size variable is its name, so a made-up

@@ -39,7 +39,30 @@ ir::Expr ConvertScatterND(const NodeContext& node) {
 
 // The selected positions, and so the result's shape, depend on the condition's values, so it
 // must be constant; the selection is then a take of those positions.
+/// The positions of the non-zero elements of `data`, (rank, count) with the count read at run
+/// time.
+ir::Expr Nonzero(const NodeContext& node, const ir::Expr& data) {
+  const std::vector<arith::SizeExpr> count = node.NewSizes(1);
+  return MakeCall("nonzero", {DefineSizes(data, MakeCall("nonzero_count", {data}), count)},
+                  {{"count", SizeAttr(count[0])}});
+}
+
+ir::Expr ConvertNonZero(const NodeContext& node) { return Nonzero(node, node.Input(0)); }
+
+/// The data along `axis` (of the flattened data without one) where the condition holds: a take
+/// of the condition's non-zero positions, computed at run time unless the condition is constant.
 ir::Expr ConvertCompress(const NodeContext& node) {
+  if (node.IsRunTimeValue(1)) {
+    ir::Expr positions = Nonzero(node, node.Input(1));
+    positions = MakeCall("squeeze", {positions}, {{"axes", Array<int64_t>{0}}});
+    ir::Expr data = node.Input(0);
+    if (!node.HasAttr("axis")) {
+      return MakeCall("take",
+                      {MakeCall("reshape", {data}, {{"newshape", Array<int64_t>{-1}}}), positions},
+                      {{"axis", 0}});
+    }
+    return MakeCall("take", {data, positions}, {{"axis", node.Int("axis", 0)}});
+  }
   const std::vector<int64_t> condition = node.ConstantInts(1);
   std::vector<int64_t> selected;
   for (size_t i = 0; i < condition.size(); ++i) {
@@ -61,7 +84,37 @@ ir::Expr ConvertCompress(const NodeContext& node) {
 
 // out = values[1] where the index (negative ones counted from the end) equals the position
 // along the new axis, values[0] elsewhere.
+/// values[1] where `mask` holds, values[0] elsewhere (OneHot's values, input 2).
+ir::Expr OneHotValues(const NodeContext& node, const ir::Expr& mask) {
+  const ir::Expr& values = node.Input(2);
+  ir::Expr off = MakeCall("take", {values, MakeScalar(0, kInt64)});
+  ir::Expr on = MakeCall("take", {values, MakeScalar(1, kInt64)});
+  return MakeCall("where", {mask, on, off});
+}
+
+/// OneHot with a depth known only at run time: the positions along the new axis are a range of
+/// that many elements, and negative indices add the depth read as a tensor.
+ir::Expr RunTimeOneHot(const NodeContext& node) {
+  const auto rank = static_cast<int64_t>(node.InputRank(0)) + 1;
+  const int64_t axis = NormalizeAxis(node.Int("axis", -1), rank);
+  const std::vector<arith::SizeExpr> depth = node.NewSizes(1);
+  const ir::Expr depth_values = MakeCall("as_sizes", {node.Input(1)});
+  const ir::Expr zero = MakeScalar(0, kInt64);
+  ir::Expr positions =
+      MakeCall("range", {DefineSizes(zero, depth_values, depth), MakeScalar(1, kInt64)},
+               {{"size", SizeAttr(depth[0])}});
+  std::vector<arith::SizeExpr> along(static_cast<size_t>(rank), arith::IntImm(1));
+  along[axis] = depth[0];
+  positions = MakeCall("reshape", {positions}, {{"newshape", SizesAttr(along)}});
+  ir::Expr index = AsInt64(node.Input(0), node.InputDType(0));
+  index = MakeCall(
+      "where", {MakeCall("less", {index, zero}), MakeCall("add", {index, depth_values}), index});
+  index = MakeCall("unsqueeze", {index}, {{"axes", Array<int64_t>{axis}}});
+  return OneHotValues(node, MakeCall("equal", {index, positions}));
+}
+
 ir::Expr ConvertOneHot(const NodeContext& node) {
+  if (node.IsRunTimeValue(1)) return RunTimeOneHot(node);
   const std::vector<double> depth_values = node.ConstantFloats(1);
   // Bounded before the conversion (a corrupt depth would make it undefined) and because the
   // positions it is compared with are spelled out as a constant.
@@ -81,11 +134,7 @@ ir::Expr ConvertOneHot(const NodeContext& node) {
       "where", {MakeCall("less", {index, zero}),
                 MakeCall("add", {index, MakeScalar(static_cast<double>(depth), kInt64)}), index});
   index = MakeCall("unsqueeze", {index}, {{"axes", Array<int64_t>{axis}}});
-  ir::Expr mask = MakeCall("equal", {index, AxisPositions(depth, axis, rank)});
-  const ir::Expr& values = node.Input(2);
-  ir::Expr off = MakeCall("take", {values, zero});
-  ir::Expr on = MakeCall("take", {values, MakeScalar(1, kInt64)});
-  return MakeCall("where", {mask, on, off});
+  return OneHotValues(node, MakeCall("equal", {index, AxisPositions(depth, axis, rank)}));
 }
 
 ir::Expr ConvertCumSum(const NodeContext& node) {
@@ -99,11 +148,20 @@ ir::Expr ConvertCumSum(const NodeContext& node) {
 
 // K is an input (a constant); `sorted` = 0 lets any order through, so sorted order is correct.
 ir::Expr ConvertTopK(const NodeContext& node) {
-  const std::vector<int64_t> k = node.ConstantInts(1);
-  KILN_CHECK(k.size() == 1, ValueError) << node.Describe() << ": K must be one value";
-  return MakeCall(
-      "topk", {node.Input(0)},
-      {{"k", k[0]}, {"axis", node.Int("axis", -1)}, {"largest", node.Int("largest", 1) != 0}});
+  KILN_CHECK(node.InputRank(1) == 1 && node.InputExtent(1, 0) == 1, ValueError)
+      << node.Describe() << ": K must be one value";
+  ir::Expr data = node.Input(0);
+  arith::SizeExpr k;
+  if (node.IsRunTimeValue(1)) {
+    k = node.NewSizes(1)[0];
+    data = DefineSizes(data, node.Input(1), {k});
+  } else {
+    k = arith::IntImm(node.ConstantInts(1)[0]);
+  }
+  return MakeCall("topk", {data},
+                  {{"k", SizeAttr(k)},
+                   {"axis", node.Int("axis", -1)},
+                   {"largest", node.Int("largest", 1) != 0}});
 }
 
 // Each batch entry's first sequence_lens[b] steps along the time axis reversed, the rest kept:
@@ -186,6 +244,7 @@ void AddIndexingConverters(std::vector<ConverterEntry>& table) {
   AddConverter(table, "GatherND", 11, kMaxOpset, ConvertGatherND);
   AddConverter(table, "ScatterND", 11, kMaxOpset, ConvertScatterND);
   AddConverter(table, "Compress", 9, kMaxOpset, ConvertCompress);
+  AddConverter(table, "NonZero", 9, kMaxOpset, ConvertNonZero);
   AddConverter(table, "OneHot", 9, kMaxOpset, ConvertOneHot);
   AddConverter(table, "CumSum", 11, kMaxOpset, ConvertCumSum);
   AddConverter(table, "TopK", 10, kMaxOpset, ConvertTopK);

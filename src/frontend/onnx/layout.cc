@@ -58,7 +58,26 @@ ir::Expr ConvertSpaceToDepth(const NodeContext& node) {
 
 // Tile repeats the whole tensor along each dim: (d0, d1, ...) is viewed as (1, d0, 1, d1, ...),
 // expanded to (r0, d0, r1, d1, ...) and merged back to (r0 * d0, r1 * d1, ...).
+/// Tile with repeats known only at run time: the same reshape, expand and reshape, over sizes.
+ir::Expr RunTimeTile(const NodeContext& node) {
+  const std::vector<arith::SizeExpr> shape = node.InputShapeExprs(0);
+  const std::vector<arith::SizeExpr> repeats = node.NewSizes(shape.size());
+  std::vector<arith::SizeExpr> interleaved;
+  std::vector<arith::SizeExpr> expanded;
+  std::vector<arith::SizeExpr> out;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    interleaved.insert(interleaved.end(), {arith::IntImm(1), shape[d]});
+    expanded.insert(expanded.end(), {repeats[d], shape[d]});
+    out.push_back(repeats[d] * shape[d]);
+  }
+  ir::Expr data = MakeCall("reshape", {node.Input(0)}, {{"newshape", SizesAttr(interleaved)}});
+  data = DefineSizes(data, AsInt64(node.Input(1), node.InputDType(1)), repeats);
+  ir::Expr tiled = MakeCall("expand", {data}, {{"shape", SizesAttr(expanded)}});
+  return MakeCall("reshape", {tiled}, {{"newshape", SizesAttr(out)}});
+}
+
 ir::Expr ConvertTile(const NodeContext& node) {
+  if (node.IsRunTimeValue(1)) return RunTimeTile(node);
   const std::vector<int64_t> shape = node.InputShape(0);
   const std::vector<int64_t> repeats = node.ConstantInts(1);
   KILN_CHECK(repeats.size() == shape.size(), ValueError)

@@ -130,6 +130,25 @@ std::string NodeContext::SpecializeHint(const arith::SizeExpr& extent) const {
   return onnx_import::SpecializeHint(sizes_.inputs, {extent});
 }
 
+/// Whether `name` is a size variable's name: an identifier ([A-Za-z_][A-Za-z0-9_]*) other than
+/// the function names of the size-expression text.
+bool IsSizeVarName(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return name != "floordiv" && name != "floormod" && name != "min" && name != "max";
+}
+
+/// `text` made a size variable's name: each other character becomes '_', a leading digit (or an
+/// empty text) gets a '_' in front and a function name one behind.
+std::string SanitizeSizeVarName(const std::string& text) {
+  if (IsSizeVarName(text)) return text;
+  std::string name = text.empty() || std::isdigit(static_cast<unsigned char>(text[0])) ? "_" : "";
+  for (char c : text) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return IsSizeVarName(name) ? name : name + "_";
+}
+
 std::string SpecializeHint(const SizeVarInputs& inputs,
                            const std::vector<arith::SizeExpr>& extents) {
   for (const arith::SizeExpr& extent : extents) {
@@ -142,6 +161,20 @@ std::string SpecializeHint(const SizeVarInputs& inputs,
     }
   }
   return "give the model's inputs static shapes with shapes={...}";
+}
+
+bool NodeContext::IsRunTimeValue(size_t index) const {
+  return HasInput(index) && SymbolicInput(index) == nullptr && !TryConstantInput(index).has_value();
+}
+
+std::vector<arith::SizeExpr> NodeContext::NewSizes(size_t count) const {
+  std::string base = SanitizeSizeVarName(node_.output_size() > 0 ? node_.output(0) : "size");
+  // An input's size variable keeps its name: a computed size sharing it would be read as it.
+  while (sizes_.inputs.count(base + "_0") != 0) base += "_";
+  std::vector<arith::SizeExpr> sizes;
+  for (size_t i = 0; i < count; ++i)
+    sizes.push_back(arith::SizeVar(base + "_" + std::to_string(i)));
+  return sizes;
 }
 
 DLDataType NodeContext::InputDType(size_t index) const { return InputTensorType(index).dtype(); }

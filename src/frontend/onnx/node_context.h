@@ -31,6 +31,14 @@ using SizeVarInputs = std::map<std::string, std::string>;
 std::string SpecializeHint(const SizeVarInputs& inputs,
                            const std::vector<arith::SizeExpr>& extents);
 
+/// Whether `name` is a size variable's name: an identifier ([A-Za-z_][A-Za-z0-9_]*) other than
+/// the function names of the size-expression text.
+bool IsSizeVarName(const std::string& name);
+
+/// `text` made a size variable's name: each other character becomes '_', a leading digit (or an
+/// empty text) gets a '_' in front and a function name one behind.
+std::string SanitizeSizeVarName(const std::string& text);
+
 /// What the importer knows of the graph's size variables, shared by its nodes: the graph input
 /// behind each, and an analyzer in which each is at least 1 (sizes are, docs/design.md §20),
 /// which simplifies and decides shape values (seq * 4 / 4 is seq; batch == -1 is false).
@@ -96,6 +104,12 @@ class NodeContext {
   int64_t InputExtent(size_t index, size_t axis) const;
   /// Every extent of input `index` as a size expression (an IntImm where static).
   std::vector<arith::SizeExpr> InputShapeExprs(size_t index) const;
+  /// Whether input `index` is given and its value is known only at run time: neither a constant
+  /// nor a shape value computed from symbolic sizes (docs/design.md §22).
+  bool IsRunTimeValue(size_t index) const;
+  /// `count` fresh size variables for sizes this node computes from tensor values at run time
+  /// (docs/design.md §22), named after its first output: `y_0`, `y_1`, ...
+  std::vector<arith::SizeExpr> NewSizes(size_t count) const;
   /// The shape of input `index` as the text format writes it: "(batch, 3, 224, 224)".
   std::string InputShapeText(size_t index) const;
   /// What makes input `index`'s first symbolic dimension static: "give the input's shape with

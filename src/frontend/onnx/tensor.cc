@@ -6,6 +6,7 @@
 #include <kiln/ffi/error.h>
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <numeric>
 
@@ -33,6 +34,11 @@ Any AxesOrNone(const std::optional<std::vector<int64_t>>& axes) {
 // A shape computed from symbolic sizes passes its expressions to newshape; 0 and -1 keep their
 // meaning where they are constants, as ONNX reads the values.
 ir::Expr ConvertReshape(const NodeContext& node) {
+  if (node.IsRunTimeValue(1)) {
+    // A shape known only at run time: its extents are computed then (0 and -1 resolved).
+    return ReshapeToRunTimeSizes(node, node.Input(0), node.InputExtent(1, 0), "reshape_sizes",
+                                 node.Input(1), {{"allowzero", node.Int("allowzero", 0) != 0}});
+  }
   const std::vector<arith::SizeExpr> shape = node.SizesInput(1);
   // Kiln's reshape copies the input's extent where the shape says 0, as ONNX does without
   // allowzero. With allowzero a 0 is a literal empty extent, so input and result hold no
@@ -116,8 +122,33 @@ std::vector<int64_t> SliceEnds(const NodeContext& node,
   return out;
 }
 
+/// Slice with a bound known only at run time: slice_sizes computes the result's shape then, and
+/// dynamic_slice reads the same bounds. Omitted axes and steps are the defaults, as constants.
+ir::Expr DynamicSlice(const NodeContext& node) {
+  const size_t rank = node.InputRank(0);
+  const int64_t count = node.InputExtent(1, 0);
+  auto bound = [&](size_t index, const std::function<int64_t(int64_t)>& fallback) -> ir::Expr {
+    if (node.HasInput(index)) return AsInt64(node.Input(index), node.InputDType(index));
+    std::vector<int64_t> values;
+    for (int64_t i = 0; i < count; ++i) values.push_back(fallback(i));
+    return ir::Constant(Int64Tensor(values));
+  };
+  const ir::Expr starts = bound(1, nullptr);
+  const ir::Expr ends = bound(2, nullptr);
+  const ir::Expr axes = bound(3, [](int64_t i) { return i; });
+  const ir::Expr steps = bound(4, [](int64_t) { return int64_t{1}; });
+  const std::vector<arith::SizeExpr> sizes = node.NewSizes(rank);
+  const ir::Expr values = MakeCall("slice_sizes", {node.Input(0), starts, ends, axes, steps});
+  return MakeCall("dynamic_slice", {DefineSizes(node.Input(0), values, sizes), starts, axes, steps},
+                  {{"sizes", SizesAttr(sizes)}});
+}
+
 ir::Expr ConvertSlice(const NodeContext& node) {
   const bool attrs = node.opset() < 10;
+  if (!attrs && (node.IsRunTimeValue(1) || node.IsRunTimeValue(2) || node.IsRunTimeValue(3) ||
+                 node.IsRunTimeValue(4))) {
+    return DynamicSlice(node);
+  }
   const std::optional<std::vector<int64_t>> axes = AttrOrInput(node, "axes", 10, 3);
   std::optional<std::vector<int64_t>> steps;
   if (!attrs && node.HasInput(4)) steps = node.ConstantInts(4);
@@ -138,17 +169,40 @@ ir::Expr ConvertGather(const NodeContext& node) {
 }
 
 ir::Expr ConvertSqueeze(const NodeContext& node) {
+  if (node.opset() >= 13 && node.IsRunTimeValue(1)) {
+    return ReshapeToRunTimeSizes(node, node.Input(0), node.InputRank(0) - node.InputExtent(1, 0),
+                                 "squeeze_sizes", node.Input(1));
+  }
   return MakeCall("squeeze", {node.Input(0)},
                   {{"axes", AxesOrNone(AttrOrInput(node, "axes", 13, 1))}});
 }
 
 ir::Expr ConvertUnsqueeze(const NodeContext& node) {
+  if (node.opset() >= 13 && node.IsRunTimeValue(1)) {
+    return ReshapeToRunTimeSizes(node, node.Input(0), node.InputRank(0) + node.InputExtent(1, 0),
+                                 "unsqueeze_sizes", node.Input(1));
+  }
   std::optional<std::vector<int64_t>> axes = AttrOrInput(node, "axes", 13, 1);
   KILN_CHECK(axes.has_value(), ValueError) << node.Describe() << " needs axes";
   return MakeCall("unsqueeze", {node.Input(0)}, {{"axes", ToArray(*axes)}});
 }
 
 ir::Expr ConvertExpand(const NodeContext& node) {
+  if (node.IsRunTimeValue(1)) {
+    const std::vector<arith::SizeExpr> sizes = node.NewSizes(
+        std::max<size_t>(node.InputRank(0), static_cast<size_t>(node.InputExtent(1, 0))));
+    const ir::Expr values = MakeCall("expand_sizes", {node.Input(0), node.Input(1)});
+    // Where the input's extent is static and not 1, the result's is that extent (expand_sizes
+    // refuses anything else), so the shape says so rather than leave a size nothing reads.
+    std::vector<arith::SizeExpr> shape = sizes;
+    const std::vector<std::optional<int64_t>> extents = node.InputExtents(0);
+    for (size_t i = 0; i < extents.size(); ++i) {
+      const size_t at = shape.size() - extents.size() + i;
+      if (extents[i].has_value() && *extents[i] != 1) shape[at] = arith::IntImm(*extents[i]);
+    }
+    return MakeCall("expand", {DefineSizes(node.Input(0), values, sizes)},
+                    {{"shape", SizesAttr(shape)}});
+  }
   return MakeCall("expand", {node.Input(0)}, {{"shape", SizesAttr(node.SizesInput(1))}});
 }
 

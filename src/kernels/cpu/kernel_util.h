@@ -100,6 +100,12 @@ T* Data(const Tensor& tensor) {
 
 std::vector<int64_t> ShapeOf(const Tensor& tensor);
 
+/// The elements of an int64 tensor (shape values read at run time: starts, axes, ...).
+inline std::vector<int64_t> Int64Values(const Tensor& tensor) {
+  const auto* data = Data<const int64_t>(tensor);
+  return std::vector<int64_t>(data, data + NumElements(tensor.dl_tensor()));
+}
+
 /// Compiles a hot loop's function for the x86-64 baseline the library targets (design §15) and
 /// for AVX-512 (x86-64-v4), picking one when the library loads (GCC's target_clones); other
 /// compilers (Clang, the sanitizer build) get the baseline only, as the GEMM does.

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "kernel_util.h"
+#include "slice_bounds.h"
 
 namespace kiln {
 namespace kernels {
@@ -61,23 +62,13 @@ void Expand(const KernelCall& call) {
 }
 KILN_CPU_KERNEL("expand", Expand);
 
-/// First index ONNX Slice reads along an axis of `extent` (negative counts from the end,
-/// clamped into range for the step's direction).
-int64_t SliceStart(int64_t begin, int64_t extent, int64_t step) {
-  if (begin < 0) begin = std::max<int64_t>(begin, -extent) + extent;
-  return step > 0 ? std::min(begin, extent) : std::min(begin, extent - 1);
-}
-
-void StridedSlice(const KernelCall& call) {
+/// Reads the slice of input 0 from `begin` along `axes` with `steps`; the output's shape says how
+/// many elements along each axis.
+void SliceFrom(const KernelCall& call, const std::vector<int64_t>& begin,
+               const std::vector<int64_t>& axes, const std::vector<int64_t>& steps) {
   const Tensor in = call.input(0);
   const int64_t rank = in.ndim();
   const std::vector<int64_t> shape = ShapeOf(in);
-  const std::vector<int64_t> begin = call.Ints("begin");
-  std::vector<int64_t> axes(begin.size());
-  for (size_t i = 0; i < axes.size(); ++i) axes[i] = static_cast<int64_t>(i);
-  if (std::optional<std::vector<int64_t>> given = call.OptionalInts("axes")) axes = *given;
-  std::vector<int64_t> steps(begin.size(), 1);
-  if (std::optional<std::vector<int64_t>> given = call.OptionalInts("strides")) steps = *given;
   KILN_CHECK(axes.size() == begin.size() && steps.size() == begin.size(), ValueError)
       << call.Prefix() << "begin, axes and strides differ in length";
   std::vector<int64_t> strides = CompactStrides(shape);
@@ -91,7 +82,25 @@ void StridedSlice(const KernelCall& call) {
   }
   StridedRead(call, offset, strides);
 }
+
+void StridedSlice(const KernelCall& call) {
+  const std::vector<int64_t> begin = call.Ints("begin");
+  std::vector<int64_t> axes(begin.size());
+  for (size_t i = 0; i < axes.size(); ++i) axes[i] = static_cast<int64_t>(i);
+  if (std::optional<std::vector<int64_t>> given = call.OptionalInts("axes")) axes = *given;
+  std::vector<int64_t> steps(begin.size(), 1);
+  if (std::optional<std::vector<int64_t>> given = call.OptionalInts("strides")) steps = *given;
+  SliceFrom(call, begin, axes, steps);
+}
 KILN_CPU_KERNEL("strided_slice", StridedSlice);
+
+/// dynamic_slice(data, starts, axes, steps): ONNX Slice with its bounds read at run time; the
+/// output was sized by slice_sizes.
+void DynamicSlice(const KernelCall& call) {
+  SliceFrom(call, Int64Values(call.input(1)), Int64Values(call.input(2)),
+            Int64Values(call.input(3)));
+}
+KILN_CPU_KERNEL("dynamic_slice", DynamicSlice);
 
 /// concatenate (inputs are the tuple's fields) and split (outputs are the pieces) both move
 /// [outer, extent_i * inner] blocks between one whole tensor and its pieces along `axis`.

@@ -26,6 +26,24 @@ KILN_REGISTER_OP("arange")
     .set_pattern(OpPattern::kOpaque)
     .set_type_relation(ArangeRelation);
 
+/// range: arange whose start and step are scalar tensors read at run time (ONNX Range with
+/// computed bounds; range_sizes gives `size`). The result has their dtype.
+Type RangeRelation(const TypeRelationContext& ctx) {
+  KILN_CHECK(ctx.Shape(0).empty() && ctx.Shape(1).empty(), TypeError)
+      << ctx.Describe("'start' and 'step' must be scalars");
+  KILN_CHECK(DataTypeEqual(ctx.DType(0), ctx.DType(1)), TypeError)
+      << ctx.Describe("'start' and 'step' must have one dtype");
+  return TypeRelationContext::TensorResult(std::vector<arith::SizeExpr>{ctx.SizeAttr("size")},
+                                           ctx.DType(0));
+}
+
+KILN_REGISTER_OP("range")
+    .add_input("start")
+    .add_input("step")
+    .add_attr("size", AttrKind::kSize)
+    .set_pattern(OpPattern::kOpaque)
+    .set_type_relation(RangeRelation);
+
 }  // namespace
 }  // namespace op
 }  // namespace kiln

@@ -1,4 +1,5 @@
-// strided_slice: ONNX Slice with starts/ends/axes/steps as attributes. Out-of-range starts and
+// strided_slice: ONNX Slice with starts/ends/axes/steps as attributes, and dynamic_slice, with
+// them as tensors read at run time. Out-of-range starts and
 // ends are clamped as ONNX does, so INT64_MAX means "to the end" and negative steps walk back.
 #include <kiln/ir/op.h>
 
@@ -97,6 +98,31 @@ KILN_REGISTER_OP("strided_slice")
     .add_attr("strides", AttrKind::kInts, Any(nullptr))
     .set_pattern(OpPattern::kInjective)
     .set_type_relation(StridedSliceRelation);
+
+/// dynamic_slice: ONNX Slice whose starts, axes and steps (int64 vectors of one length) are read
+/// at run time; `sizes` is the result's shape, computed by slice_sizes.
+Type DynamicSliceRelation(const TypeRelationContext& ctx) {
+  const std::vector<arith::SizeExpr> sizes = ctx.SizesAttr("sizes");
+  KILN_CHECK(sizes.size() == ctx.Shape(0).size(), TypeError)
+      << ctx.Describe("attribute 'sizes' must give one extent per dimension of 'data'");
+  const std::vector<arith::SizeExpr> starts = ctx.Shape(1);
+  for (int64_t i = 1; i <= 3; ++i) {
+    const bool ok = ctx.Shape(i).size() == 1 && DataTypeEqual(ctx.DType(i), kInt64) &&
+                    arith::StructuralEqual(ctx.Shape(i)[0], starts[0]);
+    KILN_CHECK(ok, TypeError) << ctx.Describe(ctx.ArgName(i) +
+                                              " must be an int64 vector as long as 'starts'");
+  }
+  return TypeRelationContext::TensorResult(sizes, ctx.DType(0));
+}
+
+KILN_REGISTER_OP("dynamic_slice")
+    .add_input("data")
+    .add_input("starts")
+    .add_input("axes")
+    .add_input("steps")
+    .add_attr("sizes", AttrKind::kSizes)
+    .set_pattern(OpPattern::kOpaque)
+    .set_type_relation(DynamicSliceRelation);
 
 }  // namespace
 }  // namespace op

@@ -404,6 +404,57 @@ TEST(ArangeOpTest, HasItsSizeAndDtype) {
   ExpectTypeError("arange", {}, {{"size", int64_t{-2}}}, {"attribute 'size' = -2 is negative"});
 }
 
+TEST(ValueSizesOpTest, DefineSizesReturnsDataAndChecksItsValues) {
+  ExpectType(T({2, 3}), "define_sizes", {T({2, 3}), T({2}, "int64")},
+             {{"sizes", Sizes({"n", "m"})}});
+  ExpectTypeError("define_sizes", {T({2, 3}), T({3}, "int64")}, {{"sizes", Sizes({"n", "m"})}},
+                  {"'values' must be int64 of shape (2,)"});
+  ExpectTypeError("define_sizes", {T({2, 3}), T({1}, "int32")}, {{"sizes", Sizes({"n"})}},
+                  {"'values' must be int64 of shape (1,)"});
+  ExpectTypeError("define_sizes", {T({2, 3}), T({1}, "int64")}, {{"sizes", Sizes({"n + 1"})}},
+                  {"size variables only", "n + 1"});
+}
+
+TEST(ValueSizesOpTest, SizeOpsGiveOneElementPerSize) {
+  ExpectType(T({3}, "int64"), "reshape_sizes", {S({"b", "4"}), T({3}, "int64")});
+  ExpectTypeError("reshape_sizes", {T({2}), S({"k"}, "int64")}, {},
+                  {"'shape' must be an int64 vector"});
+  ExpectType(T({2}, "int64"), "squeeze_sizes", {T({2, 1, 3}), T({1}, "int64")});
+  ExpectTypeError("squeeze_sizes", {T({2}), T({2}, "int64")}, {}, {"cannot squeeze 2 axes"});
+  ExpectType(T({5}, "int64"), "unsqueeze_sizes", {T({2, 1, 3}), T({2}, "int64")});
+  ExpectType(T({3}, "int64"), "expand_sizes", {T({2, 1}), T({3}, "int64")});
+  ExpectType(T({1}, "int64"), "nonzero_count", {S({"n", "4"})});
+  ExpectType(T({3}, "int64"), "slice_sizes",
+             {T({2, 3, 4}), T({2}, "int64"), T({2}, "int64"), T({2}, "int64"), T({2}, "int64")});
+  ExpectTypeError(
+      "slice_sizes",
+      {T({2, 3, 4}), T({2}, "int64"), T({1}, "int64"), T({2}, "int64"), T({2}, "int64")}, {},
+      {"'ends' must have as many elements as 'starts'"});
+  ExpectType(T({1}, "int64"), "as_sizes", {T({}, "float32")});
+  ExpectType(T({3}, "int64"), "as_sizes", {T({3}, "int32")});
+  ExpectType(T({1}, "int64"), "range_sizes", {T({}), T({}), T({})});
+  ExpectTypeError("range_sizes", {T({}), T({1}), T({})}, {},
+                  {"'limit' (argument 1) must be a scalar"});
+}
+
+TEST(ValueSizesOpTest, OpsTakingSizesReadAtRunTime) {
+  ExpectType(S({"2", "n"}, "int64"), "nonzero", {T({4, 5})}, {{"count", Sizes({"n"})[0]}});
+  ExpectType(S({"n"}, "int32"), "range", {T({}, "int32"), T({}, "int32")},
+             {{"size", Sizes({"n"})[0]}});
+  ExpectTypeError("range", {T({}, "int32"), T({}, "int64")}, {{"size", Sizes({"n"})[0]}},
+                  {"one dtype"});
+  ExpectType(S({"a", "b"}), "dynamic_slice",
+             {T({4, 5}), T({1}, "int64"), T({1}, "int64"), T({1}, "int64")},
+             {{"sizes", Sizes({"a", "b"})}});
+  ExpectTypeError("dynamic_slice", {T({4, 5}), T({1}, "int64"), T({2}, "int64"), T({1}, "int64")},
+                  {{"sizes", Sizes({"a", "b"})}}, {"as long as 'starts'"});
+  ExpectTypeError("dynamic_slice", {T({4, 5}), T({1}, "int64"), T({1}, "int64"), T({1}, "int64")},
+                  {{"sizes", Sizes({"a"})}}, {"one extent per dimension"});
+  // A k read at run time is checked against the axis once it is known.
+  ExpectDeferred(TupleType({S({"3", "k"}), S({"3", "k"}, "int64")}), "topk", {T({3, 7})},
+                 {{"k", Sizes({"k"})[0]}}, {"7 >= k"});
+}
+
 TEST(IndexingOpTest, SymbolicShapes) {
   ExpectType(S({"n", "2"}), "gather_elements", {S({"n", "4"}), S({"n", "2"}, "int64")},
              {{"axis", 1}});
@@ -472,8 +523,11 @@ TEST(TopKOpTest, SymbolicExtentsOutsideAndAlongTheAxis) {
              {S({"batch", "1000"})}, {{"k", 5}});
   ExpectType(TupleType({S({"0", "n"}), S({"0", "n"}, "int64")}), "topk", {S({"m", "n"})},
              {{"k", 0}, {"axis", 0}});
-  ExpectTypeError("topk", {S({"batch", "n"})}, {{"k", 5}},
-                  {"'k' = 5 must lie in [0, n], the extent of axis 1", "n >= 5 cannot be proven"});
+  ExpectDeferred(TupleType({S({"batch", "5"}), S({"batch", "5"}, "int64")}), "topk",
+                 {S({"batch", "n"})}, {{"k", 5}},
+                 {"n >= 5", "'k' = 5 must lie in [0, n], the extent of axis 1"});
+  ExpectTypeError("topk", {S({"batch", "4"})}, {{"k", 5}},
+                  {"'k' = 5 must lie in [0, 4], the extent of axis 1"});
 }
 
 TEST(DetOpTest, SymbolicSquareMatrices) {

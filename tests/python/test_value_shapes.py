@@ -1,0 +1,182 @@
+"""Shapes that tensor values decide (docs/design.md §22): ONNX ops whose result's shape depends
+on an input fed at run time (Reshape's shape, Slice's starts, TopK's k, ...) or on the data
+(NonZero, Compress). Each model is compiled once and run with several values, checked against
+numpy; bad values are errors that name them."""
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper  # noqa: E402
+
+import kiln  # noqa: E402
+import kiln.frontend  # noqa: E402
+
+from test_symbolic_shapes import run_in_fresh_process  # noqa: E402
+
+FLOAT, INT64, BOOL = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+
+
+def compile_node(op, inputs, outputs=(("y", FLOAT, 3),), opset=17, **attrs):
+    """Compiles a one-node model; `inputs` is [(name, element type, shape)], `outputs`
+    [(name, element type, rank)] (the extents are unknown)."""
+    node = helper.make_node(op, [name for name, _, _ in inputs], [o[0] for o in outputs], **attrs)
+    graph = helper.make_graph(
+        [node], op, [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
+        [helper.make_tensor_value_info(n, t, [None] * rank) for n, t, rank in outputs])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    return kiln.build(kiln.frontend.from_onnx(model))
+
+
+def ints(*values):
+    return np.array(values, dtype=np.int64)
+
+
+X = np.arange(24, dtype=np.float32).reshape(2, 3, 4) - 11.5
+
+
+def test_reshape_to_a_shape_fed_at_run_time():
+    ex = compile_node("Reshape", [("x", FLOAT, [2, 3, 4]), ("shape", INT64, [3])])
+    for shape, expected in [((4, 3, 2), (4, 3, 2)), ((0, -1, 2), (2, 6, 2)), ((24, 1, 1), None)]:
+        (y,) = ex.run(x=X, shape=ints(*shape))
+        np.testing.assert_array_equal(y, X.reshape(expected or shape))
+
+
+def test_reshape_errors_name_the_shape_fed():
+    ex = compile_node("Reshape", [("x", FLOAT, [2, 3, 4]), ("shape", INT64, [3])])
+    with pytest.raises(ValueError, match=r"the shape \[5, 5, 1\] has 25 elements"):
+        ex.run(x=X, shape=ints(5, 5, 1))
+    with pytest.raises(ValueError, match="more than one -1"):
+        ex.run(x=X, shape=ints(-1, -1, 2))
+    with pytest.raises(ValueError, match="invalid extent -3"):
+        ex.run(x=X, shape=ints(-3, 4, 2))
+
+
+def test_squeeze_and_unsqueeze_with_axes_fed_at_run_time():
+    x = X.reshape(2, 1, 3, 4)
+    squeeze = compile_node("Squeeze", [("x", FLOAT, [2, 1, 3, 4]), ("axes", INT64, [1])])
+    np.testing.assert_array_equal(squeeze.run(x=x, axes=ints(1))[0], X)
+    np.testing.assert_array_equal(squeeze.run(x=x, axes=ints(-3))[0], X)
+    with pytest.raises(ValueError, match="cannot squeeze axis 0 of extent 2"):
+        squeeze.run(x=x, axes=ints(0))
+    unsqueeze = compile_node("Unsqueeze", [("x", FLOAT, [2, 3, 4]), ("axes", INT64, [2])],
+                             outputs=(("y", FLOAT, 5),))
+    for axes in [(0, 4), (1, 2), (-1, 0)]:
+        (y,) = unsqueeze.run(x=X, axes=ints(*axes))
+        np.testing.assert_array_equal(y, np.expand_dims(X, tuple(np.array(axes) % 5)))
+
+
+def test_expand_and_tile_with_shapes_fed_at_run_time():
+    row = np.array([[1.5, -2.0, 3.0]], dtype=np.float32)
+    expand = compile_node("Expand", [("x", FLOAT, [1, 3]), ("shape", INT64, [2])],
+                          outputs=(("y", FLOAT, 2),))
+    for shape in [(4, 3), (2, 1), (1, 3)]:
+        np.testing.assert_array_equal(expand.run(x=row, shape=ints(*shape))[0],
+                                      row * np.ones(shape, np.float32))
+    with pytest.raises(ValueError, match="does not broadcast"):
+        expand.run(x=row, shape=ints(2, 2))
+    tile = compile_node("Tile", [("x", FLOAT, [1, 3]), ("repeats", INT64, [2])],
+                        outputs=(("y", FLOAT, 2),))
+    for repeats in [(2, 1), (3, 2), (1, 0)]:
+        np.testing.assert_array_equal(tile.run(x=row, repeats=ints(*repeats))[0],
+                                      np.tile(row, repeats))
+
+
+def test_constant_of_shape_and_range_from_values_fed_at_run_time():
+    value = helper.make_tensor("value", FLOAT, [1], [2.5])
+    fill = compile_node("ConstantOfShape", [("shape", INT64, [2])], outputs=(("y", FLOAT, 2),),
+                        value=value)
+    np.testing.assert_array_equal(fill.run(shape=ints(2, 3))[0], np.full((2, 3), 2.5, np.float32))
+    np.testing.assert_array_equal(fill.run(shape=ints(0, 3))[0], np.zeros((0, 3), np.float32))
+    with pytest.raises(ValueError, match="cannot be negative"):
+        fill.run(shape=ints(2, -1))
+    node = helper.make_node("Range", ["start", "limit", "delta"], ["y"])
+    graph = helper.make_graph([node], "range",
+                              [helper.make_tensor_value_info(n, INT64, []) for n in
+                               ("start", "limit", "delta")],
+                              [helper.make_tensor_value_info("y", INT64, [None])])
+    ex = kiln.build(kiln.frontend.from_onnx(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])))
+    for start, limit, delta in [(0, 5, 1), (10, 1, -3), (4, 4, 1), (-7, 20, 6)]:
+        scalars = {k: np.array(v, np.int64) for k, v in
+                   zip(("start", "limit", "delta"), (start, limit, delta))}
+        np.testing.assert_array_equal(ex.run(**scalars)[0], np.arange(start, limit, delta))
+
+
+def test_topk_with_k_fed_at_run_time():
+    data = np.random.default_rng(0).standard_normal((3, 7)).astype(np.float32)
+    ex = compile_node("TopK", [("x", FLOAT, [3, 7]), ("k", INT64, [1])],
+                      outputs=(("values", FLOAT, 2), ("indices", INT64, 2)))
+    for k in (1, 4, 7):
+        values, indices = ex.run(x=data, k=ints(k))
+        order = np.argsort(-data, axis=1, kind="stable")[:, :k]
+        np.testing.assert_array_equal(indices, order)
+        np.testing.assert_array_equal(values, np.take_along_axis(data, order, 1))
+    with pytest.raises(ValueError):
+        ex.run(x=data, k=ints(8))
+
+
+def test_nonzero_and_compress_size_their_results_by_the_data():
+    node = helper.make_node("NonZero", ["x"], ["y"])
+    graph = helper.make_graph([node], "nonzero", [helper.make_tensor_value_info("x", FLOAT, [3, 4])],
+                              [helper.make_tensor_value_info("y", INT64, [2, None])])
+    ex = kiln.build(kiln.frontend.from_onnx(
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])))
+    rng = np.random.default_rng(1)
+    for density in (0.0, 0.3, 1.0):
+        x = (rng.random((3, 4)) < density).astype(np.float32) * rng.standard_normal((3, 4),
+                                                                                     np.float32)
+        x[0, 0] = -0.0  # zero, whatever its sign
+        np.testing.assert_array_equal(ex.run(x=x)[0], np.array(np.nonzero(x)))
+    compress = compile_node("Compress", [("x", FLOAT, [3, 4]), ("condition", BOOL, [4])],
+                            outputs=(("y", FLOAT, 2),), axis=1)
+    data = X.reshape(6, 4)[:3]
+    for condition in ([True, False, True, True], [False] * 4):
+        condition = np.array(condition)
+        np.testing.assert_array_equal(compress.run(x=data, condition=condition)[0],
+                                      np.compress(condition, data, axis=1))
+
+
+def test_slice_with_bounds_fed_at_run_time():
+    ex = compile_node("Slice", [("x", FLOAT, [2, 3, 4]), ("starts", INT64, [2]),
+                                ("ends", INT64, [2]), ("axes", INT64, [2]), ("steps", INT64, [2])])
+    cases = [((0, 1), (2, 3), (0, 2), (1, 1)), ((-1, 3), (-100, 0), (2, 1), (-1, -2)),
+             ((1, 0), (9, 99), (1, 2), (1, 3)), ((2, 0), (2, 4), (1, 2), (1, 1))]
+    for starts, ends, axes, steps in cases:
+        index = [slice(None)] * 3
+        for s, e, a, st in zip(starts, ends, axes, steps):
+            index[a] = slice(s, e, st)
+        (y,) = ex.run(x=X, starts=ints(*starts), ends=ints(*ends), axes=ints(*axes),
+                      steps=ints(*steps))
+        np.testing.assert_array_equal(y, X[tuple(index)])
+    with pytest.raises(ValueError, match="step cannot be 0"):
+        ex.run(x=X, starts=ints(0, 0), ends=ints(1, 1), axes=ints(0, 1), steps=ints(1, 0))
+
+
+def test_trilu_and_onehot_with_values_fed_at_run_time():
+    square = X[0, :, :3]
+    trilu = compile_node("Trilu", [("x", FLOAT, [3, 3]), ("k", INT64, [])],
+                         outputs=(("y", FLOAT, 2),), upper=0)
+    for k in (-1, 0, 2):
+        np.testing.assert_array_equal(trilu.run(x=square, k=np.array(k, np.int64))[0],
+                                      np.tril(square, k))
+    onehot = compile_node("OneHot", [("indices", INT64, [4]), ("depth", FLOAT, [1]),
+                                     ("values", FLOAT, [2])], outputs=(("y", FLOAT, 2),),
+                         axis=0)
+    indices = ints(0, 2, -1, 1)
+    for depth in (3.0, 5.0):
+        (y,) = onehot.run(indices=indices, depth=np.array([depth], np.float32),
+                          values=np.array([0.5, 2.0], np.float32))
+        expected = np.where(np.arange(int(depth))[:, None] == indices % int(depth), 2.0, 0.5)
+        np.testing.assert_array_equal(y, expected.astype(np.float32))
+
+
+def test_value_shaped_model_exports_and_runs_in_a_fresh_process(tmp_path):
+    ex = compile_node("Reshape", [("x", FLOAT, [2, 3, 4]), ("shape", INT64, [2])],
+                      outputs=(("y", FLOAT, 2),))
+    library = tmp_path / "reshape.so"
+    ex.export_library(str(library))
+    feeds = {"a": {"x": X, "shape": ints(6, -1)}, "b": {"x": X, "shape": ints(1, 24)}}
+    outputs, _ = run_in_fresh_process(library, feeds, tmp_path)
+    np.testing.assert_array_equal(outputs["a"], X.reshape(6, 4))
+    np.testing.assert_array_equal(outputs["b"], X.reshape(1, 24))
