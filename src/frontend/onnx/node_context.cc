@@ -168,12 +168,13 @@ bool NodeContext::IsRunTimeValue(size_t index) const {
 }
 
 std::vector<arith::SizeExpr> NodeContext::NewSizes(size_t count) const {
-  std::string base = SanitizeSizeVarName(node_.output_size() > 0 ? node_.output(0) : "size");
-  // An input's size variable keeps its name: a computed size sharing it would be read as it.
-  while (sizes_.inputs.count(base + "_0") != 0) base += "_";
+  const std::string base = SanitizeSizeVarName(node_.output_size() > 0 ? node_.output(0) : "size");
   std::vector<arith::SizeExpr> sizes;
-  for (size_t i = 0; i < count; ++i)
-    sizes.push_back(arith::SizeVar(base + "_" + std::to_string(i)));
+  while (sizes.size() < count) {
+    const std::string name = base + "_" + std::to_string(sizes_named_++);
+    // An input's size variable keeps its name: a computed size sharing it would be read as it.
+    if (sizes_.inputs.count(name) == 0) sizes.push_back(arith::SizeVar(name));
+  }
   return sizes;
 }
 

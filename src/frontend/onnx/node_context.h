@@ -108,7 +108,8 @@ class NodeContext {
   /// nor a shape value computed from symbolic sizes (docs/design.md §22).
   bool IsRunTimeValue(size_t index) const;
   /// `count` fresh size variables for sizes this node computes from tensor values at run time
-  /// (docs/design.md §22), named after its first output: `y_0`, `y_1`, ...
+  /// (docs/design.md §22), named after its first output: `y_0`, `y_1`, ..., numbered on across
+  /// calls for the same node.
   std::vector<arith::SizeExpr> NewSizes(size_t count) const;
   /// The shape of input `index` as the text format writes it: "(batch, 3, 224, 224)".
   std::string InputShapeText(size_t index) const;
@@ -160,6 +161,7 @@ class NodeContext {
   std::vector<NodeInput> inputs_;
   std::vector<ir::Type> shape_value_types_;  ///< per input: its shape value's type, or null
   const GraphSizes& sizes_;
+  mutable size_t sizes_named_ = 0;  ///< how many NewSizes has named
 };
 
 }  // namespace onnx_import

@@ -38,9 +38,31 @@ ir::Expr ReduceLogSumExp(const NodeContext& node) {
   return MakeCall("add", {log_sum, ReduceAttrAxes(node, "max", x)});
 }
 
+/// ReduceSum with axes fed at run time: reduce_sizes gives the kept-dims shape, sum_to reduces
+/// to it, and a reshape drops the reduced axes unless keepdims.
+ir::Expr ReduceWithRunTimeAxes(const NodeContext& node) {
+  const bool keepdims = node.Int("keepdims", 1) != 0;
+  const bool noop = node.Int("noop_with_empty_axes", 0) != 0;
+  const size_t rank = node.InputRank(0);
+  const ir::Expr& x = node.Input(0);
+  const ir::Expr axes = node.Input(1);
+  auto sizes_of = [&](bool keep) {
+    return MakeCall("reduce_sizes", {x, axes}, {{"keepdims", keep}, {"noop_with_empty_axes", noop}});
+  };
+  const std::vector<arith::SizeExpr> kept = node.NewSizes(rank);
+  const ir::Expr reduced =
+      MakeCall("sum_to", {DefineSizes(x, sizes_of(true), kept)}, {{"shape", SizesAttr(kept)}});
+  if (keepdims) return reduced;
+  const auto count = static_cast<size_t>(node.InputExtent(1, 0));
+  const std::vector<arith::SizeExpr> out = node.NewSizes(count == 0 ? (noop ? rank : 0) : rank - count);
+  return MakeCall("reshape", {DefineSizes(reduced, sizes_of(false), out)},
+                  {{"newshape", SizesAttr(out)}});
+}
+
 // ReduceSum-13 takes axes as an optional constant input; without axes it reduces everything,
 // or nothing when noop_with_empty_axes is set (Kiln's empty axis list).
 ir::Expr ReduceWithInputAxes(const NodeContext& node, const std::string& op) {
+  if (node.IsRunTimeValue(1)) return ReduceWithRunTimeAxes(node);
   std::vector<int64_t> axes;
   if (node.HasInput(1)) axes = node.ConstantInts(1);
   const bool reduce_all = axes.empty() && node.Int("noop_with_empty_axes", 0) == 0;

@@ -1,5 +1,5 @@
 // Image sampling: Resize and Upsample as image.resize2d (constant scales or sizes become the
-// output size), GridSample as image.grid_sample, RoiAlign (constant boxes) as a batch_matmul
+// output size; ones fed at run time are read then, through resize_sizes), GridSample as image.grid_sample, RoiAlign (constant boxes) as a batch_matmul
 // with constant sampling weights.
 #include <kiln/ffi/error.h>
 
@@ -40,18 +40,43 @@ std::vector<int64_t> ScaledSize(const NodeContext& node, const std::vector<doubl
   return {ScaledExtent(node, shape[2], scales[2]), ScaledExtent(node, shape[3], scales[3])};
 }
 
+/// The attributes of image.resize2d(_scaled) for output extents `size`.
+Map<String, Any> ResizeAttrs(const NodeContext& node, const std::vector<arith::SizeExpr>& size,
+                             const std::string& coordinate_mode, const std::string& rounding) {
+  return {{"size", SizesAttr(size)},
+          {"method", String(node.Str("mode", "nearest"))},
+          {"coordinate_transformation_mode", String(coordinate_mode)},
+          {"rounding_method", String(rounding)},
+          {"cubic_alpha", node.Float("cubic_coeff_a", -0.75)},
+          {"cubic_exclude", node.Int("exclude_outside", 0) != 0}};
+}
+
 /// `scales` are the model's (H, W) scales when it gave scales rather than sizes.
 ir::Expr Resize(const NodeContext& node, const std::vector<int64_t>& size,
                 const std::string& coordinate_mode, const std::string& rounding,
                 const std::optional<std::vector<double>>& scales = std::nullopt) {
-  return MakeCall("image.resize2d", {node.Input(0)},
-                  {{"scales", scales.has_value() ? Any(Array<double>(*scales)) : Any(nullptr)},
-                   {"size", ToArray(size)},
-                   {"method", String(node.Str("mode", "nearest"))},
-                   {"coordinate_transformation_mode", String(coordinate_mode)},
-                   {"rounding_method", String(rounding)},
-                   {"cubic_alpha", node.Float("cubic_coeff_a", -0.75)},
-                   {"cubic_exclude", node.Int("exclude_outside", 0) != 0}});
+  Map<String, Any> attrs =
+      ResizeAttrs(node, {arith::IntImm(size[0]), arith::IntImm(size[1])}, coordinate_mode, rounding);
+  attrs.Set("scales", scales.has_value() ? Any(Array<double>(*scales)) : Any(nullptr));
+  return MakeCall("image.resize2d", {node.Input(0)}, attrs);
+}
+
+/// A resize whose scales (input `scales_input`) or sizes (input 3) are fed at run time:
+/// resize_sizes computes the output (H, W) then, and scales are read by the kernel too.
+ir::Expr RunTimeResize(const NodeContext& node, size_t scales_input,
+                       const std::string& coordinate_mode, const std::string& rounding) {
+  KILN_CHECK(node.InputRank(0) == 4, NotImplementedError)
+      << node.Describe() << ": only 4-D inputs resized over (H, W) are supported";
+  const bool by_sizes = node.IsRunTimeValue(3);
+  const size_t input = by_sizes ? 3 : scales_input;
+  const std::vector<arith::SizeExpr> size = node.NewSizes(2);
+  const ir::Expr values =
+      MakeCall("resize_sizes", {node.Input(0), node.Input(input)},
+               {{"from", String(by_sizes ? "sizes" : "scales")}});
+  const ir::Expr data = DefineSizes(node.Input(0), values, size);
+  const Map<String, Any> attrs = ResizeAttrs(node, size, coordinate_mode, rounding);
+  if (by_sizes) return MakeCall("image.resize2d", {data}, attrs);
+  return MakeCall("image.resize2d_scaled", {data, node.Input(input)}, attrs);
 }
 
 bool HasElements(const NodeContext& node, size_t index) {
@@ -62,6 +87,7 @@ bool HasElements(const NodeContext& node, size_t index) {
 // x_in = x_out / scale and takes the nearest pixel below.
 ir::Expr ConvertUpsampleLike(const NodeContext& node) {
   const bool scales_attr = node.proto().op_type() == "Upsample" && node.opset() < 9;
+  if (!scales_attr && node.IsRunTimeValue(1)) return RunTimeResize(node, 1, "asymmetric", "floor");
   std::vector<double> scales;
   if (scales_attr) {
     scales = node.Floats("scales").value_or(std::vector<double>{});
@@ -85,6 +111,9 @@ std::vector<int64_t> RequestedSize(const NodeContext& node) {
 ir::Expr ConvertResize(const NodeContext& node) {
   const std::string mode = node.Str("coordinate_transformation_mode", "half_pixel");
   const std::string rounding = node.Str("nearest_mode", "round_prefer_floor");
+  if (node.IsRunTimeValue(3) || (node.IsRunTimeValue(2) && !HasElements(node, 3))) {
+    return RunTimeResize(node, 2, mode, rounding);
+  }
   if (HasElements(node, 3)) return Resize(node, RequestedSize(node), mode, rounding);
   const std::vector<double> scales = node.ConstantFloats(2);
   const std::vector<int64_t> size = ScaledSize(node, scales);

@@ -107,12 +107,13 @@ std::vector<bool> ReducedAxes(const KernelCall& call, int64_t rank) {
   return reduced;
 }
 
+/// Reduces input 0 over the axes `reduced` marks into output 0.
 template <typename Reducer, bool kMean>
-void Reduce(const KernelCall& call) {
+void ReduceOver(const KernelCall& call, const std::vector<bool>& reduced) {
   const Tensor in = call.input(0);
   const Tensor out = call.output(0);
   const std::vector<int64_t> shape = ShapeOf(in);
-  const MergedAxes merged = MergeAxes(shape, ReducedAxes(call, in.ndim()));
+  const MergedAxes merged = MergeAxes(shape, reduced);
   DispatchDType<kNumericTypes>(call, in.dtype(), [&](auto tag) {
     using T = decltype(tag);
     using Acc = Accumulator<T>;
@@ -146,6 +147,25 @@ void Reduce(const KernelCall& call) {
     }
   });
 }
+
+template <typename Reducer, bool kMean>
+void Reduce(const KernelCall& call) {
+  ReduceOver<Reducer, kMean>(call, ReducedAxes(call, call.input(0).ndim()));
+}
+
+/// sum_to: sums the axes whose extent the output does not keep.
+void SumTo(const KernelCall& call) {
+  const std::vector<int64_t> in = ShapeOf(call.input(0));
+  const std::vector<int64_t> out = ShapeOf(call.output(0));
+  std::vector<bool> reduced(in.size());
+  for (size_t d = 0; d < in.size(); ++d) {
+    KILN_CHECK(out[d] == in[d] || out[d] == 1, ValueError)
+        << call.Prefix() << "cannot sum extent " << in[d] << " of axis " << d << " to " << out[d];
+    reduced[d] = out[d] != in[d];
+  }
+  ReduceOver<SumReducer, false>(call, reduced);
+}
+KILN_CPU_KERNEL("sum_to", SumTo);
 
 KILN_CPU_KERNEL("sum", (Reduce<SumReducer, false>));
 KILN_CPU_KERNEL("mean", (Reduce<SumReducer, true>));

@@ -106,8 +106,9 @@ std::vector<Taps> AxisTapsAll(const ResizeMode& mode, int64_t in, int64_t out, d
   return all;
 }
 
-void Resize2D(const KernelCall& call) {
-  RequireFloat32Inputs(call);
+/// Resizes input 0 into output 0 dividing output coordinates by `scales` ([H, W]; 0 where the
+/// ratio of the extents is meant).
+void ResizeWithScales(const KernelCall& call, const std::vector<double>& scales) {
   const Tensor in = call.input(0);
   const Tensor out = call.output(0);
   const ResizeMode mode{call.Str("method"), call.Str("coordinate_transformation_mode"),
@@ -117,8 +118,6 @@ void Resize2D(const KernelCall& call) {
   const int64_t w = in.shape(3);
   const int64_t oh = out.shape(2);
   const int64_t ow = out.shape(3);
-  const std::vector<double> scales =
-      call.OptionalFloats("scales").value_or(std::vector<double>{0.0, 0.0});
   const std::vector<Taps> rows = AxisTapsAll(mode, h, oh, scales.at(0));
   const std::vector<Taps> cols = AxisTapsAll(mode, w, ow, scales.at(1));
   const float* x = Data<const float>(in);
@@ -144,7 +143,18 @@ void Resize2D(const KernelCall& call) {
     }
   });
 }
+void Resize2D(const KernelCall& call) {
+  RequireFloat32Inputs(call);
+  ResizeWithScales(call, call.OptionalFloats("scales").value_or(std::vector<double>{0.0, 0.0}));
+}
 KILN_CPU_KERNEL("image.resize2d", Resize2D);
+
+void ScaledResize2D(const KernelCall& call) {
+  RequireFloat32Inputs(call);
+  const float* scales = Data<const float>(call.input(1));
+  ResizeWithScales(call, {scales[2], scales[3]});
+}
+KILN_CPU_KERNEL("image.resize2d_scaled", ScaledResize2D);
 
 }  // namespace
 }  // namespace cpu

@@ -205,6 +205,50 @@ void RangeSizes(const KernelCall& call) {
 }
 KILN_CPU_KERNEL("range_sizes", RangeSizes);
 
+void ReduceSizes(const KernelCall& call) {
+  const std::vector<int64_t> data = ShapeOf(call.input(0));
+  const auto rank = static_cast<int64_t>(data.size());
+  const std::vector<int64_t> axes = DistinctAxes(call, Int64Values(call.input(1)), rank);
+  const bool all = axes.empty() && !call.Bool("noop_with_empty_axes");
+  const bool keepdims = call.Bool("keepdims");
+  std::vector<int64_t> sizes;
+  for (int64_t d = 0; d < rank; ++d) {
+    const bool reduced = all || std::find(axes.begin(), axes.end(), d) != axes.end();
+    if (!reduced) {
+      sizes.push_back(data[d]);
+    } else if (keepdims) {
+      sizes.push_back(1);
+    }
+  }
+  WriteSizes(call, sizes);
+}
+KILN_CPU_KERNEL("reduce_sizes", ReduceSizes);
+
+void ResizeSizes(const KernelCall& call) {
+  const std::vector<int64_t> data = ShapeOf(call.input(0));
+  std::vector<int64_t> sizes(4);
+  if (call.Str("from") == "sizes") {
+    sizes = Int64Values(call.input(1));
+  } else {
+    const float* scales = Data<const float>(call.input(1));
+    for (size_t d = 0; d < 4; ++d) {
+      const double extent = std::floor(static_cast<double>(data[d]) * scales[d]);
+      KILN_CHECK(std::isfinite(extent) && scales[d] > 0 && extent < 1e12, ValueError)
+          << call.Prefix() << "the scale " << scales[d] << " of dimension " << d
+          << " is not usable: a scale must be positive and finite and give an extent below 1e12";
+      sizes[d] = static_cast<int64_t>(extent);
+    }
+  }
+  KILN_CHECK(sizes[0] == data[0] && sizes[1] == data[1], ValueError)
+      << call.Prefix() << "resizing " << ShapeText(data) << " to " << ShapeText(sizes)
+      << " changes the batch or channel dimension, which is not supported";
+  KILN_CHECK(sizes[2] >= 1 && sizes[3] >= 1, ValueError)
+      << call.Prefix() << "resizing " << ShapeText(data) << " to " << ShapeText(sizes)
+      << " leaves no pixels";
+  WriteSizes(call, {sizes[2], sizes[3]});
+}
+KILN_CPU_KERNEL("resize_sizes", ResizeSizes);
+
 }  // namespace
 }  // namespace cpu
 }  // namespace kernels

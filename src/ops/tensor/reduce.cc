@@ -73,6 +73,29 @@ KILN_REGISTER_REDUCE_OP("prod");
 KILN_REGISTER_ARG_REDUCE_OP("argmax");
 KILN_REGISTER_ARG_REDUCE_OP("argmin");
 
+/// sum_to: the sum of 'data' down to `shape`, of its rank, each extent 'data''s or 1 (the axes
+/// summed over): ReduceSum with axes read at run time (reduce_sizes gives `shape`).
+Type SumToRelation(const TypeRelationContext& ctx) {
+  const std::vector<arith::SizeExpr> data = ctx.Shape(0);
+  const std::vector<arith::SizeExpr> shape = ctx.SizesAttr("shape");
+  KILN_CHECK(shape.size() == data.size(), TypeError)
+      << ctx.Describe("attribute 'shape' " + ir::ShapeToText(shape) + " must have the rank of " +
+                      "'data' " + ir::ShapeToText(data));
+  for (size_t i = 0; i < shape.size(); ++i) {
+    const std::optional<int64_t> extent = shape[i].as_int();
+    KILN_CHECK(!extent.has_value() || *extent == 1 || data[i].as_int() == extent, TypeError)
+        << ctx.Describe("attribute 'shape' " + ir::ShapeToText(shape) + " must keep or sum " +
+                        "each extent of 'data' " + ir::ShapeToText(data));
+  }
+  return TypeRelationContext::TensorResult(shape, ctx.DType(0));
+}
+
+KILN_REGISTER_OP("sum_to")
+    .add_input("data")
+    .add_attr("shape", AttrKind::kSizes)
+    .set_pattern(OpPattern::kOpaque)
+    .set_type_relation(SumToRelation);
+
 #undef KILN_REGISTER_ARG_REDUCE_OP
 
 }  // namespace

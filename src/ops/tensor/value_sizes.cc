@@ -146,6 +146,49 @@ KILN_REGISTER_OP("range_sizes")
     .set_pattern(OpPattern::kOpaque)
     .set_type_relation(RangeSizesRelation);
 
+/// reduce_sizes(data, axes; keepdims, noop_with_empty_axes): the shape of ONNX ReduceSum's result
+/// for axes read at run time (no axes: all of them, or none with noop_with_empty_axes).
+Type ReduceSizesRelation(const TypeRelationContext& ctx) {
+  const auto rank = static_cast<int64_t>(ctx.Shape(0).size());
+  const int64_t axes = StaticLength(ctx, 1, "axes");
+  KILN_CHECK(axes <= rank, TypeError) << ctx.Describe("cannot reduce " + std::to_string(axes) +
+                                                     " axes of a rank-" + std::to_string(rank) +
+                                                     " tensor");
+  if (ctx.Attr<bool>("keepdims")) return SizesResult(rank);
+  if (axes == 0) return SizesResult(ctx.Attr<bool>("noop_with_empty_axes") ? rank : 0);
+  return SizesResult(rank - axes);
+}
+
+KILN_REGISTER_OP("reduce_sizes")
+    .add_input("data")
+    .add_input("axes")
+    .add_attr("keepdims", AttrKind::kBool, true)
+    .add_attr("noop_with_empty_axes", AttrKind::kBool, false)
+    .set_pattern(OpPattern::kOpaque)
+    .set_type_relation(ReduceSizesRelation);
+
+/// resize_sizes(data, values; from): the (H, W) of ONNX Resize's result for a 4-D 'data', from
+/// its scales (float32 (4,): floor(extent * scale)) or its sizes (int64 (4,)); batch and
+/// channels must keep their extents.
+Type ResizeSizesRelation(const TypeRelationContext& ctx) {
+  KILN_CHECK(ctx.Shape(0).size() == 4, TypeError) << ctx.Describe("'data' must be 4-D");
+  StringChoiceAttr(ctx, "from", {"scales", "sizes"});
+  const bool scales = ctx.Attr<String>("from").str() == "scales";
+  const DLDataType dtype = scales ? DLDataType{kDLFloat, 32, 1} : kInt64;
+  const std::vector<arith::SizeExpr> values = ctx.Shape(1);
+  KILN_CHECK(values.size() == 1 && values[0].as_int() == 4 && DataTypeEqual(ctx.DType(1), dtype),
+             TypeError)
+      << ctx.Describe("'values' must be " + DataTypeToString(dtype) + " of shape (4,)");
+  return SizesResult(2);
+}
+
+KILN_REGISTER_OP("resize_sizes")
+    .add_input("data")
+    .add_input("values")
+    .add_attr("from", AttrKind::kString)
+    .set_pattern(OpPattern::kOpaque)
+    .set_type_relation(ResizeSizesRelation);
+
 }  // namespace
 }  // namespace op
 }  // namespace kiln
