@@ -180,3 +180,59 @@ def test_value_shaped_model_exports_and_runs_in_a_fresh_process(tmp_path):
     outputs, _ = run_in_fresh_process(library, feeds, tmp_path)
     np.testing.assert_array_equal(outputs["a"], X.reshape(6, 4))
     np.testing.assert_array_equal(outputs["b"], X.reshape(1, 24))
+
+
+def test_split_and_reduce_sum_with_values_fed_at_run_time():
+    split = compile_node("Split", [("x", FLOAT, [2, 6]), ("split", INT64, [2])],
+                         outputs=(("a", FLOAT, 2), ("b", FLOAT, 2)), axis=1)
+    data = X.reshape(2, 12)[:, :6]
+    for sections in ((1, 5), (6, 0), (3, 3)):
+        a, b = split.run(x=data, split=ints(*sections))
+        np.testing.assert_array_equal(a, data[:, :sections[0]])
+        np.testing.assert_array_equal(b, data[:, sections[0]:])
+    with pytest.raises(ValueError, match="adding up to 6"):
+        split.run(x=data, split=ints(2, 3))
+    for keepdims in (0, 1):
+        reduce = compile_node("ReduceSum", [("x", FLOAT, [2, 3, 4]), ("axes", INT64, [2])],
+                              outputs=(("y", FLOAT, 3 if keepdims else 1),), keepdims=keepdims)
+        for axes in ((0, 2), (-1, 1)):
+            np.testing.assert_allclose(reduce.run(x=X, axes=ints(*axes))[0],
+                                       X.sum(axis=axes, keepdims=bool(keepdims)), rtol=1e-6)
+
+
+def test_cumsum_axis_and_window_size_fed_at_run_time():
+    cumsum = compile_node("CumSum", [("x", FLOAT, [2, 3, 4]), ("axis", INT64, [])],
+                          outputs=(("y", FLOAT, 3),), reverse=1)
+    for axis in (0, 1, -1):
+        np.testing.assert_allclose(cumsum.run(x=X, axis=np.array(axis, np.int64))[0],
+                                   np.flip(np.flip(X, axis).cumsum(axis), axis), rtol=1e-6)
+    hann = compile_node("HannWindow", [("size", INT64, [])], outputs=(("y", FLOAT, 1),),
+                        periodic=0)
+    for size in (1 + 4, 16):
+        n = np.arange(size)
+        expected = 0.5 - 0.5 * np.cos(2 * np.pi * n / (size - 1))
+        np.testing.assert_allclose(hann.run(size=np.array(size, np.int64))[0], expected,
+                                   rtol=1e-6, atol=1e-7)
+
+
+def test_resize_with_scales_or_sizes_fed_at_run_time():
+    image = np.random.default_rng(2).standard_normal((1, 2, 4, 6)).astype(np.float32)
+    by_scales = compile_node("Resize", [("x", FLOAT, [1, 2, 4, 6]), ("roi", FLOAT, [0]),
+                                        ("scales", FLOAT, [4])], outputs=(("y", FLOAT, 4),),
+                             mode="nearest", coordinate_transformation_mode="asymmetric",
+                             nearest_mode="floor")
+    empty = np.zeros(0, np.float32)
+    for scale_h, scale_w in ((2.0, 0.5), (1.5, 1.0)):
+        (y,) = by_scales.run(x=image, roi=empty,
+                             scales=np.array([1, 1, scale_h, scale_w], np.float32))
+        rows = np.floor(np.arange(int(4 * scale_h)) / scale_h).astype(int)
+        cols = np.floor(np.arange(int(6 * scale_w)) / scale_w).astype(int)
+        np.testing.assert_array_equal(y, image[:, :, rows][:, :, :, cols])
+    with pytest.raises(ValueError, match="changes the batch or channel dimension"):
+        by_scales.run(x=image, roi=empty, scales=np.array([2, 1, 1, 1], np.float32))
+    by_sizes = compile_node("Resize", [("x", FLOAT, [1, 2, 4, 6]), ("roi", FLOAT, [0]),
+                                       ("scales", FLOAT, [0]), ("sizes", INT64, [4])],
+                            outputs=(("y", FLOAT, 4),), mode="nearest",
+                            coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    (y,) = by_sizes.run(x=image, roi=empty, scales=empty, sizes=ints(1, 2, 8, 3))
+    np.testing.assert_array_equal(y, image[:, :, np.arange(8) // 2][:, :, :, np.arange(3) * 2])

@@ -146,9 +146,40 @@ ir::Expr ConvertTrilu(const NodeContext& node) {
   return MakeCall("where", {keep, node.Input(0), MakeScalar(0, node.InputDType(0))});
 }
 
+/// The window of CosineWindow below for a size fed at run time: the same sum, over a range of
+/// that many positions, in float64 like the constant one.
+ir::Expr RunTimeCosineWindow(const NodeContext& node, const std::vector<double>& coefficients) {
+  constexpr DLDataType kFloat64{kDLFloat, 64, 1};
+  const std::vector<arith::SizeExpr> count = node.NewSizes(1);
+  const ir::Expr size = node.Input(0);
+  const ir::Expr positions =
+      MakeCall("range",
+               {DefineSizes(MakeScalar(0, kFloat64), MakeCall("as_sizes", {size}), count),
+                MakeScalar(1, kFloat64)},
+               {{"size", SizeAttr(count[0])}});
+  ir::Expr period = MakeCall("cast", {size}, {{"dtype", String("float64")}});
+  if (node.Int("periodic", 1) == 0)
+    period = MakeCall("subtract", {period, MakeScalar(1, kFloat64)});
+  // 2 pi n / period, then each term's multiple of it.
+  const ir::Expr angle = MakeCall(
+      "divide", {MakeCall("multiply", {positions, MakeScalar(2 * M_PI, kFloat64)}), period});
+  ir::Expr sum = MakeScalar(coefficients[0], kFloat64);
+  for (size_t i = 1; i < coefficients.size(); ++i) {
+    const double sign = i % 2 == 0 ? 1.0 : -1.0;
+    const ir::Expr cosine = MakeCall(
+        "cos", {MakeCall("multiply", {angle, MakeScalar(static_cast<double>(i), kFloat64)})});
+    sum = MakeCall(
+        "add", {sum, MakeCall("multiply", {cosine, MakeScalar(sign * coefficients[i], kFloat64)})});
+  }
+  const DLDataType dtype = DTypeFromOnnx(static_cast<int32_t>(node.Int("output_datatype", 1)),
+                                         node.Describe() + "'s output_datatype");
+  return MakeCall("cast", {sum}, {{"dtype", String(DataTypeToString(dtype))}});
+}
+
 /// A cosine-sum window of constant `size` (input 0): sum_i (-1)^i a_i cos(2 pi i n / N), with
 /// N = size for a periodic window (the default) and size - 1 for a symmetric one.
 ir::Expr CosineWindow(const NodeContext& node, const std::vector<double>& coefficients) {
+  if (node.IsRunTimeValue(0)) return RunTimeCosineWindow(node, coefficients);
   const double size = ScalarInput(node, 0);
   KILN_CHECK(size >= 0 && size <= kMaxGenerated, ValueError)
       << node.Describe() << ": size " << size << " is out of range";

@@ -137,13 +137,38 @@ ir::Expr ConvertOneHot(const NodeContext& node) {
   return OneHotValues(node, MakeCall("equal", {index, AxisPositions(depth, axis, rank)}));
 }
 
+/// CumSum along an axis fed at run time: the sum along each axis, the one the axis names selected
+/// (a model that feeds its axis is rare; this keeps it correct without a kernel of its own).
+ir::Expr RunTimeCumSum(const NodeContext& node, const Map<String, Any>& attrs) {
+  const auto rank = static_cast<int64_t>(node.InputRank(0));
+  ir::Expr axis = AsInt64(node.Input(1), node.InputDType(1));
+  axis = MakeCall("where",
+                  {MakeCall("less", {axis, MakeScalar(0, kInt64)}),
+                   MakeCall("add", {axis, MakeScalar(static_cast<double>(rank), kInt64)}), axis});
+  ir::Expr result;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    Map<String, Any> along = attrs;
+    along.Set("axis", d);
+    ir::Expr sum = MakeCall("cumsum", {node.Input(0)}, along);
+    if (!result.defined()) {
+      result = sum;
+      continue;
+    }
+    const ir::Expr chosen = MakeCall("equal", {axis, MakeScalar(static_cast<double>(d), kInt64)});
+    result = MakeCall("where", {chosen, sum, result});
+  }
+  return result;
+}
+
 ir::Expr ConvertCumSum(const NodeContext& node) {
+  const Map<String, Any> attrs{{"exclusive", node.Int("exclusive", 0) != 0},
+                               {"reverse", node.Int("reverse", 0) != 0}};
+  if (node.IsRunTimeValue(1)) return RunTimeCumSum(node, attrs);
   const std::vector<int64_t> axis = node.ConstantInts(1);
   KILN_CHECK(axis.size() == 1, ValueError) << node.Describe() << ": axis must be one value";
-  return MakeCall("cumsum", {node.Input(0)},
-                  {{"axis", axis[0]},
-                   {"exclusive", node.Int("exclusive", 0) != 0},
-                   {"reverse", node.Int("reverse", 0) != 0}});
+  Map<String, Any> along = attrs;
+  along.Set("axis", axis[0]);
+  return MakeCall("cumsum", {node.Input(0)}, along);
 }
 
 // K is an input (a constant); `sorted` = 0 lets any order through, so sorted order is correct.

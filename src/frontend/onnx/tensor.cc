@@ -76,6 +76,13 @@ ir::Expr ConvertConcat(const NodeContext& node) {
 
 ir::Expr ConvertSplit(const NodeContext& node) {
   const int64_t axis = NormalizeAxis(node.Int("axis", 0), static_cast<int64_t>(node.InputRank(0)));
+  if (node.opset() >= 13 && node.IsRunTimeValue(1)) {
+    // The sections are the split input's values (a negative one is refused when read).
+    const std::vector<arith::SizeExpr> sizes =
+        node.NewSizes(static_cast<size_t>(node.InputExtent(1, 0)));
+    return MakeCall("split", {DefineSizes(node.Input(0), node.Input(1), sizes)},
+                    {{"axis", axis}, {"sections", SizesAttr(sizes)}});
+  }
   std::optional<std::vector<int64_t>> sections = AttrOrInput(node, "split", 13, 1);
   if (!sections.has_value()) {
     // Equal parts: only the split axis needs a static extent.

@@ -65,25 +65,25 @@ Type SplitRelation(const TypeRelationContext& ctx) {
   const std::vector<arith::SizeExpr> data = ctx.Shape(0);
   const int64_t axis =
       ctx.NormalizeAxis(ctx.Attr<int64_t>("axis"), static_cast<int64_t>(data.size()), "axis");
-  const std::vector<int64_t> sections = ctx.IntsAttr("sections");
-  const auto message = [&](const std::string& undecided) {
-    return ctx.Describe("attribute 'sections' = " + ir::ShapeToText(sections) +
-                        " must be non-negative sizes adding up to " + data[axis].ToString() +
-                        ", the extent of 'data' along axis " + std::to_string(axis) + undecided);
-  };
+  const std::vector<arith::SizeExpr> sections = ctx.SizesAttr("sections");
+  const std::string what = "attribute 'sections' = " + ir::ShapeToText(sections) +
+                           " must be non-negative sizes adding up to " + data[axis].ToString() +
+                           ", the extent of 'data' along axis " + std::to_string(axis);
   bool valid = !sections.empty();
   arith::SizeExpr total = arith::IntImm(0);
-  for (int64_t size : sections) {
-    valid = valid && size >= 0;
-    if (valid) total = total + size;
+  for (const arith::SizeExpr& size : sections) {
+    valid = valid && size.as_int().value_or(0) >= 0;
+    total = total + size;
   }
-  KILN_CHECK(valid, TypeError) << message("");
-  const SizeFact adds_up = ProveEqual(ctx, total, data[axis]);
-  KILN_CHECK(adds_up.holds(), TypeError) << message(adds_up.Undecided());
+  KILN_CHECK(valid, TypeError) << ctx.Describe(what);
+  // Sections read at run time (ONNX Split's split input) are checked once they are read.
+  const SizeFact adds_up = ProveEqual(ctx, ctx.analyzer().Simplify(total), data[axis]);
+  KILN_CHECK(adds_up.holds() || adds_up.Defer(ctx, what), TypeError)
+      << ctx.Describe(what + adds_up.Undecided());
   Array<Type> pieces;
-  for (int64_t size : sections) {
+  for (const arith::SizeExpr& size : sections) {
     std::vector<arith::SizeExpr> shape = data;
-    shape[axis] = arith::IntImm(size);
+    shape[axis] = size;
     pieces.push_back(TypeRelationContext::TensorResult(shape, ctx.DType(0)));
   }
   return ir::TupleType(pieces);
@@ -92,7 +92,7 @@ Type SplitRelation(const TypeRelationContext& ctx) {
 KILN_REGISTER_OP("split")
     .add_input("data")
     .add_attr("axis", AttrKind::kInt, int64_t{0})
-    .add_attr("sections", AttrKind::kInts)
+    .add_attr("sections", AttrKind::kSizes)
     .set_pattern(OpPattern::kInjective)
     .set_type_relation(SplitRelation);
 

@@ -48,6 +48,8 @@ TEST(CoreOpRegistryTest, EveryCoreOpHasSchemaRelationAndPattern) {
       {"reshape_sizes", OpPattern::kOpaque},
       {"nonzero", OpPattern::kOpaque},
       {"dynamic_slice", OpPattern::kOpaque},
+      {"sum_to", OpPattern::kOpaque},
+      {"image.resize2d_scaled", OpPattern::kInjective},
       {"topk", OpPattern::kOpaque},
       {"det", OpPattern::kOpaque},
       {"squeeze", OpPattern::kInjective},
