@@ -201,7 +201,7 @@ std::vector<int64_t> ShapeSignature::Bind(const std::vector<const DLTensor*>& ar
 
 std::vector<int64_t> ShapeSignature::Evaluate(const SymbolicShape& shape,
                                               const std::vector<int64_t>& values,
-                                              const std::string& what) const {
+                                              const std::string& what, bool extents) const {
   std::vector<int64_t> result;
   result.reserve(shape.size());
   std::map<std::string, int64_t> by_name;
@@ -214,9 +214,10 @@ std::vector<int64_t> ShapeSignature::Evaluate(const SymbolicShape& shape,
       for (size_t i = 0; i < variables_.size(); ++i) by_name.emplace(variables_[i], values[i]);
     }
     const int64_t value = arith::Evaluate(WithProducts(extent), by_name);
-    KILN_CHECK(value >= 0, ValueError) << what << " of shape " << SymbolicShapeToString(shape)
-                                       << " would have the negative extent " << value << " ("
-                                       << extent << ") where " << DescribeValues(values);
+    KILN_CHECK(value >= 0 || !extents, ValueError)
+        << what << " of shape " << SymbolicShapeToString(shape)
+        << " would have the negative extent " << value << " (" << extent << ") where "
+        << DescribeValues(values);
     result.push_back(value);
   }
   return result;

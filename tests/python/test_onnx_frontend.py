@@ -615,8 +615,8 @@ def test_scalar_arithmetic_on_extents_is_simplified():
 
 def test_integer_division_that_the_analyzer_cannot_write_is_not_a_shape_value():
     # seq / 3 truncates to floordiv(seq, 3); (seq - 100) / 2 may be negative, where ONNX
-    # truncates and floor division would not: Div then needs its input as a tensor, which the
-    # symbolic value seq - 100 is not yet.
+    # truncates and floor division would not: Div then divides the tensor of seq - 100, computed
+    # at run time.
     nodes = extents(None) + [const_node("three", 3), node("Div", ["s1", "three"], ["q"]),
                              node("Unsqueeze", ["q", "ax"], ["uq"]),
                              node("Concat", ["u0", "uq", "u2"], ["ns"], axis=0),
@@ -625,10 +625,11 @@ def test_integer_division_that_the_analyzer_cannot_write_is_not_a_shape_value():
     assert "shape=[batch, floordiv(seq, 3), 64]" in text
     nodes = extents(None) + [const_node("c", 100), const_node("two", 2),
                              node("Sub", ["s1", "c"], ["d"]), node("Div", ["d", "two"], ["y"])]
-    with pytest.raises(kiln.NotImplementedError,
-                       match=r"Div node 'div_0' needs input 0 \('d'\) as a tensor, but its value "
-                             r"seq - 100 is computed from symbolic sizes at run time"):
-        symbolic_main(nodes)
+    main, _ = symbolic_main(nodes)
+    assert main.body.op.name == "divide"
+    ex = kiln.build(kiln.frontend.from_onnx(make_model(nodes, SEQ_INPUT, 17)))
+    (y,) = ex.run(x=np.zeros((1, 5, 64), np.float32))
+    assert y.tolist() == -47  # (5 - 100) / 2, truncated
 
 
 def test_casts_to_float_and_back_keep_integer_shape_values():
@@ -687,11 +688,12 @@ def test_expand_through_where_and_equal_decides_on_sizes():
     main, text = symbolic_main(nodes, {"x": ["batch", 1, "seq"]}, out_rank=3)
     assert "expand(%x, shape=[batch, 4, 1])" in text
     assert type_text(main.ret_type) == "Tensor[(batch, 4, seq), float32]"
-    # Not of a decided Equal, and an Equal it cannot decide (batch against seq) is no shape value.
+    # An Equal it cannot decide (batch against seq) is no shape value: it compares the sizes as
+    # tensors at run time.
     nodes = extents("u2") + [node("Equal", ["u0", "u1"], ["same"]), node("Not", ["same"])]
-    with pytest.raises(kiln.NotImplementedError,
-                       match=r"Equal node 'equal_0' needs input 0 \('u0'\) as a tensor"):
-        symbolic_main(nodes, {"x": ["batch", "seq", 8]})
+    ex = kiln.build(kiln.frontend.from_onnx(make_model(nodes, {"x": ["batch", "seq", 8]}, 17)))
+    assert ex.run(x=np.zeros((2, 2, 8), np.float32))[0].tolist() == [False]
+    assert ex.run(x=np.zeros((2, 3, 8), np.float32))[0].tolist() == [True]
 
 
 def test_slice_and_squeeze_and_reduce_prod_of_a_shape():
@@ -714,13 +716,15 @@ def test_a_slice_to_the_symbolic_extent_runs_to_the_end():
     main, text = symbolic_main(nodes, out_rank=3)
     assert f"end=[{2**63 - 1}]" in text
     assert type_text(main.ret_type) == "Tensor[(batch, seq, 64), float32]"
+    # x[:, :x.shape[0]] may end anywhere along axis 1: the slice is read at run time.
     nodes = extents("u1") + [const_node("zero", [0]), const_node("axis", [1]),
                              node("Slice", ["x", "zero", "u0", "axis"])]
-    with pytest.raises(kiln.NotImplementedError,
-                       match=r"Slice node 'slice_0': end 0 \(batch\) is computed from symbolic "
-                             r"sizes at run time and is not provably the end of axis 1 "
-                             r"\(extent seq\)"):
-        symbolic_main(nodes, out_rank=3)
+    model = make_model(nodes, SEQ_INPUT, 17)
+    with_output_type(model, [None] * 3)
+    ex = kiln.build(kiln.frontend.from_onnx(model))
+    x = np.random.default_rng(0).standard_normal((2, 5, 64)).astype(np.float32)
+    np.testing.assert_array_equal(ex.run(x=x)[0], x[:, :2])
+    np.testing.assert_array_equal(ex.run(x=x[:1, :3])[0], x[:1, :1])
 
 
 def test_all_constant_shape_values_stay_constants():
@@ -734,31 +738,31 @@ def test_all_constant_shape_values_stay_constants():
 
 
 @pytest.mark.parametrize("op_type", ["Shape", "Size"])
-def test_a_symbolic_shape_value_as_graph_output_is_refused(op_type):
+def test_a_symbolic_shape_value_as_graph_output_is_computed_at_run_time(op_type):
     model = make_model([node(op_type, ["x"])], {"x": ["batch", 3]})
-    with pytest.raises(kiln.NotImplementedError,
-                       match=rf"graph output 'y' is computed from symbolic sizes at run time "
-                             rf"\(its value .*batch.*, by {op_type} node '{op_type.lower()}_0'\).*"
-                             r"shapes=\{'x': \[...\]\}"):
-        kiln.frontend.from_onnx(model)
+    ex = kiln.build(kiln.frontend.from_onnx(model))
+    for batch in (1, 4):
+        (y,) = ex.run(x=np.zeros((batch, 3), np.float32))
+        assert y.tolist() == ([batch, 3] if op_type == "Shape" else batch * 3)
 
 
-def test_a_symbolic_shape_value_where_a_tensor_is_needed_names_node_and_input():
+def test_a_symbolic_shape_value_used_as_a_tensor_is_computed_at_run_time():
     nodes = [node("Shape", ["x"], ["s"]), node("Cast", ["s"], ["f"], to=TensorProto.FLOAT),
              node("MatMul", ["f", "w"])]
-    with pytest.raises(kiln.NotImplementedError,
-                       match=r"MatMul node 'matmul_0' needs input 0 \('f'\) as a tensor, but "
-                             r"its value \[batch, seq, 64\] is computed from symbolic sizes at "
-                             r"run time, and Kiln does not materialize run-time shape values as "
-                             r"tensors yet; give the input's shape with shapes=\{'x': \[...\]\}"):
-        symbolic_main(nodes, w=np.ones((3, 2), np.float32))
-    # An attribute that stays static (Tile's repeats) says so.
-    nodes = [node("Shape", ["x"], ["s"]), node("Tile", ["t", "s"])]
-    with pytest.raises(kiln.NotImplementedError,
-                       match=r"Tile node 'tile_0' needs input 1 \('s'\) as a constant \(Kiln "
-                             r"takes it as an attribute of the op\), but its value \[batch, seq, "
-                             r"64\] is computed from symbolic sizes at run time"):
-        symbolic_main(nodes, {"x": ["batch", "seq", 64], "t": [1, 2, 3]}, out_rank=3)
+    w = np.arange(6, dtype=np.float32).reshape(3, 2)
+    model = make_model(nodes, SEQ_INPUT, 17, {"w": w})
+    ex = kiln.build(kiln.frontend.from_onnx(model))
+    for batch, seq in ((2, 5), (1, 9)):
+        (y,) = ex.run(x=np.zeros((batch, seq, 64), np.float32))
+        np.testing.assert_array_equal(y, np.array([batch, seq, 64], np.float32) @ w)
+    # Tile's repeats computed from symbolic sizes are read at run time as well.
+    tile = make_model([node("Shape", ["x"], ["s"]), node("Tile", ["t", "s"])],
+                      {"x": ["batch", "seq", 2], "t": [1, 2, 3]}, 17)
+    with_output_type(tile, [None] * 3)
+    ex = kiln.build(kiln.frontend.from_onnx(tile))
+    t = np.arange(6, dtype=np.float32).reshape(1, 2, 3)
+    (y,) = ex.run(x=np.zeros((2, 3, 2), np.float32), t=t)
+    np.testing.assert_array_equal(y, np.tile(t, (2, 3, 2)))
     # shapes= makes the same model static again.
     model = make_model([node("Shape", ["x"], ["s"]), node("Cast", ["s"], ["f"], to=F32),
                         node("MatMul", ["f", "w"])], SEQ_INPUT, 17,

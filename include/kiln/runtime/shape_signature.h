@@ -74,10 +74,11 @@ class ShapeSignature {
                                      const char* caller) const;
 
   /// `shape` with the variables at `values` (Bind's result). ValueError naming `what` when an
-  /// extent is negative; OverflowError when it does not fit in int64.
+  /// extent is negative, unless `extents` is false (sizes used as values, which may be);
+  /// OverflowError when it does not fit in int64.
   KILN_API std::vector<int64_t> Evaluate(const SymbolicShape& shape,
                                          const std::vector<int64_t>& values,
-                                         const std::string& what) const;
+                                         const std::string& what, bool extents = true) const;
 
  private:
   /// Where variable i is read: axis `axis` of argument `arg`, whose extent is the variable

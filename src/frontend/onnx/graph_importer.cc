@@ -219,6 +219,11 @@ class GraphImporter {
   /// Graph output `name`, which must be a tensor: NotImplementedError for a symbolic shape value.
   ir::Expr OutputValue(const std::string& name) const {
     auto symbolic = symbolic_values_.find(name);
+    if (symbolic != symbolic_values_.end()) {
+      if (ir::Expr tensor = MaterializedValue(symbolic->second.value); tensor.defined()) {
+        return tensor;
+      }
+    }
     KILN_CHECK(symbolic == symbolic_values_.end(), NotImplementedError)
         << "graph output '" << name << "' is computed from symbolic sizes at run time (its value "
         << symbolic->second.value.ToString() << ", by " << symbolic->second.producer
@@ -227,12 +232,34 @@ class GraphImporter {
     return Lookup(name);
   }
 
+  /// `value` as a tensor computed at run time (size_values), for a converter that needs it as
+  /// one; null when a size in it comes from no graph input's shape.
+  ir::Expr MaterializedValue(const ShapeValue& value) const {
+    Array<ir::Expr> carriers;
+    std::set<std::string> carrying;
+    for (const arith::SizeExpr& element : value.elements) {
+      for (const std::string& var : arith::FreeSizeVars(element)) {
+        auto input = sizes_.inputs.find(var);
+        if (input == sizes_.inputs.end()) return ir::Expr();
+        if (carrying.insert(input->second).second) carriers.push_back(Lookup(input->second));
+      }
+    }
+    ir::Expr tensor = MakeCall("size_values", {ir::Tuple(carriers)},
+                               {{"sizes", SizesAttr(value.elements)}, {"scalar", value.scalar}});
+    if (!DataTypeEqual(value.dtype, DLDataType{kDLInt, 64, 1})) {
+      tensor = MakeCall("cast", {tensor}, {{"dtype", String(DataTypeToString(value.dtype))}});
+    }
+    transform::InferNodeType(tensor);
+    return tensor;
+  }
+
   /// What the importer has for value `name` as a node's input.
   NodeInput InputValue(const std::string& name) const {
     if (name.empty()) return {};  // an omitted optional input
     auto symbolic = symbolic_values_.find(name);
     if (symbolic != symbolic_values_.end()) {
-      return {ir::Expr(), std::nullopt, symbolic->second.value};
+      const ShapeValue& value = symbolic->second.value;
+      return {MaterializedValue(value), std::nullopt, value};
     }
     ir::Expr expr = Lookup(name);
     std::optional<Tensor> propagated = PropagatedValue(shape_values_, name, expr);

@@ -77,7 +77,8 @@ ir::Expr RunTimeTile(const NodeContext& node) {
 }
 
 ir::Expr ConvertTile(const NodeContext& node) {
-  if (node.IsRunTimeValue(1)) return RunTimeTile(node);
+  // Repeats computed from symbolic sizes are read at run time too (as a tensor of them).
+  if (node.IsRunTimeValue(1) || node.SymbolicInput(1) != nullptr) return RunTimeTile(node);
   const std::vector<int64_t> shape = node.InputShape(0);
   const std::vector<int64_t> repeats = node.ConstantInts(1);
   KILN_CHECK(repeats.size() == shape.size(), ValueError)

@@ -36,7 +36,8 @@ bool NodeContext::HasInput(size_t index) const {
 const ir::Expr& NodeContext::Input(size_t index) const {
   KILN_CHECK(HasInput(index), ValueError)
       << Describe() << " needs input " << index << ", which the model leaves out";
-  if (SymbolicInput(index) != nullptr) ThrowSymbolicInput(index, "as a tensor");
+  // A symbolic shape value has an expression where it can be computed at run time.
+  if (!inputs_[index].expr.defined()) ThrowSymbolicInput(index, "as a tensor");
   return inputs_[index].expr;
 }
 
@@ -58,9 +59,11 @@ void NodeContext::ThrowSymbolicInput(size_t index, const std::string& needed_as)
   KILN_THROW(NotImplementedError)
       << Describe() << " needs input " << index << " ('" << node_.input(static_cast<int>(index))
       << "') " << needed_as << ", but its value " << value.ToString()
-      << " is computed from symbolic sizes at run time, and Kiln does not materialize run-time "
-         "shape values as tensors yet; "
-      << onnx_import::SpecializeHint(sizes_.inputs, value.elements);
+      << " is computed from symbolic sizes at run time"
+      << (inputs_[index].expr.defined()
+              ? ""
+              : ", some of which no graph input's shape gives, so Kiln cannot make it a tensor")
+      << "; " << onnx_import::SpecializeHint(sizes_.inputs, value.elements);
 }
 
 const ir::Type& NodeContext::InputType(size_t index) const {

@@ -98,10 +98,11 @@ ir::Expr ConvertSplit(const NodeContext& node) {
 
 /// Slice's ends (input 2, from opset 10). strided_slice's bounds are static, so an end computed
 /// from symbolic sizes is taken only where the analyzer proves it reaches the end of its axis
-/// (x[:, :x.shape[1]] exports so): it then slices to the end, as INT64_MAX does.
-std::vector<int64_t> SliceEnds(const NodeContext& node,
-                               const std::optional<std::vector<int64_t>>& axes,
-                               const std::optional<std::vector<int64_t>>& steps) {
+/// (x[:, :x.shape[1]] exports so): it then slices to the end, as INT64_MAX does. nullopt for
+/// another: the slice is then read at run time (DynamicSlice).
+std::optional<std::vector<int64_t>> SliceEnds(const NodeContext& node,
+                                              const std::optional<std::vector<int64_t>>& axes,
+                                              const std::optional<std::vector<int64_t>>& steps) {
   if (node.SymbolicInput(2) == nullptr) return node.ConstantInts(2);
   const std::vector<arith::SizeExpr> ends = node.SizesInput(2);
   const std::vector<arith::SizeExpr> dims = node.InputShapeExprs(0);
@@ -118,12 +119,7 @@ std::vector<int64_t> SliceEnds(const NodeContext& node,
     const int64_t axis = NormalizeAxis(axes.has_value() ? (*axes)[i] : static_cast<int64_t>(i),
                                        static_cast<int64_t>(dims.size()));
     const bool forward = !steps.has_value() || (*steps)[i] > 0;
-    KILN_CHECK(forward && node.analyzer().CanProveGE(ends[i], dims[axis]), NotImplementedError)
-        << node.Describe() << ": end " << i << " (" << ends[i]
-        << ") is computed from symbolic sizes at run time and is not provably the end of axis "
-        << axis << " (extent " << dims[axis]
-        << "); strided_slice takes static bounds (run-time bounds are a later step); "
-        << node.SpecializeHint(ends[i]);
+    if (!forward || !node.analyzer().CanProveGE(ends[i], dims[axis])) return std::nullopt;
     out.push_back(std::numeric_limits<int64_t>::max());
   }
   return out;
@@ -152,8 +148,12 @@ ir::Expr DynamicSlice(const NodeContext& node) {
 
 ir::Expr ConvertSlice(const NodeContext& node) {
   const bool attrs = node.opset() < 10;
-  if (!attrs && (node.IsRunTimeValue(1) || node.IsRunTimeValue(2) || node.IsRunTimeValue(3) ||
-                 node.IsRunTimeValue(4))) {
+  // Bounds fed or computed at run time are read then; only ends reaching the end of their axis
+  // stay static when computed from symbolic sizes (SliceEnds).
+  const auto run_time = [&](size_t index) {
+    return node.IsRunTimeValue(index) || (index != 2 && node.SymbolicInput(index) != nullptr);
+  };
+  if (!attrs && (run_time(1) || run_time(2) || run_time(3) || run_time(4))) {
     return DynamicSlice(node);
   }
   const std::optional<std::vector<int64_t>> axes = AttrOrInput(node, "axes", 10, 3);
@@ -162,6 +162,7 @@ ir::Expr ConvertSlice(const NodeContext& node) {
   std::optional<std::vector<int64_t>> begin = attrs ? node.Ints("starts") : node.ConstantInts(1);
   std::optional<std::vector<int64_t>> end =
       attrs ? node.Ints("ends") : SliceEnds(node, axes, steps);
+  if (!attrs && !end.has_value()) return DynamicSlice(node);
   KILN_CHECK(begin.has_value() && end.has_value(), ValueError)
       << node.Describe() << " needs starts and ends";
   return MakeCall("strided_slice", {node.Input(0)},

@@ -75,16 +75,18 @@ SymbolicShape SizeExprsOf(const Any& value) {
   return exprs;
 }
 
-/// `value` with its size expressions evaluated at `sizes`.
+/// `value` with its size expressions evaluated at `sizes`. A negative one is passed on: the op
+/// decides (a reshape's target extent is checked by the output's shape; size_values writes it).
 Any EvaluateAttr(const Any& value, const ShapeSignature& signature,
                  const std::vector<int64_t>& sizes, const std::string& what) {
-  if (std::optional<arith::SizeExpr> extent = value.as<arith::SizeExpr>()) {
-    return signature.Evaluate({*extent}, sizes, what)[0];
-  }
+  auto evaluate = [&](const arith::SizeExpr& extent) {
+    return signature.Evaluate({extent}, sizes, what, /*extents=*/false)[0];
+  };
+  if (std::optional<arith::SizeExpr> extent = value.as<arith::SizeExpr>()) return evaluate(*extent);
   Array<Any> items;
   for (const Any& item : value.cast<Array<Any>>()) {
     std::optional<arith::SizeExpr> extent = item.as<arith::SizeExpr>();
-    items.push_back(extent.has_value() ? Any(signature.Evaluate({*extent}, sizes, what)[0]) : item);
+    items.push_back(extent.has_value() ? Any(evaluate(*extent)) : item);
   }
   return items;
 }

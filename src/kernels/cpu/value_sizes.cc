@@ -1,7 +1,7 @@
 // Kernels of the ops that compute sizes from tensor values (src/ops/tensor/value_sizes.cc):
 // each writes one int64 per size into its output, which define_sizes makes the values of size
-// variables (docs/design.md §22). Errors name the input value at fault: these are where a model
-// fed a bad shape at run time says so.
+// variables (docs/design.md §22); and of size_values, which writes sizes as values. Errors name the
+// input value at fault: these are where a model fed a bad shape at run time says so.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -67,6 +67,13 @@ void ReshapeSizes(const KernelCall& call) {
   std::copy(sizes.begin(), sizes.end(), Data<int64_t>(call.output(0)));
 }
 KILN_CPU_KERNEL("reshape_sizes", ReshapeSizes);
+
+/// size_values: the sizes attribute, evaluated for the call by the kernel program.
+void SizeValues(const KernelCall& call) {
+  const std::vector<int64_t> sizes = call.Ints("sizes");
+  std::copy(sizes.begin(), sizes.end(), Data<int64_t>(call.output(0)));
+}
+KILN_CPU_KERNEL("size_values", SizeValues);
 
 void WriteSizes(const KernelCall& call, const std::vector<int64_t>& sizes) {
   std::copy(sizes.begin(), sizes.end(), Data<int64_t>(call.output(0)));
