@@ -236,3 +236,25 @@ def test_resize_with_scales_or_sizes_fed_at_run_time():
                             coordinate_transformation_mode="asymmetric", nearest_mode="floor")
     (y,) = by_sizes.run(x=image, roi=empty, scales=empty, sizes=ints(1, 2, 8, 3))
     np.testing.assert_array_equal(y, image[:, :, np.arange(8) // 2][:, :, :, np.arange(3) * 2])
+
+
+def test_pad_with_pads_and_value_fed_at_run_time():
+    pad = compile_node("Pad", [("x", FLOAT, [2, 3]), ("pads", INT64, [4]), ("value", FLOAT, [])],
+                       outputs=(("y", FLOAT, 2),))
+    data = X.reshape(4, 6)[:2, :3]
+    for pads, value in (((1, 0, 0, 2), 9.5), ((0, -1, 1, 0), -1.0)):
+        begin, end = pads[:2], pads[2:]
+        expected = np.pad(data, [(max(b, 0), max(e, 0)) for b, e in zip(begin, end)],
+                          constant_values=value)
+        expected = expected[max(-begin[0], 0):expected.shape[0] - max(-end[0], 0),
+                            max(-begin[1], 0):expected.shape[1] - max(-end[1], 0)]
+        (y,) = pad.run(x=data, pads=ints(*pads), value=np.array(value, np.float32))
+        np.testing.assert_array_equal(y, expected)
+    reflect = compile_node("Pad", [("x", FLOAT, [2, 3]), ("pads", INT64, [4])],
+                           outputs=(("y", FLOAT, 2),), mode="reflect")
+    np.testing.assert_array_equal(reflect.run(x=data, pads=ints(1, 2, 0, 1))[0],
+                                  np.pad(data, ((1, 0), (2, 1)), mode="reflect"))
+    with pytest.raises(ValueError, match="more than its extent - 1"):
+        reflect.run(x=data, pads=ints(0, 3, 0, 0))
+    with pytest.raises(ValueError, match="crop dimension 1 below 0"):
+        pad.run(x=data, pads=ints(0, -2, 0, -2), value=np.array(0, np.float32))

@@ -188,24 +188,35 @@ std::vector<int64_t> PadIndexMap(int64_t extent, int64_t before, int64_t out_ext
   return map;
 }
 
-void Pad(const KernelCall& call) {
+/// Pads input 0 into output 0 by `pads` (ONNX order: begins, then ends; output 0 is sized by
+/// them) in `mode`, constant padding holding `pad_value`. Pads the mode cannot fill (reflect
+/// wider than extent - 1, edge of an empty dimension) are a ValueError: pads read at run time
+/// were not checked by the type relation.
+void PadWith(const KernelCall& call, const std::vector<int64_t>& pads, const std::string& mode,
+             double pad_value) {
   const Tensor in = call.input(0);
   const Tensor out = call.output(0);
   const std::vector<int64_t> in_shape = ShapeOf(in);
   const std::vector<int64_t> out_shape = ShapeOf(out);
-  const std::vector<int64_t> pads = call.Ints("pads");
-  const std::string mode = call.Str("mode");
   const size_t rank = in_shape.size();
   KILN_CHECK(pads.size() == 2 * rank, ValueError)
       << call.Prefix() << "pads needs " << 2 * rank << " values, got " << pads.size();
   std::vector<std::vector<int64_t>> maps;
   for (size_t d = 0; d < rank; ++d) {
+    const int64_t widest = std::max(pads[d], pads[d + rank]);
+    KILN_CHECK(mode != "reflect" || widest < in_shape[d] || widest <= 0, ValueError)
+        << call.Prefix() << "mode 'reflect' pads dimension " << d << " of extent " << in_shape[d]
+        << " by " << widest << ", more than its extent - 1";
+    KILN_CHECK(mode != "edge" || in_shape[d] > 0 || widest <= 0, ValueError)
+        << call.Prefix() << "mode 'edge' cannot pad the empty dimension " << d;
+    KILN_CHECK(out_shape[d] == in_shape[d] + pads[d] + pads[d + rank], ValueError)
+        << call.Prefix() << "the output's extent " << out_shape[d] << " along dimension " << d
+        << " is not the padded " << in_shape[d] + pads[d] + pads[d + rank];
     maps.push_back(PadIndexMap(in_shape[d], pads[d], out_shape[d], mode));
   }
   const std::vector<int64_t> in_strides = CompactStrides(in_shape);
   const int64_t inner = rank == 0 ? 1 : out_shape.back();
   const int64_t rows = inner == 0 ? 0 : out.NumElements() / inner;
-  const double pad_value = call.Float("pad_value");
   DispatchDType<kAllTypes>(call, in.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T value = static_cast<T>(pad_value);
@@ -235,7 +246,22 @@ void Pad(const KernelCall& call) {
     });
   });
 }
+void Pad(const KernelCall& call) {
+  PadWith(call, call.Ints("pads"), call.Str("mode"), call.Float("pad_value"));
+}
 KILN_CPU_KERNEL("nn.pad", Pad);
+
+/// dynamic_pad(data, pads, value): nn.pad with the pads (int64) and the padding value (a scalar
+/// of data's dtype) read at run time; the output was sized by pad_sizes.
+void DynamicPad(const KernelCall& call) {
+  double value = 0;
+  DispatchDType<kAllTypes>(call, call.input(2).dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    value = static_cast<double>(*Data<const T>(call.input(2)));
+  });
+  PadWith(call, Int64Values(call.input(1)), call.Str("mode"), value);
+}
+KILN_CPU_KERNEL("dynamic_pad", DynamicPad);
 
 }  // namespace
 }  // namespace cpu

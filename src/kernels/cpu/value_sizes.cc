@@ -212,6 +212,19 @@ void RangeSizes(const KernelCall& call) {
 }
 KILN_CPU_KERNEL("range_sizes", RangeSizes);
 
+void PadSizes(const KernelCall& call) {
+  std::vector<int64_t> sizes = ShapeOf(call.input(0));
+  const std::vector<int64_t> pads = Int64Values(call.input(1));
+  const size_t rank = sizes.size();
+  for (size_t d = 0; d < rank; ++d) {
+    sizes[d] += pads[d] + pads[d + rank];
+    KILN_CHECK(sizes[d] >= 0, ValueError)
+        << call.Prefix() << "the pads " << ShapeText(pads) << " crop dimension " << d << " below 0";
+  }
+  WriteSizes(call, sizes);
+}
+KILN_CPU_KERNEL("pad_sizes", PadSizes);
+
 void ReduceSizes(const KernelCall& call) {
   const std::vector<int64_t> data = ShapeOf(call.input(0));
   const auto rank = static_cast<int64_t>(data.size());

@@ -1,4 +1,5 @@
-// nn.pad: ONNX Pad with the pads as an attribute, in ONNX order (all begins, then all ends).
+// nn.pad: ONNX Pad with the pads as an attribute, in ONNX order (all begins, then all ends), and
+// dynamic_pad, with them read at run time.
 // Negative pads crop. reflect mirrors without repeating the edge, so it pads at most extent - 1.
 #include <kiln/ir/op.h>
 
@@ -61,6 +62,33 @@ KILN_REGISTER_OP("nn.pad")
     .add_attr("pad_value", AttrKind::kFloat, 0.0)
     .set_pattern(OpPattern::kInjective)
     .set_type_relation(PadRelation);
+
+/// dynamic_pad: ONNX Pad with pads (int64 (2 x rank)) and value (a scalar of 'data''s dtype) read
+/// at run time; `sizes` is the result's shape, computed by pad_sizes, which checks the pads.
+Type DynamicPadRelation(const TypeRelationContext& ctx) {
+  const std::vector<arith::SizeExpr> data = ctx.Shape(0);
+  StringChoiceAttr(ctx, "mode", {"constant", "reflect", "edge"});
+  const std::vector<arith::SizeExpr> pads = ctx.Shape(1);
+  KILN_CHECK(pads.size() == 1 && pads[0].as_int() == static_cast<int64_t>(2 * data.size()) &&
+                 DataTypeEqual(ctx.DType(1), kInt64),
+             TypeError)
+      << ctx.Describe("'pads' must be int64 of shape (" + std::to_string(2 * data.size()) + ",)");
+  KILN_CHECK(ctx.Shape(2).empty() && DataTypeEqual(ctx.DType(2), ctx.DType(0)), TypeError)
+      << ctx.Describe("'value' must be a scalar of the dtype of 'data'");
+  const std::vector<arith::SizeExpr> sizes = ctx.SizesAttr("sizes");
+  KILN_CHECK(sizes.size() == data.size(), TypeError)
+      << ctx.Describe("attribute 'sizes' must give one extent per dimension of 'data'");
+  return TypeRelationContext::TensorResult(sizes, ctx.DType(0));
+}
+
+KILN_REGISTER_OP("dynamic_pad")
+    .add_input("data")
+    .add_input("pads")
+    .add_input("value")
+    .add_attr("mode", AttrKind::kString, String("constant"))
+    .add_attr("sizes", AttrKind::kSizes)
+    .set_pattern(OpPattern::kOpaque)
+    .set_type_relation(DynamicPadRelation);
 
 }  // namespace
 }  // namespace op

@@ -146,14 +146,29 @@ KILN_REGISTER_OP("range_sizes")
     .set_pattern(OpPattern::kOpaque)
     .set_type_relation(RangeSizesRelation);
 
+/// pad_sizes(data, pads): the shape of ONNX Pad's result for pads (int64, begins then ends) read
+/// at run time.
+Type PadSizesRelation(const TypeRelationContext& ctx) {
+  const auto rank = static_cast<int64_t>(ctx.Shape(0).size());
+  KILN_CHECK(StaticLength(ctx, 1, "pads") == 2 * rank, TypeError)
+      << ctx.Describe("'pads' must have 2 x " + std::to_string(rank) + " elements");
+  return SizesResult(rank);
+}
+
+KILN_REGISTER_OP("pad_sizes")
+    .add_input("data")
+    .add_input("pads")
+    .set_pattern(OpPattern::kOpaque)
+    .set_type_relation(PadSizesRelation);
+
 /// reduce_sizes(data, axes; keepdims, noop_with_empty_axes): the shape of ONNX ReduceSum's result
 /// for axes read at run time (no axes: all of them, or none with noop_with_empty_axes).
 Type ReduceSizesRelation(const TypeRelationContext& ctx) {
   const auto rank = static_cast<int64_t>(ctx.Shape(0).size());
   const int64_t axes = StaticLength(ctx, 1, "axes");
-  KILN_CHECK(axes <= rank, TypeError) << ctx.Describe("cannot reduce " + std::to_string(axes) +
-                                                     " axes of a rank-" + std::to_string(rank) +
-                                                     " tensor");
+  KILN_CHECK(axes <= rank, TypeError)
+      << ctx.Describe("cannot reduce " + std::to_string(axes) + " axes of a rank-" +
+                      std::to_string(rank) + " tensor");
   if (ctx.Attr<bool>("keepdims")) return SizesResult(rank);
   if (axes == 0) return SizesResult(ctx.Attr<bool>("noop_with_empty_axes") ? rank : 0);
   return SizesResult(rank - axes);
