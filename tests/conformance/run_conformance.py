@@ -209,6 +209,10 @@ def main(argv=None):
     results = run_cases(cases, args)
 
     print(report.summary_table(results, suites))
+    if "node" in suites:
+        passed, cases = report.inference_pass_rate(results)
+        print(f"node cases needing no training ops or strings: {passed} of {cases} pass with "
+              f"nothing bound")
     if args.results:
         write_results(args.results, results)
     if args.markdown:

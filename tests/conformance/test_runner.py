@@ -478,6 +478,17 @@ def test_summary_counts_each_status_per_suite_and_in_total():
                                               "14.3"]
 
 
+def test_inference_pass_rate_leaves_out_training_and_string_cases():
+    results = sample_results()
+    for name, detail in [("t", "training op(s): Adam"), ("s", "string tensor graph input 'x'"),
+                         ("dr", "NotImplementedError: Dropout ...: training_mode with a ratio")]:
+        results[f"node/{name}"] = result("node", name, "unsupported", detail)
+    # Of a, b, c, d, e: only "a" passes with nothing bound.
+    assert report.inference_pass_rate(results) == (1, 5)
+    assert "Of the 5 node cases that need neither training ops nor string tensors, **1 (20.0%)" \
+        in report.markdown(results, ["node"], "CMD")
+
+
 def test_top_unsupported_ops_and_reasons_group_cases():
     results = sample_results()
     assert report.top_unsupported_ops(results) == [("Acos", 2, "7, 13"), ("Cosh", 1, "9")]
