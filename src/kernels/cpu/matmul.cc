@@ -95,16 +95,63 @@ struct BatchedGemm {
   }
 };
 
+/// An integer matmul (MatMulInteger, QLinearMatMul, MatMul of ints): exact, accumulated in int64
+/// and wrapped to the element type as ONNX's integer arithmetic does. A plain loop: quantized
+/// models that need speed go through a backend (dnnl) rather than this reference path.
+template <typename T>
+void IntegerMatmul(const Tensor& lhs, const Tensor& rhs, const Tensor& out,
+                   const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  const int64_t m = a[a.size() - 2];
+  const int64_t k = a.back();
+  const int64_t n = b.back();
+  const std::vector<int64_t> a_batch(a.begin(), a.end() - 2);
+  const std::vector<int64_t> b_batch(b.begin(), b.end() - 2);
+  std::vector<int64_t> batch(std::max(a_batch.size(), b_batch.size()), 1);
+  for (const std::vector<int64_t>* shape : {&a_batch, &b_batch}) {
+    for (size_t d = 0; d < shape->size(); ++d) {
+      int64_t& extent = batch[batch.size() - shape->size() + d];
+      extent = std::max(extent, (*shape)[d]);
+    }
+  }
+  const BroadcastPlan plan = PlanBroadcast(batch, {a_batch, b_batch});
+  const T* x = Data<const T>(lhs);
+  const T* y = Data<const T>(rhs);
+  T* z = Data<T>(out);
+  runtime::ParallelFor(0, Product(batch) * m, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t i = r / m;
+      const int64_t row = i / plan.inner();
+      const int64_t col = i % plan.inner();
+      const T* a_row = x + ((plan.RowOffset(0, row) + col * plan.InnerStride(0)) * m + r % m) * k;
+      const T* b_mat = y + (plan.RowOffset(1, row) + col * plan.InnerStride(1)) * k * n;
+      for (int64_t j = 0; j < n; ++j) {
+        uint64_t sum = 0;  // unsigned: wraps as the element type does, without overflow UB
+        for (int64_t p = 0; p < k; ++p) {
+          sum += static_cast<uint64_t>(static_cast<int64_t>(a_row[p]) *
+                                       static_cast<int64_t>(b_mat[p * n + j]));
+        }
+        z[r * n + j] = static_cast<T>(sum);
+      }
+    }
+  });
+}
+
 /// numpy matmul: a 1-D lhs is a row (1, K), a 1-D rhs a column (K, 1); the dims added are
 /// absent from the output, which does not change its memory layout.
 void Matmul(const KernelCall& call) {
-  RequireFloat32Inputs(call);
   const Tensor lhs = call.input(0);
   const Tensor rhs = call.input(1);
   std::vector<int64_t> a = ShapeOf(lhs);
   std::vector<int64_t> b = ShapeOf(rhs);
   if (a.size() == 1) a.insert(a.begin(), 1);
   if (b.size() == 1) b.push_back(1);
+  if (lhs.dtype().code == kDLInt) {
+    DispatchDType<kI32 | kI64>(call, lhs.dtype(), [&](auto tag) {
+      IntegerMatmul<decltype(tag)>(lhs, rhs, call.output(0), a, b);
+    });
+    return;
+  }
+  RequireFloat32Inputs(call);
   BatchedGemm gemm;
   gemm.m = a[a.size() - 2];
   gemm.k = a.back();
