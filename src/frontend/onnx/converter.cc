@@ -28,6 +28,7 @@ const std::vector<ConverterEntry>& ConverterTable() {
     AddNormalizationConverters(*entries);
     AddEinsumConverters(*entries);
     AddSequenceConverters(*entries);
+    AddDetectionConverters(*entries);
     return entries;
   }();
   return *table;

@@ -55,6 +55,7 @@ void AddLossConverters(std::vector<ConverterEntry>& table);
 void AddNormalizationConverters(std::vector<ConverterEntry>& table);
 void AddEinsumConverters(std::vector<ConverterEntry>& table);
 void AddSequenceConverters(std::vector<ConverterEntry>& table);
+void AddDetectionConverters(std::vector<ConverterEntry>& table);
 
 /// Whether `op_type`'s one output is a sequence (a tuple value naming one output, where other
 /// tuple values are a node's several outputs).
