@@ -65,15 +65,15 @@ std::optional<T> OptionalScalar(const KernelCall& call, size_t index, const char
 
 /// The checked inputs of one call.
 struct Problem {
-  const float* boxes;
-  const float* scores;
-  int64_t batches;
-  int64_t classes;
-  int64_t boxes_per_batch;
-  int64_t max_per_class;
-  float iou_threshold;
+  const float* boxes = nullptr;
+  const float* scores = nullptr;
+  int64_t batches = 0;
+  int64_t classes = 0;
+  int64_t boxes_per_batch = 0;
+  int64_t max_per_class = 0;
+  float iou_threshold = 0;
   std::optional<float> score_threshold;
-  bool center_point_box;
+  bool center_point_box = false;
 };
 
 Problem ReadProblem(const KernelCall& call) {
@@ -81,24 +81,27 @@ Problem ReadProblem(const KernelCall& call) {
   const Tensor scores = call.input(1);
   const std::vector<int64_t> box_shape = ShapeOf(boxes);
   const std::vector<int64_t> score_shape = ShapeOf(scores);
+  // The type relation checks these (extents known only at run time by a deferred check); the
+  // selection would read past the data if they did not hold.
   KILN_CHECK(box_shape.size() == 3 && box_shape[2] == 4 && score_shape.size() == 3 &&
                  score_shape[0] == box_shape[0] && score_shape[2] == box_shape[1],
              ValueError)
       << call.Prefix()
       << "'boxes' (batches, boxes, 4) and 'scores' (batches, classes, boxes) do not match";
-  Problem problem{
-      Data<const float>(boxes),
-      Data<const float>(scores),
-      box_shape[0],
-      score_shape[1],
-      box_shape[1],
-      std::max<int64_t>(OptionalScalar<int64_t>(call, 2, "max_output_boxes_per_class").value_or(0),
-                        0),
-      OptionalScalar<float>(call, 3, "iou_threshold").value_or(0.0F),
-      OptionalScalar<float>(call, 4, "score_threshold"),
-      call.Int("center_point_box") == 1};
+  Problem problem;
+  problem.boxes = Data<const float>(boxes);
+  problem.scores = Data<const float>(scores);
+  problem.batches = box_shape[0];
+  problem.classes = score_shape[1];
+  problem.boxes_per_batch = box_shape[1];
+  // ONNX's reference selects no box for a negative maximum, as for an absent one.
+  problem.max_per_class = std::max<int64_t>(
+      OptionalScalar<int64_t>(call, 2, "max_output_boxes_per_class").value_or(0), 0);
+  problem.iou_threshold = OptionalScalar<float>(call, 3, "iou_threshold").value_or(0.0F);
   KILN_CHECK(problem.iou_threshold >= 0 && problem.iou_threshold <= 1, ValueError)
       << call.Prefix() << "'iou_threshold' must lie in [0, 1], got " << problem.iou_threshold;
+  problem.score_threshold = OptionalScalar<float>(call, 4, "score_threshold");
+  problem.center_point_box = call.Int("center_point_box") == 1;
   return problem;
 }
 
