@@ -29,6 +29,7 @@ const std::vector<ConverterEntry>& ConverterTable() {
     AddEinsumConverters(*entries);
     AddSequenceConverters(*entries);
     AddQuantizeConverters(*entries);
+    AddDetectionConverters(*entries);
     return entries;
   }();
   return *table;

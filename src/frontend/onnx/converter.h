@@ -56,6 +56,7 @@ void AddNormalizationConverters(std::vector<ConverterEntry>& table);
 void AddEinsumConverters(std::vector<ConverterEntry>& table);
 void AddSequenceConverters(std::vector<ConverterEntry>& table);
 void AddQuantizeConverters(std::vector<ConverterEntry>& table);
+void AddDetectionConverters(std::vector<ConverterEntry>& table);
 
 /// Whether `op_type`'s one output is a sequence (a tuple value naming one output, where other
 /// tuple values are a node's several outputs).

@@ -1,5 +1,5 @@
 // Indexing ONNX ops: GatherElements, ScatterElements (and Scatter before it), GatherND,
-// ScatterND, Compress, OneHot, CumSum, TopK, ReverseSequence and MaxUnpool.
+// ScatterND, Compress, OneHot, CumSum, TopK, Unique, ReverseSequence and MaxUnpool.
 #include <kiln/ffi/error.h>
 
 #include <algorithm>
@@ -189,6 +189,21 @@ ir::Expr ConvertTopK(const NodeContext& node) {
                    {"largest", node.Int("largest", 1) != 0}});
 }
 
+/// The distinct slices along `axis` (of the flattened data without one) and ONNX's three other
+/// outputs, as many as unique_count finds at run time.
+ir::Expr ConvertUnique(const NodeContext& node) {
+  ir::Expr data = node.Input(0);
+  if (!node.HasAttr("axis")) {
+    data = MakeCall("reshape", {data}, {{"newshape", Array<int64_t>{-1}}});
+  }
+  const int64_t axis = node.Int("axis", 0);
+  const std::vector<arith::SizeExpr> count = node.NewSizes(1);
+  const ir::Expr values = MakeCall("unique_count", {data}, {{"axis", axis}});
+  return MakeCall(
+      "unique", {DefineSizes(data, values, count)},
+      {{"count", SizeAttr(count[0])}, {"axis", axis}, {"sorted", node.Int("sorted", 1) != 0}});
+}
+
 // Each batch entry's first sequence_lens[b] steps along the time axis reversed, the rest kept:
 // a gather_elements along the time axis with constant positions (sequence_lens must be
 // constant).
@@ -273,6 +288,7 @@ void AddIndexingConverters(std::vector<ConverterEntry>& table) {
   AddConverter(table, "OneHot", 9, kMaxOpset, ConvertOneHot);
   AddConverter(table, "CumSum", 11, kMaxOpset, ConvertCumSum);
   AddConverter(table, "TopK", 10, kMaxOpset, ConvertTopK);
+  AddConverter(table, "Unique", 11, kMaxOpset, ConvertUnique);
   AddConverter(table, "ReverseSequence", 10, kMaxOpset, ConvertReverseSequence);
   AddConverter(table, "MaxUnpool", 11, kMaxOpset, ConvertMaxUnpool);
 }

@@ -458,6 +458,39 @@ TEST(ValueSizesOpTest, OpsTakingSizesReadAtRunTime) {
                  {{"k", Sizes({"k"})[0]}}, {"7 >= k"});
 }
 
+TEST(ValueSizesOpTest, NonMaxSuppressionSelectsCountBoxes) {
+  const std::vector<ir::Type> inputs = {T({2, 6, 4}), T({2, 3, 6}), T({1}, "int64"), T({}), T({0})};
+  ExpectType(T({1}, "int64"), "non_max_suppression_count", inputs);
+  ExpectType(S({"n", "3"}, "int64"), "non_max_suppression", inputs,
+             {{"count", Sizes({"n"})[0]}, {"center_point_box", 1}});
+  ExpectTypeError("non_max_suppression_count",
+                  {T({2, 6, 4}), T({2, 3, 5}), T({1}, "int64"), T({}), T({})}, {},
+                  {"'boxes' and 'scores' must agree on the number of boxes (6 and 5)"});
+  ExpectTypeError("non_max_suppression_count",
+                  {T({2, 6, 5}), T({2, 3, 6}), T({1}, "int64"), T({}), T({})}, {},
+                  {"'boxes' must have shape (batches, boxes, 4)"});
+  ExpectTypeError("non_max_suppression_count",
+                  {T({2, 6, 4}), T({2, 3, 6}), T({1}, "int32"), T({}), T({})}, {},
+                  {"'max_output_boxes_per_class' (argument 2)", "of dtype int64"});
+  ExpectTypeError("non_max_suppression_count",
+                  {T({2, 6, 4}), T({2, 3, 6}), T({1}, "int64"), T({2}), T({})}, {},
+                  {"'iou_threshold' (argument 3)", "at most one element"});
+  ExpectTypeError("non_max_suppression_count", inputs, {{"center_point_box", 2}},
+                  {"'center_point_box' must be 0 or 1, got 2"});
+  // Batches and boxes fed at run time are checked once their extents are known.
+  ExpectDeferred(T({1}, "int64"), "non_max_suppression_count",
+                 {S({"b", "n", "4"}), S({"b", "3", "m"}), T({1}, "int64"), T({}), T({})}, {},
+                 {"n == m", "number of boxes"});
+}
+
+TEST(ValueSizesOpTest, UniqueGivesCountDistinctSlices) {
+  ExpectType(T({1}, "int64"), "unique_count", {S({"n", "4"}, "int32")}, {{"axis", 1}});
+  ExpectTypeError("unique_count", {T({})}, {}, {"'data' must have at least one dimension"});
+  ExpectTypeError("unique_count", {T({2, 3})}, {{"axis", 2}}, {"axis"});
+  ExpectType(TupleType({S({"2", "k", "5"}), S({"k"}, "int64"), T({4}, "int64"), S({"k"}, "int64")}),
+             "unique", {T({2, 4, 5})}, {{"count", Sizes({"k"})[0]}, {"axis", -2}});
+}
+
 TEST(IndexingOpTest, SymbolicShapes) {
   ExpectType(S({"n", "2"}), "gather_elements", {S({"n", "4"}), S({"n", "2"}, "int64")},
              {{"axis", 1}});
