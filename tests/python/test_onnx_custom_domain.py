@@ -142,7 +142,7 @@ def test_node_with_several_outputs(register, as_tuple):
 def test_missing_converter_is_listed_with_a_hint_beside_a_missing_default_op():
     nodes = [
         helper.make_node("Nope", ["x"], ["t"], name="nope_0", domain=DOMAIN),
-        helper.make_node("Unique", ["t"], ["y"], name="unique_0"),
+        helper.make_node("RandomUniformLike", ["t"], ["y"], name="randomuniformlike_0"),
     ]
     model = custom_model(nodes, {"x": [4]}, {"y": [4]})
     with pytest.raises(kiln.NotImplementedError) as error:
@@ -152,7 +152,7 @@ def test_missing_converter_is_listed_with_a_hint_beside_a_missing_default_op():
     assert f"{DOMAIN}.Nope (opset 1), first at node 'nope_0'" in message
     assert f"frontend.onnx.convert.{DOMAIN}.Nope" in message
     assert "kiln.load_plugin" in message and "KILN_PLUGIN_PATH" in message
-    assert "Unique (opset 13), first at node 'unique_0'" in message
+    assert "RandomUniformLike (opset 13), first at node 'randomuniformlike_0'" in message
 
 
 def test_converter_registered_after_import_is_found_and_not_cached(register):
