@@ -90,8 +90,8 @@ class NarrowFloat {
     if ((bits_ & kExponentMask) == kExponentMask) {
       if (mantissa == 0) return sign * INFINITY;
       // float's NaN with the same payload, in its leading bits.
-      const uint32_t wide = (bits_ & kSignBit ? 1U << 31 : 0U) | 0x7F800000U |
-                            (mantissa << (23 - kMantissaBits));
+      const uint32_t wide =
+          (bits_ & kSignBit ? 1U << 31 : 0U) | 0x7F800000U | (mantissa << (23 - kMantissaBits));
       float nan;
       std::memcpy(&nan, &wide, sizeof(nan));
       return nan;
@@ -100,8 +100,7 @@ class NarrowFloat {
       return sign * std::ldexp(static_cast<float>(mantissa), kMinExponent - kMantissaBits);
     }
     const auto significand = static_cast<float>(mantissa | (1U << kMantissaBits));
-    return sign * std::ldexp(significand,
-                             static_cast<int>(exponent_field) - kBias - kMantissaBits);
+    return sign * std::ldexp(significand, static_cast<int>(exponent_field) - kBias - kMantissaBits);
   }
 
   uint16_t bits_;

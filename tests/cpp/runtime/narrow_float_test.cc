@@ -44,7 +44,8 @@ TEST(Float16Test, SubnormalsAndSignedZero) {
   EXPECT_EQ(Float16(std::ldexp(1.0, -25)).bits(), 0x0000);  // its half: ties to even, zero
   EXPECT_EQ(Float16(3 * std::ldexp(1.0, -26)).bits(), 0x0001);
   EXPECT_EQ(Float16(1023 * std::ldexp(1.0, -24)).bits(), 0x03FF);  // the largest subnormal
-  EXPECT_EQ(Float16(1023.5 * std::ldexp(1.0, -24)).bits(), 0x0400);  // rounds to the smallest normal
+  EXPECT_EQ(Float16(1023.5 * std::ldexp(1.0, -24)).bits(),
+            0x0400);  // rounds to the smallest normal
   EXPECT_EQ(Float16(-0.0).bits(), 0x8000);
   EXPECT_EQ(Float16(1e-300).bits(), 0x0000);
   EXPECT_EQ(static_cast<double>(Float16::FromBits(0x0001)), std::ldexp(1.0, -24));
