@@ -197,7 +197,8 @@ def test_cast(src, dst):
 def cast_bits(x, dtype):
     """kernel.cpu.cast of ``x`` to float16 or bfloat16, as the uint16 bit patterns."""
     out = kiln.empty(list(x.shape), dtype)
-    kiln.get_global_func("kernel.cpu.cast")([kiln.tensor(x)], [out], {"dtype": kiln.DataType(dtype)})
+    kiln.get_global_func("kernel.cpu.cast")([kiln.tensor(x)], [out],
+                                            {"dtype": kiln.DataType(dtype)})
     return out.view("uint16").numpy().copy()
 
 

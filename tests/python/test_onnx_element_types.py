@@ -151,11 +151,3 @@ def test_a_bfloat16_input_takes_bit_patterns_only():
     with pytest.raises(kiln.ValueError, match="'x' is bfloat16 and expects its uint16 bit"):
         ex.run(x=np.ones(2, np.float32), cast=True)
 
-
-def test_tensor_view_reinterprets_elements_of_the_same_size():
-    x = np.array([1.0, -2.0], np.float32)
-    view = kiln.tensor(x).view("int32")
-    assert view.dtype == "int32"
-    np.testing.assert_array_equal(view.numpy(), x.view(np.int32))
-    with pytest.raises(ValueError, match="element size"):
-        kiln.tensor(x).view("float16")
