@@ -15,7 +15,7 @@ import os
 
 from . import error as kiln_error
 from ._lib import core_func
-from .graph_executor import GraphExecutor
+from .graph_executor import GraphExecutor, _as_tensor
 from .tensors import Tensor
 
 __all__ = ["Executable"]
@@ -35,11 +35,13 @@ class Executable(GraphExecutor):
         (a ValueError names each one missing), with the model's shape and dtype; ``cast=True``
         converts other dtypes. Compact arrays are read in place, others (slices, transposes,
         Fortran order) are copied. ``out``, a list with an array (or None) per output, gives
-        arrays to write the outputs into; they are returned in place of new ones.
+        arrays to write the outputs into; they are returned in place of new ones. numpy has no
+        bfloat16: bfloat16 inputs and outputs are uint16 arrays of their bit patterns, as ONNX's
+        test data stores them.
         Thread-safe: concurrent calls run at the same time, each with buffers of its own.
         """
         given = dict(feed or {}, **inputs)
-        names, dtypes = self._input_signature()
+        names, dtypes, numpy_dtypes = self._input_signature()
         unknown = [name for name in given if name not in names]
         if unknown:
             raise kiln_error.KeyError(
@@ -50,18 +52,20 @@ class Executable(GraphExecutor):
             raise kiln_error.ValueError(
                 f"run: input{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))} "
                 f"not given (the model's inputs: {', '.join(names)})")
-        values = [_with_dtype(name, given[name], dtype, cast) for name, dtype in zip(names, dtypes)]
+        values = [_with_dtype(name, given[name], dtype, numpy_dtype, cast)
+                  for name, dtype, numpy_dtype in zip(names, dtypes, numpy_dtypes)]
         outputs = self.invoke(values, out=out)
         if out is not None:
             outputs = [result if given_out is None else given_out
                        for result, given_out in zip(outputs, out)]
-        return [item.numpy() if isinstance(item, Tensor) else item for item in outputs]
+        return [_as_numpy(item) if isinstance(item, Tensor) else item for item in outputs]
 
     def _input_signature(self):
-        """(names, numpy dtypes) of the inputs, read once: a model's inputs do not change."""
+        """(names, dtypes, numpy dtypes) of the inputs, read once: a model's inputs do not
+        change."""
         if self._signature is None:
             info = self.input_info
-            self._signature = (list(info["names"]),
+            self._signature = (list(info["names"]), list(info["dtypes"]),
                                [_numpy_dtype(dtype) for dtype in info["dtypes"]])
         return self._signature
 
@@ -83,35 +87,50 @@ class Executable(GraphExecutor):
         return f"kiln.Executable({inputs}; {self.num_outputs} outputs)"
 
 
+_BFLOAT16 = "bfloat16"
+
+
 def _numpy_dtype(dtype):
-    """numpy's dtype for ``dtype``; None for one numpy lacks (bfloat16, vector lanes)."""
+    """numpy's dtype for ``dtype``: uint16 for bfloat16, which run passes as bit patterns;
+    None for one numpy lacks (vector lanes)."""
     import numpy
 
+    if str(dtype) == _BFLOAT16:
+        return numpy.dtype(numpy.uint16)
     try:
         return numpy.dtype(str(dtype))
     except TypeError:
         return None
 
 
-def _with_dtype(name, value, dtype, cast):
-    """``value`` with the dtype of input ``name``: converted when ``cast``, else an error that
-    says how to convert. Lists and scalars take the input's dtype."""
+def _as_numpy(tensor):
+    """``tensor`` as a numpy array; a bfloat16 one as its uint16 bit patterns."""
+    return (tensor.view("uint16") if tensor.dtype == _BFLOAT16 else tensor).numpy()
+
+
+def _with_dtype(name, value, dtype, numpy_dtype, cast):
+    """``value`` with the dtype of input ``name`` (``dtype``, numpy's ``numpy_dtype``):
+    converted when ``cast``, else an error that says how to convert. Lists and scalars take the
+    input's dtype. A bfloat16 input takes uint16 bit patterns, which no cast makes."""
     import numpy
 
-    if dtype is None:
+    if numpy_dtype is None:
         return value  # a dtype numpy lacks: invoke checks it
     if not hasattr(value, "dtype"):
-        return numpy.asarray(value, dtype=dtype)
-    have = _numpy_dtype(value.dtype)
-    if have == dtype:
-        return value
-    if not cast:
-        raise kiln_error.ValueError(
-            f"run: input {name!r} expects {dtype}, got {have or value.dtype} "
-            "(pass cast=True to convert it)")
-    if isinstance(value, Tensor):
-        value = value.numpy()
-    return numpy.asarray(value).astype(dtype)
+        value = numpy.asarray(value, dtype=numpy_dtype)
+    elif _numpy_dtype(value.dtype) != numpy_dtype:
+        have = _numpy_dtype(value.dtype) or value.dtype
+        if dtype == _BFLOAT16:
+            raise kiln_error.ValueError(
+                f"run: input {name!r} is bfloat16 and expects its uint16 bit patterns, got {have}")
+        if not cast:
+            raise kiln_error.ValueError(
+                f"run: input {name!r} expects {numpy_dtype}, got {have} "
+                "(pass cast=True to convert it)")
+        if isinstance(value, Tensor):
+            value = value.numpy()
+        value = numpy.asarray(value).astype(numpy_dtype)
+    return _as_tensor(value).view(dtype) if dtype == _BFLOAT16 else value
 
 
 Executable.__module__ = "kiln"

@@ -163,6 +163,12 @@ class Tensor(Object):
         }
         return numpy.asarray(_ArrayView(self, interface))
 
+    def view(self, dtype):
+        """This tensor's memory read as ``dtype``, whose elements have the same size (as
+        numpy's ``ndarray.view``): a bfloat16 tensor as its uint16 bit patterns, say, which
+        numpy can hold. ValueError for a dtype of another element size."""
+        return _ffi.tensor_from_dlpack(_ffi.tensor_to_dlpack(self), DataType(dtype))
+
     def __array__(self, dtype=None, copy=None):
         array = self.numpy()
         if dtype is not None:

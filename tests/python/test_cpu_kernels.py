@@ -181,7 +181,8 @@ def test_unary_attrs_and_clip():
     check("logical_not", [b], ~b)
 
 
-CAST_TYPES = [np.float32, np.float64, np.int32, np.int64, np.bool_, np.uint8, np.int8]
+CAST_TYPES = [np.float32, np.float64, np.float16, np.int32, np.int64, np.bool_, np.uint8,
+              np.int8, np.int16, np.uint16, np.uint32, np.uint64]
 
 
 @pytest.mark.parametrize("src", CAST_TYPES)
@@ -191,6 +192,98 @@ def test_cast(src, dst):
     x = rand(3, 7, dtype=src, low=0, high=100)
     dtype_name = "bool" if dst == np.bool_ else np.dtype(dst).name
     check("cast", [x], x.astype(dst), dtype=dtype_name)
+
+
+def cast_bits(x, dtype):
+    """kernel.cpu.cast of ``x`` to float16 or bfloat16, as the uint16 bit patterns."""
+    out = kiln.empty(list(x.shape), dtype)
+    kiln.get_global_func("kernel.cpu.cast")([kiln.tensor(x)], [out],
+                                            {"dtype": kiln.DataType(dtype)})
+    return out.view("uint16").numpy().copy()
+
+
+def cast_from_bits(bits, dtype, to):
+    """kernel.cpu.cast of the float16 or bfloat16 ``dtype`` numbers whose bits are ``bits``."""
+    out = kiln.empty(list(bits.shape), to)
+    kiln.get_global_func("kernel.cpu.cast")([kiln.tensor(bits).view(dtype)], [out],
+                                            {"dtype": kiln.DataType(to)})
+    return out.numpy().copy()
+
+
+def float32_patterns():
+    """float32 numbers to narrow to 16 bits: random bit patterns (every sign and exponent,
+    subnormals, infinities, NaNs with payloads), the ties of both formats and one step either
+    side of them, and the edges (largest numbers, subnormals, zeros)."""
+    random = RNG.integers(0, 2**32, size=20000, dtype=np.uint64)
+    # float16 normals: 13 dropped mantissa bits 1000000000000; its subnormals: (k + 1/2) 2^-24.
+    exponents = RNG.integers(127 - 14, 127 + 16, size=4000, dtype=np.uint64)
+    mantissas = RNG.integers(0, 2**10, size=4000, dtype=np.uint64) << 13
+    f16_ties = (exponents << 23) | mantissas | 0x1000
+    f16_subnormal_ties = ((np.arange(1024) + 0.5) * 2.0**-24).astype(np.float32)
+    bf16_ties = (np.arange(2**16, dtype=np.uint64) << 16) | 0x8000
+    patterns = np.concatenate([random, f16_ties, f16_ties + 1, f16_ties - 1, bf16_ties,
+                               bf16_ties + 1, bf16_ties - 1]).astype(np.uint32)
+    signs = RNG.integers(0, 2, size=patterns.shape, dtype=np.uint32) << 31
+    edges = np.array([65504, 65519.996, 65520, 65536, 2**-24, 2**-25, 3 * 2**-26, 2**-14,
+                      1023.5 * 2**-24, 3.4028235e38, 0.0, np.inf, np.nan], np.float32)
+    return np.concatenate([(patterns ^ signs).view(np.float32), f16_subnormal_ties,
+                           -f16_subnormal_ties, edges, -edges])
+
+
+def same_bits_or_both_nan(got, expected, nan):
+    """Bit patterns equal, or both NaN (payloads may differ between conversions)."""
+    both_nan = nan(got) & nan(expected)
+    np.testing.assert_array_equal(np.where(both_nan, 0, got), np.where(both_nan, 0, expected))
+
+
+def test_cast_to_float16_rounds_to_nearest_even_as_numpy():
+    def is_nan(bits):
+        return (bits & 0x7FFF) > 0x7C00
+
+    x = float32_patterns()
+    with np.errstate(over="ignore", invalid="ignore"):
+        same_bits_or_both_nan(cast_bits(x, "float16"), x.astype(np.float16).view(np.uint16),
+                              is_nan)
+        # From float64 directly, not through float32: no double rounding.
+        wide = x.astype(np.float64) * (1 + RNG.uniform(-2**-20, 2**-20, size=x.shape))
+        same_bits_or_both_nan(cast_bits(wide, "float16"),
+                              wide.astype(np.float16).view(np.uint16), is_nan)
+
+
+def test_cast_to_bfloat16_rounds_to_nearest_even():
+    x = float32_patterns()
+    bits = x.view(np.uint32).astype(np.uint64)
+    # Round to nearest even on the upper half; NaNs keep their upper half, made quiet.
+    expected = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    expected = np.where(np.isnan(x), (bits >> 16).astype(np.uint16) | 0x0040, expected)
+    got = cast_bits(x, "bfloat16")
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("to", ["float32", "float64"])
+def test_cast_from_every_16_bit_float_is_exact(dtype, to):
+    bits = np.arange(2**16, dtype=np.uint32).astype(np.uint16)
+    if dtype == "float16":
+        expected = bits.view(np.float16).astype(to)
+    else:
+        with np.errstate(invalid="ignore"):  # NaN payloads
+            expected = (bits.astype(np.uint32) << 16).view(np.float32).astype(to)
+    got = cast_from_bits(bits, dtype, to)
+    np.testing.assert_array_equal(got, expected)  # NaNs compare equal here
+    assert (np.signbit(got) == np.signbit(expected)).all()
+
+
+def test_cast_between_float16_and_bfloat16_and_to_integers():
+    # 1 + 2^-8 is exact in float16 and a bfloat16 tie (even: 1); 3 + 2^-6 also a tie (up).
+    halves = np.array([1 + 2**-8, 3 + 3 * 2**-7, 65504, -np.inf], np.float16)
+    np.testing.assert_array_equal(
+        cast_from_bits(halves.view(np.uint16), "float16", "float32").astype(np.float32), halves)
+    bf = cast_bits(halves, "bfloat16")
+    np.testing.assert_array_equal(bf, [0x3F80, 0x4042, 0x4780, 0xFF80])
+    np.testing.assert_array_equal(cast_from_bits(bf, "bfloat16", "int32")[:3], [1, 3, 65536])
+    np.testing.assert_array_equal(cast_from_bits(np.array([0x3C00, 0x0000, 0x7E00], np.uint16),
+                                                 "float16", "bool"), [True, False, True])
 
 
 BINARY = {
@@ -251,7 +344,33 @@ def test_binary_integers(op, dtype):
     check(op, [a, b], expected)
 
 
-@pytest.mark.parametrize("dtype", [np.uint8, np.int32, np.int64])
+# Arithmetic ops on the integer and 16-bit float types beyond int32/int64, against numpy's
+# own arithmetic in the type (which wraps unsigned integers and computes float16 in float).
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.uint8, np.uint16, np.uint32, np.uint64,
+                                   np.float16])
+@pytest.mark.parametrize("op", ["add", "subtract", "multiply", "divide", "maximum", "minimum",
+                                "mod"])
+def test_arithmetic_of_narrow_and_unsigned_types(op, dtype):
+    info = np.iinfo(dtype) if np.issubdtype(dtype, np.integer) else np.finfo(dtype)
+    low, high = max(float(info.min), -300.0), min(float(info.max), 300.0)
+    a = RNG.uniform(low, high, size=(3, 1, 6)).astype(dtype)
+    b = RNG.uniform(low, high, size=(5, 1)).astype(dtype)
+    b = np.where(b == 0, dtype(3), b)
+    if np.issubdtype(dtype, np.unsignedinteger):  # values near the top, to wrap around
+        a[0, 0, :3] = info.max - a[0, 0, :3]
+    if op == "divide" and np.issubdtype(dtype, np.unsignedinteger):
+        expected = a // b
+    elif op == "divide" and np.issubdtype(dtype, np.integer):
+        expected = np.trunc(a.astype(np.float64) / b).astype(dtype)  # ONNX Div truncates
+    else:
+        with np.errstate(over="ignore"):
+            expected = BINARY[op](a, b)
+    (got,) = run(op, [a, b], [expected])
+    assert got.dtype == expected.dtype == dtype
+    np.testing.assert_array_equal(got, expected)  # exact: float16 rounds once, as numpy does
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.uint32, np.uint64, np.int32, np.int64])
 def test_shifts(dtype):
     a = RNG.integers(0, 100, size=(4, 6)).astype(dtype)
     b = RNG.integers(0, 7, size=(6,)).astype(dtype)
@@ -261,7 +380,18 @@ def test_shifts(dtype):
     check("left_shift", [np.array([3, 3], dtype), wide], np.zeros(2, dtype))
 
 
-@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float32, np.float64])
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.uint32, np.uint64])
+def test_unsigned_left_shift_drops_the_bits_past_the_width(dtype):
+    top = np.iinfo(dtype).max
+    a = np.array([top, top, top - 1, 1], dtype)
+    b = np.array([1, 4, 8 * np.dtype(dtype).itemsize - 1, 8 * np.dtype(dtype).itemsize - 1],
+                 dtype)
+    for op, ref in [("left_shift", np.left_shift), ("right_shift", np.right_shift)]:
+        np.testing.assert_array_equal(run(op, [a, b], [a])[0], ref(a, b))
+
+
+@pytest.mark.parametrize("dtype", [np.int16, np.int32, np.int64, np.float16, np.float32,
+                                   np.float64])
 def test_mod_fmod_takes_the_dividend_sign(dtype):
     a = np.array([-7, -4, -1, 0, 3, 5, 8, 9], dtype)
     b = np.array([3, -3, 2, -5, -2, 3, 3, -4], dtype)

@@ -109,6 +109,18 @@ def test_dtype_without_a_numpy_equivalent_is_a_clear_error():
     assert "bfloat16" in str(info.value)
 
 
+def test_tensor_view_reinterprets_elements_of_the_same_size():
+    x = np.array([1.0, -2.0], np.float32)
+    view = kiln.tensor(x).view("int32")
+    assert view.dtype == "int32"
+    np.testing.assert_array_equal(view.numpy(), x.view(np.int32))
+    with pytest.raises(ValueError, match="element size"):
+        kiln.tensor(x).view("float16")
+    bits = kiln.tensor(np.array([0x3F80], np.uint16)).view("bfloat16")  # 1.0
+    assert bits.dtype == "bfloat16"
+    np.testing.assert_array_equal(bits.view("uint16").numpy(), [0x3F80])
+
+
 @pytest.mark.parametrize("make", [
     lambda: np.arange(20, dtype=np.float32)[::3],
     lambda: np.arange(12, dtype=np.int64).reshape(3, 4).T,

@@ -2,6 +2,7 @@
 
 #include <kiln/ffi/error.h>
 #include <kiln/runtime/memory.h>
+#include <kiln/runtime/narrow_float.h>
 
 #include <cstring>
 #include <type_traits>
@@ -15,23 +16,34 @@ using onnx::TensorProto;
 
 constexpr DLDevice kHost{kDLCPU, 0};
 
-/// Calls `visit(T{})` with the C++ type of `dtype`'s elements.
+/// Calls `visit(T{})` with the C++ type of `dtype`'s elements (Float16 and BFloat16 for the
+/// 16-bit floats).
 template <typename Visit>
 auto VisitElementType(DLDataType dtype, Visit&& visit) {
   switch (dtype.code) {
     case kDLFloat:
-      if (dtype.bits == 64) return visit(double{});
-      KILN_ICHECK(dtype.bits == 32) << "float" << int{dtype.bits};
-      return visit(float{});
+      switch (dtype.bits) {
+        case 16: return visit(Float16{});
+        case 64: return visit(double{});
+        default: KILN_ICHECK(dtype.bits == 32) << "float" << int{dtype.bits}; return visit(float{});
+      }
+    case kDLBfloat: return visit(BFloat16{});
     case kDLUInt:
-      // Kiln's bool is uint1, stored one byte per element.
-      if (dtype.bits == 1) return visit(bool{});
-      KILN_ICHECK(dtype.bits == 8) << "uint" << int{dtype.bits};
-      return visit(uint8_t{});
+      switch (dtype.bits) {
+        // Kiln's bool is uint1, stored one byte per element.
+        case 1: return visit(bool{});
+        case 8: return visit(uint8_t{});
+        case 16: return visit(uint16_t{});
+        case 32: return visit(uint32_t{});
+        default:
+          KILN_ICHECK(dtype.bits == 64) << "uint" << int{dtype.bits};
+          return visit(uint64_t{});
+      }
     default: break;
   }
   switch (dtype.bits) {
     case 8: return visit(int8_t{});
+    case 16: return visit(int16_t{});
     case 32: return visit(int32_t{});
     default: KILN_ICHECK(dtype.bits == 64) << "int" << int{dtype.bits}; return visit(int64_t{});
   }
@@ -57,13 +69,16 @@ std::vector<Result> LoadElements(const Tensor& tensor) {
   });
 }
 
-/// Number of elements of the typed field that holds `proto`'s data (ONNX stores int8, uint8
-/// and bool in int32_data, one element per entry).
+/// Number of elements of the typed field that holds `proto`'s data (ONNX stores the integers
+/// of up to 16 bits, bool and the 16-bit floats in int32_data, one element per entry, and
+/// uint32 with uint64 in uint64_data).
 int64_t TypedFieldSize(const TensorProto& proto) {
   switch (proto.data_type()) {
     case TensorProto::FLOAT: return proto.float_data_size();
     case TensorProto::DOUBLE: return proto.double_data_size();
     case TensorProto::INT64: return proto.int64_data_size();
+    case TensorProto::UINT32:
+    case TensorProto::UINT64: return proto.uint64_data_size();
     default: return proto.int32_data_size();
   }
 }
@@ -73,40 +88,57 @@ void StoreTypedField(const TensorProto& proto, const Tensor& tensor) {
     case TensorProto::FLOAT: StoreElements(tensor, proto.float_data()); break;
     case TensorProto::DOUBLE: StoreElements(tensor, proto.double_data()); break;
     case TensorProto::INT64: StoreElements(tensor, proto.int64_data()); break;
+    case TensorProto::UINT32:
+    case TensorProto::UINT64: StoreElements(tensor, proto.uint64_data()); break;
+    case TensorProto::FLOAT16:
+    case TensorProto::BFLOAT16: {
+      // int32_data holds their bit patterns, not their values.
+      auto* out = static_cast<uint16_t*>(tensor.data());
+      int64_t i = 0;
+      for (const int32_t bits : proto.int32_data()) out[i++] = static_cast<uint16_t>(bits);
+      break;
+    }
     default: StoreElements(tensor, proto.int32_data()); break;
   }
 }
 
+/// The ONNX element types Kiln imports, each with its dtype.
+struct ElementTypeEntry {
+  int32_t onnx;
+  DLDataType dtype;
+};
+constexpr ElementTypeEntry kElementTypes[] = {
+    {TensorProto::FLOAT, {kDLFloat, 32, 1}},   {TensorProto::DOUBLE, {kDLFloat, 64, 1}},
+    {TensorProto::FLOAT16, {kDLFloat, 16, 1}}, {TensorProto::BFLOAT16, {kDLBfloat, 16, 1}},
+    {TensorProto::INT8, {kDLInt, 8, 1}},       {TensorProto::INT16, {kDLInt, 16, 1}},
+    {TensorProto::INT32, {kDLInt, 32, 1}},     {TensorProto::INT64, {kDLInt, 64, 1}},
+    {TensorProto::UINT8, {kDLUInt, 8, 1}},     {TensorProto::UINT16, {kDLUInt, 16, 1}},
+    {TensorProto::UINT32, {kDLUInt, 32, 1}},   {TensorProto::UINT64, {kDLUInt, 64, 1}},
+    {TensorProto::BOOL, {kDLUInt, 1, 1}},
+};
+constexpr const char* kImportedTypeNames =
+    "float32, float64, float16, bfloat16, int8, int16, int32, int64, uint8, uint16, uint32, "
+    "uint64, bool";
+
 }  // namespace
 
 DLDataType DTypeFromOnnx(int32_t elem_type, const std::string& what) {
-  switch (elem_type) {
-    case TensorProto::FLOAT: return DLDataType{kDLFloat, 32, 1};
-    case TensorProto::DOUBLE: return DLDataType{kDLFloat, 64, 1};
-    case TensorProto::INT32: return DLDataType{kDLInt, 32, 1};
-    case TensorProto::INT64: return DLDataType{kDLInt, 64, 1};
-    case TensorProto::INT8: return DLDataType{kDLInt, 8, 1};
-    case TensorProto::UINT8: return DLDataType{kDLUInt, 8, 1};
-    case TensorProto::BOOL: return DLDataType{kDLUInt, 1, 1};
-    default: break;
+  for (const ElementTypeEntry& entry : kElementTypes) {
+    if (entry.onnx == elem_type) return entry.dtype;
   }
   const std::string name = TensorProto::DataType_IsValid(elem_type)
                                ? TensorProto::DataType_Name(elem_type)
                                : std::to_string(elem_type);
-  KILN_THROW(NotImplementedError)
-      << what << " has ONNX element type " << name
-      << ", which Kiln does not import (float, double, int8, uint8, int32, int64, bool)";
+  KILN_THROW(NotImplementedError) << what << " has ONNX element type " << name
+                                  << ", which Kiln does not import (" << kImportedTypeNames << ")";
 }
 
 int32_t DTypeToOnnx(DLDataType dtype, const std::string& what) {
-  for (const int32_t elem_type :
-       {TensorProto::FLOAT, TensorProto::DOUBLE, TensorProto::INT32, TensorProto::INT64,
-        TensorProto::INT8, TensorProto::UINT8, TensorProto::BOOL}) {
-    if (DataTypeEqual(DTypeFromOnnx(elem_type, what), dtype)) return elem_type;
+  for (const ElementTypeEntry& entry : kElementTypes) {
+    if (DataTypeEqual(entry.dtype, dtype)) return entry.onnx;
   }
-  KILN_THROW(NotImplementedError)
-      << what << " has dtype " << DataTypeToString(dtype)
-      << ", which Kiln does not import (float32, float64, int8, uint8, int32, int64, bool)";
+  KILN_THROW(NotImplementedError) << what << " has dtype " << DataTypeToString(dtype)
+                                  << ", which Kiln does not import (" << kImportedTypeNames << ")";
 }
 
 TensorProto TensorToProto(const Tensor& tensor, const std::string& name) {

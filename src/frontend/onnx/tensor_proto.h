@@ -14,7 +14,7 @@ namespace frontend {
 namespace onnx_import {
 
 /// The Kiln dtype of ONNX element type `elem_type` (TensorProto::DataType); NotImplementedError
-/// naming `what` for types Kiln has no tensors of (strings, complex, float16, ...).
+/// naming `what` for types Kiln has no tensors of (strings, complex, 4- and 8-bit floats, ...).
 DLDataType DTypeFromOnnx(int32_t elem_type, const std::string& what);
 
 /// The ONNX element type of Kiln dtype `dtype`; NotImplementedError naming `what` for dtypes

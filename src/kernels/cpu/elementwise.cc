@@ -169,7 +169,8 @@ KILN_CPU_KERNEL("nn.hard_sigmoid", (Unary<kFloatTypes, HardSigmoid>));
 KILN_CPU_KERNEL("logical_not", (Unary<kBoolBit, LogicalNot>));
 
 /// cast: every pair of the supported dtypes, C++ conversion semantics (floats truncate toward
-/// zero into integers; anything non-zero is true).
+/// zero into integers; anything non-zero is true); into float16 and bfloat16 to nearest, ties
+/// to even (NarrowFloat).
 void Cast(const KernelCall& call) {
   const Tensor in = call.input(0);
   const Tensor out = call.output(0);
@@ -193,18 +194,23 @@ KILN_CPU_KERNEL("cast", Cast);
 // ---- two inputs, broadcast -----------------------------------------------------------------
 
 /// Applies `Fn` to lhs and rhs broadcast together; the output dtype is what `Fn` returns (T,
-/// or bool for comparisons). The inner loop is specialized for the stride patterns that occur
-/// (both contiguous, one a scalar) so the common cases vectorize.
+/// or bool for comparisons). Float16 and BFloat16 elements are computed in float and rounded
+/// back. The inner loop is specialized for the stride patterns that occur (both contiguous,
+/// one a scalar) so the common cases vectorize.
 template <unsigned Allowed, typename Fn>
 void Binary(const KernelCall& call) {
   const Tensor lhs = call.input(0);
   const Tensor rhs = call.input(1);
   const Tensor out = call.output(0);
   RequireSameDType(call, 0, 1);
-  const Fn fn{};
   DispatchDType<Allowed>(call, lhs.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    using Out = decltype(fn(T{}, T{}));
+    using Compute = ComputeType<T>;
+    using Result = decltype(Fn{}(Compute{}, Compute{}));
+    using Out = std::conditional_t<std::is_same_v<Result, Compute>, T, Result>;
+    const auto fn = [](T a, T b) {
+      return static_cast<Out>(Fn{}(static_cast<Compute>(a), static_cast<Compute>(b)));
+    };
     const T* a_base = Data<const T>(lhs);
     const T* b_base = Data<const T>(rhs);
     Out* y_base = Data<Out>(out);
@@ -229,6 +235,20 @@ void Binary(const KernelCall& call) {
   });
 }
 
+/// uint16 operands promote to (signed) int, whose product may overflow: unsigned ones multiply
+/// as at least unsigned int, which wraps as ONNX's unsigned arithmetic does.
+struct Multiply {
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_unsigned_v<T>) {
+      using Wide = std::common_type_t<T, unsigned>;
+      return static_cast<T>(static_cast<Wide>(a) * static_cast<Wide>(b));
+    } else {
+      return static_cast<T>(a * b);
+    }
+  }
+};
+
 #define KILN_BINARY_FN(Name, Expr)    \
   struct Name {                       \
     template <typename T>             \
@@ -239,7 +259,6 @@ void Binary(const KernelCall& call) {
 
 KILN_BINARY_FN(Add, static_cast<T>(a + b));
 KILN_BINARY_FN(Subtract, static_cast<T>(a - b));
-KILN_BINARY_FN(Multiply, static_cast<T>(a* b));
 KILN_BINARY_FN(Maximum, std::max(a, b));
 KILN_BINARY_FN(Minimum, std::min(a, b));
 KILN_BINARY_FN(Power, static_cast<T>(std::pow(a, b)));
@@ -272,21 +291,6 @@ struct Divide {
   }
 };
 
-/// ONNX Mod with fmod = 0 (numpy's mod): the result takes the divisor's sign.
-struct Mod {
-  template <typename T>
-  T operator()(T a, T b) const {
-    CheckDivisor(b);
-    T r;
-    if constexpr (std::is_integral_v<T>) {
-      r = static_cast<T>(a % b);
-    } else {
-      r = std::fmod(a, b);
-    }
-    return (r != 0 && ((r < 0) != (b < 0))) ? static_cast<T>(r + b) : r;
-  }
-};
-
 /// ONNX Mod with fmod = 1 (C fmod): the result takes the dividend's sign.
 struct FMod {
   template <typename T>
@@ -300,8 +304,24 @@ struct FMod {
   }
 };
 
-/// ONNX's arithmetic also takes 8-bit integers (quantized models' bookkeeping).
-constexpr unsigned kArithmeticTypes = kNumericTypes | kU8 | kI8;
+/// ONNX Mod with fmod = 0 (numpy's mod): the result takes the divisor's sign.
+struct Mod {
+  template <typename T>
+  T operator()(T a, T b) const {
+    const T r = FMod{}(a, b);
+    if constexpr (std::is_unsigned_v<T>) {
+      return r;  // no signs to reconcile
+    } else {
+      return (r != 0 && ((r < 0) != (b < 0))) ? static_cast<T>(r + b) : r;
+    }
+  }
+};
+
+/// ONNX's arithmetic takes every integer and float type it has (the 8-bit integers for
+/// quantized models' bookkeeping, the 16-bit floats for half-precision models).
+constexpr unsigned kArithmeticTypes = kNumericTypes | kOtherIntegerTypes | kNarrowFloatTypes;
+/// ONNX's BitShift is defined for the unsigned integers; Kiln's shifts also take int32/int64.
+constexpr unsigned kShiftTypes = kU8 | kU16 | kU32 | kU64 | kI32 | kI64;
 
 void ModKernel(const KernelCall& call) {
   if (call.Bool("fmod")) {
@@ -338,8 +358,8 @@ KILN_CPU_KERNEL("power", (Binary<kNumericTypes, Power>));
 KILN_CPU_KERNEL("maximum", (Binary<kArithmeticTypes, Maximum>));
 KILN_CPU_KERNEL("minimum", (Binary<kArithmeticTypes, Minimum>));
 KILN_CPU_KERNEL("mod", ModKernel);
-KILN_CPU_KERNEL("left_shift", (Binary<kU8 | kI32 | kI64, Shift<true>>));
-KILN_CPU_KERNEL("right_shift", (Binary<kU8 | kI32 | kI64, Shift<false>>));
+KILN_CPU_KERNEL("left_shift", (Binary<kShiftTypes, Shift<true>>));
+KILN_CPU_KERNEL("right_shift", (Binary<kShiftTypes, Shift<false>>));
 KILN_CPU_KERNEL("logical_and", (Binary<kBoolBit, LogicalAnd>));
 KILN_CPU_KERNEL("logical_or", (Binary<kBoolBit, LogicalOr>));
 KILN_CPU_KERNEL("logical_xor", (Binary<kBoolBit, LogicalXor>));

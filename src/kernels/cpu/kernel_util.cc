@@ -112,10 +112,31 @@ std::vector<int64_t> ShapeOf(const Tensor& tensor) {
 unsigned DTypeBit(DLDataType dtype) {
   if (dtype.lanes != 1) return 0;
   switch (dtype.code) {
-    case kDLFloat: return dtype.bits == 32 ? kF32 : dtype.bits == 64 ? kF64 : 0;
+    case kDLFloat:
+      switch (dtype.bits) {
+        case 16: return kF16;
+        case 32: return kF32;
+        case 64: return kF64;
+        default: return 0;
+      }
+    case kDLBfloat: return dtype.bits == 16 ? kBF16 : 0;
     case kDLInt:
-      return dtype.bits == 32 ? kI32 : dtype.bits == 64 ? kI64 : dtype.bits == 8 ? kI8 : 0;
-    case kDLUInt: return dtype.bits == 1 ? kBoolBit : dtype.bits == 8 ? kU8 : 0;
+      switch (dtype.bits) {
+        case 8: return kI8;
+        case 16: return kI16;
+        case 32: return kI32;
+        case 64: return kI64;
+        default: return 0;
+      }
+    case kDLUInt:
+      switch (dtype.bits) {
+        case 1: return kBoolBit;
+        case 8: return kU8;
+        case 16: return kU16;
+        case 32: return kU32;
+        case 64: return kU64;
+        default: return 0;
+      }
     default: return 0;
   }
 }

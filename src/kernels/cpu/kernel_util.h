@@ -8,6 +8,7 @@
 #include <kiln/ffi/registry.h>
 #include <kiln/ffi/string.h>
 #include <kiln/ffi/tensor.h>
+#include <kiln/runtime/narrow_float.h>
 #include <kiln/runtime/thread_pool.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace kiln {
@@ -131,9 +133,18 @@ constexpr unsigned kI64 = 1U << 3;
 constexpr unsigned kBoolBit = 1U << 4;
 constexpr unsigned kU8 = 1U << 5;
 constexpr unsigned kI8 = 1U << 6;
+constexpr unsigned kF16 = 1U << 7;
+constexpr unsigned kBF16 = 1U << 8;
+constexpr unsigned kI16 = 1U << 9;
+constexpr unsigned kU16 = 1U << 10;
+constexpr unsigned kU32 = 1U << 11;
+constexpr unsigned kU64 = 1U << 12;
 constexpr unsigned kFloatTypes = kF32 | kF64;
 constexpr unsigned kNumericTypes = kFloatTypes | kI32 | kI64;
-constexpr unsigned kAllTypes = kNumericTypes | kBoolBit | kU8 | kI8;
+/// The integers ONNX has besides int32 and int64 (quantized models, bit fields, indices).
+constexpr unsigned kOtherIntegerTypes = kI8 | kU8 | kI16 | kU16 | kU32 | kU64;
+constexpr unsigned kNarrowFloatTypes = kF16 | kBF16;
+constexpr unsigned kAllTypes = kNumericTypes | kBoolBit | kOtherIntegerTypes | kNarrowFloatTypes;
 
 /// The bit (kF32, ...) of `dtype`; 0 for a dtype no kernel implements.
 unsigned DTypeBit(DLDataType dtype);
@@ -144,8 +155,8 @@ void RequireSameDType(const KernelCall& call, size_t first, size_t last);
 /// ValueError naming the kernel unless every input is float32 (GEMM-based kernels).
 void RequireFloat32Inputs(const KernelCall& call);
 
-/// Calls `f(T{})` with T the C++ type of `dtype` (bool for bool) when `dtype` is in `Allowed`,
-/// else ValueError naming the kernel and the dtype.
+/// Calls `f(T{})` with T the C++ type of `dtype` (bool for bool, Float16 and BFloat16 for the
+/// 16-bit floats) when `dtype` is in `Allowed`, else ValueError naming the kernel and the dtype.
 template <unsigned Allowed, typename F>
 void DispatchDType(const KernelCall& call, DLDataType dtype, F&& f) {
   const unsigned bit = DTypeBit(dtype) & Allowed;
@@ -170,8 +181,31 @@ void DispatchDType(const KernelCall& call, DLDataType dtype, F&& f) {
   if constexpr ((Allowed & kI8) != 0) {
     if (bit == kI8) return f(int8_t{});
   }
+  if constexpr ((Allowed & kF16) != 0) {
+    if (bit == kF16) return f(Float16{});
+  }
+  if constexpr ((Allowed & kBF16) != 0) {
+    if (bit == kBF16) return f(BFloat16{});
+  }
+  if constexpr ((Allowed & kI16) != 0) {
+    if (bit == kI16) return f(int16_t{});
+  }
+  if constexpr ((Allowed & kU16) != 0) {
+    if (bit == kU16) return f(uint16_t{});
+  }
+  if constexpr ((Allowed & kU32) != 0) {
+    if (bit == kU32) return f(uint32_t{});
+  }
+  if constexpr ((Allowed & kU64) != 0) {
+    if (bit == kU64) return f(uint64_t{});
+  }
   call.UnsupportedDType(dtype);
 }
+
+/// The type a kernel computes elements of type T in: float for Float16 and BFloat16, which have
+/// no C++ arithmetic (results are rounded back once per element), T itself otherwise.
+template <typename T>
+using ComputeType = std::conditional_t<kIsNarrowFloat<T>, float, T>;
 
 /// Calls `f(U{})` with U an unsigned integer as wide as one element of `dtype`: copies and
 /// gathers move elements without looking at them, so they work for every dtype of 1-8 bytes.
