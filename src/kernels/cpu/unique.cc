@@ -84,7 +84,7 @@ template <typename F>
 void WithGrouping(const KernelCall& call, bool sorted, const F& f) {
   const Tensor in = call.input(0);
   const AxisSplit split = SplitAtAxis(ShapeOf(in), call.NormalizeAxis(call.Int("axis"), in.ndim()));
-  DispatchDType<kAllTypes>(call, in.dtype(), [&](auto tag) {
+  DispatchDType<kAllTypes & ~kNarrowFloatTypes>(call, in.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* data = Data<const T>(in);
     f(GroupSlices(data, split, sorted), data, split);
