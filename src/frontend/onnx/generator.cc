@@ -151,7 +151,7 @@ ir::Expr ConvertTrilu(const NodeContext& node) {
 ir::Expr RunTimeCosineWindow(const NodeContext& node, const std::vector<double>& coefficients) {
   constexpr DLDataType kFloat64{kDLFloat, 64, 1};
   const std::vector<arith::SizeExpr> count = node.NewSizes(1);
-  const ir::Expr size = node.Input(0);
+  const ir::Expr& size = node.Input(0);
   const ir::Expr positions =
       MakeCall("range",
                {DefineSizes(MakeScalar(0, kFloat64), MakeCall("as_sizes", {size}), count),

@@ -55,7 +55,7 @@ ir::Expr ConvertCompress(const NodeContext& node) {
   if (node.IsRunTimeValue(1)) {
     ir::Expr positions = Nonzero(node, node.Input(1));
     positions = MakeCall("squeeze", {positions}, {{"axes", Array<int64_t>{0}}});
-    ir::Expr data = node.Input(0);
+    const ir::Expr& data = node.Input(0);
     if (!node.HasAttr("axis")) {
       return MakeCall("take",
                       {MakeCall("reshape", {data}, {{"newshape", Array<int64_t>{-1}}}), positions},

@@ -45,12 +45,12 @@ ir::Expr ReduceWithRunTimeAxes(const NodeContext& node) {
   const bool noop = node.Int("noop_with_empty_axes", 0) != 0;
   const size_t rank = node.InputRank(0);
   const ir::Expr& x = node.Input(0);
-  const ir::Expr axes = node.Input(1);
+  const ir::Expr& axes = node.Input(1);
   auto sizes_of = [&](bool keep) {
     return MakeCall("reduce_sizes", {x, axes}, {{"keepdims", keep}, {"noop_with_empty_axes", noop}});
   };
   const std::vector<arith::SizeExpr> kept = node.NewSizes(rank);
-  const ir::Expr reduced =
+  ir::Expr reduced =
       MakeCall("sum_to", {DefineSizes(x, sizes_of(true), kept)}, {{"shape", SizesAttr(kept)}});
   if (keepdims) return reduced;
   const auto count = static_cast<size_t>(node.InputExtent(1, 0));
