@@ -45,6 +45,19 @@ int64_t Product(const std::vector<int64_t>& extents) {
   return product;
 }
 
+/// The batch shape that `a_batch` and `b_batch` broadcast to (numpy).
+std::vector<int64_t> BroadcastBatch(const std::vector<int64_t>& a_batch,
+                                    const std::vector<int64_t>& b_batch) {
+  std::vector<int64_t> batch(std::max(a_batch.size(), b_batch.size()), 1);
+  for (const std::vector<int64_t>* shape : {&a_batch, &b_batch}) {
+    for (size_t d = 0; d < shape->size(); ++d) {
+      int64_t& extent = batch[batch.size() - shape->size() + d];
+      extent = std::max(extent, (*shape)[d]);
+    }
+  }
+  return batch;
+}
+
 /// A batch of GEMMs C[b] = A[b] x B[b]: `a_shape` and `b_shape` are the operands' batch
 /// shapes, broadcast together (numpy) into the output's batch.
 struct BatchedGemm {
@@ -56,13 +69,7 @@ struct BatchedGemm {
   GemmEpilogue epilogue;            ///< its residual, if any, shaped as the whole output
 
   void Run(const Tensor& a, const Tensor& b, const Tensor& c) const {
-    std::vector<int64_t> batch(std::max(a_batch.size(), b_batch.size()), 1);
-    for (const std::vector<int64_t>* shape : {&a_batch, &b_batch}) {
-      for (size_t d = 0; d < shape->size(); ++d) {
-        int64_t& extent = batch[batch.size() - shape->size() + d];
-        extent = std::max(extent, (*shape)[d]);
-      }
-    }
+    const std::vector<int64_t> batch = BroadcastBatch(a_batch, b_batch);
     const BroadcastPlan plan = PlanBroadcast(batch, {a_batch, b_batch});
     const int64_t count = Product(batch);
     const MatrixView a_view = transpose_a ? MatrixView{Data<const float>(a), 1, m}
@@ -106,13 +113,7 @@ void IntegerMatmul(const Tensor& lhs, const Tensor& rhs, const Tensor& out,
   const int64_t n = b.back();
   const std::vector<int64_t> a_batch(a.begin(), a.end() - 2);
   const std::vector<int64_t> b_batch(b.begin(), b.end() - 2);
-  std::vector<int64_t> batch(std::max(a_batch.size(), b_batch.size()), 1);
-  for (const std::vector<int64_t>* shape : {&a_batch, &b_batch}) {
-    for (size_t d = 0; d < shape->size(); ++d) {
-      int64_t& extent = batch[batch.size() - shape->size() + d];
-      extent = std::max(extent, (*shape)[d]);
-    }
-  }
+  const std::vector<int64_t> batch = BroadcastBatch(a_batch, b_batch);
   const BroadcastPlan plan = PlanBroadcast(batch, {a_batch, b_batch});
   const T* x = Data<const T>(lhs);
   const T* y = Data<const T>(rhs);

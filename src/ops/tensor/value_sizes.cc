@@ -41,14 +41,21 @@ KILN_REGISTER_OP("reshape_sizes")
     .set_pattern(OpPattern::kOpaque)
     .set_type_relation(ReshapeSizesRelation);
 
-/// squeeze_sizes(data, axes): 'data''s extents without those at 'axes' (each must be 1).
-Type SqueezeSizesRelation(const TypeRelationContext& ctx) {
+/// How many axes argument 1 ('axes') names, at most the rank of 'data' (it names each once); a
+/// TypeError saying what `verb` cannot do otherwise.
+int64_t AxesCount(const TypeRelationContext& ctx, const std::string& verb) {
   const auto rank = static_cast<int64_t>(ctx.Shape(0).size());
   const int64_t axes = StaticLength(ctx, 1, "axes");
   KILN_CHECK(axes <= rank, TypeError)
-      << ctx.Describe("cannot squeeze " + std::to_string(axes) + " axes of a rank-" +
+      << ctx.Describe("cannot " + verb + " " + std::to_string(axes) + " axes of a rank-" +
                       std::to_string(rank) + " tensor");
-  return SizesResult(rank - axes);
+  return axes;
+}
+
+/// squeeze_sizes(data, axes): 'data''s extents without those at 'axes' (each must be 1).
+Type SqueezeSizesRelation(const TypeRelationContext& ctx) {
+  const int64_t axes = AxesCount(ctx, "squeeze");
+  return SizesResult(static_cast<int64_t>(ctx.Shape(0).size()) - axes);
 }
 
 KILN_REGISTER_OP("squeeze_sizes")
@@ -165,10 +172,7 @@ KILN_REGISTER_OP("pad_sizes")
 /// for axes read at run time (no axes: all of them, or none with noop_with_empty_axes).
 Type ReduceSizesRelation(const TypeRelationContext& ctx) {
   const auto rank = static_cast<int64_t>(ctx.Shape(0).size());
-  const int64_t axes = StaticLength(ctx, 1, "axes");
-  KILN_CHECK(axes <= rank, TypeError)
-      << ctx.Describe("cannot reduce " + std::to_string(axes) + " axes of a rank-" +
-                      std::to_string(rank) + " tensor");
+  const int64_t axes = AxesCount(ctx, "reduce");
   if (ctx.Attr<bool>("keepdims")) return SizesResult(rank);
   if (axes == 0) return SizesResult(ctx.Attr<bool>("noop_with_empty_axes") ? rank : 0);
   return SizesResult(rank - axes);
