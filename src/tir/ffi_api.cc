@@ -1,0 +1,70 @@
+// The tensor-level IR's global functions for other languages (kiln/tir/node.h): nodes are made,
+// read, printed, parsed and compared by kind and field name, so a Python builder or pass needs
+// no binding per kind, and works for plugin kinds too.
+#include <kiln/ffi/registry.h>
+#include <kiln/tir/node.h>
+
+namespace kiln {
+namespace tir {
+namespace {
+
+KILN_REGISTER_GLOBAL("tir.MakeNode")
+    .set_body_typed([](const String& kind, const Array<Any>& fields) {
+      return MakeNode(kind.str(), std::vector<Any>(fields.begin(), fields.end()));
+    });
+
+/// {"name", "role", "fields": [[field, kind], ...]} of a registered kind.
+KILN_REGISTER_GLOBAL("tir.NodeKind").set_body_typed([](const String& kind) {
+  const NodeInfo* info = FindNode(kind.str());
+  KILN_CHECK(info != nullptr, KeyError) << "tir: no node kind '" << kind.str() << "' is registered";
+  static const char* kRoles[] = {"value", "stmt", "buffer", "func"};
+  static const char* kKinds[] = {"index", "indices", "value",   "values",     "stmt",
+                                 "stmts", "buffer",  "buffers", "buffer_ref", "ident",
+                                 "dtype", "int",     "float",   "string"};
+  Array<Any> fields;
+  for (const FieldInfo& field : info->fields) {
+    fields.push_back(Array<Any>{String(field.name), String(kKinds[static_cast<int>(field.kind)]),
+                                field.optional});
+  }
+  return Map<String, Any>{{"name", String(info->name)},
+                          {"role", String(kRoles[static_cast<int>(info->role)])},
+                          {"fields", fields}};
+});
+
+KILN_REGISTER_GLOBAL("tir.ListNodeKinds").set_body_typed([]() {
+  Array<String> names;
+  for (const std::string& name : ListNodes()) names.push_back(String(name));
+  return names;
+});
+
+KILN_REGISTER_GLOBAL("tir.NodeKindOf").set_body_typed([](const Node& node) {
+  return String(node->name());
+});
+
+KILN_REGISTER_GLOBAL("tir.NodeField").set_body_typed([](const Node& node, const String& field) {
+  return node.field(field.str());
+});
+
+KILN_REGISTER_GLOBAL("tir.NodeDType").set_body_typed([](const Node& node) {
+  KILN_CHECK(node->role() == NodeRole::kValue, TypeError)
+      << "tir." << node->name() << " is not a value: it has no dtype";
+  return node->dtype();
+});
+
+KILN_REGISTER_GLOBAL("tir.AsText").set_body_typed([](const Node& node) { return AsText(node); });
+
+KILN_REGISTER_GLOBAL("tir.ParseText").set_body_typed([](const String& text) {
+  return ParseText(text.str());
+});
+
+KILN_REGISTER_GLOBAL("tir.StructuralEqual").set_body_typed([](const Node& a, const Node& b) {
+  return StructuralEqual(a, b);
+});
+
+KILN_REGISTER_GLOBAL("tir.StructuralHash").set_body_typed([](const Node& node) {
+  return static_cast<int64_t>(StructuralHash(node));
+});
+
+}  // namespace
+}  // namespace tir
+}  // namespace kiln

@@ -1,0 +1,41 @@
+// Private to the tensor-level IR: what its traversals, printer and parser share.
+#ifndef KILN_SRC_TIR_NODE_INTERNAL_H_
+#define KILN_SRC_TIR_NODE_INTERNAL_H_
+
+#include <kiln/tir/node.h>
+
+#include <string_view>
+#include <vector>
+
+namespace kiln {
+namespace tir {
+namespace internal {
+
+/// [A-Za-z_][A-Za-z0-9_]*
+bool IsIdentifier(std::string_view text);
+
+/// A node of `node`'s kind with `fields` (checked as MakeNode checks them).
+Node Rebuild(const Node& node, std::vector<Any> fields);
+
+/// Whether fields of `kind` hold child nodes (one or a list): values, statements and the
+/// buffers declared there, not buffer references.
+inline bool HoldsChildren(FieldKind kind) {
+  return kind == FieldKind::kValue || kind == FieldKind::kValues || kind == FieldKind::kStmt ||
+         kind == FieldKind::kStmts || kind == FieldKind::kBuffer || kind == FieldKind::kBuffers;
+}
+
+/// Whether fields of `kind` hold a list.
+inline bool IsList(FieldKind kind) {
+  return kind == FieldKind::kIndices || kind == FieldKind::kValues || kind == FieldKind::kStmts ||
+         kind == FieldKind::kBuffers;
+}
+
+/// The deepest nesting the printer, parser and traversals accept, so that a malformed or
+/// hostile input is an error, not a stack overflow.
+constexpr int kMaxDepth = 2000;
+
+}  // namespace internal
+}  // namespace tir
+}  // namespace kiln
+
+#endif  // KILN_SRC_TIR_NODE_INTERNAL_H_
