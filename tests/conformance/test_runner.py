@@ -68,27 +68,16 @@ def unknown_op_model():
                                                                        1)])
 
 
-def reverse_by_input_model(count=1):
-    """`count` ReverseSequences of x (time 3, batch 2) by lengths that are a graph input each
-    time: Kiln needs those as constants (a shape fed at run time it reads then)."""
-    lengths = [f"lens{i}" for i in range(count)]
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 2])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 2])
-    names = ["x"] + [f"t{i}" for i in range(count - 1)] + ["y"]
-    nodes = [helper.make_node("ReverseSequence", [names[i], lengths[i]], [names[i + 1]],
-                              batch_axis=1, time_axis=0) for i in range(count)]
-    graph = helper.make_graph(
-        nodes, "reverse", [x] + [helper.make_tensor_value_info(n, TensorProto.INT64, [2])
-                                 for n in lengths], [y])
+def dropout_by_input_model():
+    """Dropout(x, ratio, training) with both as graph inputs: Kiln needs them as constants (it
+    draws no random mask, so it must know that training drops nothing), training first."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    ratio = helper.make_tensor_value_info("ratio", TensorProto.FLOAT, [])
+    training = helper.make_tensor_value_info("training", TensorProto.BOOL, [])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    graph = helper.make_graph([helper.make_node("Dropout", ["x", "ratio", "training"], ["y"])],
+                              "dropout", [x, ratio, training], [y])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-
-
-def reversed_sequences(x, lengths):
-    """The reference: column b's first lengths[b] rows reversed."""
-    y = x.copy()
-    for b, length in enumerate(lengths):
-        y[:length, b] = x[:length, b][::-1]
-    return y
 
 
 def kiln_frontend():
@@ -257,14 +246,12 @@ def test_wrong_dtype_of_stored_output_fails(tmp_path):
 def test_inputs_kiln_needs_as_constants_are_bound_one_after_another(tmp_path):
     kiln_frontend()
     needs_build()
-    x = np.arange(6, dtype=np.float32).reshape(3, 2)
-    first, second = np.array([3, 1], np.int64), np.array([2, 3], np.int64)
-    expected = reversed_sequences(reversed_sequences(x, first), second)
-    case_dir = write_case(str(tmp_path), "node", "reverse2", reverse_by_input_model(2),
-                          [x, first, second], [expected])
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    case_dir = write_case(str(tmp_path), "node", "dropout", dropout_by_input_model(),
+                          [x, np.array(0.0, np.float32), np.array(True)], [x])
     result = case_eval.evaluate_case(case_dir)
     assert result["status"] == "pass", result
-    assert result["bound_inputs"] == ["lens0", "lens1"]
+    assert result["bound_inputs"] == ["training", "ratio"]
 
 
 def test_shape_deciding_inputs_are_fed_at_run_time(tmp_path):
@@ -289,22 +276,21 @@ def test_shape_deciding_inputs_are_fed_at_run_time(tmp_path):
 def test_inputs_a_needed_value_is_computed_from_are_bound(tmp_path):
     kiln_frontend()
     needs_build()
-    # ReverseSequence's lengths are Cast(Mul(n, 2)) of a float input: ONNX's data propagation
-    # stops at the Mul of floats, so the importer names the Cast's output, which is no input.
+    # Dropout's training_mode is Cast(Mul(n, 2)) of a float input: ONNX's data propagation stops
+    # at the Mul of floats, so the importer names the Cast's output, which is no graph input.
     graph = helper.make_graph(
         [helper.make_node("Mul", ["n", "two"], ["m"]),
-         helper.make_node("Cast", ["m"], ["lens"], to=TensorProto.INT64),
-         helper.make_node("ReverseSequence", ["x", "lens"], ["y"], batch_axis=1, time_axis=0)],
-        "computed_lengths",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 2]),
-         helper.make_tensor_value_info("n", TensorProto.FLOAT, [2])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 2])],
+         helper.make_node("Cast", ["m"], ["training"], to=TensorProto.BOOL),
+         helper.make_node("Dropout", ["x", "", "training"], ["y"])],
+        "computed_training",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+         helper.make_tensor_value_info("n", TensorProto.FLOAT, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
         initializer=[numpy_helper.from_array(np.array(2.0, np.float32), "two")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    x = np.arange(6, dtype=np.float32).reshape(3, 2)
-    case_dir = write_case(str(tmp_path), "node", "computed_lengths", model,
-                          [x, np.array([1.5, 0.5], np.float32)],
-                          [reversed_sequences(x, [3, 1])])
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    case_dir = write_case(str(tmp_path), "node", "computed_training", model,
+                          [x, np.array(0.0, np.float32)], [x])
     result = case_eval.evaluate_case(case_dir)
     assert result["status"] == "pass", result
     assert result["bound_inputs"] == ["n"]
@@ -313,21 +299,21 @@ def test_inputs_a_needed_value_is_computed_from_are_bound(tmp_path):
 def test_bound_inputs_are_rebound_for_each_data_set(tmp_path):
     kiln_frontend()
     needs_build()
-    x = np.arange(6, dtype=np.float32).reshape(3, 2)
-    model = reverse_by_input_model()  # the lengths differ between the data sets
-    lengths, other = np.array([3, 1], np.int64), np.array([2, 2], np.int64)
-    second_set = ([x, other], [reversed_sequences(x, other)])
-    case_dir = write_case(str(tmp_path), "node", "reverse", model, [x, lengths],
-                          [reversed_sequences(x, lengths)], more_sets=[second_set])
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    model = dropout_by_input_model()  # training differs between the data sets
+    first = [x, np.array(0.5, np.float32), np.array(False)]
+    second_set = ([x, np.array(0.0, np.float32), np.array(True)], [x])
+    case_dir = write_case(str(tmp_path), "node", "dropout", model, first, [x],
+                          more_sets=[second_set])
     result = case_eval.evaluate_case(case_dir)
     assert result["status"] == "pass", result
-    wrong_set = ([x, other], [reversed_sequences(x, lengths)])
-    case_dir = write_case(str(tmp_path), "node", "reverse_wrong", model, [x, lengths],
-                          [reversed_sequences(x, lengths)], more_sets=[wrong_set])
+    wrong_set = ([x, np.array(0.0, np.float32), np.array(True)], [x + 1])
+    case_dir = write_case(str(tmp_path), "node", "dropout_wrong", model, first, [x],
+                          more_sets=[wrong_set])
     result = case_eval.evaluate_case(case_dir)
     assert result["status"] == "fail"
     assert result["detail"].startswith("test_data_set_1: output 0:"), result["detail"]
-    assert result["bound_inputs"] == ["lens0"]
+    assert result["bound_inputs"] == ["training"]
 
 
 def test_symbolic_input_dimension_runs_without_binding(tmp_path):

@@ -258,3 +258,26 @@ def test_pad_with_pads_and_value_fed_at_run_time():
         reflect.run(x=data, pads=ints(0, 3, 0, 0))
     with pytest.raises(ValueError, match="crop dimension 1 below 0"):
         pad.run(x=data, pads=ints(0, -2, 0, -2), value=np.array(0, np.float32))
+
+
+def test_reverse_sequence_and_maxunpool_with_values_fed_at_run_time():
+    reverse = compile_node("ReverseSequence", [("x", FLOAT, [4, 3]), ("lens", INT64, [3])],
+                           outputs=(("y", FLOAT, 2),), batch_axis=1, time_axis=0)
+    data = X.reshape(8, 3)[:4]
+    for lengths in ((4, 1, 2), (0, 9, 3)):
+        expected = data.copy()
+        for b, length in enumerate(lengths):
+            length = min(length, 4)
+            expected[:length, b] = data[:length, b][::-1]
+        np.testing.assert_array_equal(reverse.run(x=data, lens=ints(*lengths))[0], expected)
+    unpool = compile_node("MaxUnpool", [("x", FLOAT, [1, 1, 2, 2]), ("i", INT64, [1, 1, 2, 2]),
+                                        ("shape", INT64, [4])], outputs=(("y", FLOAT, 4),),
+                          kernel_shape=[2, 2], strides=[2, 2])
+    values = np.array([[[[5, 6], [7, 8]]]], np.float32)
+    where = np.array([[[[0, 3], [9, 15]]]], np.int64)  # flat positions in the (4, 4) plane
+    for height, width in ((4, 4), (5, 6)):
+        (y,) = unpool.run(x=values, i=where, shape=ints(1, 1, height, width))
+        expected = np.zeros((1, 1, height, width), np.float32)
+        for value, flat in zip(values.ravel(), where.ravel()):
+            expected[0, 0, flat // 4, flat % 4] = value
+        np.testing.assert_array_equal(y, expected)

@@ -2,6 +2,7 @@
 
 #include <kiln/ffi/error.h>
 #include <kiln/ir/op.h>
+#include <kiln/transform/infer_type.h>
 
 #include <algorithm>
 
@@ -94,6 +95,16 @@ ir::Expr ReshapeToRunTimeSizes(const NodeContext& node, const ir::Expr& data, si
   const std::vector<arith::SizeExpr> sizes = node.NewSizes(count);
   const ir::Expr values = MakeCall(size_op, {data, extra}, std::move(attrs));
   return MakeCall("reshape", {DefineSizes(data, values, sizes)}, {{"newshape", SizesAttr(sizes)}});
+}
+
+ir::Expr PadAtRunTime(const NodeContext& node, const ir::Expr& data, const ir::Expr& pads,
+                      const ir::Expr& value, const std::string& mode) {
+  transform::InferNodeType(data);
+  const size_t rank = data->checked_type().as<ir::TensorTypeObj>()->shape().size();
+  const std::vector<arith::SizeExpr> sizes = node.NewSizes(rank);
+  const ir::Expr sized = DefineSizes(data, MakeCall("pad_sizes", {data, pads}), sizes);
+  return MakeCall("dynamic_pad", {sized, pads, value},
+                  {{"mode", String(mode)}, {"sizes", SizesAttr(sizes)}});
 }
 
 ir::Expr PerChannel(const ir::Expr& per_channel, size_t rank) {

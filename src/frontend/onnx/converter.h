@@ -84,6 +84,11 @@ ir::Expr AsInt64(ir::Expr value, DLDataType dtype);
 ir::Expr ReshapeToRunTimeSizes(const NodeContext& node, const ir::Expr& data, size_t count,
                                const std::string& size_op, const ir::Expr& extra,
                                Map<String, Any> attrs = Map<String, Any>());
+/// `data` padded by `pads` (int64, ONNX order: begins then ends) holding `value` (a scalar of
+/// data's dtype) in `mode`, both read at run time: pad_sizes sizes the result, dynamic_pad fills
+/// it.
+ir::Expr PadAtRunTime(const NodeContext& node, const ir::Expr& data, const ir::Expr& pads,
+                      const ir::Expr& value, const std::string& mode);
 /// An int64 constant of rank `rank` holding 0..extent-1 along `axis` (extent 1 elsewhere): what
 /// an index is compared with to make a one-hot mask (OneHot, Hardmax).
 ir::Expr AxisPositions(int64_t extent, int64_t axis, int64_t rank);

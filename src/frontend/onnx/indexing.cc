@@ -204,9 +204,32 @@ ir::Expr ConvertUnique(const NodeContext& node) {
       {{"count", SizeAttr(count[0])}, {"axis", axis}, {"sorted", node.Int("sorted", 1) != 0}});
 }
 
+/// ReverseSequence with lengths fed at run time: the positions are computed then, t reading
+/// length - 1 - t where t < min(length, T), from a constant table of t and the lengths.
+ir::Expr RunTimeReverseSequence(const NodeContext& node, const std::vector<int64_t>& shape,
+                                int64_t batch_axis, int64_t time_axis) {
+  const auto rank = static_cast<int64_t>(shape.size());
+  std::vector<int64_t> along_time(shape.size(), 1);
+  along_time[time_axis] = shape[time_axis];
+  std::vector<int64_t> steps(static_cast<size_t>(shape[time_axis]));
+  for (size_t t = 0; t < steps.size(); ++t) steps[t] = static_cast<int64_t>(t);
+  const ir::Expr t = ir::Constant(Int64Tensor(steps, along_time));
+  Array<int64_t> along_batch;
+  for (int64_t d = 0; d < rank; ++d) along_batch.push_back(d == batch_axis ? -1 : 1);
+  ir::Expr length = MakeCall("reshape", {AsInt64(node.Input(1), node.InputDType(1))},
+                             {{"newshape", along_batch}});
+  length = MakeCall("minimum", {length, MakeScalar(static_cast<double>(shape[time_axis]), kInt64)});
+  const ir::Expr reversed =
+      MakeCall("subtract", {MakeCall("subtract", {length, MakeScalar(1, kInt64)}), t});
+  const ir::Expr positions = MakeCall("where", {MakeCall("less", {t, length}), reversed, t});
+  return MakeCall("gather_elements",
+                  {node.Input(0), MakeCall("expand", {positions}, {{"shape", ToArray(shape)}})},
+                  {{"axis", time_axis}});
+}
+
 // Each batch entry's first sequence_lens[b] steps along the time axis reversed, the rest kept:
-// a gather_elements along the time axis with constant positions (sequence_lens must be
-// constant).
+// a gather_elements along the time axis with constant positions, computed at run time when the
+// lengths are fed then.
 ir::Expr ConvertReverseSequence(const NodeContext& node) {
   const std::vector<int64_t> shape = node.InputShape(0);
   const auto rank = static_cast<int64_t>(shape.size());
@@ -214,6 +237,7 @@ ir::Expr ConvertReverseSequence(const NodeContext& node) {
   const int64_t time_axis = NormalizeAxis(node.Int("time_axis", 0), rank);
   KILN_CHECK(rank >= 2 && batch_axis != time_axis, ValueError)
       << node.Describe() << ": batch_axis and time_axis must be two different axes";
+  if (node.IsRunTimeValue(1)) return RunTimeReverseSequence(node, shape, batch_axis, time_axis);
   const std::vector<int64_t> lengths = node.ConstantInts(1);
   KILN_CHECK(static_cast<int64_t>(lengths.size()) == shape[batch_axis], ValueError)
       << node.Describe() << ": " << lengths.size() << " sequence lengths for a batch of "
@@ -260,6 +284,15 @@ ir::Expr ConvertMaxUnpool(const NodeContext& node) {
                                 {{"axis", 0}});
   ir::Expr result = MakeCall("reshape", {scattered}, {{"newshape", ToArray(inverted)}});
   if (!node.HasInput(2)) return result;
+  if (node.IsRunTimeValue(2)) {
+    // Zeros at the ends up to an output_shape read at run time.
+    const ir::Expr ends = MakeCall("subtract", {AsInt64(node.Input(2), node.InputDType(2)),
+                                                ir::Constant(Int64Tensor(inverted))});
+    const ir::Expr begins = ir::Constant(Int64Tensor(std::vector<int64_t>(inverted.size(), 0)));
+    const ir::Expr pads =
+        MakeCall("concatenate", {ir::Tuple({begins, ends})}, {{"axis", int64_t{0}}});
+    return PadAtRunTime(node, result, pads, MakeScalar(0, dtype), "constant");
+  }
   const std::vector<int64_t> out = node.ConstantInts(2);
   KILN_CHECK(out.size() == inverted.size(), ValueError)
       << node.Describe() << ": output_shape has " << out.size() << " dims, the input "

@@ -354,18 +354,14 @@ ir::Expr ConvertPadAttrs(const NodeContext& node) {
                    {"pad_value", node.Float("value", 0.0)}});
 }
 
-/// Pad with pads or a value fed at run time: pad_sizes computes the result's shape then.
+/// Pad with pads or a value fed at run time.
 ir::Expr RunTimePad(const NodeContext& node) {
-  const std::vector<arith::SizeExpr> sizes = node.NewSizes(node.InputRank(0));
-  const ir::Expr pads = AsInt64(node.Input(1), node.InputDType(1));
   ir::Expr value = MakeScalar(0, node.InputDType(0));
   if (node.HasInput(2)) {
     value = MakeCall("reshape", {node.Input(2)}, {{"newshape", Array<int64_t>{}}});
   }
-  const ir::Expr data =
-      DefineSizes(node.Input(0), MakeCall("pad_sizes", {node.Input(0), pads}), sizes);
-  return MakeCall("dynamic_pad", {data, pads, value},
-                  {{"mode", String(node.Str("mode", "constant"))}, {"sizes", SizesAttr(sizes)}});
+  return PadAtRunTime(node, node.Input(0), AsInt64(node.Input(1), node.InputDType(1)), value,
+                      node.Str("mode", "constant"));
 }
 
 ir::Expr ConvertPadInputs(const NodeContext& node) {
