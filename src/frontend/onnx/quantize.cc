@@ -38,9 +38,10 @@ ir::Expr Quantize(const ir::Expr& x, const ir::Expr& scale, const ir::Expr& zero
   ir::Expr scaled = MakeCall("round", {MakeCall("divide", {x, scale})});
   scaled = MakeCall("add", {scaled, Cast(zero_point, kFloat32)});
   const bool is_unsigned = dtype.code == kDLUInt;
-  return Cast(MakeCall("clip", {scaled}, {{"a_min", is_unsigned ? 0.0 : -128.0},
-                                           {"a_max", is_unsigned ? 255.0 : 127.0}}),
-              dtype);
+  return Cast(
+      MakeCall("clip", {scaled},
+               {{"a_min", is_unsigned ? 0.0 : -128.0}, {"a_max", is_unsigned ? 255.0 : 127.0}}),
+      dtype);
 }
 
 ir::Expr ConvertQuantizeLinear(const NodeContext& node) {
@@ -71,10 +72,11 @@ ir::Expr ConvertDynamicQuantizeLinear(const NodeContext& node) {
   const ir::Expr high = MakeCall("maximum", {MakeCall("max", {x}, all), zero});
   const ir::Expr scale =
       MakeCall("divide", {MakeCall("subtract", {high, low}), MakeScalar(255, kFloat32)});
-  const ir::Expr zero_point = Cast(
-      MakeCall("clip", {MakeCall("round", {MakeCall("divide", {MakeCall("negative", {low}), scale})})},
-               {{"a_min", 0.0}, {"a_max", 255.0}}),
-      kUInt8);
+  const ir::Expr zero_point =
+      Cast(MakeCall("clip",
+                    {MakeCall("round", {MakeCall("divide", {MakeCall("negative", {low}), scale})})},
+                    {{"a_min", 0.0}, {"a_max", 255.0}}),
+           kUInt8);
   return ir::Tuple({Quantize(x, scale, zero_point, kUInt8), scale, zero_point});
 }
 
@@ -99,8 +101,8 @@ ir::Expr ConvertMatMulInteger(const NodeContext& node) { return IntegerMatmul(no
 // requantized by a_scale * b_scale / y_scale.
 ir::Expr ConvertQLinearMatMul(const NodeContext& node) {
   const ir::Expr product = Cast(IntegerMatmul(node, 0, 3, 2, 5), kFloat32);
-  const ir::Expr scale = MakeCall(
-      "divide", {MakeCall("multiply", {node.Input(1), node.Input(4)}), node.Input(6)});
+  const ir::Expr scale =
+      MakeCall("divide", {MakeCall("multiply", {node.Input(1), node.Input(4)}), node.Input(6)});
   return Quantize(MakeCall("multiply", {product, scale}), MakeScalar(1, kFloat32), node.Input(7),
                   node.InputDType(7));
 }

@@ -47,14 +47,16 @@ ir::Expr ReduceWithRunTimeAxes(const NodeContext& node) {
   const ir::Expr& x = node.Input(0);
   const ir::Expr& axes = node.Input(1);
   auto sizes_of = [&](bool keep) {
-    return MakeCall("reduce_sizes", {x, axes}, {{"keepdims", keep}, {"noop_with_empty_axes", noop}});
+    return MakeCall("reduce_sizes", {x, axes},
+                    {{"keepdims", keep}, {"noop_with_empty_axes", noop}});
   };
   const std::vector<arith::SizeExpr> kept = node.NewSizes(rank);
   ir::Expr reduced =
       MakeCall("sum_to", {DefineSizes(x, sizes_of(true), kept)}, {{"shape", SizesAttr(kept)}});
   if (keepdims) return reduced;
   const auto count = static_cast<size_t>(node.InputExtent(1, 0));
-  const std::vector<arith::SizeExpr> out = node.NewSizes(count == 0 ? (noop ? rank : 0) : rank - count);
+  const std::vector<arith::SizeExpr> out =
+      node.NewSizes(count == 0 ? (noop ? rank : 0) : rank - count);
   return MakeCall("reshape", {DefineSizes(reduced, sizes_of(false), out)},
                   {{"newshape", SizesAttr(out)}});
 }

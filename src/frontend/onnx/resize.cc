@@ -1,6 +1,6 @@
 // Image sampling: Resize and Upsample as image.resize2d (constant scales or sizes become the
-// output size; ones fed at run time are read then, through resize_sizes), GridSample as image.grid_sample, RoiAlign (constant boxes) as a batch_matmul
-// with constant sampling weights.
+// output size; ones fed at run time are read then, through resize_sizes), GridSample as
+// image.grid_sample, RoiAlign (constant boxes) as a batch_matmul with constant sampling weights.
 #include <kiln/ffi/error.h>
 
 #include <algorithm>
@@ -55,8 +55,8 @@ Map<String, Any> ResizeAttrs(const NodeContext& node, const std::vector<arith::S
 ir::Expr Resize(const NodeContext& node, const std::vector<int64_t>& size,
                 const std::string& coordinate_mode, const std::string& rounding,
                 const std::optional<std::vector<double>>& scales = std::nullopt) {
-  Map<String, Any> attrs =
-      ResizeAttrs(node, {arith::IntImm(size[0]), arith::IntImm(size[1])}, coordinate_mode, rounding);
+  Map<String, Any> attrs = ResizeAttrs(node, {arith::IntImm(size[0]), arith::IntImm(size[1])},
+                                       coordinate_mode, rounding);
   attrs.Set("scales", scales.has_value() ? Any(Array<double>(*scales)) : Any(nullptr));
   return MakeCall("image.resize2d", {node.Input(0)}, attrs);
 }
@@ -70,9 +70,8 @@ ir::Expr RunTimeResize(const NodeContext& node, size_t scales_input,
   const bool by_sizes = node.IsRunTimeValue(3);
   const size_t input = by_sizes ? 3 : scales_input;
   const std::vector<arith::SizeExpr> size = node.NewSizes(2);
-  const ir::Expr values =
-      MakeCall("resize_sizes", {node.Input(0), node.Input(input)},
-               {{"from", String(by_sizes ? "sizes" : "scales")}});
+  const ir::Expr values = MakeCall("resize_sizes", {node.Input(0), node.Input(input)},
+                                   {{"from", String(by_sizes ? "sizes" : "scales")}});
   const ir::Expr data = DefineSizes(node.Input(0), values, size);
   const Map<String, Any> attrs = ResizeAttrs(node, size, coordinate_mode, rounding);
   if (by_sizes) return MakeCall("image.resize2d", {data}, attrs);

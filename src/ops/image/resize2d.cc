@@ -23,8 +23,10 @@ Type ResizedType(const TypeRelationContext& ctx) {
   const bool valid = size.size() == 2 && std::all_of(size.begin(), size.end(), [](const auto& e) {
                        return e.as_int().value_or(1) >= 1;
                      });
-  KILN_CHECK(valid, TypeError) << ctx.Describe("attribute 'size' must be 2 extents [H, W], each "
-                                               "at least 1, got " + ir::ShapeToText(size));
+  KILN_CHECK(valid, TypeError) << ctx.Describe(
+      "attribute 'size' must be 2 extents [H, W], each "
+      "at least 1, got " +
+      ir::ShapeToText(size));
   StringChoiceAttr(ctx, "method", {"nearest", "linear", "cubic"});
   StringChoiceAttr(ctx, "coordinate_transformation_mode",
                    {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
@@ -71,7 +73,8 @@ ir::OpRegisterer& WithResizeAttrs(ir::OpRegisterer& op) {
      true);
 
 [[maybe_unused]] const bool kScaledResize2DRegistered =
-    (WithResizeAttrs(ir::Op::Register("image.resize2d_scaled").add_input("data").add_input("scales"))
+    (WithResizeAttrs(
+         ir::Op::Register("image.resize2d_scaled").add_input("data").add_input("scales"))
          .set_type_relation(ScaledResize2DRelation),
      true);
 
