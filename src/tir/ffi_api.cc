@@ -1,6 +1,7 @@
 // The tensor-level IR's global functions for other languages (kiln/tir/node.h): nodes are made,
 // read, printed, parsed and compared by kind and field name, so a Python builder or pass needs
 // no binding per kind, and works for plugin kinds too.
+#include <kiln/ffi/map.h>
 #include <kiln/ffi/registry.h>
 #include <kiln/tir/node.h>
 
@@ -14,7 +15,7 @@ KILN_REGISTER_GLOBAL("tir.MakeNode")
     });
 
 /// {"name", "role", "fields": [[field, kind], ...]} of a registered kind.
-KILN_REGISTER_GLOBAL("tir.NodeKind").set_body_typed([](const String& kind) {
+KILN_REGISTER_GLOBAL("tir.NodeKind").set_body_typed([](const String& kind) -> Map<String, Any> {
   const NodeInfo* info = FindNode(kind.str());
   KILN_CHECK(info != nullptr, KeyError) << "tir: no node kind '" << kind.str() << "' is registered";
   static const char* kRoles[] = {"value", "stmt", "buffer", "func"};
@@ -26,9 +27,11 @@ KILN_REGISTER_GLOBAL("tir.NodeKind").set_body_typed([](const String& kind) {
     fields.push_back(Array<Any>{String(field.name), String(kKinds[static_cast<int>(field.kind)]),
                                 field.optional});
   }
-  return Map<String, Any>{{"name", String(info->name)},
-                          {"role", String(kRoles[static_cast<int>(info->role)])},
-                          {"fields", fields}};
+  Map<String, Any> described;
+  described.Set("name", String(info->name));
+  described.Set("role", String(kRoles[static_cast<int>(info->role)]));
+  described.Set("fields", fields);
+  return described;
 });
 
 KILN_REGISTER_GLOBAL("tir.ListNodeKinds").set_body_typed([]() {

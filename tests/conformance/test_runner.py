@@ -313,7 +313,8 @@ def test_bound_inputs_are_rebound_for_each_data_set(tmp_path):
     result = case_eval.evaluate_case(case_dir)
     assert result["status"] == "fail"
     assert result["detail"].startswith("test_data_set_1: output 0:"), result["detail"]
-    assert result["bound_inputs"] == ["training"]
+    # The second set, in training mode, needs the ratio bound too: bound again for it.
+    assert result["bound_inputs"] == ["training", "ratio"]
 
 
 def test_symbolic_input_dimension_runs_without_binding(tmp_path):

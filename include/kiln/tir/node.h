@@ -23,12 +23,14 @@
 #include <kiln/arith/size_expr.h>
 #include <kiln/ffi/any.h>
 #include <kiln/ffi/array.h>
+#include <kiln/ffi/tensor.h>
 
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace kiln {
@@ -53,9 +55,12 @@ enum class FieldKind : int32_t {
 };
 
 struct FieldInfo {
+  FieldInfo(std::string field_name, FieldKind field_kind, bool may_be_none = false)
+      : name(std::move(field_name)), kind(field_kind), optional(may_be_none) {}
+
   std::string name;
   FieldKind kind;
-  bool optional = false;  ///< may be None (printed `none`)
+  bool optional;  ///< may be None (printed `none`)
 };
 
 /// What a node is: a scalar value, a statement, a buffer or a function.
@@ -63,14 +68,24 @@ enum class NodeRole : int32_t { kValue, kStmt, kBuffer, kFunc };
 
 /// A registered kind of node.
 struct NodeInfo {
+  using DTypeRule = std::function<DLDataType(const std::vector<Any>&)>;
+  using Check = std::function<void(const std::vector<Any>&)>;
+  NodeInfo(std::string kind_name, NodeRole kind_role, std::vector<FieldInfo> kind_fields,
+           DTypeRule dtype_rule = nullptr, Check extra_check = nullptr)
+      : name(std::move(kind_name)),
+        role(kind_role),
+        fields(std::move(kind_fields)),
+        dtype(std::move(dtype_rule)),
+        check(std::move(extra_check)) {}
+
   std::string name;  ///< its text-format name: "for", "add", "my_ext.fp8_cast"
-  NodeRole role = NodeRole::kValue;
+  NodeRole role;
   std::vector<FieldInfo> fields;
   /// Values only: the dtype of a node with these fields; a TypeError (naming the node) when the
   /// fields disagree (an add of float32 and int32).
-  std::function<DLDataType(const std::vector<Any>&)> dtype;
+  DTypeRule dtype;
   /// Optional further checks of the fields (a loop kind is one of the known ones); throws.
-  std::function<void(const std::vector<Any>&)> check;
+  Check check;
 };
 
 /// Registers a kind; a ValueError when the name is taken or not a name the text format reads

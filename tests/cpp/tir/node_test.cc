@@ -4,7 +4,9 @@
 #include <kiln/tir/node.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
+#include <vector>
 
 #include "testing/expect_error.h"
 
@@ -59,14 +61,14 @@ TEST(TirNodeTest, EqualityComparesEveryField) {
 
 TEST(TirNodeTest, ValuesOfEveryFieldKindRoundTrip) {
   const Node x = Var("x", kI32);
-  const Node body = Seq({
+  const Node let =
       Let(x, Cast(IndexValue(arith::SizeVar("k") * 2, DLDataType{kDLInt, 64, 1}), kI32),
-          Evaluate(Call("my_extern \"quoted\"\n", {x, IntImm(-3, kI32)}, kI32))),
-      IfThenElse(Binary("lt", x, IntImm(7, kI32)),
-                 Evaluate(Select(Not(Binary("eq", x, x)), FloatImm(-HUGE_VAL, kF32),
-                                 FloatImm(1e-30, kF32))),
-                 Node()),
-  });
+          Evaluate(Call("my_extern \"quoted\"\n", {x, IntImm(-3, kI32)}, kI32)));
+  const Node branch = IfThenElse(
+      Binary("lt", x, IntImm(7, kI32)),
+      Evaluate(Select(Not(Binary("eq", x, x)), FloatImm(-HUGE_VAL, kF32), FloatImm(1e-30, kF32))),
+      Node());
+  const Node body = Seq(std::vector<Node>{let, branch});
   const Node func =
       PrimFunc("f", {}, Allocate(Buffer("t", kU8, {arith::SizeVar("k")}), "local", body));
   const Node parsed = ParseText(AsText(func));
@@ -99,7 +101,7 @@ TEST(TirNodeTest, ParseErrorsGiveTheLineAndColumn) {
               {"line 2, column 3", "unknown node kind 'wobble'"});
   ExpectError([] { ParseText("evaluate(value=load(buffer=%a, indices=[0]))"); }, "ValueError",
               {"no buffer 'a' is declared here"});
-  ExpectError([] { ParseText("int(value=1, dtype=float33)"); }, "ValueError",
+  ExpectError([] { ParseText("int(value=1, dtype=floaty)"); }, "ValueError",
               {"expected a data type"});
   ExpectError(
       [] { ParseText("add(a=int(value=1, dtype=int32), b=float(value=1.5, dtype=float32))"); },
