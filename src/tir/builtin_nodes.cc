@@ -145,7 +145,7 @@ void RegisterStatements() {
                 NodeRole::kStmt,
                 {{"cond", FieldKind::kValue},
                  {"then", FieldKind::kStmt},
-                 {"else", FieldKind::kStmt, /*optional=*/true}},
+                 {"else", FieldKind::kStmt, /*may_be_none=*/true}},
                 nullptr,
                 [](const auto& f) { RequireBool("if", "cond", f[0]); }});
   RegisterNode(

@@ -212,12 +212,13 @@ Node MakeNode(std::string_view name, std::vector<Any> fields) {
 Node WithFields(const Node& node, const std::vector<std::pair<std::string, Any>>& changes) {
   const NodeInfo& info = node->info();
   std::vector<Any> fields = node->fields();
-  for (const auto& [name, value] : changes) {
+  for (const auto& change : changes) {
+    const std::string& name = change.first;
     auto it = std::find_if(info.fields.begin(), info.fields.end(),
                            [&](const FieldInfo& field) { return field.name == name; });
     KILN_CHECK(it != info.fields.end(), KeyError)
         << "tir." << info.name << " has no field '" << name << "'";
-    fields[it - info.fields.begin()] = value;
+    fields[it - info.fields.begin()] = change.second;
   }
   return Build(info, std::move(fields));
 }

@@ -12,6 +12,12 @@ uint64_t Combine(uint64_t seed, uint64_t value) {
   return seed ^ (value + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2));
 }
 
+uint64_t FloatBits(double value) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof(bits));
+  return bits;
+}
+
 uint64_t HashString(const std::string& text) { return std::hash<std::string>()(text); }
 
 /// A referenced buffer is its name: the declaration it names is compared where it stands.
@@ -84,11 +90,9 @@ bool FieldEqual(const Any& a, const Any& b, FieldKind kind, int depth) {
     case FieldKind::kString: return a.cast<std::string>() == b.cast<std::string>();
     case FieldKind::kDType: return DataTypeEqual(a.cast<DLDataType>(), b.cast<DLDataType>());
     case FieldKind::kInt: return a.cast<int64_t>() == b.cast<int64_t>();
-    case FieldKind::kFloat: {
-      const double x = a.cast<double>();
-      const double y = b.cast<double>();
-      return std::memcmp(&x, &y, sizeof(double)) == 0;  // NaN equals NaN, -0 differs from 0
-    }
+    case FieldKind::kFloat:
+      // By bits: NaN equals NaN, -0 differs from 0.
+      return FloatBits(a.cast<double>()) == FloatBits(b.cast<double>());
     default: return false;
   }
 }
@@ -114,12 +118,7 @@ uint64_t FieldHash(const Any& value, FieldKind kind, int depth) {
       return (uint64_t{dtype.code} << 24) | (uint64_t{dtype.bits} << 16) | dtype.lanes;
     }
     case FieldKind::kInt: return static_cast<uint64_t>(value.cast<int64_t>());
-    case FieldKind::kFloat: {
-      const double number = value.cast<double>();
-      uint64_t bits = 0;
-      std::memcpy(&bits, &number, sizeof(bits));
-      return bits;
-    }
+    case FieldKind::kFloat: return FloatBits(value.cast<double>());
     default: return 0;
   }
 }
