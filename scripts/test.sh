@@ -93,7 +93,7 @@ stage_tsan() {
 # KILN_FUZZ_RUNS inputs (default 300000) from seed KILN_FUZZ_SEED (default 1), so CI is
 # repeatable: the same commit fuzzes the same inputs. KILN_FUZZ_SECONDS (default 60) caps each
 # run. For exploratory fuzzing: KILN_FUZZ_SEED=0 (random) KILN_FUZZ_RUNS=-1 KILN_FUZZ_SECONDS=600.
-KILN_FUZZ_TARGETS=(artifact onnx kernel_program json_runtime ir_text size_expr)
+KILN_FUZZ_TARGETS=(artifact onnx kernel_program json_runtime ir_text size_expr tir_text)
 stage_fuzz() {
   local target
   for target in "${KILN_FUZZ_TARGETS[@]}"; do
@@ -105,7 +105,8 @@ stage_fuzz() {
   done
   mkdir -p "$KILN_ASAN_BUILD_DIR/fuzz-artifacts"
   # Two at a time: each libFuzzer run uses one core.
-  fuzz_pair artifact onnx && fuzz_pair kernel_program json_runtime && fuzz_pair ir_text size_expr
+  fuzz_pair artifact onnx && fuzz_pair kernel_program json_runtime && fuzz_pair ir_text size_expr &&
+    fuzz_target tir_text
 }
 
 # fuzz_pair A B: fuzz_target A and B side by side, each into a log of its own, printed once
@@ -131,7 +132,7 @@ fuzz_pair() {
 # ~3,500 inputs/s.
 fuzz_runs() {
   case "$1" in
-    ir_text) echo 20000 ;;
+    ir_text | tir_text) echo 20000 ;;
     size_expr) echo 100000 ;;
     *) echo 300000 ;;
   esac
