@@ -54,6 +54,19 @@ KILN_REGISTER_GLOBAL("tir.NodeDType").set_body_typed([](const Node& node) {
   return node->dtype();
 });
 
+/// Mutate with a rewrite from another language: `rewrite(node)` returns a node or None.
+KILN_REGISTER_GLOBAL("tir.Mutate").set_body_typed([](const Node& node, const Function& rewrite) {
+  return Mutate(node, [&](const Node& rebuilt) -> std::optional<Node> {
+    const Any replaced = rewrite(rebuilt);
+    if (replaced.is_none()) return std::nullopt;
+    std::optional<Node> result = replaced.as<Node>();
+    KILN_CHECK(result.has_value() && result->defined(), TypeError)
+        << "tir.Mutate: the rewrite of a " << rebuilt->name()
+        << " must return a tir node or None, got " << replaced.type_str();
+    return result;
+  });
+});
+
 KILN_REGISTER_GLOBAL("tir.AsText").set_body_typed([](const Node& node) { return AsText(node); });
 
 KILN_REGISTER_GLOBAL("tir.ParseText").set_body_typed([](const String& text) {

@@ -66,6 +66,13 @@ Node CheckNode(const Any& value, NodeRole role, const std::string& where) {
 
 arith::SizeExpr CheckIndex(const Any& value, const std::string& where) {
   if (std::optional<int64_t> constant = value.as<int64_t>()) return arith::IntImm(*constant);
+  if (std::optional<std::string> text = value.as<std::string>()) {
+    // Text, as other languages write an index ("i * 64 + j").
+    const arith::SizeExprParseResult parsed = arith::TryParseSizeExpr(*text);
+    KILN_CHECK(parsed.expr.defined(), ValueError)
+        << where << " '" << *text << "' is not a size expression: " << parsed.error;
+    return parsed.expr;
+  }
   std::optional<arith::SizeExpr> index = value.as<arith::SizeExpr>();
   KILN_CHECK(index.has_value() && index->defined(), ValueError)
       << where << " must be an index (an integer or a size expression), got " << value.type_str();

@@ -38,7 +38,7 @@ namespace tir {
 
 /// What a field holds, which decides how it is checked, compared, printed and parsed.
 enum class FieldKind : int32_t {
-  kIndex,      ///< an arith::SizeExpr: `n * 64 + 1`
+  kIndex,      ///< an arith::SizeExpr: `n * 64 + 1` (given as one, an integer or its text)
   kIndices,    ///< Array of arith::SizeExpr: `[i, j + 1]`
   kValue,      ///< a value node
   kValues,     ///< Array of value nodes

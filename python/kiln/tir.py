@@ -1,0 +1,135 @@
+"""The tensor-level IR from Python (docs/design.md §21, §23): loops, buffers and scalar arithmetic,
+the same nodes C++ passes and plugins see.
+
+Every node is a kind (``for``, ``load``, a plugin's ``my_ext.fp8_cast``) with named fields, so
+one builder serves them all::
+
+    from kiln import tir
+    a = tir.node("buffer", name="a", dtype="float32", shape=["n", 64])
+    out = tir.node("buffer", name="out", dtype="float32", shape=["n", 64])
+    body = tir.node("store", buffer=out, indices=["i", "j"],
+                    value=tir.node("load", buffer=a, indices=["i", "j"]))
+    loop = tir.node("for", var="i", extent="n", kind="parallel",
+                    body=tir.node("for", var="j", extent=64, kind="vectorized", body=body))
+    func = tir.node("prim_func", name="copy", params=[a, out], body=loop)
+    print(func)                                    # the text tir.parse reads back
+
+Indices are integers or the text of size expressions (``"i * 64 + j"``); fields are read as
+attributes (``loop.body``, ``func.params``). A pass is a Python function from a ``prim_func``
+to a ``prim_func``: ``@tir.prim_func_pass`` checks that and registers it by name, and
+``tir.mutate`` rewrites nodes bottom up.
+"""
+
+from . import namespace as _namespace
+from ._lib import load_kiln_library as _load_kiln_library
+from .function import get_global_func, register_func
+from .object import Object, register_object
+
+_reason = _load_kiln_library("kiln")
+if _reason is not None:
+    raise ImportError(f"kiln.tir needs libkiln.so, Kiln's compiler library: {_reason}")
+
+
+def _tir(name):
+    return get_global_func("tir." + name)
+
+
+@register_object("kiln.tir.Node")
+class Node(Object):
+    """A node: its fields as attributes (``dtype`` too, for values). Its kind is
+    ``tir.kind_of(node)``, not an attribute, since kinds have fields of any name (a loop's
+    ``kind`` is serial, parallel, ...)."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if name == "dtype" and _tir("NodeKind")(kind_of(self))["role"] == "value":
+            return _tir("NodeDType")(self)
+        try:
+            return _tir("NodeField")(self, name)
+        except KeyError as error:
+            raise AttributeError(str(error)) from None
+
+    def __repr__(self):
+        return _tir("AsText")(self)
+
+
+def kind_of(node):
+    """The name of ``node``'s kind: "for", "load", a plugin's "my_ext.fp8_cast"."""
+    return _tir("NodeKindOf")(node)
+
+
+def kinds():
+    """The names of every registered node kind (built-in and from loaded plugins)."""
+    return list(_tir("ListNodeKinds")())
+
+
+def node(node_kind, /, **fields):
+    """The node of kind ``node_kind`` with ``fields`` by name (positional-only, so a field may be
+    called ``kind``); an optional field left out is None. A TypeError names a field the kind does
+    not have or a required one missing; the kind's own checks raise kiln.ValueError or
+    kiln.TypeError naming the field."""
+    described = _tir("NodeKind")(node_kind)
+    names = [field[0] for field in described["fields"]]
+    unknown = sorted(set(fields) - set(names))
+    if unknown:
+        raise TypeError(f"tir.{node_kind} has no field {unknown[0]!r} "
+                        f"(its fields: {', '.join(names)})")
+    values = []
+    for name, _field_kind, optional in described["fields"]:
+        if name not in fields and not optional:
+            raise TypeError(f"tir.{node_kind} needs field {name!r}")
+        values.append(fields.get(name))
+    return _tir("MakeNode")(node_kind, values)
+
+
+def parse(text):
+    """The node ``text`` writes; kiln.ValueError with the line and column otherwise."""
+    return _tir("ParseText")(text)
+
+
+def structural_equal(a, b):
+    """Whether ``a`` and ``b`` are of the same kinds with equal fields, recursively."""
+    return bool(_tir("StructuralEqual")(a, b))
+
+
+def structural_hash(node):
+    """A hash consistent with structural_equal, within this process."""
+    return int(_tir("StructuralHash")(node))
+
+
+def mutate(node, rewrite):
+    """``node`` rebuilt bottom up: each node's children first, then ``rewrite(node)``, which
+    returns a replacement or None to keep it."""
+    return _tir("Mutate")(node, rewrite)
+
+
+def prim_func_pass(name):
+    """Registers the decorated function, ``prim_func -> prim_func``, as the pass ``name``: the
+    global function ``tir.pass.<name>``, callable from C++ and other languages by that name. The
+    returned callable checks that it is given and returns a ``prim_func``."""
+
+    def decorate(function):
+        def run(func):
+            _expect_prim_func(func, f"tir pass {name!r} takes")
+            result = function(func)
+            _expect_prim_func(result, f"tir pass {name!r} must return")
+            return result
+
+        run.__name__ = function.__name__
+        run.__doc__ = function.__doc__
+        register_func(f"tir.pass.{name}", run, override=True)
+        return run
+
+    return decorate
+
+
+def _expect_prim_func(value, what):
+    if not isinstance(value, Node) or kind_of(value) != "prim_func":
+        got = kind_of(value) if isinstance(value, Node) else type(value).__name__
+        raise TypeError(f"{what} a prim_func, got {got}")
+
+
+__getattr__ = _namespace.module_getattr(__name__, "tir")

@@ -1,0 +1,78 @@
+"""The tensor-level IR from Python (kiln.tir): building nodes of any kind by name, the text
+format's round trip, structural equality, and passes written in Python."""
+
+import pytest
+
+import kiln
+from kiln import tir
+
+
+def add_relu():
+    """out[i, j] = max(a[i, j] + b[j], 0) over (n, 64), built from Python."""
+    a = tir.node("buffer", name="a", dtype="float32", shape=["n", 64])
+    b = tir.node("buffer", name="b", dtype="float32", shape=[64])
+    out = tir.node("buffer", name="out", dtype="float32", shape=["n", 64])
+    total = tir.node("add", a=tir.node("load", buffer=a, indices=["i", "j"]),
+                     b=tir.node("load", buffer=b, indices=["j"]))
+    zero = tir.node("float", value=0.0, dtype="float32")
+    store = tir.node("store", buffer=out, indices=["i", "j"],
+                     value=tir.node("max", a=total, b=zero))
+    inner = tir.node("for", var="j", extent=64, kind="vectorized", body=store)
+    return tir.node("prim_func", name="add_relu", params=[a, b, out],
+                    body=tir.node("for", var="i", extent="n", kind="parallel", body=inner))
+
+
+def test_nodes_built_by_kind_print_parse_back_and_compare_structurally():
+    func = add_relu()
+    text = str(func)
+    assert "for(var=i, extent=n, kind=parallel, body=" in text
+    assert "load(buffer=%a, indices=[i, j])" in text
+    parsed = tir.parse(text)
+    assert tir.structural_equal(parsed, func)
+    assert tir.structural_hash(parsed) == tir.structural_hash(func)
+    assert not tir.structural_equal(parsed, parsed.body)
+    # Fields read as attributes (a loop's kind too); values have a dtype.
+    assert tir.kind_of(func) == "prim_func" and func.name == "add_relu"
+    assert [p.name for p in func.params] == ["a", "b", "out"]
+    assert tir.kind_of(func.body) == "for" and func.body.kind == "parallel"
+    value = func.body.body.body.value
+    assert tir.kind_of(value) == "max" and str(value.dtype) == "float32"
+    assert {"for", "load", "store", "prim_func"} <= set(tir.kinds())
+
+
+def test_bad_fields_are_errors_that_name_them():
+    with pytest.raises(TypeError, match="tir.for has no field 'step'"):
+        tir.node("for", var="i", extent=4, kind="serial", step=2,
+                 body=tir.node("evaluate", value=tir.node("int", value=0, dtype="int32")))
+    with pytest.raises(TypeError, match="tir.for needs field 'body'"):
+        tir.node("for", var="i", extent=4, kind="serial")
+    with pytest.raises(kiln.ValueError, match="'i \\+' is not a size expression"):
+        tir.node("index", index="i +", dtype="int64")
+    with pytest.raises(kiln.TypeError, match="tir.add: operands of float32 and int32"):
+        tir.node("add", a=tir.node("float", value=1.0, dtype="float32"),
+                 b=tir.node("int", value=1, dtype="int32"))
+    with pytest.raises(kiln.ValueError, match="line 1, column 1: unknown node kind 'nope'"):
+        tir.parse("nope()")
+
+
+def test_a_pass_written_in_python_rewrites_loops_and_is_registered_by_name():
+    @tir.prim_func_pass("test_unroll_vectorized")
+    def unroll_vectorized(func):
+        """Vectorized loops become unrolled ones."""
+        def rewrite(node):
+            if tir.kind_of(node) == "for" and node.kind == "vectorized":
+                return tir.node("for", var=node.var, extent=node.extent, kind="unrolled",
+                                body=node.body)
+            return None
+
+        return tir.mutate(func, rewrite)
+
+    func = add_relu()
+    unrolled = unroll_vectorized(func)
+    assert "kind=unrolled" in str(unrolled) and "vectorized" not in str(unrolled)
+    assert "vectorized" in str(func)  # the input is unchanged: nodes are immutable
+    by_name = kiln.get_global_func("tir.pass.test_unroll_vectorized")
+    assert tir.structural_equal(by_name(func), unrolled)
+    with pytest.raises(TypeError, match="takes a prim_func, got for"):
+        unroll_vectorized(func.body)
+
