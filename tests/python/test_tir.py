@@ -75,4 +75,7 @@ def test_a_pass_written_in_python_rewrites_loops_and_is_registered_by_name():
     assert tir.structural_equal(by_name(func), unrolled)
     with pytest.raises(TypeError, match="takes a prim_func, got for"):
         unroll_vectorized(func.body)
+    # Composed by name with a C++ pass, as a pipeline.
+    piped = kiln.get_global_func("tir.RunPasses")(func, "test_unroll_vectorized,simplify")
+    assert tir.structural_equal(piped, unrolled)
 
