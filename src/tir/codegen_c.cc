@@ -1,0 +1,340 @@
+// C code generation for the tensor-level IR (docs/design.md §21): a prim_func becomes one C
+// function in Kiln's calling convention (a KilnSafeCall taking one tensor per buffer parameter:
+// DLTensor* from the graph executor, Tensor objects from a direct call), compiled by the host
+// compiler through a "c_source" module, as export_library compiles host code. Its size
+// variables are read from the arguments' shapes, and every extent is checked before any store.
+// `tir.BuildC(prim_func)` returns the module; `tir.GenerateC(prim_func)` the source.
+#include <kiln/ffi/registry.h>
+#include <kiln/runtime/module.h>
+#include <kiln/tir/node.h>
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "node_internal.h"
+
+namespace kiln {
+namespace tir {
+namespace {
+
+const char* kPrelude = R"(#include <kiln/ffi/c_api.h>
+#include <math.h>
+#include <stdint.h>
+
+/* The data of tensor argument `arg` when it is a compact CPU tensor of rank `ndim` and the
+ * dtype (code, bits); otherwise NULL, with a ValueError naming the parameter raised. */
+static void* kiln_tir_tensor(const KilnAny* arg, int32_t ndim, uint8_t code, uint8_t bits,
+                             const char* what, const DLTensor** out) {
+  const DLTensor* t = NULL;
+  if (arg->type_index == kKilnTypeDLTensorPtr) t = (const DLTensor*)arg->v_ptr;
+  if (arg->type_index == kKilnTypeTensor) t = &((KilnTensorObject*)arg->v_obj)->dl_tensor;
+  int ok = t != NULL && t->device.device_type == kDLCPU && t->dtype.code == code &&
+           t->dtype.bits == bits && t->dtype.lanes == 1 && t->ndim == ndim;
+  int64_t stride = 1;
+  for (int32_t d = ndim - 1; ok && d >= 0; --d) {
+    ok = t->strides == NULL || t->shape[d] == 1 || t->strides[d] == stride;
+    stride *= t->shape[d];
+  }
+  if (!ok) {
+    kiln_error_set_raised_from_cstr("ValueError", what);
+    return NULL;
+  }
+  *out = t;
+  return (char*)t->data + t->byte_offset;
+}
+static inline int64_t kiln_tir_floordiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+static inline int64_t kiln_tir_floormod(int64_t a, int64_t b) {
+  int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+static inline int64_t kiln_tir_min(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t kiln_tir_max(int64_t a, int64_t b) { return a > b ? a : b; }
+/* NaN propagates from either side, as the CPU kernels' min and max do. */
+static inline float kiln_tir_minf(float a, float b) { return a != a ? a : b != b ? b : a < b ? a : b; }
+static inline float kiln_tir_maxf(float a, float b) { return a != a ? a : b != b ? b : a > b ? a : b; }
+static inline double kiln_tir_mind(double a, double b) { return a != a ? a : b != b ? b : a < b ? a : b; }
+static inline double kiln_tir_maxd(double a, double b) { return a != a ? a : b != b ? b : a > b ? a : b; }
+)";
+
+/// The C type of `dtype`; NotImplementedError for one C has no plain type for.
+std::string CType(DLDataType dtype) {
+  if (dtype.lanes == 1) {
+    if (dtype.code == kDLFloat && dtype.bits == 32) return "float";
+    if (dtype.code == kDLFloat && dtype.bits == 64) return "double";
+    if (dtype.code == kDLUInt && dtype.bits == 1) return "uint8_t";  // bool
+    if ((dtype.code == kDLInt || dtype.code == kDLUInt) &&
+        (dtype.bits == 8 || dtype.bits == 16 || dtype.bits == 32 || dtype.bits == 64)) {
+      return std::string(dtype.code == kDLInt ? "int" : "uint") + std::to_string(dtype.bits) + "_t";
+    }
+  }
+  KILN_THROW(NotImplementedError) << "tir C codegen: no C type for " << DataTypeToString(dtype);
+}
+
+/// Names in the generated C: every IR name gets a prefix, so none is a C keyword or clashes.
+std::string VarName(const std::string& name) { return "v_" + name; }
+std::string BufferName(const Node& buffer) { return "b_" + buffer.field_as<String>("name").str(); }
+
+std::string IndexC(const arith::SizeExpr& expr) {
+  if (std::optional<int64_t> value = expr.as_int())
+    return "INT64_C(" + std::to_string(*value) + ")";
+  if (const auto* var = expr.as<arith::SizeVarObj>()) return VarName(var->name().str());
+  const auto* binary = expr.as<arith::BinaryObj>();
+  KILN_ICHECK(binary != nullptr) << "tir C codegen: an index of an unknown kind";
+  const std::string a = IndexC(binary->a());
+  const std::string b = IndexC(binary->b());
+  switch (binary->op()) {
+    case arith::BinaryOp::kAdd: return "(" + a + " + " + b + ")";
+    case arith::BinaryOp::kSub: return "(" + a + " - " + b + ")";
+    case arith::BinaryOp::kMul: return "(" + a + " * " + b + ")";
+    case arith::BinaryOp::kFloorDiv: return "kiln_tir_floordiv(" + a + ", " + b + ")";
+    case arith::BinaryOp::kFloorMod: return "kiln_tir_floormod(" + a + ", " + b + ")";
+    case arith::BinaryOp::kMin: return "kiln_tir_min(" + a + ", " + b + ")";
+    case arith::BinaryOp::kMax: return "kiln_tir_max(" + a + ", " + b + ")";
+  }
+  return "";
+}
+
+/// The row-major offset of `indices` in `buffer`.
+std::string OffsetC(const Node& buffer, const Array<Any>& indices) {
+  const auto shape = buffer.field_as<Array<Any>>("shape");
+  std::string offset;
+  for (int64_t d = 0; d < indices.size(); ++d) {
+    const std::string index = IndexC(indices[d].cast<arith::SizeExpr>());
+    if (offset.empty()) {
+      offset = index;
+      continue;
+    }
+    std::string scaled = "(";
+    scaled.append(offset).append(" * ").append(IndexC(shape[d].cast<arith::SizeExpr>()));
+    offset = scaled.append(" + ").append(index).append(")");
+  }
+  return offset.empty() ? "0" : offset;
+}
+
+std::string Literal(double value, DLDataType dtype) {
+  if (std::isnan(value)) return dtype.bits == 32 ? "NAN" : "((double)NAN)";
+  if (std::isinf(value)) return value < 0 ? "(-INFINITY)" : "INFINITY";
+  char text[48];
+  std::snprintf(text, sizeof(text), "%a", value);  // exact
+  return "((" + CType(dtype) + ")" + text + ")";
+}
+
+/// The C function a call names: a float32 intrinsic takes the float form (expf, tanhf, ...).
+std::string CalleeC(const std::string& name, DLDataType dtype) {
+  static const std::set<std::string> kIntrinsics{"exp", "log", "sqrt", "tanh",  "erf",
+                                                 "sin", "cos", "fabs", "floor", "ceil",
+                                                 "fma", "pow", "fmod"};
+  if (kIntrinsics.count(name) != 0 && dtype.code == kDLFloat && dtype.bits == 32) {
+    return name + "f";
+  }
+  return name;
+}
+
+class CodeGen {
+ public:
+  std::string Function(const Node& func) {
+    KILN_CHECK(func.is("prim_func"), ValueError)
+        << "tir C codegen takes a prim_func, got " << func->name();
+    const std::string name = func.field_as<String>("name").str();
+    const auto params = func.field_as<Array<Any>>("params");
+    out_ << kPrelude << "\nint " << name
+         << "(void* self, const KilnAny* args, int32_t num_args, KilnAny* result) {\n";
+    Line(1, "(void)self; (void)result;");
+    Line(1, "if (num_args != " + std::to_string(params.size()) +
+                ") { kiln_error_set_raised_from_cstr(\"ValueError\", \"" + name + " takes " +
+                std::to_string(params.size()) + " tensors\"); return -1; }");
+    for (int64_t i = 0; i < params.size(); ++i) Param(name, params[i].cast<Node>(), i);
+    ReadSizes(name, params);
+    Stmt(func.field_as<Node>("body"), 1, 0);
+    Line(1, "return 0;");
+    out_ << "}\n";
+    return out_.str();
+  }
+
+ private:
+  void Line(int indent, const std::string& text) {
+    out_ << std::string(static_cast<size_t>(indent) * 2, ' ') << text << "\n";
+  }
+
+  void Param(const std::string& func, const Node& buffer, int64_t i) {
+    const auto dtype = buffer.field_as<DLDataType>("dtype");
+    const auto rank = buffer.field_as<Array<Any>>("shape").size();
+    const std::string name = BufferName(buffer);
+    const std::string what = func + ": argument " + std::to_string(i) + " ('" +
+                             buffer.field_as<String>("name").str() + "') must be a compact CPU " +
+                             DataTypeToString(dtype) + " tensor of rank " + std::to_string(rank);
+    Line(1, "const DLTensor* t_" + name + ";");
+    Line(1, CType(dtype) + "* " + name + " = (" + CType(dtype) + "*)kiln_tir_tensor(&args[" +
+                std::to_string(i) + "], " + std::to_string(rank) + ", " +
+                std::to_string(dtype.code) + ", " + std::to_string(dtype.bits) + ", \"" + what +
+                "\", &t_" + name + ");");
+    Line(1, "if (" + name + " == NULL) return -1;");
+  }
+
+  /// Each size variable from the first extent that is the variable alone; then every extent
+  /// checked against its expression.
+  void ReadSizes(const std::string& func, const Array<Any>& params) {
+    std::set<std::string> known;
+    for (const Any& param : params) {
+      const auto buffer = param.cast<Node>();
+      const auto shape = buffer.field_as<Array<Any>>("shape");
+      for (int64_t d = 0; d < shape.size(); ++d) {
+        const auto* var = shape[d].cast<arith::SizeExpr>().as<arith::SizeVarObj>();
+        if (var == nullptr || !known.insert(var->name().str()).second) continue;
+        Line(1, "const int64_t " + VarName(var->name().str()) + " = t_" + BufferName(buffer) +
+                    "->shape[" + std::to_string(d) + "];");
+      }
+    }
+    for (const Any& param : params) {
+      const auto buffer = param.cast<Node>();
+      const auto shape = buffer.field_as<Array<Any>>("shape");
+      for (int64_t d = 0; d < shape.size(); ++d) {
+        const auto extent = shape[d].cast<arith::SizeExpr>();
+        for (const std::string& var : arith::FreeSizeVars(extent)) {
+          KILN_CHECK(known.count(var) != 0, ValueError)
+              << "tir C codegen: " << func << "'s size '" << var
+              << "' is no parameter's extent alone, so no argument gives it";
+        }
+        const std::string what = func + ": argument '" + buffer.field_as<String>("name").str() +
+                                 "' has the wrong extent at axis " + std::to_string(d) +
+                                 " (the function needs " + extent.ToString() + ")";
+        Line(1, "if (t_" + BufferName(buffer) + "->shape[" + std::to_string(d) + "] != " +
+                    IndexC(extent) + ") { kiln_error_set_raised_from_cstr(\"ValueError\", \"" +
+                    what + "\"); return -1; }");
+      }
+    }
+  }
+
+  void Stmt(const Node& stmt, int indent, int depth) {
+    KILN_CHECK(depth < internal::kMaxDepth, ValueError)
+        << "tir: nodes nest deeper than " << internal::kMaxDepth << " levels";
+    const std::string& kind = stmt->name();
+    if (kind == "seq") {
+      for (const Any& item : stmt.field_as<Array<Any>>("stmts")) {
+        Stmt(item.cast<Node>(), indent, depth + 1);
+      }
+    } else if (kind == "for") {
+      const std::string var = VarName(stmt.field_as<String>("var").str());
+      const std::string loop_kind = stmt.field_as<String>("kind").str();
+      // Parallel loops run serially here until the generated code calls Kiln's thread pool;
+      // vectorized and unrolled ones tell the compiler so.
+      if (loop_kind == "vectorized") Line(indent, "#pragma GCC ivdep");
+      if (loop_kind == "unrolled") Line(indent, "#pragma GCC unroll 8");
+      Line(indent, "for (int64_t " + var + " = 0; " + var + " < " +
+                       IndexC(stmt.field_as<arith::SizeExpr>("extent")) + "; ++" + var + ") {");
+      Stmt(stmt.field_as<Node>("body"), indent + 1, depth + 1);
+      Line(indent, "}");
+    } else if (kind == "store") {
+      const auto buffer = stmt.field_as<Node>("buffer");
+      Line(indent, BufferName(buffer) + "[" +
+                       OffsetC(buffer, stmt.field_as<Array<Any>>("indices")) +
+                       "] = " + Value(stmt.field_as<Node>("value"), depth + 1) + ";");
+    } else if (kind == "if") {
+      Line(indent, "if (" + Value(stmt.field_as<Node>("cond"), depth + 1) + ") {");
+      Stmt(stmt.field_as<Node>("then"), indent + 1, depth + 1);
+      const Any& otherwise = stmt.field("else");
+      if (!otherwise.is_none()) {
+        Line(indent, "} else {");
+        Stmt(otherwise.cast<Node>(), indent + 1, depth + 1);
+      }
+      Line(indent, "}");
+    } else if (kind == "let") {
+      const auto var = stmt.field_as<Node>("var");
+      Line(indent, "{");
+      Line(indent + 1, "const " + CType(var->dtype()) + " " +
+                           VarName(var.field_as<String>("name").str()) + " = " +
+                           Value(stmt.field_as<Node>("value"), depth + 1) + ";");
+      Stmt(stmt.field_as<Node>("body"), indent + 1, depth + 1);
+      Line(indent, "}");
+    } else if (kind == "evaluate") {
+      Line(indent, "(void)(" + Value(stmt.field_as<Node>("value"), depth + 1) + ");");
+    } else {
+      KILN_THROW(NotImplementedError) << "tir C codegen: no C for the statement '" << kind
+                                      << "' (lower it to built-in statements first)";
+    }
+  }
+
+  std::string Value(const Node& value, int depth) {
+    KILN_CHECK(depth < internal::kMaxDepth, ValueError)
+        << "tir: nodes nest deeper than " << internal::kMaxDepth << " levels";
+    static const std::map<std::string, std::string> kOperators{
+        {"add", "+"}, {"sub", "-"}, {"mul", "*"}, {"div", "/"}, {"eq", "=="},  {"ne", "!="},
+        {"lt", "<"},  {"le", "<="}, {"gt", ">"},  {"ge", ">="}, {"and", "&&"}, {"or", "||"}};
+    const std::string& kind = value->name();
+    auto child = [&](const char* field) { return Value(value.field_as<Node>(field), depth + 1); };
+    if (auto op = kOperators.find(kind); op != kOperators.end()) {
+      return "(" + child("a") + " " + op->second + " " + child("b") + ")";
+    }
+    if (kind == "int") {
+      return "((" + CType(value->dtype()) + ")INT64_C(" +
+             std::to_string(value.field_as<int64_t>("value")) + "))";
+    }
+    if (kind == "float") return Literal(value.field_as<double>("value"), value->dtype());
+    if (kind == "var") return VarName(value.field_as<String>("name").str());
+    if (kind == "index") {
+      return "((" + CType(value->dtype()) + ")" + IndexC(value.field_as<arith::SizeExpr>("index")) +
+             ")";
+    }
+    if (kind == "min" || kind == "max") {
+      const DLDataType dtype = value->dtype();
+      if (dtype.code == kDLFloat) {
+        return "kiln_tir_" + kind + (dtype.bits == 32 ? "f(" : "d(") + child("a") + ", " +
+               child("b") + ")";
+      }
+      // Integer operands have no side effects, so each may be written twice.
+      const std::string a = child("a");
+      const std::string b = child("b");
+      return "(" + a + (kind == "min" ? " < " : " > ") + b + " ? " + a + " : " + b + ")";
+    }
+    if (kind == "mod") {
+      if (value->dtype().code == kDLFloat) {
+        return CalleeC("fmod", value->dtype()) + "(" + child("a") + ", " + child("b") + ")";
+      }
+      return "(" + child("a") + " % " + child("b") + ")";
+    }
+    if (kind == "not") return "(!" + child("a") + ")";
+    if (kind == "select")
+      return "(" + child("cond") + " ? " + child("a") + " : " + child("b") + ")";
+    if (kind == "cast") return "((" + CType(value->dtype()) + ")" + child("value") + ")";
+    if (kind == "load") {
+      const auto buffer = value.field_as<Node>("buffer");
+      return BufferName(buffer) + "[" + OffsetC(buffer, value.field_as<Array<Any>>("indices")) +
+             "]";
+    }
+    if (kind == "call") {
+      std::string args;
+      for (const Any& arg : value.field_as<Array<Any>>("args")) {
+        args += (args.empty() ? "" : ", ") + Value(arg.cast<Node>(), depth + 1);
+      }
+      return CalleeC(value.field_as<String>("name").str(), value->dtype()) + "(" + args + ")";
+    }
+    KILN_THROW(NotImplementedError)
+        << "tir C codegen: no C for the value '" << kind << "' (lower it to built-in values first)";
+  }
+
+  std::ostringstream out_;
+};
+
+}  // namespace
+
+KILN_REGISTER_GLOBAL("tir.GenerateC").set_body_typed([](const Node& func) {
+  return CodeGen().Function(func);
+});
+
+KILN_REGISTER_GLOBAL("tir.BuildC").set_body_typed([](const Node& func) {
+  const std::string code = CodeGen().Function(func);
+  return Function::GetGlobalRequired("runtime.CSourceModuleCreate")(
+             String(code), Array<String>{String(func.field_as<String>("name").str())})
+      .cast<runtime::Module>();
+});
+
+}  // namespace tir
+}  // namespace kiln
