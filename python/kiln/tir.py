@@ -17,7 +17,8 @@ one builder serves them all::
 Indices are integers or the text of size expressions (``"i * 64 + j"``); fields are read as
 attributes (``loop.body``, ``func.params``). A pass is a Python function from a ``prim_func``
 to a ``prim_func``: ``@tir.prim_func_pass`` checks that and registers it by name, and
-``tir.mutate`` rewrites nodes bottom up.
+``tir.mutate`` rewrites nodes bottom up. ``tir.build_c(func)`` compiles a prim_func with the host
+C compiler into a function over tensors.
 """
 
 from . import namespace as _namespace
@@ -104,6 +105,18 @@ def mutate(node, rewrite):
     """``node`` rebuilt bottom up: each node's children first, then ``rewrite(node)``, which
     returns a replacement or None to keep it."""
     return _tir("Mutate")(node, rewrite)
+
+
+def generate_c(func):
+    """The C source of ``func`` (a prim_func): one function in Kiln's calling convention."""
+    return _tir("GenerateC")(func)
+
+
+def build_c(func):
+    """``func`` (a prim_func) compiled by the host C compiler: a function taking one kiln tensor
+    per buffer parameter, its sizes read from their shapes (a wrong extent is a kiln.ValueError
+    naming the argument and the axis)."""
+    return _tir("BuildC")(func)[func.name]
 
 
 def prim_func_pass(name):

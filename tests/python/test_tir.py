@@ -1,6 +1,7 @@
 """The tensor-level IR from Python (kiln.tir): building nodes of any kind by name, the text
 format's round trip, structural equality, and passes written in Python."""
 
+import numpy as np
 import pytest
 
 import kiln
@@ -79,3 +80,18 @@ def test_a_pass_written_in_python_rewrites_loops_and_is_registered_by_name():
     piped = kiln.get_global_func("tir.RunPasses")(func, "test_unroll_vectorized,simplify")
     assert tir.structural_equal(piped, unrolled)
 
+
+
+def test_a_prim_func_built_in_python_compiles_to_c_and_runs_on_tensors():
+    add = tir.build_c(add_relu())
+    rng = np.random.default_rng(0)
+    for rows in (1, 5):
+        a = rng.standard_normal((rows, 64)).astype(np.float32)
+        b = rng.standard_normal(64).astype(np.float32)
+        out = kiln.empty([rows, 64], "float32")
+        add(kiln.tensor(a), kiln.tensor(b), out)
+        np.testing.assert_array_equal(out.numpy(), np.maximum(a + b, 0))
+    assert "int add_relu(void* self" in tir.generate_c(add_relu())
+    with pytest.raises(kiln.ValueError, match="argument 'b' has the wrong extent at axis 0"):
+        add(kiln.tensor(np.zeros((2, 64), np.float32)), kiln.tensor(np.zeros(3, np.float32)),
+            kiln.empty([2, 64], "float32"))
