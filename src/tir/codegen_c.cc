@@ -25,6 +25,7 @@ namespace {
 const char* kPrelude = R"(#include <kiln/ffi/c_api.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 /* The data of tensor argument `arg` when it is a compact CPU tensor of rank `ndim` and the
  * dtype (code, bits); otherwise NULL, with a ValueError naming the parameter raised. */
@@ -254,12 +255,47 @@ class CodeGen {
                            Value(stmt.field_as<Node>("value"), depth + 1) + ";");
       Stmt(stmt.field_as<Node>("body"), indent + 1, depth + 1);
       Line(indent, "}");
+    } else if (kind == "allocate") {
+      Allocate(stmt, indent, depth);
     } else if (kind == "evaluate") {
       Line(indent, "(void)(" + Value(stmt.field_as<Node>("value"), depth + 1) + ");");
     } else {
       KILN_THROW(NotImplementedError) << "tir C codegen: no C for the statement '" << kind
                                       << "' (lower it to built-in statements first)";
     }
+  }
+
+  /// A local or global buffer of `allocate`: on the stack when small and of a static size, else
+  /// on the heap (a NULL from malloc is a MemoryError), freed when its body is done.
+  void Allocate(const Node& stmt, int indent, int depth) {
+    const std::string scope = stmt.field_as<String>("scope").str();
+    KILN_CHECK(scope == "local" || scope == "global", NotImplementedError)
+        << "tir C codegen: no C for an allocation in scope '" << scope << "' (a GPU scope)";
+    const auto buffer = stmt.field_as<Node>("buffer");
+    const std::string type = CType(buffer.field_as<DLDataType>("dtype"));
+    const std::string name = BufferName(buffer);
+    arith::SizeExpr count = arith::IntImm(1);
+    for (const Any& extent : buffer.field_as<Array<Any>>("shape")) {
+      count = count * extent.cast<arith::SizeExpr>();
+    }
+    constexpr int64_t kMaxStackElements = 1024;
+    Line(indent, "{");
+    const std::optional<int64_t> constant = count.as_int();
+    const bool on_stack = constant.has_value() && *constant <= kMaxStackElements;
+    if (on_stack) {
+      Line(indent + 1,
+           type + " " + name + "[" + std::to_string(std::max<int64_t>(*constant, 1)) + "];");
+    } else {
+      Line(indent + 1, type + "* " + name + " = (" + type + "*)malloc(sizeof(" + type +
+                           ") * (size_t)" + IndexC(count) + " + 1);");
+      Line(indent + 1, "if (" + name +
+                           " == NULL) { kiln_error_set_raised_from_cstr(\"MemoryError\", \"out of "
+                           "memory for buffer '" +
+                           buffer.field_as<String>("name").str() + "'\"); return -1; }");
+    }
+    Stmt(stmt.field_as<Node>("body"), indent + 1, depth + 1);
+    if (!on_stack) Line(indent + 1, "free(" + name + ");");
+    Line(indent, "}");
   }
 
   std::string Value(const Node& value, int depth) {

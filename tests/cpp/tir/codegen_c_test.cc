@@ -86,6 +86,31 @@ TEST(TirCodegenCTest, IntegerArithmeticFloorsAndBranchesAsTheIrSays) {
   }
 }
 
+TEST(TirCodegenCTest, AllocatedBuffersHoldIntermediatesOnTheStackOrTheHeap) {
+  // out[i, j] = 2 * a[i, j] + 1 through a temporary row: of 4 elements (on the stack), or of a
+  // symbolic m (on the heap).
+  for (const char* row : {"4", "m"}) {
+    const std::string text = std::string(R"(prim_func(name=twice, params=[
+        buffer(name=a, dtype=float32, shape=[n, m]), buffer(name=out, dtype=float32, shape=[n, m])],
+      body=for(var=i, extent=n, kind=serial, body=
+        allocate(buffer=buffer(name=t, dtype=float32, shape=[)") +
+                             row + R"(]), scope=local, body=
+          seq(stmts=[
+            for(var=j, extent=m, kind=serial, body=store(buffer=%t, indices=[j],
+              value=mul(a=load(buffer=%a, indices=[i, j]), b=float(value=2.0, dtype=float32)))),
+            for(var=j, extent=m, kind=serial, body=store(buffer=%out, indices=[i, j],
+              value=add(a=load(buffer=%t, indices=[j]), b=float(value=1.0, dtype=float32)))),
+          ])))))";
+    const DLDataType f32{kDLFloat, 32, 1};
+    const std::vector<float> a{1, 2, 3, 4, -1, -2, -3, -4};
+    Tensor out = runtime::Empty({2, 4}, f32, kCpu);
+    BuildC(text).GetFunctionRequired("twice")(Filled<float>({2, 4}, f32, a), out);
+    for (size_t k = 0; k < a.size(); ++k) {
+      EXPECT_EQ(static_cast<const float*>(out.data())[k], 2 * a[k] + 1) << row << " " << k;
+    }
+  }
+}
+
 TEST(TirCodegenCTest, NodesWithoutCAreNamedAndTheSourceCanBeRead) {
   const std::string source =
       Function::GetGlobalRequired("tir.GenerateC")(ParseText(kAddRelu)).cast<std::string>();
@@ -97,7 +122,7 @@ TEST(TirCodegenCTest, NodesWithoutCAreNamedAndTheSourceCanBeRead) {
             body=allocate(buffer=buffer(name=t, dtype=float32, shape=[4]), scope=shared,
                           body=evaluate(value=int(value=0, dtype=int32)))))"));
       },
-      "NotImplementedError", {"no C for the statement 'allocate'"});
+      "NotImplementedError", {"no C for an allocation in scope 'shared'"});
 }
 
 }  // namespace
