@@ -232,8 +232,6 @@ Node WithFields(const Node& node, const std::vector<std::pair<std::string, Any>>
 
 namespace internal {
 
-bool IsIdentifier(std::string_view text) { return IsIdent(text); }
-
 Node Rebuild(const Node& node, std::vector<Any> fields) {
   return Build(node->info(), std::move(fields));
 }

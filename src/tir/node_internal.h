@@ -4,15 +4,11 @@
 
 #include <kiln/tir/node.h>
 
-#include <string_view>
 #include <vector>
 
 namespace kiln {
 namespace tir {
 namespace internal {
-
-/// [A-Za-z_][A-Za-z0-9_]*
-bool IsIdentifier(std::string_view text);
 
 /// A node of `node`'s kind with `fields` (checked as MakeNode checks them).
 Node Rebuild(const Node& node, std::vector<Any> fields);
