@@ -2,6 +2,7 @@
 #include <kiln/tir/node.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <memory>
 #include <mutex>
