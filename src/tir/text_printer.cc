@@ -14,27 +14,27 @@ namespace {
 class Printer {
  public:
   std::string Print(const Node& node) {
-    PrintNode(node, 0);
+    PrintNode(node, 0, 0);
     return out_.str();
   }
 
  private:
-  void PrintNode(const Node& node, int indent) {
-    KILN_CHECK(indent / 2 < internal::kMaxDepth, ValueError)
+  void PrintNode(const Node& node, int indent, int depth) {
+    KILN_CHECK(depth < internal::kMaxDepth, ValueError)
         << "tir: nodes nest deeper than " << internal::kMaxDepth << " levels";
     out_ << node->name() << "(";
     const std::vector<FieldInfo>& fields = node->info().fields;
     for (size_t i = 0; i < fields.size(); ++i) {
       if (i > 0) out_ << ", ";
       out_ << fields[i].name << "=";
-      PrintField(node->fields()[i], fields[i].kind, indent);
+      PrintField(node->fields()[i], fields[i].kind, indent, depth + 1);
     }
     out_ << ")";
   }
 
   void NewLine(int indent) { out_ << "\n" << std::string(static_cast<size_t>(indent), ' '); }
 
-  void PrintField(const Any& value, FieldKind kind, int indent) {
+  void PrintField(const Any& value, FieldKind kind, int indent, int depth) {
     if (value.is_none()) {
       out_ << "none";
       return;
@@ -43,12 +43,12 @@ class Printer {
       case FieldKind::kIndex: out_ << value.cast<arith::SizeExpr>(); return;
       case FieldKind::kIndices:
       case FieldKind::kValues:
-      case FieldKind::kBuffers: PrintInline(value.cast<Array<Any>>(), kind, indent); return;
+      case FieldKind::kBuffers: PrintInline(value.cast<Array<Any>>(), kind, indent, depth); return;
       case FieldKind::kStmts: {
         out_ << "[";
         for (const Any& item : value.cast<Array<Any>>()) {
           NewLine(indent + 2);
-          PrintNode(item.cast<Node>(), indent + 2);
+          PrintNode(item.cast<Node>(), indent + 2, depth);
           out_ << ",";
         }
         NewLine(indent);
@@ -57,10 +57,10 @@ class Printer {
       }
       case FieldKind::kStmt:
         NewLine(indent + 2);
-        PrintNode(value.cast<Node>(), indent + 2);
+        PrintNode(value.cast<Node>(), indent + 2, depth);
         return;
       case FieldKind::kValue:
-      case FieldKind::kBuffer: PrintNode(value.cast<Node>(), indent); return;
+      case FieldKind::kBuffer: PrintNode(value.cast<Node>(), indent, depth); return;
       case FieldKind::kBufferRef:
         out_ << "%" << value.cast<Node>().field_as<String>("name").str();
         return;
@@ -73,14 +73,14 @@ class Printer {
   }
 
   /// [a, b, c] on one line: indices, values and declared buffers.
-  void PrintInline(const Array<Any>& items, FieldKind kind, int indent) {
+  void PrintInline(const Array<Any>& items, FieldKind kind, int indent, int depth) {
     const FieldKind item_kind = kind == FieldKind::kIndices  ? FieldKind::kIndex
                                 : kind == FieldKind::kValues ? FieldKind::kValue
                                                              : FieldKind::kBuffer;
     out_ << "[";
     for (int64_t i = 0; i < items.size(); ++i) {
       if (i > 0) out_ << ", ";
-      PrintField(items[i], item_kind, indent);
+      PrintField(items[i], item_kind, indent, depth);
     }
     out_ << "]";
   }

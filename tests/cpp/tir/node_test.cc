@@ -110,6 +110,13 @@ TEST(TirNodeTest, ParseErrorsGiveTheLineAndColumn) {
   std::string deep;
   for (int i = 0; i < 5000; ++i) deep += "not(a=";
   ExpectError([&] { ParseText(deep); }, "ValueError", {"nest too deeply"});
+  // Built deeper than that, a node is refused by the printer and the traversals the same way.
+  Node chain = Binary("eq", IntImm(0, kI32), IntImm(0, kI32));
+  for (int i = 0; i < 1000; ++i) chain = Not(chain);
+  ExpectError([&] { AsText(chain); }, "ValueError", {"nest deeper than"});
+  ExpectError([&] { StructuralHash(chain); }, "ValueError", {"nest deeper than"});
+  ExpectError([&] { Visit(chain, [](const Node&) { return true; }); }, "ValueError",
+              {"nest deeper than"});
 }
 
 TEST(TirNodeTest, AKindAddedLikeAPluginsIsPrintedParsedVisitedAndLoweredAway) {
