@@ -71,10 +71,9 @@ struct Graph {
   ShapeSignature signature;      ///< of the inputs, in order
   std::vector<GraphCheck> checks;
   std::vector<SizeDefinition> size_definitions;
-  /// Derived from size_definitions: every late size (in definition order); per entry, the
-  /// index of the last definition its shape needs (-1 when the signature alone gives it); per
-  /// check, the same; per node, the definitions read once it has run (-1: before the first).
-  std::vector<std::string> late_sizes;
+  /// Derived from size_definitions: per entry, the index of the last definition its shape needs
+  /// (-1 when the signature alone gives it); per check, the same; per node, the definitions read
+  /// once it has run, and those read before the first.
   std::vector<int64_t> entry_definition;
   std::vector<int64_t> check_definition;
   std::vector<std::vector<int64_t>> definitions_after_node;

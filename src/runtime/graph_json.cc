@@ -10,6 +10,7 @@
 #include <initializer_list>
 #include <limits>
 #include <map>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 #include <utility>
@@ -371,13 +372,14 @@ SizeDefinition ParseSizeDefinition(const Json& value, const std::string& path, s
 }
 
 /// Checks the size definitions and orders them as a run reads them (by the node writing their
-/// entry); fills the graph's late_sizes, definitions_after_node and definitions_before_run.
+/// entry); fills the graph's definitions_after_node and definitions_before_run.
 void ReadSizeDefinitions(Graph& graph) {
   std::stable_sort(graph.size_definitions.begin(), graph.size_definitions.end(),
                    [&](const SizeDefinition& a, const SizeDefinition& b) {
                      return graph.first_use[a.entry] < graph.first_use[b.entry];
                    });
   const std::vector<std::string>& inputs = graph.signature.variables();
+  std::set<std::string> defined(inputs.begin(), inputs.end());
   graph.definitions_after_node.assign(graph.nodes.size(), {});
   for (size_t d = 0; d < graph.size_definitions.size(); ++d) {
     const SizeDefinition& definition = graph.size_definitions[d];
@@ -392,12 +394,8 @@ void ReadSizeDefinitions(Graph& graph) {
     KILN_CHECK(graph.first_use[definition.entry] != Graph::kUnused, ValueError)
         << path << ": no node writes the entry and no input names it";
     for (const std::string& name : definition.sizes) {
-      const bool known = std::find(inputs.begin(), inputs.end(), name) != inputs.end() ||
-                         std::find(graph.late_sizes.begin(), graph.late_sizes.end(), name) !=
-                             graph.late_sizes.end();
-      KILN_CHECK(!known, ValueError)
+      KILN_CHECK(defined.insert(name).second, ValueError)
           << path << " defines the size '" << name << "', which is already defined";
-      graph.late_sizes.push_back(name);
     }
     const int64_t writer = graph.first_use[definition.entry];
     (writer < 0 ? graph.definitions_before_run

@@ -127,8 +127,8 @@ int64_t ShapeSignature::Solve(size_t i, const std::vector<int64_t>& values, int6
   if (one.has_value() && two.has_value() && *two > *one) {
     const int64_t slope = *two - *one;
     const int64_t offset = *one - slope;
-    // Not exact: the nearest value below, which the caller's check refutes with an extent
-    // close to the one given.
+    // Exact where a * v + b can reach the extent; otherwise the value below, which the caller's
+    // check of every extent refutes with an extent close to the one given.
     return std::max(min_size_, (extent - offset) / slope);
   }
   return min_size_;

@@ -208,7 +208,7 @@ def test_cumsum_axis_and_window_size_fed_at_run_time():
                                    np.flip(np.flip(X, axis).cumsum(axis), axis), rtol=1e-6)
     hann = compile_node("HannWindow", [("size", INT64, [])], outputs=(("y", FLOAT, 1),),
                         periodic=0)
-    for size in (1 + 4, 16):
+    for size in (5, 16):
         n = np.arange(size)
         expected = 0.5 - 0.5 * np.cos(2 * np.pi * n / (size - 1))
         np.testing.assert_allclose(hann.run(size=np.array(size, np.int64))[0], expected,
@@ -281,3 +281,16 @@ def test_reverse_sequence_and_maxunpool_with_values_fed_at_run_time():
         for value, flat in zip(values.ravel(), where.ravel()):
             expected[0, 0, flat // 4, flat % 4] = value
         np.testing.assert_array_equal(y, expected)
+
+
+def test_nonzero_counts_negative_zero_as_zero_in_every_float_type():
+    for elem, data in ((TensorProto.FLOAT, np.array([-0.0, 1.0, 0.0], np.float32)),
+                       (TensorProto.FLOAT16, np.array([-0.0, 1.0, 0.0], np.float16)),
+                       # bfloat16 goes in as its bit patterns: -0.0, 1.0, 0.0
+                       (TensorProto.BFLOAT16, np.array([0x8000, 0x3F80, 0], np.uint16))):
+        node = helper.make_node("NonZero", ["x"], ["y"])
+        graph = helper.make_graph([node], "nonzero", [helper.make_tensor_value_info("x", elem, [3])],
+                                  [helper.make_tensor_value_info("y", INT64, [1, None])])
+        ex = kiln.build(kiln.frontend.from_onnx(
+            helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])))
+        np.testing.assert_array_equal(ex.run(x=data)[0], [[1]])

@@ -259,11 +259,11 @@ class GraphImporter {
     auto symbolic = symbolic_values_.find(name);
     if (symbolic != symbolic_values_.end()) {
       const ShapeValue& value = symbolic->second.value;
-      return {MaterializedValue(value), std::nullopt, value};
+      return {ir::Expr(), std::nullopt, value, [this, value] { return MaterializedValue(value); }};
     }
     ir::Expr expr = Lookup(name);
     std::optional<Tensor> propagated = PropagatedValue(shape_values_, name, expr);
-    return {std::move(expr), std::move(propagated), std::nullopt};
+    return {std::move(expr), std::move(propagated), std::nullopt, nullptr};
   }
 
   void ConvertNode(const onnx::NodeProto& node) {

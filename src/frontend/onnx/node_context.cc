@@ -36,9 +36,13 @@ bool NodeContext::HasInput(size_t index) const {
 const ir::Expr& NodeContext::Input(size_t index) const {
   KILN_CHECK(HasInput(index), ValueError)
       << Describe() << " needs input " << index << ", which the model leaves out";
-  // A symbolic shape value has an expression where it can be computed at run time.
-  if (!inputs_[index].expr.defined()) ThrowSymbolicInput(index, "as a tensor");
-  return inputs_[index].expr;
+  NodeInput& input = inputs_[index];
+  if (!input.expr.defined() && input.materialize) input.expr = input.materialize();
+  if (!input.expr.defined()) {
+    ThrowSymbolicInput(index, "as a tensor",
+                       "some of which no graph input's shape gives, so Kiln cannot make it one");
+  }
+  return input.expr;
 }
 
 std::vector<ir::Expr> NodeContext::Inputs() const {
@@ -54,16 +58,15 @@ const ShapeValue* NodeContext::SymbolicInput(size_t index) const {
   return &*inputs_[index].shape_value;
 }
 
-void NodeContext::ThrowSymbolicInput(size_t index, const std::string& needed_as) const {
+void NodeContext::ThrowSymbolicInput(size_t index, const std::string& needed_as,
+                                     const std::string& why) const {
   const ShapeValue& value = *SymbolicInput(index);
-  KILN_THROW(NotImplementedError)
-      << Describe() << " needs input " << index << " ('" << node_.input(static_cast<int>(index))
-      << "') " << needed_as << ", but its value " << value.ToString()
-      << " is computed from symbolic sizes at run time"
-      << (inputs_[index].expr.defined()
-              ? ""
-              : ", some of which no graph input's shape gives, so Kiln cannot make it a tensor")
-      << "; " << onnx_import::SpecializeHint(sizes_.inputs, value.elements);
+  KILN_THROW(NotImplementedError) << Describe() << " needs input " << index << " ('"
+                                  << node_.input(static_cast<int>(index)) << "') " << needed_as
+                                  << ", but its value " << value.ToString()
+                                  << " is computed from symbolic sizes at run time"
+                                  << (why.empty() ? "" : ", " + why) << "; "
+                                  << onnx_import::SpecializeHint(sizes_.inputs, value.elements);
 }
 
 const ir::Type& NodeContext::InputType(size_t index) const {
@@ -193,7 +196,7 @@ std::optional<Tensor> NodeContext::TryConstantInput(size_t index) const {
 
 Tensor NodeContext::ConstantInput(size_t index) const {
   if (SymbolicInput(index) != nullptr) {
-    ThrowSymbolicInput(index, "as a constant (Kiln takes it as an attribute of the op)");
+    ThrowSymbolicInput(index, "as a constant (Kiln takes it as an attribute of the op)", "");
   }
   std::optional<Tensor> value = TryConstantInput(index);
   KILN_CHECK(value.has_value(), ValueError)

@@ -6,6 +6,7 @@
 #include <kiln/ir/expr.h>
 #include <onnx/onnx_pb.h>
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -50,13 +51,16 @@ struct GraphSizes {
 /// What the importer has of one input of a node.
 struct NodeInput {
   /// The input's expression, with its checked type; null for an omitted optional input (an
-  /// empty name) and for a symbolic shape value, which has no expression (materializing
-  /// run-time shape tensors is a later step).
+  /// empty name) and, until a converter asks for it, for a symbolic shape value.
   ir::Expr expr;
   /// Its value where ONNX's data propagation knows it although it is not a Constant.
   std::optional<Tensor> propagated;
   /// Its elements where they are computed from symbolic sizes (shape_value.h).
   std::optional<ShapeValue> shape_value;
+  /// For a symbolic shape value: makes the tensor that computes it at run time (size_values),
+  /// or null when no graph input's shape gives its sizes. Called only by a converter that needs
+  /// the value as a tensor: most take it as a symbolic attribute.
+  std::function<ir::Expr()> materialize;
 };
 
 class NodeContext {
@@ -151,14 +155,16 @@ class NodeContext {
   const ir::Type& InputType(size_t index) const;
   /// InputType as a tensor type; TypeError naming the node and the input when it is none.
   const ir::TensorTypeObj& InputTensorType(size_t index) const;
-  /// NotImplementedError: input `index`, a symbolic shape value, is needed as `needed_as`.
-  [[noreturn]] void ThrowSymbolicInput(size_t index, const std::string& needed_as) const;
+  /// NotImplementedError: input `index`, a symbolic shape value, is needed as `needed_as`, and
+  /// cannot be because `why`.
+  [[noreturn]] void ThrowSymbolicInput(size_t index, const std::string& needed_as,
+                                       const std::string& why) const;
   const onnx::AttributeProto& AttrOfType(const std::string& name,
                                          onnx::AttributeProto::AttributeType type) const;
 
   const onnx::NodeProto& node_;
   int64_t opset_;
-  std::vector<NodeInput> inputs_;
+  mutable std::vector<NodeInput> inputs_;    // mutable: a symbolic value's tensor is made on demand
   std::vector<ir::Type> shape_value_types_;  ///< per input: its shape value's type, or null
   const GraphSizes& sizes_;
   mutable size_t sizes_named_ = 0;  ///< how many NewSizes has named

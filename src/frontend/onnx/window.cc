@@ -72,7 +72,7 @@ Converter LiftWindow1D(Converter convert_2d, bool lift_weight) {
       inputs.push_back({!node.HasInput(i) ? ir::Expr()
                         : lift            ? InsertUnitAxis(node.Input(i))
                                           : node.Input(i),
-                        std::nullopt, std::nullopt});
+                        std::nullopt, std::nullopt, nullptr});
     }
     const onnx::NodeProto proto = LiftAttributes(node.proto());  // the context refers to it
     const NodeContext lifted(proto, node.opset(), std::move(inputs), node.sizes());

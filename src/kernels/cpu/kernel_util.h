@@ -102,6 +102,18 @@ T* Data(const Tensor& tensor) {
 
 std::vector<int64_t> ShapeOf(const Tensor& tensor);
 
+/// Whether `dtype` is a floating-point type (bfloat16 included).
+inline bool IsFloatCode(DLDataType dtype) {
+  return dtype.code == kDLFloat || dtype.code == kDLBfloat;
+}
+
+/// Whether an element read as the unsigned integer `bits` of its width is not zero; a float's
+/// -0.0 is zero too, whose bit pattern is not.
+template <typename U>
+bool IsNonzeroBits(U bits, bool is_float) {
+  return is_float ? static_cast<U>(bits << 1) != 0 : bits != 0;
+}
+
 /// The elements of an int64 tensor (shape values read at run time: starts, axes, ...).
 inline std::vector<int64_t> Int64Values(const Tensor& tensor) {
   const auto* data = Data<const int64_t>(tensor);

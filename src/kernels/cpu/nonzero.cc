@@ -18,12 +18,10 @@ void Nonzero(const KernelCall& call) {
   DispatchElementBytes(call, in.dtype(), [&](auto tag) {
     using U = decltype(tag);
     const U* data = Data<const U>(in);
-    const bool is_float = in.dtype().code == kDLFloat;
+    const bool is_float = IsFloatCode(in.dtype());
     std::vector<int64_t> index(shape.size(), 0);
     for (int64_t i = 0; i < NumElements(in.dl_tensor()); ++i) {
-      // A float's -0.0 is zero too; its bit pattern is not.
-      const bool nonzero = is_float ? static_cast<U>(data[i] << 1) != 0 : data[i] != 0;
-      if (nonzero) {
+      if (IsNonzeroBits(data[i], is_float)) {
         KILN_CHECK(found < count, ValueError)
             << call.Prefix() << "the output holds " << count << " positions, the input has more";
         for (int64_t d = 0; d < rank; ++d) positions[d * count + found] = index[d];

@@ -150,12 +150,9 @@ void NonzeroCount(const KernelCall& call) {
   DispatchElementBytes(call, in.dtype(), [&](auto tag) {
     using U = decltype(tag);
     const U* data = Data<const U>(in);
-    const int64_t n = NumElements(in.dl_tensor());
-    // A float's -0.0 is zero too; its bit pattern is not.
-    if (in.dtype().code == kDLFloat) {
-      for (int64_t i = 0; i < n; ++i) count += static_cast<U>(data[i] << 1) != 0;
-    } else {
-      for (int64_t i = 0; i < n; ++i) count += data[i] != 0;
+    const bool is_float = IsFloatCode(in.dtype());
+    for (int64_t i = 0; i < NumElements(in.dl_tensor()); ++i) {
+      count += IsNonzeroBits(data[i], is_float) ? 1 : 0;
     }
   });
   WriteSizes(call, {count});
