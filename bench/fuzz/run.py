@@ -17,9 +17,10 @@
    build-asan/fuzz-campaign/crashes/<target>/; each target's full log is
    build-asan/fuzz-campaign/<target>.log.
 3. Reads libFuzzer's final statistics (-print_final_stats=1) and its last status line, and
-   replaces the table between the markers of docs/reliability.md ("Fuzzing") with executions,
-   exec/s, edges (cov), features (ft), corpus, new units and crashes per target, the date, the
-   machine and this command line.
+   replaces the rows of the targets it ran in the table between the markers of
+   docs/reliability.md ("Fuzzing"): date, budget, executions, exec/s, edges (cov), features
+   (ft), corpus, new units and crashes. Other targets keep the rows of their latest campaign, so
+   a long campaign can be run one target at a time.
 4. With --update-corpus, merges (-merge=1) each grown corpus into tests/fuzz/corpus/<target>/:
    only inputs that add coverage the committed corpus lacks are copied, named by their SHA-1.
    The committed corpora are kept small (CORPUS_BUDGET_BYTES each); the sizes are printed.
@@ -197,31 +198,55 @@ def update_corpus(target):
 # ---- the document ---------------------------------------------------------------------------
 
 
-def table(results, seconds, runs, jobs, others_cores):
+TABLE_HEADER = ["| target | campaign | budget | executions | exec/s | edges (cov) | features (ft) "
+                "| corpus (inputs / size) | new inputs | crashes |",
+                "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+ROW_TARGET = re.compile(r"^\| `(\w+)` \|")
+
+
+def rows_in_doc():
+    """{target: its row} of the table now in docs/reliability.md: a campaign over some targets
+    keeps the others' rows, so 10 million executions per target can be reached one target at a
+    time, across sessions."""
+    doc = open(DOC).read()
+    begin, end = doc.find(DOC_BEGIN), doc.find(DOC_END)
+    rows = {}
+    for line in doc[begin:end].splitlines() if 0 <= begin < end else []:
+        match = ROW_TARGET.match(line)
+        if match and line.count("|") == TABLE_HEADER[0].count("|"):
+            rows[match.group(1)] = line
+    return rows
+
+
+def table(results, known, seconds, runs, jobs, others_cores):
     command = shlex.join(["/usr/bin/python3", "bench/fuzz/run.py", *sys.argv[1:]])
     budget = []
     if seconds > 0:
         budget.append(f"{seconds} s")
     if runs >= 0:
-        budget.append(f"{runs:,} executions")
+        budget.append(f"{runs:,} runs")
+    today = datetime.date.today().isoformat()
+    rows = rows_in_doc()
+    for r in results:
+        rows[r["target"]] = (
+            f"| `{r['target']}` | {today} | {' or '.join(budget) or 'none'} | "
+            f"{r['executions']:,} | {r['exec_per_s']:,} | {r['cov']} | {r['ft']} | {r['corpus']} "
+            f"| {r['new_units']:,} | {len(r['crashes'])} |")
     lines = [
-        f"Last campaign: {datetime.date.today().isoformat()}, {cpu_model()} "
+        f"Each row is its target's latest campaign. The latest: {today}, {cpu_model()} "
         f"({os.cpu_count()} cores, {platform.system()} {platform.release()}), "
         f"{jobs} target(s) at a time; other processes used {others_cores:.1f} cores on average "
-        f"meanwhile. Budget per target: {' or '.join(budget) or 'none'}. Command:",
+        f"meanwhile. Command:",
         "",
         f"    {command}",
         "",
     ]
-    short = [r["target"] for r in results if r["executions"] < GOAL_EXECUTIONS]
+    short = [t for t in known if t not in rows or
+             int(rows[t].split("|")[4].replace(",", "")) < GOAL_EXECUTIONS]
     if short:
-        lines += [f"**A short run**: {', '.join(short)} stayed below the goal of "
-                  f"{GOAL_EXECUTIONS:,} executions per target.", ""]
-    lines += ["| target | executions | exec/s | edges (cov) | features (ft) | corpus (inputs / "
-              "size) | new inputs | crashes |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for r in results:
-        lines.append(f"| `{r['target']}` | {r['executions']:,} | {r['exec_per_s']:,} | {r['cov']} "
-                     f"| {r['ft']} | {r['corpus']} | {r['new_units']:,} | {len(r['crashes'])} |")
+        lines += [f"**Below the goal** of {GOAL_EXECUTIONS:,} executions in one campaign: "
+                  f"{', '.join(short)}.", ""]
+    lines += TABLE_HEADER + [rows[t] for t in known if t in rows]
     return "\n".join(lines)
 
 
@@ -291,7 +316,7 @@ def main():
 
     results, others_cores = harness.others_busy_during(fuzz_all)
     if not args.no_doc:
-        write_table(table(results, args.seconds_per_target, args.runs_per_target, args.jobs,
+        write_table(table(results, list(known), args.seconds_per_target, args.runs_per_target, args.jobs,
                           others_cores))
     if report_crashes(results):
         sys.exit(1)

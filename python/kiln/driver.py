@@ -26,6 +26,7 @@ def build(
     codegen_options=None,
     report=False,
     upper_bounds=None,
+    generated_kernels=False,
 ):
     """Compiles @main of ``mod`` for ``target`` ("cpu").
 
@@ -42,6 +43,8 @@ def build(
     ``placement_report``), before codegen, so it is printed even when ``fallback=False`` fails.
     ``upper_bounds`` ({"batch": 8}) bounds the model's symbolic sizes: its memory is then planned
     once for every shape up to the bounds (``Executable.set_upper_bounds``).
+    ``generated_kernels=True`` runs each fused group whose ops all have compute rules as one
+    generated C function (``kiln.tir``) instead of a kernel per op.
     """
     from . import ir as _ir  # noqa: F401  (loads libkiln.so, where driver.Build lives)
 
@@ -55,6 +58,7 @@ def build(
         "compilers": list(plugins),
         "fallback": fallback,
         "codegen_options": codegen_options or {},
+        "generated_kernels": generated_kernels,
     }
     if not report:
         executable = Executable(get_global_func("driver.Build")(mod, options))

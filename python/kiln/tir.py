@@ -139,6 +139,32 @@ def prim_func_pass(name):
     return decorate
 
 
+def compute_rule(op):
+    """Registers the decorated function as ``op``'s compute rule, the global function
+    ``tir.compute.<op>`` (replacing one there): ``rule(inputs, output, indices, attrs)`` gets a
+    buffer per tensor argument, the result's buffer, the output element's indices (size
+    expressions) and the call's attributes, and returns that element's value, a tir value node.
+    Groups built with ``kiln.build(..., generated_kernels=True)`` then inline it."""
+
+    def decorate(function):
+        register_func(f"tir.compute.{op}", function, override=True)
+        return function
+
+    return decorate
+
+
+def index_text(index):
+    """An index (a loop variable, a size expression such as a compute rule's indices) as text,
+    which index fields take back: ``f"{tir.index_text(i)} + 1"``."""
+    return _tir("IndexText")(index)
+
+
+def lower_fused_group(func, args, name):
+    """The prim_func a fused function (FuseOps' output) called with ``args`` lowers to, or the
+    reason it stays with the kernels (a str)."""
+    return _tir("LowerFusedGroup")(func, list(args), name)
+
+
 def _expect_prim_func(value, what):
     if not isinstance(value, Node) or kind_of(value) != "prim_func":
         got = kind_of(value) if isinstance(value, Node) else type(value).__name__

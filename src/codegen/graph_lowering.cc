@@ -8,6 +8,8 @@
 #include <kiln/runtime/kernel_program.h>
 #include <kiln/runtime/memory_plan.h>
 #include <kiln/runtime/shape_signature.h>
+#include <kiln/tir/codegen_c.h>
+#include <kiln/tir/lower.h>
 
 #include <nlohmann/json.hpp>
 
@@ -149,6 +151,8 @@ struct GraphNode {
 
 class GraphLowering {
  public:
+  explicit GraphLowering(const LoweringOptions& options) : options_(options) {}
+
   LoweredGraph Lower(const ir::IRModule& mod) {
     mod_ = mod;
     const ir::Function main = mod.Lookup("main");
@@ -178,6 +182,8 @@ class GraphLowering {
     result.program =
         Function::GetGlobalRequired("runtime.KernelProgramCreate")(description.dump(), constants)
             .cast<runtime::Module>();
+    if (!generated_.empty()) result.generated = tir::BuildC(generated_);
+    result.declined = declined_;
     return result;
   }
 
@@ -234,6 +240,7 @@ class GraphLowering {
       LowerExternalCall(call, callee);
       return;
     }
+    if (callee.defined() && options_.generated_kernels && LowerGenerated(call, callee)) return;
     // Each argument is bound inside the program when constant, else read from the graph.
     std::vector<Refs> param_refs;
     std::vector<int64_t> node_inputs;
@@ -315,6 +322,26 @@ class GraphLowering {
       inputs.insert(inputs.end(), entries.begin(), entries.end());
     }
     entries_of_[call.get()] = AddGraphNode(symbol->str(), call->checked_type(), inputs);
+  }
+
+  /// A fused function whose ops all have compute rules is one graph node calling a generated
+  /// C function (kiln/tir/lower.h), which takes the arguments that are not scalar constants.
+  /// False, with the reason noted, for a group that stays with the kernels.
+  bool LowerGenerated(const ir::Call& call, const ir::Function& callee) {
+    const std::string name = NewFunctionName("tir_" + FusedName(callee));
+    const tir::LoweredGroup group = tir::LowerFusedGroup(callee, call->args(), name);
+    if (!group.func.defined()) {
+      declined_.push_back(name + ": " + group.declined);
+      return false;
+    }
+    std::vector<int64_t> inputs;
+    for (size_t k : group.arguments) {
+      const std::vector<int64_t> entries = EntriesOf(call->args()[static_cast<int64_t>(k)]);
+      inputs.insert(inputs.end(), entries.begin(), entries.end());
+    }
+    generated_.push_back(group.func);
+    entries_of_[call.get()] = AddGraphNode(name, call->checked_type(), inputs);
+    return true;
   }
 
   // ---- program functions -----------------------------------------------------------------
@@ -621,12 +648,17 @@ class GraphLowering {
   Json constant_specs_ = Json::array();
   std::unordered_map<const Object*, size_t> constant_ids_;
   std::map<std::string, int64_t> name_counts_;
+  LoweringOptions options_;
+  std::vector<tir::Node> generated_;   ///< prim_funcs of the groups lowered to the loop IR
+  std::vector<std::string> declined_;  ///< "function: why", for the groups that were not
   std::map<std::string, std::string> missing_kernels_;  ///< op -> why it has no kernel
 };
 
 }  // namespace
 
-LoweredGraph LowerToGraph(const ir::IRModule& mod) { return GraphLowering().Lower(mod); }
+LoweredGraph LowerToGraph(const ir::IRModule& mod, const LoweringOptions& options) {
+  return GraphLowering(options).Lower(mod);
+}
 
 }  // namespace codegen
 }  // namespace kiln

@@ -138,8 +138,11 @@ Executable BuildOptimized(const ir::IRModule& optimized, const BuildOptions& opt
   if (!options.fallback) CheckNoFallback(optimized, options.compilers);
   const std::vector<runtime::Module> external =
       codegen::RunExternalCodegen(optimized, options.codegen_options);
-  const codegen::LoweredGraph lowered = codegen::LowerToGraph(optimized);
+  codegen::LoweringOptions lowering;
+  lowering.generated_kernels = options.generated_kernels;
+  const codegen::LoweredGraph lowered = codegen::LowerToGraph(optimized, lowering);
   for (const runtime::Module& module : external) lowered.program.Import(module);
+  if (lowered.generated.defined()) lowered.program.Import(lowered.generated);
   return Executable(
       runtime::GraphExecutorCreate(lowered.graph_json, lowered.program, DLDevice{kDLCPU, 0}));
 }
@@ -176,10 +179,12 @@ BuildOptions OptionsFromMap(const Map<String, Any>& map) {
       options.fallback = value.cast<bool>();
     } else if (name == "codegen_options") {
       options.codegen_options = value.cast<Map<String, Any>>();
+    } else if (name == "generated_kernels") {
+      options.generated_kernels = value.cast<bool>();
     } else {
       KILN_THROW(KeyError) << "unknown build option '" << name
                            << "' (known: target, params, pass_context, pipeline, compilers, "
-                              "fallback, codegen_options)";
+                              "fallback, codegen_options, generated_kernels)";
     }
   }
   return options;

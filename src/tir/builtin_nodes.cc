@@ -111,6 +111,27 @@ void RegisterValues() {
                 NodeRole::kValue,
                 {{"name", FieldKind::kString}, {"args", FieldKind::kValues}, dtype},
                 [](const auto& f) { return DTypeField(f, 2); }});
+  RegisterNode({"reduce",
+                NodeRole::kValue,
+                {{"combiner", FieldKind::kIdent},
+                 {"axes", FieldKind::kIndices},
+                 {"extents", FieldKind::kIndices},
+                 {"source", FieldKind::kValue}},
+                [](const auto& f) { return DTypeOf(f[3]); },
+                [](const auto& f) {
+                  RequireOneOf("reduce", "combiner", f[0], {"sum", "prod", "max", "min"});
+                  const auto axes = f[1].template cast<Array<Any>>();
+                  for (const Any& axis : axes) {
+                    KILN_CHECK(
+                        axis.cast<arith::SizeExpr>().template as<arith::SizeVarObj>() != nullptr,
+                        ValueError)
+                        << "tir.reduce: each axis must be a variable, got "
+                        << axis.cast<arith::SizeExpr>().ToString();
+                  }
+                  KILN_CHECK(axes.size() == f[2].template cast<Array<Any>>().size(), ValueError)
+                      << "tir.reduce: " << axes.size() << " axes but "
+                      << f[2].template cast<Array<Any>>().size() << " extents";
+                }});
 }
 
 void RegisterStatements() {

@@ -6,7 +6,7 @@
 // `tir.BuildC(prim_func)` returns the module; `tir.GenerateC(prim_func)` the source.
 #include <kiln/ffi/registry.h>
 #include <kiln/runtime/module.h>
-#include <kiln/tir/node.h>
+#include <kiln/tir/codegen_c.h>
 
 #include <cmath>
 #include <cstdio>
@@ -130,9 +130,10 @@ std::string Literal(double value, DLDataType dtype) {
 
 /// The C function a call names: a float32 intrinsic takes the float form (expf, tanhf, ...).
 std::string CalleeC(const std::string& name, DLDataType dtype) {
-  static const std::set<std::string> kIntrinsics{"exp", "log", "sqrt", "tanh",  "erf",
-                                                 "sin", "cos", "fabs", "floor", "ceil",
-                                                 "fma", "pow", "fmod"};
+  static const std::set<std::string> kIntrinsics{
+      "exp",  "expm1", "log",  "log1p", "sqrt", "erf",  "sin",   "cos",      "tan",
+      "asin", "acos",  "atan", "sinh",  "cosh", "tanh", "asinh", "acosh",    "atanh",
+      "fabs", "floor", "ceil", "fma",   "pow",  "fmod", "rint",  "nearbyint"};
   if (kIntrinsics.count(name) != 0 && dtype.code == kDLFloat && dtype.bits == 32) {
     return name + "f";
   }
@@ -146,7 +147,7 @@ class CodeGen {
         << "tir C codegen takes a prim_func, got " << func->name();
     const std::string name = func.field_as<String>("name").str();
     const auto params = func.field_as<Array<Any>>("params");
-    out_ << kPrelude << "\nint " << name
+    out_ << "\nint " << name
          << "(void* self, const KilnAny* args, int32_t num_args, KilnAny* result) {\n";
     Line(1, "(void)self; (void)result;");
     Line(1, "if (num_args != " + std::to_string(params.size()) +
@@ -361,16 +362,24 @@ class CodeGen {
 
 }  // namespace
 
+std::string GenerateC(const std::vector<Node>& funcs) {
+  std::string code = kPrelude;
+  for (const Node& func : funcs) code += CodeGen().Function(func);
+  return code;
+}
+
+runtime::Module BuildC(const std::vector<Node>& funcs) {
+  Array<String> names;
+  for (const Node& func : funcs) names.push_back(func.field_as<String>("name"));
+  return Function::GetGlobalRequired("runtime.CSourceModuleCreate")(String(GenerateC(funcs)), names)
+      .cast<runtime::Module>();
+}
+
 KILN_REGISTER_GLOBAL("tir.GenerateC").set_body_typed([](const Node& func) {
-  return CodeGen().Function(func);
+  return GenerateC({func});
 });
 
-KILN_REGISTER_GLOBAL("tir.BuildC").set_body_typed([](const Node& func) {
-  const std::string code = CodeGen().Function(func);
-  return Function::GetGlobalRequired("runtime.CSourceModuleCreate")(
-             String(code), Array<String>{String(func.field_as<String>("name").str())})
-      .cast<runtime::Module>();
-});
+KILN_REGISTER_GLOBAL("tir.BuildC").set_body_typed([](const Node& func) { return BuildC({func}); });
 
 }  // namespace tir
 }  // namespace kiln

@@ -99,6 +99,11 @@ KILN_REGISTER_GLOBAL("tir.RunPasses").set_body_typed([](const Node& func, const 
 
 KILN_REGISTER_GLOBAL("tir.AsText").set_body_typed([](const Node& node) { return AsText(node); });
 
+// An index (a size expression: a loop variable, `i * 4 + j`) as the text index fields take.
+KILN_REGISTER_GLOBAL("tir.IndexText").set_body_typed([](const arith::SizeExpr& index) {
+  return index.ToString();
+});
+
 KILN_REGISTER_GLOBAL("tir.ParseText").set_body_typed([](const String& text) {
   return ParseText(text.str());
 });

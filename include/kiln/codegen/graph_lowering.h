@@ -16,9 +16,17 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace kiln {
 namespace codegen {
+
+struct LoweringOptions {
+  /// Fused groups whose ops all have compute rules (kiln/tir/compute.h) become one generated C
+  /// function each (kiln/tir/lower.h) instead of a kernel program function calling one kernel
+  /// per op. Off by default until bench/ shows it never slower.
+  bool generated_kernels = false;
+};
 
 struct LoweredGraph {
   /// The graph executor's JSON.
@@ -27,13 +35,20 @@ struct LoweredGraph {
   runtime::Module program;
   /// Bytes of the constants bound into the program.
   int64_t constant_bytes = 0;
+  /// The "c_source" module of the generated functions the graph's nodes call besides the
+  /// program's; null when there are none. Import it into the program.
+  runtime::Module generated;
+  /// With LoweringOptions::generated_kernels, "function: why" for each fused group that stayed
+  /// with the kernels.
+  std::vector<std::string> declined;
 };
 
 /// Lowers @main of `mod`, which must be typed (InferType) with static shapes. ValueError for
 /// what the CPU runtime cannot run (a parameter or result that is not a tensor, a call of
 /// something other than an op or a function); one NotImplementedError lists every op without a
 /// CPU kernel.
-KILN_API LoweredGraph LowerToGraph(const ir::IRModule& mod);
+KILN_API LoweredGraph LowerToGraph(const ir::IRModule& mod,
+                                   const LoweringOptions& options = LoweringOptions());
 
 }  // namespace codegen
 }  // namespace kiln

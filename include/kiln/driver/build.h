@@ -43,6 +43,9 @@ struct BuildOptions {
   bool fallback = true;
   /// Passed to each compiler's codegen `kiln.ext.<name>(functions, options)`.
   Map<String, Any> codegen_options;
+  /// Fused groups whose ops all have compute rules run as one generated C function each
+  /// (kiln/tir/lower.h) rather than a kernel per op (codegen::LoweringOptions).
+  bool generated_kernels = false;
 };
 
 /// InferType, SimplifyExpr, FoldConstant, CanonicalizeBatchNorm, FoldConstant, then, when

@@ -14,6 +14,10 @@
 ///   load(buffer: %ref, indices: [index...])                 the buffer's dtype; one index per dim
 ///   call(name: string, args: [value...], dtype)             an intrinsic (exp, erf, tanh, sqrt,
 ///                                                           fma, ...) or an external function
+///   reduce(combiner: ident, axes: [index...],               source combined (sum, prod, max,
+///          extents: [index...], source: value)              min) over each axis (a variable)
+///                                                           in [0, extent); source's dtype.
+///                                                           Lowered to loops before codegen
 /// Statements:
 ///   store(buffer: %ref, indices: [index...], value)         value of the buffer's dtype
 ///   for(var: ident, extent: index, kind: ident, body)       kind: serial, parallel, vectorized,

@@ -1,0 +1,481 @@
+// Lowering a fused group to one prim_func (kiln/tir/lower.h, docs/design.md §24): each op's
+// compute rule gives its output element as a value over its inputs' elements, and a consumer's
+// loads of a producer's placeholder are replaced by the producer's value at those indices, so a
+// chain becomes one expression in one loop nest. Reductions read by other ops of the group are
+// computed first into a buffer (a stage); `reduce` values become loops over an accumulator.
+#include <kiln/arith/analyzer.h>
+#include <kiln/ffi/registry.h>
+#include <kiln/ir/expr.h>
+#include <kiln/ir/expr_functor.h>
+#include <kiln/ir/op.h>
+#include <kiln/tir/compute.h>
+#include <kiln/tir/lower.h>
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace kiln {
+namespace tir {
+namespace {
+
+using arith::SizeExpr;
+using ir::Expr;
+using Indices = std::vector<SizeExpr>;
+
+constexpr DLDataType kBool{kDLUInt, 1, 1};
+/// Past these, a group stays with the kernels: the generated expression is printed as a tree,
+/// so a value used many times is written many times, and deep nesting is refused by the
+/// traversals (internal::kMaxDepth).
+constexpr size_t kMaxOps = 48;
+constexpr int64_t kMaxValueNodes = 20000;
+
+/// Thrown inside the lowering to decline the group; never escapes it.
+struct Declined {
+  std::string why;
+};
+
+bool Supported(DLDataType dtype) {
+  if (dtype.lanes != 1) return false;
+  if (dtype.code == kDLFloat) return dtype.bits == 32 || dtype.bits == 64;
+  if (DataTypeEqual(dtype, kBool)) return true;
+  return (dtype.code == kDLInt || dtype.code == kDLUInt) &&
+         (dtype.bits == 8 || dtype.bits == 16 || dtype.bits == 32 || dtype.bits == 64);
+}
+
+ir::TensorType TensorTypeOf(const Expr& expr) {
+  const auto* type = expr->checked_type().as<ir::TensorTypeObj>();
+  if (type == nullptr) throw Declined{"a value that is not a tensor (a tuple)"};
+  if (!Supported(type->dtype())) {
+    throw Declined{"dtype " + DataTypeToString(type->dtype()) + " has no generated code"};
+  }
+  return Downcast<ir::TensorType>(expr->checked_type());
+}
+
+Indices ShapeOf(const ir::TensorType& type) {
+  Indices shape;
+  for (const ir::Dim& dim : type->shape()) shape.push_back(dim.AsSizeExpr());
+  return shape;
+}
+
+Indices ShapeOf(const Node& buffer) {
+  Indices shape;
+  for (const Any& extent : buffer.field_as<Array<Any>>("shape")) {
+    shape.push_back(extent.cast<SizeExpr>());
+  }
+  return shape;
+}
+
+/// The immediate a one-element constant is, or nullopt.
+std::optional<Node> ScalarImmediate(const Tensor& data) {
+  const DLDataType dtype = data.dtype();
+  if (data.NumElements() != 1 || !Supported(dtype)) return std::nullopt;
+  const void* p = static_cast<const char*>(data.data()) + data.dl_tensor().byte_offset;
+  if (dtype.code == kDLFloat) {
+    const double value =
+        dtype.bits == 32 ? *static_cast<const float*>(p) : *static_cast<const double*>(p);
+    return FloatImm(value, dtype);
+  }
+  int64_t value = 0;
+  switch (dtype.bits) {
+    case 1:
+    case 8:
+      value =
+          dtype.code == kDLInt ? *static_cast<const int8_t*>(p) : *static_cast<const uint8_t*>(p);
+      break;
+    case 16:
+      value =
+          dtype.code == kDLInt ? *static_cast<const int16_t*>(p) : *static_cast<const uint16_t*>(p);
+      break;
+    case 32:
+      value =
+          dtype.code == kDLInt ? *static_cast<const int32_t*>(p) : *static_cast<const uint32_t*>(p);
+      break;
+    default: value = *static_cast<const int64_t*>(p); break;
+  }
+  return IntImm(value, dtype);
+}
+
+SizeExpr Substitute(const SizeExpr& expr, const std::map<std::string, SizeExpr>& values) {
+  if (const auto* var = expr.as<arith::SizeVarObj>()) {
+    auto it = values.find(var->name().str());
+    return it == values.end() ? expr : it->second;
+  }
+  if (const auto* binary = expr.as<arith::BinaryObj>()) {
+    return arith::MakeBinary(binary->op(), Substitute(binary->a(), values),
+                             Substitute(binary->b(), values));
+  }
+  return expr;
+}
+
+/// `node` with the size variables in `values` replaced in every index under it.
+Node SubstituteIndices(const Node& node, const std::map<std::string, SizeExpr>& values) {
+  return Mutate(node, [&](const Node& n) -> std::optional<Node> {
+    std::vector<std::pair<std::string, Any>> changes;
+    for (size_t i = 0; i < n->info().fields.size(); ++i) {
+      const FieldInfo& field = n->info().fields[i];
+      const Any& value = n->fields()[i];
+      if (field.kind == FieldKind::kIndex) {
+        changes.emplace_back(field.name, Substitute(value.cast<SizeExpr>(), values));
+      } else if (field.kind == FieldKind::kIndices) {
+        Array<Any> items;
+        for (const Any& item : value.cast<Array<Any>>()) {
+          items.push_back(Substitute(item.cast<SizeExpr>(), values));
+        }
+        changes.emplace_back(field.name, items);
+      }
+    }
+    if (changes.empty()) return std::nullopt;
+    return WithFields(n, changes);
+  });
+}
+
+/// Whether `expr` is a sum of variables and constants with constant factors, whose interval
+/// bound is exact when each variable appears once (as after simplification).
+bool IsAffine(const SizeExpr& expr) {
+  if (expr.as<arith::SizeVarObj>() != nullptr || expr.as_int().has_value()) return true;
+  const auto* binary = expr.as<arith::BinaryObj>();
+  if (binary == nullptr) return false;
+  switch (binary->op()) {
+    case arith::BinaryOp::kAdd:
+    case arith::BinaryOp::kSub: return IsAffine(binary->a()) && IsAffine(binary->b());
+    case arith::BinaryOp::kMul:
+      return (binary->a().as_int().has_value() && IsAffine(binary->b())) ||
+             (binary->b().as_int().has_value() && IsAffine(binary->a()));
+    default: return false;
+  }
+}
+
+/// The nodes `value` prints as (a tree), counting each use of a shared node.
+int64_t TreeSize(const Node& value, std::unordered_map<const Object*, int64_t>* memo) {
+  auto it = memo->find(value.get());
+  if (it != memo->end()) return it->second;
+  int64_t size = 1;
+  for (size_t i = 0; i < value->info().fields.size(); ++i) {
+    const FieldKind kind = value->info().fields[i].kind;
+    const Any& field = value->fields()[i];
+    if (kind == FieldKind::kValue) size += TreeSize(field.cast<Node>(), memo);
+    if (kind == FieldKind::kValues) {
+      for (const Any& item : field.cast<Array<Any>>()) size += TreeSize(item.cast<Node>(), memo);
+    }
+    if (size > kMaxValueNodes) break;
+  }
+  memo->emplace(value.get(), size);
+  return size;
+}
+
+class GroupLowering {
+ public:
+  GroupLowering(const ir::Function& func, const Array<Expr>& args) : func_(func), args_(args) {}
+
+  LoweredGroup Run(const std::string& name) {
+    LoweredGroup result;
+    try {
+      result.func = Lower(name, &result.arguments);
+    } catch (const Declined& declined) {
+      result = LoweredGroup{};
+      result.declined = declined.why;
+    }
+    return result;
+  }
+
+ private:
+  Node Lower(const std::string& name, std::vector<size_t>* arguments) {
+    std::vector<Node> params;
+    for (int64_t i = 0; i < func_->params().size(); ++i) {
+      const ir::Var& param = func_->params()[i];
+      if (const auto* constant = args_[i].as<ir::ConstantObj>()) {
+        if (std::optional<Node> immediate = ScalarImmediate(constant->data())) {
+          values_.emplace(param.get(), *immediate);
+          continue;
+        }
+      }
+      const ir::TensorType type = TensorTypeOf(param);
+      const Node buffer = Buffer(NewName("in"), type->dtype(), ShapeOf(type));
+      buffers_.emplace(param.get(), buffer);
+      params.push_back(buffer);
+      arguments->push_back(static_cast<size_t>(i));
+    }
+    std::vector<Expr> outputs{func_->body()};
+    if (const auto* tuple = func_->body().as<ir::TupleObj>()) {
+      outputs.assign(tuple->fields().begin(), tuple->fields().end());
+    }
+    std::unordered_map<const Object*, Node> output_buffers;
+    std::vector<Node> output_params;
+    for (const Expr& output : outputs) {
+      const ir::TensorType type = TensorTypeOf(output);
+      output_params.push_back(Buffer(NewName("out"), type->dtype(), ShapeOf(type)));
+      output_buffers.emplace(output.get(), output_params.back());
+    }
+    params.insert(params.end(), output_params.begin(), output_params.end());
+
+    // Reductions first, each into its output or a buffer of its own, then the other outputs.
+    std::vector<Node> stages;
+    std::vector<Node> temps;
+    size_t ops = 0;
+    for (const Expr& expr : PostOrderCalls(func_->body())) {
+      if (++ops > kMaxOps) throw Declined{"more than " + std::to_string(kMaxOps) + " ops"};
+      if (Downcast<ir::Op>(expr.as<ir::CallObj>()->op()).pattern() != ir::OpPattern::kCommReduce) {
+        continue;
+      }
+      auto out = output_buffers.find(expr.get());
+      Node buffer;
+      if (out != output_buffers.end()) {
+        buffer = out->second;
+      } else {
+        const ir::TensorType type = TensorTypeOf(expr);
+        buffer = Buffer(NewName("stage"), type->dtype(), ShapeOf(type));
+        temps.push_back(buffer);
+      }
+      stages.push_back(Stage(buffer, expr));
+      buffers_.emplace(expr.get(), buffer);
+    }
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      if (buffers_.count(outputs[k].get()) == 0 || outputs[k].as<ir::VarObj>() != nullptr) {
+        stages.push_back(Stage(output_params[k], outputs[k]));
+      }
+    }
+    Node body = stages.size() == 1 ? stages[0] : Seq(stages);
+    for (auto temp = temps.rbegin(); temp != temps.rend(); ++temp) {
+      body = Allocate(*temp, "global", body);
+    }
+    // Index arithmetic of the rules (a reshape's flattening) folds away where the loop bounds
+    // decide it.
+    return Function::GetGlobalRequired("tir.pass.simplify")(PrimFunc(name, params, body))
+        .cast<Node>();
+  }
+
+  /// The op calls under `body`, producers first; declines anything else but tuples of outputs,
+  /// parameters and constants.
+  static std::vector<Expr> PostOrderCalls(const Expr& body) {
+    std::vector<Expr> calls;
+    ir::PostOrderVisit(body, [&](const Expr& expr) {
+      if (const auto* call = expr.as<ir::CallObj>()) {
+        if (call->op().as<ir::OpObj>() == nullptr) throw Declined{"a call of a function"};
+        calls.push_back(expr);
+      } else if (expr.as<ir::TupleObj>() != nullptr) {
+        if (expr.get() != body.get()) throw Declined{"a tuple inside the group"};
+      } else if (expr.as<ir::TupleGetItemObj>() != nullptr ||
+                 expr.as<ir::FunctionObj>() != nullptr) {
+        throw Declined{"a " + expr->GetTypeKey() + " inside the group"};
+      }
+    });
+    return calls;
+  }
+
+  /// The loop nest writing `expr` into `buffer`.
+  Node Stage(const Node& buffer, const Expr& expr) {
+    const Indices shape = ShapeOf(buffer);
+    Indices indices;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      indices.push_back(arith::SizeVar(NewName("i")));
+      extents_.emplace(indices.back().as<arith::SizeVarObj>()->name().str(), shape[d]);
+    }
+    const Node value = ValueOf(expr, indices, /*materialized=*/false);
+    std::unordered_map<const Object*, int64_t> memo;
+    if (TreeSize(value, &memo) > kMaxValueNodes) {
+      throw Declined{"the inlined expression is too large (a value used many times)"};
+    }
+    Node body = StoreWithReductions(buffer, indices, value);
+    for (size_t d = shape.size(); d-- > 0;) {
+      body = For(indices[d].as<arith::SizeVarObj>()->name().str(), shape[d], "serial", body);
+    }
+    return body;
+  }
+
+  /// `expr`'s element at `indices`: a load of a parameter or of a computed stage (unless
+  /// `materialized` is false for `expr` itself), an immediate, or its op's rule with the
+  /// arguments' values inlined.
+  Node ValueOf(const Expr& expr, const Indices& indices, bool materialized = true) {
+    if (auto value = values_.find(expr.get()); value != values_.end()) return value->second;
+    if (materialized || expr.as<ir::VarObj>() != nullptr) {
+      if (auto buffer = buffers_.find(expr.get()); buffer != buffers_.end()) {
+        return Load(buffer->second, indices);
+      }
+    }
+    if (const auto* constant = expr.as<ir::ConstantObj>()) {
+      if (std::optional<Node> immediate = ScalarImmediate(constant->data())) return *immediate;
+      throw Declined{"a constant of " + std::to_string(constant->data().NumElements()) +
+                     " elements inside the group"};
+    }
+    const auto* call = expr.as<ir::CallObj>();
+    const auto op = Downcast<ir::Op>(call->op());
+    std::vector<Node> placeholders;
+    for (const Expr& arg : call->args()) {
+      const ir::TensorType type = TensorTypeOf(arg);
+      placeholders.push_back(
+          Buffer("arg" + std::to_string(placeholders.size()), type->dtype(), ShapeOf(type)));
+    }
+    const ir::TensorType type = TensorTypeOf(expr);
+    Node value;
+    try {
+      value =
+          ApplyComputeRule(op->name().str(), placeholders,
+                           Buffer("result", type->dtype(), ShapeOf(type)), indices, call->attrs());
+    } catch (const Error& error) {
+      // A rule's way to decline; any other error is a bug in the rule and propagates.
+      if (error.kind() != "NotImplementedError") throw;
+      throw Declined{error.message()};
+    }
+    value = RenameReduceAxes(value);
+    return Mutate(value, [&](const Node& node) -> std::optional<Node> {
+      if (!node.is("load")) return std::nullopt;
+      const auto buffer = node.field_as<Node>("buffer");
+      for (size_t k = 0; k < placeholders.size(); ++k) {
+        if (buffer.get() != placeholders[k].get()) continue;
+        Indices read;
+        for (const Any& index : node.field_as<Array<Any>>("indices")) {
+          read.push_back(index.cast<SizeExpr>());
+        }
+        CheckedRead(op->name().str(), k, placeholders[k], read);
+        return ValueOf(call->args()[static_cast<int64_t>(k)], read);
+      }
+      return std::nullopt;
+    });
+  }
+
+  /// Gives each reduction of a rule's value axes of unique names, so that values inlined into
+  /// one another never share a loop variable.
+  Node RenameReduceAxes(const Node& value) {
+    return Mutate(value, [&](const Node& node) -> std::optional<Node> {
+      if (!node.is("reduce")) return std::nullopt;
+      std::map<std::string, SizeExpr> renamed;
+      Array<Any> axes;
+      const auto extents = node.field_as<Array<Any>>("extents");
+      for (const Any& axis : node.field_as<Array<Any>>("axes")) {
+        const String fresh(NewName("k"));
+        renamed.emplace(axis.cast<SizeExpr>().as<arith::SizeVarObj>()->name().str(),
+                        arith::SizeVar(fresh));
+        extents_.emplace(fresh.str(), extents[axes.size()].cast<SizeExpr>());
+        axes.push_back(arith::SizeVar(fresh));
+      }
+      return WithFields(
+          node,
+          {{"axes", axes}, {"source", SubstituteIndices(node.field_as<Node>("source"), renamed)}});
+    });
+  }
+
+  /// A ValueError when the analyzer proves that `op`'s rule reads its input `k` out of bounds;
+  /// the group is declined when it cannot prove the read in bounds. Loop and reduction
+  /// variables of static extents are bound; the rest are sizes (>= 0).
+  void CheckedRead(const std::string& op, size_t k, const Node& placeholder, const Indices& read) {
+    const Indices shape = ShapeOf(placeholder);
+    for (size_t d = 0; d < read.size(); ++d) {
+      const SizeExpr& index = read[d];
+      if (const auto* var = index.as<arith::SizeVarObj>()) {
+        auto extent = extents_.find(var->name().str());
+        if (extent != extents_.end() && arith::StructuralEqual(extent->second, shape[d])) continue;
+      }
+      arith::Analyzer analyzer;
+      std::map<std::string, SizeExpr> largest;
+      for (const auto& [name, extent] : extents_) {
+        if (std::optional<int64_t> value = extent.as_int()) {
+          analyzer.Bind(arith::SizeVar(String(name)), 0, *value - 1);
+        } else {
+          // v in [0, extent) is extent - 1 - w for some w >= 0: proving the bound for every
+          // w >= 0 proves it for every v.
+          largest.emplace(name, extent - 1 - arith::SizeVar(String(name + "_slack")));
+        }
+      }
+      const bool above_zero = analyzer.CanProveGE(index, arith::IntImm(0));
+      const bool below_extent = analyzer.CanProveLT(index, shape[d]) ||
+                                analyzer.CanProveLT(Substitute(index, largest), shape[d]);
+      if (above_zero && below_extent) continue;
+      // Over affine indices of statically bounded variables the interval is exact: an index
+      // outside the extent there is a read out of bounds, not a missing proof.
+      const SizeExpr simple = analyzer.Simplify(index);
+      const arith::ConstIntBound bound = analyzer.Bound(simple);
+      const std::optional<int64_t> extent = shape[d].as_int();
+      const bool exact = extent.has_value() && IsAffine(simple) && bound.min != bound.kNegInf &&
+                         bound.max != bound.kPosInf;
+      KILN_CHECK(!exact || (bound.min >= 0 && bound.max < *extent), ValueError)
+          << "compute rule of '" << op << "' reads input " << k << " out of bounds: index "
+          << index.ToString() << " of axis " << d << " (extent " << shape[d].ToString()
+          << ") takes the values " << bound;
+      throw Declined{"cannot prove that '" + op + "' reads input " + std::to_string(k) +
+                     " in bounds (index " + index.ToString() + " of extent " + shape[d].ToString() +
+                     ")"};
+    }
+  }
+
+  /// `store(buffer[indices] = value)`, with each reduction in `value` first computed into an
+  /// accumulator by loops over its axes.
+  Node StoreWithReductions(const Node& buffer, const Indices& indices, const Node& value) {
+    std::vector<Node> reductions;
+    std::set<const Object*> seen;
+    Visit(value, [&](const Node& node) {
+      if (!node.is("reduce")) return true;
+      if (seen.insert(node.get()).second) reductions.push_back(node);
+      return false;
+    });
+    std::vector<Node> accumulators;
+    std::unordered_map<const Object*, Node> loads;
+    for (const Node& reduction : reductions) {
+      accumulators.push_back(Buffer(NewName("acc"), reduction->dtype(), {arith::IntImm(1)}));
+      loads.emplace(reduction.get(), Load(accumulators.back(), {arith::IntImm(0)}));
+    }
+    const Node replaced = Mutate(value, [&](const Node& node) -> std::optional<Node> {
+      auto load = loads.find(node.get());
+      if (load == loads.end()) return std::nullopt;
+      return load->second;
+    });
+    Node stmt = Store(buffer, indices, replaced);
+    for (size_t r = reductions.size(); r-- > 0;) {
+      stmt = Accumulate(reductions[r], accumulators[r], stmt);
+    }
+    return stmt;
+  }
+
+  /// `rest` after `accumulator` holds `reduction`'s value.
+  Node Accumulate(const Node& reduction, const Node& accumulator, const Node& rest) {
+    const Combiner combiner = ParseCombiner(reduction.field_as<String>("combiner").str());
+    const auto axes = reduction.field_as<Array<Any>>("axes");
+    const auto extents = reduction.field_as<Array<Any>>("extents");
+    const Indices at{arith::IntImm(0)};
+    Node loop = StoreWithReductions(
+        accumulator, at,
+        Combine(combiner, Load(accumulator, at), reduction.field_as<Node>("source")));
+    for (int64_t a = axes.size(); a-- > 0;) {
+      loop = For(axes[a].cast<SizeExpr>().as<arith::SizeVarObj>()->name().str(),
+                 extents[a].cast<SizeExpr>(), "serial", loop);
+    }
+    return Allocate(
+        accumulator, "local",
+        Seq({Store(accumulator, at, ReduceIdentity(combiner, reduction->dtype())), loop, rest}));
+  }
+
+  std::string NewName(const std::string& prefix) {
+    return prefix + std::to_string(counts_[prefix]++);
+  }
+
+  ir::Function func_;
+  Array<Expr> args_;
+  std::unordered_map<const Object*, Node> values_;   // parameters bound to immediates
+  std::unordered_map<const Object*, Node> buffers_;  // parameters and computed stages
+  std::map<std::string, SizeExpr> extents_;          // loop and reduction variables
+  std::map<std::string, int64_t> counts_;
+};
+
+}  // namespace
+
+LoweredGroup LowerFusedGroup(const ir::Function& func, const Array<ir::Expr>& args,
+                             const std::string& name) {
+  KILN_CHECK(func->params().size() == args.size(), ValueError)
+      << "LowerFusedGroup: " << args.size() << " arguments for " << func->params().size()
+      << " parameters";
+  return GroupLowering(func, args).Run(name);
+}
+
+KILN_REGISTER_GLOBAL("tir.LowerFusedGroup")
+    .set_body_typed([](const ir::Function& func, const Array<ir::Expr>& args, const String& name) {
+      const LoweredGroup group = LowerFusedGroup(func, args, name.str());
+      if (!group.func.defined()) return Any(String(group.declined));
+      return Any(group.func);
+    });
+
+}  // namespace tir
+}  // namespace kiln

@@ -1,0 +1,312 @@
+"""Fused groups lowered to the loop IR and run as generated C (kiln.build(...,
+generated_kernels=True)): every compute rule against the hand-written kernel, random
+elementwise/broadcast/reduction graphs against numpy (static and symbolic sizes), the export
+round trip, the golden loop nests of tests/tir/lower/, and the errors of a wrong rule."""
+
+import glob
+import os
+
+import numpy as np
+import pytest
+
+import kiln
+import kiln.ir as ir
+from kiln import tir
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+GOLDEN_DIR = os.path.join(HERE, "..", "tir", "lower")
+RNG = np.random.default_rng(18)
+
+
+def parse(text):
+    return ir.ParseModule(text, [])
+
+
+def generated_functions(module):
+    """Names of the functions of every c_source or host_library module under ``module``."""
+    names = []
+    if module.kind in ("c_source", "host_library"):
+        names += [name for name in module.functions or [] if name.startswith("tir_")]
+    for child in module.imports:
+        names += generated_functions(child)
+    return names
+
+
+def build_both(text):
+    """The model built with the kernels and with generated kernels."""
+    mod = parse(text)
+    return kiln.build(mod), kiln.build(mod, generated_kernels=True)
+
+
+# ---- each compute rule against its kernel ----------------------------------------------------
+
+POSITIVE = ("log", "sqrt", "power", "reciprocal")
+UNIT = ("asin", "acos", "atanh")
+
+
+def sample(op, shape, dtype="float32"):
+    if dtype == "bool":
+        return RNG.random(shape) < 0.5
+    if dtype == "int32":
+        return RNG.integers(-9, 9, shape).astype("int32")
+    x = RNG.standard_normal(shape).astype(dtype)
+    if op in POSITIVE:
+        return np.abs(x) + np.float32(0.5)
+    if op in UNIT:
+        return np.tanh(x) * np.float32(0.9)
+    if op == "acosh":
+        return np.abs(x) + np.float32(1.0)
+    return x * np.float32(3.0)
+
+
+UNARY = ["exp", "log", "sqrt", "erf", "floor", "ceil", "round", "sin", "cos", "tan", "asin",
+         "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "tanh", "negative", "abs",
+         "sign", "reciprocal", "sigmoid", "nn.relu", "nn.gelu", "nn.softplus",
+         "nn.leaky_relu(alpha=0.1)", "nn.elu(alpha=0.5)", "nn.hard_sigmoid", "clip(a_min=-0.5, a_max=1.5)",
+         "cast(dtype=\"int32\")", "cast(dtype=\"bool\")", "cast(dtype=\"float64\")"]
+BINARY = ["add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "mod",
+          "mod(fmod=true)", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal"]
+REDUCE = ["sum(axis=[1])", "mean(axis=[0], keepdims=true)", "max", "min(axis=[-1])",
+          "prod(axis=[0, 1], keepdims=true)"]
+INJECTIVE = [("transpose", (3, 5)), ("reshape(newshape=[5, 3])", (3, 5)),
+             ("unsqueeze(axes=[1])", (3, 5)), ("squeeze(axes=[0])", (1, 5)),
+             ("expand(shape=[4, 3, 5])", (3, 1))]
+
+
+def call(op, args):
+    """`op(args)` in the text format, `op` optionally with attributes: "clip(a_min=0.0)"."""
+    name, _, attrs = op.partition("(")
+    attrs = attrs.rstrip(")")
+    return f"{name}({', '.join(args)}{', ' + attrs if attrs else ''})"
+
+
+def check_against_kernel(op, inputs, dtypes):
+    params = ", ".join(f"%x{i}: Tensor[{tuple(x.shape)}, {dtypes[i]}]".replace(",)", ")")
+                       for i, x in enumerate(inputs))
+    text = f"def @main({params}) {{ {call(op, [f'%x{i}' for i in range(len(inputs))])} }}"
+    kernels, generated = build_both(text)
+    assert generated_functions(generated.module), f"{op}: the group was not lowered"
+    feed = {f"x{i}": x for i, x in enumerate(inputs)}
+    (want,), (got,) = kernels.run(**feed), generated.run(**feed)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if got.dtype.kind == "f":
+        np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-6, err_msg=op)
+    else:
+        np.testing.assert_array_equal(got, want, err_msg=op)
+
+
+@pytest.mark.parametrize("op", UNARY)
+def test_each_unary_rule_matches_the_kernel(op):
+    check_against_kernel(op, [sample(op.partition("(")[0], (3, 5))], ["float32"])
+
+
+@pytest.mark.parametrize("op", BINARY)
+@pytest.mark.parametrize("rhs_shape", [(3, 5), (5,), (3, 1)])
+def test_each_broadcasting_rule_matches_the_kernel(op, rhs_shape):
+    name = op.partition("(")[0]
+    check_against_kernel(op, [sample(name, (3, 5)), sample(name, rhs_shape)],
+                         ["float32", "float32"])
+
+
+@pytest.mark.parametrize("op", ["add", "subtract", "multiply", "maximum", "minimum", "less"])
+def test_integer_rules_match_the_kernel(op):
+    check_against_kernel(op, [sample(op, (4, 3), "int32"), sample(op, (3,), "int32")],
+                         ["int32", "int32"])
+
+
+@pytest.mark.parametrize("op", ["logical_and", "logical_or", "logical_xor"])
+def test_logical_rules_match_the_kernel(op):
+    check_against_kernel(op, [sample(op, (2, 3), "bool"), sample(op, (3,), "bool")],
+                         ["bool", "bool"])
+    check_against_kernel("logical_not", [sample(op, (2, 3), "bool")], ["bool"])
+
+
+def test_where_matches_the_kernel():
+    check_against_kernel("where", [sample("where", (3, 1), "bool"), sample("where", (3, 5)),
+                                   sample("where", (5,))], ["bool", "float32", "float32"])
+
+
+@pytest.mark.parametrize("op", REDUCE)
+def test_each_reduction_rule_matches_the_kernel(op):
+    check_against_kernel(op, [sample(op, (4, 7))], ["float32"])
+
+
+@pytest.mark.parametrize("op,shape", INJECTIVE)
+def test_each_injective_rule_matches_the_kernel(op, shape):
+    check_against_kernel(op, [sample(op, shape)], ["float32"])
+
+
+# ---- random graphs against numpy -------------------------------------------------------------
+
+NUMPY_UNARY = {
+    "tanh": np.tanh,
+    "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+    "nn.relu": lambda x: np.maximum(x, 0),
+    "negative": np.negative,
+    "abs": np.abs,
+    "exp": lambda x: np.exp(x),
+}
+NUMPY_BINARY = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply,
+                "maximum": np.maximum, "minimum": np.minimum}
+NUMPY_REDUCE = {"sum": np.sum, "max": np.max, "mean": np.mean}
+
+
+def random_graph(rng, rows):
+    """A random chain over x (rows, 6) and b (6,): unary, broadcasting and reduce-then-broadcast
+    steps, as IR text and a numpy function of (x, b)."""
+    lines, value, count = [], ("%x", lambda x, b: x), 0
+
+    def emit(expr, fn):
+        nonlocal count, value
+        lines.append(f"  %{count} = {expr};")
+        value = (f"%{count}", fn)
+        count += 1
+
+    for _ in range(rng.integers(2, 7)):
+        name, fn = value
+        kind = rng.integers(3)
+        if kind == 0:
+            op = rng.choice(sorted(NUMPY_UNARY))
+            if op == "exp":  # bounded first, so that nothing overflows
+                emit(f"tanh({name})", lambda x, b, fn=fn: np.tanh(fn(x, b)))
+                name, fn = value
+            emit(f"{op}({name})", lambda x, b, fn=fn, op=op: NUMPY_UNARY[op](fn(x, b)))
+        elif kind == 1:
+            op = rng.choice(sorted(NUMPY_BINARY))
+            emit(f"{op}({name}, %b)", lambda x, b, fn=fn, op=op: NUMPY_BINARY[op](fn(x, b), b))
+        else:
+            op = rng.choice(sorted(NUMPY_REDUCE))
+            emit(f"{op}({name}, axis=[1], keepdims=true)",
+                 lambda x, b, fn=fn, op=op: NUMPY_REDUCE[op](fn(x, b), axis=1, keepdims=True))
+            reduced, reduced_fn = value
+            emit(f"subtract({name}, {reduced})",
+                 lambda x, b, fn=fn, reduced_fn=reduced_fn: fn(x, b) - reduced_fn(x, b))
+    text = (f"def @main(%x: Tensor[({rows}, 6), float32], %b: Tensor[(6), float32]) {{\n"
+            + "\n".join(lines) + f"\n  {value[0]}\n}}")
+    return text, value[1]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_fused_graphs_match_numpy(seed):
+    rng = np.random.default_rng(seed)
+    symbolic = seed % 2 == 1
+    text, reference = random_graph(rng, "n" if symbolic else 5)
+    executable = kiln.build(parse(text), generated_kernels=True)
+    assert generated_functions(executable.module), text
+    for rows in (1, 4, 9) if symbolic else (5,):
+        x = rng.standard_normal((rows, 6)).astype("float32")
+        b = rng.standard_normal(6).astype("float32")
+        (got,) = executable.run(x=x, b=b)
+        np.testing.assert_allclose(got, reference(x, b), rtol=1e-5, atol=1e-5, err_msg=text)
+
+
+# ---- artifacts, goldens, errors --------------------------------------------------------------
+
+SOFTMAX_OF_RELU = """
+def @main(%x: Tensor[(n, 8), float32], %b: Tensor[(8), float32]) {
+  %0 = nn.relu(add(%x, %b));
+  %1 = exp(subtract(%0, max(%0, axis=[1], keepdims=true)));
+  divide(%1, sum(%1, axis=[1], keepdims=true))
+}"""
+
+
+def softmax_of_relu(x, b):
+    h = np.maximum(x + b, 0)
+    e = np.exp(h - h.max(1, keepdims=True))
+    return e / e.sum(1, keepdims=True)
+
+
+def test_the_generated_code_exports_into_the_artifact_and_loads_back(tmp_path):
+    executable = kiln.build(parse(SOFTMAX_OF_RELU), generated_kernels=True)
+    names = generated_functions(executable.module)
+    assert names
+    path = str(tmp_path / "model.so")
+    executable.export_library(path)
+    loaded = kiln.load_module(path)
+    assert sorted(generated_functions(loaded.module)) == sorted(names)
+    x = RNG.standard_normal((3, 8)).astype("float32")
+    b = RNG.standard_normal(8).astype("float32")
+    (got,) = loaded.run(x=x, b=b)
+    np.testing.assert_allclose(got, softmax_of_relu(x, b), rtol=1e-5, atol=1e-6)
+
+
+def fused_calls(module):
+    """The calls of fused functions in @main of ``module`` optimized as kiln.build does, in the
+    order they run."""
+    main = kiln.get_global_func("driver.Optimize")(module, {})["main"]
+    found = []
+
+    def walk(expr):
+        if isinstance(expr, ir.Call):
+            for arg in expr.args:
+                walk(arg)
+            if isinstance(expr.op, ir.Function) and all(c is not expr for c in found):
+                found.append(expr)
+        elif isinstance(expr, ir.Tuple):
+            for field in expr.fields:
+                walk(field)
+
+    walk(main.body)
+    return found
+
+
+@pytest.mark.parametrize("path", sorted(glob.glob(os.path.join(GOLDEN_DIR, "*.kiln"))),
+                         ids=os.path.basename)
+def test_fused_groups_lower_to_the_golden_loop_nests(path):
+    """Each tests/tir/lower/<case>.kiln lowers, group by group, to <case>.tir (written and
+    checked by hand: one prim_func per fused group, separated by blank lines)."""
+    calls = fused_calls(parse(open(path).read()))
+    lowered = [tir.lower_fused_group(c.op, c.args, f"f{i}") for i, c in enumerate(calls)]
+    expected = [tir.parse(text) for text in open(path[:-len(".kiln")] + ".tir").read().split("\n\n")]
+    assert len(lowered) == len(expected)
+    for got, want in zip(lowered, expected):
+        assert tir.structural_equal(got, want), f"got:\n{got}\nwant:\n{want}"
+
+
+def test_a_rule_that_reads_out_of_bounds_is_an_error_when_it_is_lowered():
+    original = kiln.get_global_func("tir.compute.nn.relu")
+
+    @tir.compute_rule("nn.relu")
+    def shifted(inputs, output, indices, attrs):  # reads x[i, j + 1]
+        read = [indices[0], f"{tir.index_text(indices[1])} + 1"]
+        return tir.node("load", buffer=inputs[0], indices=read)
+
+    try:
+        mod = parse("def @main(%x: Tensor[(2, 4), float32]) { nn.relu(%x) }")
+        with pytest.raises(kiln.ValueError,
+                           match=r"compute rule of 'nn.relu' reads input 0 out of bounds: "
+                                 r"index i1 \+ 1 of axis 1 \(extent 4\)"):
+            kiln.build(mod, generated_kernels=True)
+    finally:
+        kiln.register_func("tir.compute.nn.relu", original, override=True)
+    assert generated_functions(kiln.build(mod, generated_kernels=True).module)
+
+
+def test_a_python_rule_is_inlined_like_a_builtin_one():
+    original = kiln.get_global_func("tir.compute.nn.relu")
+
+    @tir.compute_rule("nn.relu")
+    def relu_plus_one(inputs, output, indices, attrs):
+        one = tir.node("float", value=1.0, dtype="float32")
+        load = tir.node("load", buffer=inputs[0], indices=list(indices))
+        return tir.node("add", a=tir.node("max", a=load, b=tir.node("float", value=0.0,
+                                                                    dtype="float32")), b=one)
+
+    try:
+        executable = kiln.build(parse("def @main(%x: Tensor[(2, 4), float32]) "
+                                      "{ nn.relu(multiply(%x, %x)) }"), generated_kernels=True)
+    finally:
+        kiln.register_func("tir.compute.nn.relu", original, override=True)
+    x = RNG.standard_normal((2, 4)).astype("float32")
+    np.testing.assert_allclose(executable.run(x=x)[0], x * x + 1, rtol=1e-6)
+
+
+def test_a_group_without_rules_keeps_the_kernels_and_says_why():
+    mod = parse("def @main(%x: Tensor[(3, 4), float32]) { argmax(add(%x, %x), axis=1) }")
+    calls = fused_calls(mod)
+    assert [tir.lower_fused_group(c.op, c.args, "f") for c in calls] == [
+        "op 'argmax' has no compute rule tir.compute.argmax"]
+    executable = kiln.build(mod, generated_kernels=True)
+    assert not generated_functions(executable.module)
+    x = RNG.standard_normal((3, 4)).astype("float32")
+    np.testing.assert_array_equal(executable.run(x=x)[0], np.argmax(x + x, axis=1, keepdims=True))
