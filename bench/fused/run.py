@@ -47,9 +47,10 @@ WORKLOADS = [
      "nn.layer_norm(%x, %g, %b, epsilon=1e-05)",
      "%0 = subtract(%x, mean(%x, axis=[1], keepdims=true));\n"
      "%1 = mean(multiply(%0, %0), axis=[1], keepdims=true);\n"
-     "add(multiply(divide(%0, sqrt(add(%1, 1e-05f))), %g), %b)"),
+     "add(multiply(divide(%0, sqrt(add(%1, const(float32, (), [1e-05])))), %g), %b)"),
     ("GELU (128, 3072)", {"x": (128, 3072)}, "nn.gelu(%x)",
-     "multiply(multiply(%x, 0.5f), add(erf(multiply(%x, 0.70710678f)), 1f))"),
+     "%0 = erf(multiply(%x, const(float32, (), [0.70710678])));\n"
+     "multiply(multiply(%x, const(float32, (), [0.5])), add(%0, const(float32, (), [1])))"),
     ("bias + residual + relu (1, 64, 56, 56)",
      {"x": (1, 64, 56, 56), "bias": (64, 1, 1), "r": (1, 64, 56, 56)},
      "nn.relu(add(add(%x, %bias), %r))", "nn.relu(add(add(%x, %bias), %r))"),

@@ -62,7 +62,8 @@ def sample(op, shape, dtype="float32"):
 UNARY = ["exp", "log", "sqrt", "erf", "floor", "ceil", "round", "sin", "cos", "tan", "asin",
          "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "tanh", "negative", "abs",
          "sign", "reciprocal", "sigmoid", "nn.relu", "nn.gelu", "nn.softplus",
-         "nn.leaky_relu(alpha=0.1)", "nn.elu(alpha=0.5)", "nn.hard_sigmoid", "clip(a_min=-0.5, a_max=1.5)",
+         "nn.leaky_relu(alpha=0.1)", "nn.elu(alpha=0.5)", "nn.hard_sigmoid",
+         "clip(a_min=-0.5, a_max=1.5)",
          "cast(dtype=\"int32\")", "cast(dtype=\"bool\")", "cast(dtype=\"float64\")"]
 BINARY = ["add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "mod",
           "mod(fmod=true)", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal"]
@@ -257,7 +258,8 @@ def test_fused_groups_lower_to_the_golden_loop_nests(path):
     checked by hand: one prim_func per fused group, separated by blank lines)."""
     calls = fused_calls(parse(open(path).read()))
     lowered = [tir.lower_fused_group(c.op, c.args, f"f{i}") for i, c in enumerate(calls)]
-    expected = [tir.parse(text) for text in open(path[:-len(".kiln")] + ".tir").read().split("\n\n")]
+    golden = open(path[:-len(".kiln")] + ".tir").read()
+    expected = [tir.parse(text) for text in golden.split("\n\n")]
     assert len(lowered) == len(expected)
     for got, want in zip(lowered, expected):
         assert tir.structural_equal(got, want), f"got:\n{got}\nwant:\n{want}"
