@@ -22,7 +22,12 @@ namespace kiln {
 namespace tir {
 namespace {
 
-const char* kPrelude = R"(#include <kiln/ffi/c_api.h>
+const char* kPrelude = R"(/* GCC 12 vectorizes loops only from -O3 (the host compiler runs -O2), and generated code never
+ * reads errno, so math functions need not set it. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("O3", "no-math-errno")
+#endif
+#include <kiln/ffi/c_api.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
