@@ -499,6 +499,20 @@ void StopSpinning() {
 
 KILN_REGISTER_GLOBAL("runtime.NumThreads").set_body_typed([]() -> int64_t { return NumThreads(); });
 
+// ParallelFor for C code (the loops the tensor-level IR's C codegen makes parallel): `body` is
+// `int (*)(int64_t begin, int64_t end, void* closure)`, returning 0, or -1 with an error raised
+// on its thread, which is rethrown on the caller's.
+KILN_REGISTER_GLOBAL("runtime.ParallelForC")
+    .set_body_typed([](int64_t begin, int64_t end, int64_t grain, void* body, void* closure) {
+      using Body = int (*)(int64_t, int64_t, void*);
+      // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): a C function pointer
+      const auto call = reinterpret_cast<Body>(body);
+      ParallelFor(begin, end, std::max<int64_t>(grain, 1),
+                  [&](int64_t chunk_begin, int64_t chunk_end) {
+                    if (call(chunk_begin, chunk_end, closure) != 0) detail::ThrowRaised();
+                  });
+    });
+
 // Starts the pool when it has not started yet, and lists its workers' thread ids.
 KILN_REGISTER_GLOBAL("runtime.ThreadPoolWorkerThreadIds").set_body_typed([]() {
   return Array<int64_t>(Pool().WorkerThreadIds());

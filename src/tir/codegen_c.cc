@@ -22,7 +22,8 @@ namespace kiln {
 namespace tir {
 namespace {
 
-const char* kPrelude = R"(/* GCC 12 vectorizes loops only from -O3 (the host compiler runs -O2), and generated code never
+const char* kPrelude =
+    R"(/* GCC 12 vectorizes loops only from -O3 (the host compiler runs -O2), and generated code never
  * reads errno, so math functions need not set it. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("O3", "no-math-errno")
@@ -60,6 +61,37 @@ static inline int64_t kiln_tir_floordiv(int64_t a, int64_t b) {
 static inline int64_t kiln_tir_floormod(int64_t a, int64_t b) {
   int64_t r = a % b;
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+/* Runs body(begin, end, closure) over chunks of [0, extent) on Kiln's thread pool (the global
+ * runtime.ParallelForC), each of at least `grain` iterations; 0, or -1 with the error raised. */
+typedef int (*kiln_tir_body)(int64_t begin, int64_t end, void* closure);
+static int kiln_tir_parallel_for(int64_t extent, int64_t grain, kiln_tir_body body, void* closure) {
+  KilnObjectHandle pool = NULL;
+  if (kiln_func_get_global_required("runtime.ParallelForC", &pool) != 0) return -1;
+  KilnAny args[5];
+  const int64_t ints[3] = {0, extent, grain};
+  for (int i = 0; i < 3; ++i) {
+    args[i].type_index = kKilnTypeInt;
+    args[i].zero_padding = 0;
+    args[i].v_int64 = ints[i];
+  }
+  args[3].type_index = kKilnTypeOpaquePtr;
+  args[3].zero_padding = 0;
+  args[3].v_ptr = (void*)body;
+  args[4].type_index = kKilnTypeOpaquePtr;
+  args[4].zero_padding = 0;
+  args[4].v_ptr = closure;
+  KilnAny result;
+  result.type_index = kKilnTypeNone;
+  result.zero_padding = 0;
+  result.v_int64 = 0;
+  const int rc = kiln_function_call(pool, args, 5, &result);
+  kiln_object_dec_ref(pool);
+  return rc;
+}
+/* Chunks of about 16384 innermost iterations, when each outer iteration runs `inner`. */
+static inline int64_t kiln_tir_grain(int64_t inner) {
+  return inner >= 16384 ? 1 : 16384 / (inner > 0 ? inner : 1);
 }
 static inline int64_t kiln_tir_min(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t kiln_tir_max(int64_t a, int64_t b) { return a > b ? a : b; }
@@ -151,9 +183,10 @@ class CodeGen {
     KILN_CHECK(func.is("prim_func"), ValueError)
         << "tir C codegen takes a prim_func, got " << func->name();
     const std::string name = func.field_as<String>("name").str();
+    name_ = name;
     const auto params = func.field_as<Array<Any>>("params");
-    out_ << "\nint " << name
-         << "(void* self, const KilnAny* args, int32_t num_args, KilnAny* result) {\n";
+    *out_ << "\nint " << name
+          << "(void* self, const KilnAny* args, int32_t num_args, KilnAny* result) {\n";
     Line(1, "(void)self; (void)result;");
     Line(1, "if (num_args != " + std::to_string(params.size()) +
                 ") { kiln_error_set_raised_from_cstr(\"ValueError\", \"" + name + " takes " +
@@ -162,13 +195,28 @@ class CodeGen {
     ReadSizes(name, params);
     Stmt(func.field_as<Node>("body"), 1, 0);
     Line(1, "return 0;");
-    out_ << "}\n";
-    return out_.str();
+    *out_ << "}\n";
+    return helpers_.str() + main_.str();
   }
 
  private:
+  /// A C variable in scope where a statement is generated: what a parallel loop's body,
+  /// outlined into a function of its own, must be handed.
+  struct ScopedVar {
+    std::string type;
+    std::string name;
+  };
+
   void Line(int indent, const std::string& text) {
-    out_ << std::string(static_cast<size_t>(indent) * 2, ' ') << text << "\n";
+    *out_ << std::string(static_cast<size_t>(indent) * 2, ' ') << text << "\n";
+  }
+
+  /// Runs `emit` with `var` in scope.
+  template <typename Emit>
+  void InScope(const std::string& type, const std::string& var, Emit emit) {
+    scope_.push_back({type, var});
+    emit();
+    scope_.pop_back();
   }
 
   void Param(const std::string& func, const Node& buffer, int64_t i) {
@@ -184,6 +232,7 @@ class CodeGen {
                 std::to_string(dtype.code) + ", " + std::to_string(dtype.bits) + ", \"" + what +
                 "\", &t_" + name + ");");
     Line(1, "if (" + name + " == NULL) return -1;");
+    scope_.push_back({CType(dtype) + "*", name});
   }
 
   /// Each size variable from the first extent that is the variable alone; then every extent
@@ -198,6 +247,7 @@ class CodeGen {
         if (var == nullptr || !known.insert(var->name().str()).second) continue;
         Line(1, "const int64_t " + VarName(var->name().str()) + " = t_" + BufferName(buffer) +
                     "->shape[" + std::to_string(d) + "];");
+        scope_.push_back({"int64_t", VarName(var->name().str())});
       }
     }
     for (const Any& param : params) {
@@ -231,13 +281,16 @@ class CodeGen {
     } else if (kind == "for") {
       const std::string var = VarName(stmt.field_as<String>("var").str());
       const std::string loop_kind = stmt.field_as<String>("kind").str();
-      // Parallel loops run serially here until the generated code calls Kiln's thread pool;
-      // vectorized and unrolled ones tell the compiler so.
+      if (loop_kind == "parallel") {
+        ParallelLoop(stmt, indent, depth);
+        return;
+      }
+      // Vectorized and unrolled loops tell the compiler so.
       if (loop_kind == "vectorized") Line(indent, "#pragma GCC ivdep");
       if (loop_kind == "unrolled") Line(indent, "#pragma GCC unroll 8");
       Line(indent, "for (int64_t " + var + " = 0; " + var + " < " +
                        IndexC(stmt.field_as<arith::SizeExpr>("extent")) + "; ++" + var + ") {");
-      Stmt(stmt.field_as<Node>("body"), indent + 1, depth + 1);
+      InScope("int64_t", var, [&] { Stmt(stmt.field_as<Node>("body"), indent + 1, depth + 1); });
       Line(indent, "}");
     } else if (kind == "store") {
       const auto buffer = stmt.field_as<Node>("buffer");
@@ -256,10 +309,11 @@ class CodeGen {
     } else if (kind == "let") {
       const auto var = stmt.field_as<Node>("var");
       Line(indent, "{");
-      Line(indent + 1, "const " + CType(var->dtype()) + " " +
-                           VarName(var.field_as<String>("name").str()) + " = " +
+      const std::string name = VarName(var.field_as<String>("name").str());
+      Line(indent + 1, "const " + CType(var->dtype()) + " " + name + " = " +
                            Value(stmt.field_as<Node>("value"), depth + 1) + ";");
-      Stmt(stmt.field_as<Node>("body"), indent + 1, depth + 1);
+      InScope(CType(var->dtype()), name,
+              [&] { Stmt(stmt.field_as<Node>("body"), indent + 1, depth + 1); });
       Line(indent, "}");
     } else if (kind == "allocate") {
       Allocate(stmt, indent, depth);
@@ -299,9 +353,58 @@ class CodeGen {
                            "memory for buffer '" +
                            buffer.field_as<String>("name").str() + "'\"); return -1; }");
     }
-    Stmt(stmt.field_as<Node>("body"), indent + 1, depth + 1);
+    InScope(type + "*", name, [&] { Stmt(stmt.field_as<Node>("body"), indent + 1, depth + 1); });
     if (!on_stack) Line(indent + 1, "free(" + name + ");");
     Line(indent, "}");
+  }
+
+  /// A parallel loop: its body becomes a function of a chunk of iterations, given every
+  /// variable in scope through a closure struct, run by kiln_tir_parallel_for.
+  void ParallelLoop(const Node& stmt, int indent, int depth) {
+    const std::string id = name_ + "_parallel" + std::to_string(parallel_loops_++);
+    const std::string var = VarName(stmt.field_as<String>("var").str());
+    std::string fields;
+    std::string values;
+    std::string unpack;
+    for (const ScopedVar& scoped : scope_) {
+      fields += "  " + scoped.type + " " + scoped.name + ";\n";
+      values += scoped.name + ", ";
+      unpack += "  " + scoped.type + " " + scoped.name + " = c->" + scoped.name + "; (void)" +
+                scoped.name + ";\n";
+    }
+    if (fields.empty()) fields = "  int unused;\n", values = "0";
+    std::ostringstream body;
+    std::ostringstream* enclosing = out_;
+    out_ = &body;
+    Line(1, "for (int64_t " + var + " = kiln_begin; " + var + " < kiln_end; ++" + var + ") {");
+    InScope("int64_t", var, [&] { Stmt(stmt.field_as<Node>("body"), 2, depth + 1); });
+    Line(1, "}");
+    out_ = enclosing;
+    helpers_ << "struct " << id << "_closure {\n"
+             << fields << "};\n"
+             << "static int " << id << "(int64_t kiln_begin, int64_t kiln_end, void* kiln_c) {\n"
+             << "  const struct " << id << "_closure* c = (const struct " << id
+             << "_closure*)kiln_c;\n"
+             << unpack << body.str() << "  return 0;\n}\n";
+    Line(indent, "{");
+    Line(indent + 1, "struct " + id + "_closure kiln_c = {" + values + "};");
+    Line(indent + 1, "if (kiln_tir_parallel_for(" +
+                         IndexC(stmt.field_as<arith::SizeExpr>("extent")) + ", kiln_tir_grain(" +
+                         IndexC(InnerIterations(stmt.field_as<Node>("body"))) + "), " + id +
+                         ", &kiln_c) != 0) return -1;");
+    Line(indent, "}");
+  }
+
+  /// The iterations of the loops nested one in another at the top of `body` (through
+  /// allocations), for sizing a parallel loop's chunks.
+  static arith::SizeExpr InnerIterations(const Node& body) {
+    arith::SizeExpr count = arith::IntImm(1);
+    Node node = body;
+    while (node.is("for") || node.is("allocate")) {
+      if (node.is("for")) count = count * node.field_as<arith::SizeExpr>("extent");
+      node = node.field_as<Node>("body");
+    }
+    return count;
   }
 
   std::string Value(const Node& value, int depth) {
@@ -362,7 +465,12 @@ class CodeGen {
         << "tir C codegen: no C for the value '" << kind << "' (lower it to built-in values first)";
   }
 
-  std::ostringstream out_;
+  std::string name_;
+  std::ostringstream main_;
+  std::ostringstream helpers_;  ///< outlined parallel loop bodies, defined before main_
+  std::ostringstream* out_ = &main_;
+  std::vector<ScopedVar> scope_;
+  int parallel_loops_ = 0;
 };
 
 }  // namespace

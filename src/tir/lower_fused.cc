@@ -281,8 +281,13 @@ class GroupLowering {
       throw Declined{"the inlined expression is too large (a value used many times)"};
     }
     Node body = StoreWithReductions(buffer, indices, value);
+    // The default schedule: the outermost loop of more than one iteration runs on the thread
+    // pool; the compiler vectorizes the innermost.
+    size_t parallel = 0;
+    while (parallel + 1 < shape.size() && shape[parallel].as_int() == 1) ++parallel;
     for (size_t d = shape.size(); d-- > 0;) {
-      body = For(indices[d].as<arith::SizeVarObj>()->name().str(), shape[d], "serial", body);
+      body = For(indices[d].as<arith::SizeVarObj>()->name().str(), shape[d],
+                 d == parallel ? "parallel" : "serial", body);
     }
     return body;
   }
