@@ -23,12 +23,20 @@ namespace tir {
 namespace {
 
 const char* kPrelude =
-    R"(/* GCC 12 vectorizes loops only from -O3 (the host compiler runs -O2), and generated code never
- * reads errno, so math functions need not set it. */
+    R"(/* Compiled as Kiln's CPU kernels are: GCC 12 vectorizes loops only from -O3 (the host
+ * compiler runs -O2), loops with float compares only when floating-point exception flags need
+ * not be kept, and generated code reads neither those nor errno. Each function also gets an
+ * AVX-512 clone, chosen when the library loads, beside the x86-64 baseline. */
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("O3", "no-math-errno")
+#pragma GCC optimize("O3", "no-math-errno", "no-trapping-math")
+#endif
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define KILN_TIR_CLONES __attribute__((target_clones("arch=x86-64-v4", "default")))
+#else
+#define KILN_TIR_CLONES
 #endif
 #include <kiln/ffi/c_api.h>
+#include <kiln/runtime/fast_math.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -165,15 +173,19 @@ std::string Literal(double value, DLDataType dtype) {
   return "((" + CType(dtype) + ")" + text + ")";
 }
 
-/// The C function a call names: a float32 intrinsic takes the float form (expf, tanhf, ...).
+/// The C function a call names: a float32 intrinsic takes the float form (expf, tanhf, ...),
+/// except that float32 exp and erf are the CPU kernels' vectorizable ones
+/// (kiln/runtime/fast_math.h), so that a generated loop computes what the kernels do and still
+/// vectorizes.
 std::string CalleeC(const std::string& name, DLDataType dtype) {
+  const bool is_float32 = dtype.code == kDLFloat && dtype.bits == 32;
+  if (is_float32 && name == "exp") return "kiln_fast_expf";
+  if (is_float32 && name == "erf") return "kiln_fast_erff";
   static const std::set<std::string> kIntrinsics{
       "exp",  "expm1", "log",  "log1p", "sqrt", "erf",  "sin",   "cos",      "tan",
       "asin", "acos",  "atan", "sinh",  "cosh", "tanh", "asinh", "acosh",    "atanh",
       "fabs", "floor", "ceil", "fma",   "pow",  "fmod", "rint",  "nearbyint"};
-  if (kIntrinsics.count(name) != 0 && dtype.code == kDLFloat && dtype.bits == 32) {
-    return name + "f";
-  }
+  if (kIntrinsics.count(name) != 0 && is_float32) return name + "f";
   return name;
 }
 
@@ -185,7 +197,7 @@ class CodeGen {
     const std::string name = func.field_as<String>("name").str();
     name_ = name;
     const auto params = func.field_as<Array<Any>>("params");
-    *out_ << "\nint " << name
+    *out_ << "\nKILN_TIR_CLONES int " << name
           << "(void* self, const KilnAny* args, int32_t num_args, KilnAny* result) {\n";
     Line(1, "(void)self; (void)result;");
     Line(1, "if (num_args != " + std::to_string(params.size()) +
@@ -382,7 +394,8 @@ class CodeGen {
     out_ = enclosing;
     helpers_ << "struct " << id << "_closure {\n"
              << fields << "};\n"
-             << "static int " << id << "(int64_t kiln_begin, int64_t kiln_end, void* kiln_c) {\n"
+             << "KILN_TIR_CLONES static int " << id
+             << "(int64_t kiln_begin, int64_t kiln_end, void* kiln_c) {\n"
              << "  const struct " << id << "_closure* c = (const struct " << id
              << "_closure*)kiln_c;\n"
              << unpack << body.str() << "  return 0;\n}\n";

@@ -5,7 +5,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "fast_math.h"
+#include <kiln/runtime/fast_math.h>
 #include "kernel_util.h"
 
 namespace kiln {
@@ -35,7 +35,7 @@ void Unary(const KernelCall& call) {
   });
 }
 
-float ErfOf(float x) { return FastErf(x); }
+float ErfOf(float x) { return kiln_fast_erff(x); }
 double ErfOf(double x) { return std::erf(x); }
 
 /// Base of functors without attributes.

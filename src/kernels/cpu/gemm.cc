@@ -6,7 +6,7 @@
 // with zeros, so the micro-kernel never branches on tile size.
 #include "gemm.h"
 
-#include "fast_math.h"
+#include <kiln/runtime/fast_math.h>
 
 #include <kiln/runtime/kernel_program.h>
 #include <kiln/runtime/memory.h>
@@ -300,7 +300,7 @@ KILN_CPU_CLONES void ApplyToLine(const GemmEpilogue& epilogue, float* __restrict
   }
   if (epilogue.gelu) {
     for (int64_t j = 0; j < cols; ++j) {
-      line[j] = 0.5F * line[j] * (1.F + FastErf(line[j] * static_cast<float>(M_SQRT1_2)));
+      line[j] = 0.5F * line[j] * (1.F + kiln_fast_erff(line[j] * static_cast<float>(M_SQRT1_2)));
     }
   }
 }

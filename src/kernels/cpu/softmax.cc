@@ -7,7 +7,7 @@
 #include <cmath>
 #include <limits>
 
-#include "fast_math.h"
+#include <kiln/runtime/fast_math.h>
 #include "kernel_util.h"
 
 namespace kiln {
@@ -32,13 +32,13 @@ KILN_CPU_CLONES void SoftmaxRow(const float* __restrict__ x, float* __restrict__
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
     for (int64_t l = 0; l < kLanes; ++l) {
-      y[i + l] = FastExpNonPositive(x[i + l] - max);
+      y[i + l] = kiln_fast_exp_nonpositive(x[i + l] - max);
       lanes[l] += y[i + l];
     }
   }
   double sum = 0.0;
   for (; i < n; ++i) {
-    y[i] = FastExpNonPositive(x[i] - max);
+    y[i] = kiln_fast_exp_nonpositive(x[i] - max);
     sum += y[i];
   }
   for (float lane : lanes) sum += lane;
