@@ -98,9 +98,16 @@ void WriteFile(const fs::path& path, const std::string& bytes) {
 void CompileSharedLibrary(const std::vector<fs::path>& inputs, const fs::path& output,
                           const std::string& caller) {
   const char* cc = std::getenv("CC");
-  std::vector<std::string> command = {
-      cc != nullptr && *cc != '\0' ? cc : "cc", "-shared", "-fPIC", "-O2", "-std=c11",
-      "-I" + IncludeDirectory().string()};
+  // -fno-math-errno: no host code Kiln compiles reads errno, and without it GCC keeps a branch
+  // to set it after every sqrt, which leaves the loop around it scalar (a function's optimize
+  // attribute does not lift that).
+  std::vector<std::string> command = {cc != nullptr && *cc != '\0' ? cc : "cc",
+                                      "-shared",
+                                      "-fPIC",
+                                      "-O2",
+                                      "-fno-math-errno",
+                                      "-std=c11",
+                                      "-I" + IncludeDirectory().string()};
   for (const fs::path& input : inputs) command.push_back(input.string());
   // -lm: generated code (the ccompiler plugin's, say) calls <math.h>.
   command.insert(command.end(),

@@ -33,6 +33,8 @@ constexpr DLDataType kBool{kDLUInt, 1, 1};
 /// traversals (internal::kMaxDepth).
 constexpr size_t kMaxOps = 48;
 constexpr int64_t kMaxValueNodes = 20000;
+/// Accumulator lanes of a reduction over a long axis: 16 floats fill an AVX-512 vector.
+constexpr int64_t kReductionLanes = 16;
 
 /// Thrown inside the lowering to decline the group; never escapes it.
 struct Declined {
@@ -420,7 +422,8 @@ class GroupLowering {
     std::vector<Node> accumulators;
     std::unordered_map<const Object*, Node> loads;
     for (const Node& reduction : reductions) {
-      accumulators.push_back(Buffer(NewName("acc"), reduction->dtype(), {arith::IntImm(1)}));
+      accumulators.push_back(
+          Buffer(NewName("acc"), reduction->dtype(), {arith::IntImm(Lanes(reduction))}));
       loads.emplace(reduction.get(), Load(accumulators.back(), {arith::IntImm(0)}));
     }
     const Node replaced = Mutate(value, [&](const Node& node) -> std::optional<Node> {
@@ -435,22 +438,73 @@ class GroupLowering {
     return stmt;
   }
 
-  /// `rest` after `accumulator` holds `reduction`'s value.
+  /// `rest` after `accumulator` holds `reduction`'s value. With several lanes (Lanes), the
+  /// innermost axis is split: each lane combines every Lanes()-th element, the tail goes to
+  /// lane 0, and the lanes are combined last.
   Node Accumulate(const Node& reduction, const Node& accumulator, const Node& rest) {
     const Combiner combiner = ParseCombiner(reduction.field_as<String>("combiner").str());
     const auto axes = reduction.field_as<Array<Any>>("axes");
     const auto extents = reduction.field_as<Array<Any>>("extents");
-    const Indices at{arith::IntImm(0)};
-    Node loop = StoreWithReductions(
-        accumulator, at,
-        Combine(combiner, Load(accumulator, at), reduction.field_as<Node>("source")));
-    for (int64_t a = axes.size(); a-- > 0;) {
-      loop = For(axes[a].cast<SizeExpr>().as<arith::SizeVarObj>()->name().str(),
-                 extents[a].cast<SizeExpr>(), "serial", loop);
+    const Node source = reduction.field_as<Node>("source");
+    const int64_t lanes = *ShapeOf(accumulator)[0].as_int();
+    const Indices first{arith::IntImm(0)};
+    auto combined_into = [&](const Indices& lane, const Node& value) {
+      return StoreWithReductions(accumulator, lane,
+                                 Combine(combiner, Load(accumulator, lane), value));
+    };
+    auto axis_name = [&](int64_t a) {
+      return axes[a].cast<SizeExpr>().as<arith::SizeVarObj>()->name().str();
+    };
+    const Node identity = ReduceIdentity(combiner, reduction->dtype());
+    const int64_t inner = axes.size() - 1;
+    Node init = Store(accumulator, first, identity);
+    Node loop;
+    if (lanes == 1) {
+      loop = combined_into(first, source);
+      loop = For(axis_name(inner), extents[inner].cast<SizeExpr>(), "serial", loop);
+    } else {
+      const std::string lane = NewName("lane");
+      const SizeExpr extent = extents[inner].cast<SizeExpr>();
+      const SizeExpr chunks = arith::FloorDiv(extent, arith::IntImm(lanes));
+      const std::string chunk = NewName("chunk");
+      const std::string tail = NewName("tail");
+      const Indices at_lane{arith::SizeVar(String(lane))};
+      init = For(lane, arith::IntImm(lanes), "vectorized", Store(accumulator, at_lane, identity));
+      const Node main = For(
+          chunk, chunks, "serial",
+          For(lane, arith::IntImm(lanes), "vectorized",
+              combined_into(at_lane,
+                            SubstituteIndices(
+                                source, {{axis_name(inner), arith::SizeVar(String(chunk)) * lanes +
+                                                                arith::SizeVar(String(lane))}}))));
+      const Node rest_of_axis = For(
+          tail, arith::FloorMod(extent, arith::IntImm(lanes)), "serial",
+          combined_into(
+              first, SubstituteIndices(source, {{axis_name(inner),
+                                                 chunks * lanes + arith::SizeVar(String(tail))}})));
+      loop = Seq({main, rest_of_axis});
     }
-    return Allocate(
-        accumulator, "local",
-        Seq({Store(accumulator, at, ReduceIdentity(combiner, reduction->dtype())), loop, rest}));
+    for (int64_t a = inner; a-- > 0;) {
+      loop = For(axis_name(a), extents[a].cast<SizeExpr>(), "serial", loop);
+    }
+    std::vector<Node> stmts{init, loop};
+    if (lanes > 1) {
+      const std::string other = NewName("lane");
+      stmts.push_back(For(other, arith::IntImm(lanes - 1), "serial",
+                          combined_into(first, Load(accumulator, {arith::SizeVar(String(other)) +
+                                                                  arith::IntImm(1)}))));
+    }
+    stmts.push_back(rest);
+    return Allocate(accumulator, "local", Seq(stmts));
+  }
+
+  /// The accumulator lanes of `reduction`: partial results combined at the end, so that its
+  /// innermost loop vectorizes (a float sum may not be reordered otherwise). One lane for an
+  /// innermost axis too short to fill two vectors.
+  static int64_t Lanes(const Node& reduction) {
+    const auto extents = reduction.field_as<Array<Any>>("extents");
+    const std::optional<int64_t> inner = extents[extents.size() - 1].cast<SizeExpr>().as_int();
+    return inner.has_value() && *inner < 2 * kReductionLanes ? 1 : kReductionLanes;
   }
 
   std::string NewName(const std::string& prefix) {
