@@ -5,6 +5,9 @@ round trip, the golden loop nests of tests/tir/lower/, and the errors of a wrong
 
 import glob
 import os
+import platform
+import re
+import subprocess
 
 import numpy as np
 import pytest
@@ -15,6 +18,7 @@ from kiln import tir
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GOLDEN_DIR = os.path.join(HERE, "..", "tir", "lower")
+INCLUDE_DIR = os.path.join(HERE, "..", "..", "include")
 RNG = np.random.default_rng(18)
 
 
@@ -312,3 +316,57 @@ def test_a_group_without_rules_keeps_the_kernels_and_says_why():
     assert not generated_functions(executable.module)
     x = RNG.standard_normal((3, 4)).astype("float32")
     np.testing.assert_array_equal(executable.run(x=x)[0], np.argmax(x + x, axis=1, keepdims=True))
+
+
+# ---- the generated loops vectorize ------------------------------------------------------------
+
+MEMORY_BOUND_GROUPS = {
+    "gelu": "def @main(%x: Tensor[(8, 3072), float32]) { nn.gelu(%x) }",
+    "bias_residual_relu": "def @main(%x: Tensor[(1, 8, 56, 56), float32], %b: Tensor[(8, 1, 1), "
+                          "float32], %r: Tensor[(1, 8, 56, 56), float32]) "
+                          "{ nn.relu(add(add(%x, %b), %r)) }",
+    "softmax": SOFTMAX_OF_RELU.replace("8", "128"),
+    "sqrt_of_mean": "def @main(%x: Tensor[(4, 768), float32]) "
+                    "{ sqrt(add(mean(%x, axis=[1], keepdims=true), %x)) }",
+}
+
+
+def gcc_version():
+    try:
+        out = subprocess.run(["cc", "--version"], capture_output=True, text=True).stdout
+    except OSError:
+        return None
+    return out.splitlines()[0] if "Free Software Foundation" in out else None
+
+
+@pytest.mark.skipif(gcc_version() is None, reason="the vectorization report read here is GCC's "
+                                                  "(-fopt-info-vec); cc is not GCC")
+@pytest.mark.parametrize("name", sorted(MEMORY_BOUND_GROUPS))
+def test_the_inner_loops_of_generated_groups_vectorize(name, tmp_path):
+    """GCC's report on the generated C, compiled as the host compiler compiles it: every loop
+    that stores an element of an output or a stage, and every loop accumulating into lanes, is
+    vectorized (it or the loop right around it, which GCC picks for a short inner loop), in the
+    x86-64 baseline and in the AVX-512 clone."""
+    clones = 2 if platform.machine() == "x86_64" else 1
+    for i, c in enumerate(fused_calls(parse(MEMORY_BOUND_GROUPS[name]))):
+        func = tir.lower_fused_group(c.op, c.args, f"f{i}")
+        source = tmp_path / f"f{i}.c"
+        source.write_text(tir.generate_c(func))
+        report = subprocess.run(
+            ["cc", "-O2", "-fno-math-errno", "-std=c11", f"-I{INCLUDE_DIR}", "-c",
+             "-fopt-info-vec-optimized", str(source), "-o", str(tmp_path / f"f{i}.o")],
+            capture_output=True, text=True, check=True).stderr
+        vectorized = re.findall(r":(\d+):\d+: optimized: loop vectorized", report)
+        lines = source.read_text().splitlines()
+        stores = r"\s*(b_out|b_stage)|\s*b_acc(\d+)\[v_lane\d+\] = .*b_acc\2\[v_lane"
+        checked = [n + 1 for n, line in enumerate(lines[:-1])
+                   if line.lstrip().startswith("for (") and re.match(stores, lines[n + 1])]
+        assert checked, f"{name}: no loop to check in\n{source.read_text()}"
+        for line in checked:
+            above = [n for n in (line - 1, line - 2) if n >= 1 and
+                     lines[n - 1].lstrip().startswith(("for (", "#pragma"))]
+            around = next((n for n in above if lines[n - 1].lstrip().startswith("for (")), line)
+            reported = vectorized.count(str(line)) + vectorized.count(str(around)) * (around != line)
+            assert reported >= clones, (
+                f"{name}, f{i}: the loop at line {line} is not vectorized "
+                f"({gcc_version()}):\n{lines[line - 1]}\n{lines[line]}\n{report}")

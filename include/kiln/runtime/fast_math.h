@@ -35,13 +35,17 @@ static inline float kiln_fast_erff(float x) {
  * NaN. */
 static inline float kiln_fast_exp_nonpositive(float x) {
   const float log2e = 1.44269504088896341F;
-  const float z = x < -87.3F ? -87.3F : x;               /* keeps NaN */
+  const float z = x < -87.3F ? -87.3F : x; /* keeps NaN */
   const float scaled = z * log2e;
-  const float t = -126.F < scaled ? scaled : -126.F;     /* turns NaN into a finite n */
-  /* t <= 0: truncating t - 0.5 rounds t. truncf first: GCC 12 leaves the loop scalar for AVX2
-   * and AVX-512 when the conversion itself truncates a selected value. */
-  const int32_t n = (int32_t)truncf(t - 0.5F);
-  const float nf = (float)n;
+  const float t = -126.F < scaled ? scaled : -126.F; /* turns NaN into a finite n */
+  /* n = t rounded to the nearest integer, read from the bits of t + 1.5 * 2^23, whose low
+   * mantissa bits then hold it: no float-to-int conversion, which GCC 12 vectorizes for some
+   * x86 targets only. */
+  const float shifted = t + 12582912.F;
+  int32_t shifted_bits = 0;
+  memcpy(&shifted_bits, &shifted, sizeof(shifted_bits));
+  const int32_t n = shifted_bits - 0x4B400000;
+  const float nf = shifted - 12582912.F;
   const float r = z - nf * 0.693359375F - nf * -2.12194440e-4F;
   float p = 1.9875691500E-4F * r + 1.3981999507E-3F;
   p = p * r + 8.3334519073E-3F;
@@ -55,13 +59,13 @@ static inline float kiln_fast_exp_nonpositive(float x) {
   return p * scale;
 }
 
-/* e^x over the whole float32 range: 1 / e^-x above 0 (within 2.5 ulp), infinity above
- * ln(FLT_MAX), and kiln_fast_exp_nonpositive's FLT_MIN-sized values far below 0. */
+/* e^x over the whole float32 range: kiln_fast_exp_nonpositive below 0, and above it the square
+ * of 1 / e^(-x/2) (within 5 ulp), which overflows to infinity where e^x does: one evaluation
+ * per element, and no branch in the loop. */
 static inline float kiln_fast_expf(float x) {
-  const float e = kiln_fast_exp_nonpositive(x < 0.F ? x : -x);
-  const float inverse = 1.F / e; /* computed whatever the sign, so that the loop has no branch */
-  const float positive = x > 88.7228394F ? INFINITY : inverse;
-  return x < 0.F ? e : positive;
+  const float e = kiln_fast_exp_nonpositive(x < 0.F ? x : -0.5F * x);
+  const float inverse = 1.F / e;
+  return x < 0.F ? e : inverse * inverse;
 }
 
 #endif /* KILN_RUNTIME_FAST_MATH_H_ */
