@@ -183,6 +183,7 @@ class GraphLowering {
         Function::GetGlobalRequired("runtime.KernelProgramCreate")(description.dump(), constants)
             .cast<runtime::Module>();
     if (!generated_.empty()) result.generated = tir::BuildC(generated_);
+    result.prim_funcs = generated_;
     result.declined = declined_;
     return result;
   }

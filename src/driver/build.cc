@@ -8,10 +8,14 @@
 #include <kiln/ir/expr_functor.h>
 #include <kiln/ir/function.h>
 #include <kiln/runtime/graph_executor.h>
+#include <kiln/tir/codegen_c.h>
 #include <kiln/transform/byoc.h>
+#include <kiln/transform/instrument.h>
 #include <kiln/transform/passes.h>
 #include <kiln/transform/pattern.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -133,6 +137,34 @@ ir::IRModule Optimize(const ir::IRModule& mod, const BuildOptions& options) {
   return optimized;
 }
 
+namespace {
+
+void WriteDumpFile(const std::filesystem::path& path, const std::string& text) {
+  std::error_code ignored;
+  std::filesystem::create_directories(path.parent_path(), ignored);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  KILN_CHECK(out.good(), RuntimeError) << "cannot write IR dump file '" << path.string() << "'";
+}
+
+/// With a DumpIRInstrument in the pass context, the loop-level stage beside the graph's: each
+/// generated function as `tir/<name>.tir` and their C as `tir/generated.c`.
+void DumpLoopLevel(const codegen::LoweredGraph& lowered, const transform::PassContext& context) {
+  if (lowered.prim_funcs.empty()) return;
+  for (const transform::PassInstrument& instrument : context->instruments) {
+    if (!instrument->IsInstance<transform::DumpIRInstrumentObj>()) continue;
+    const auto* dump = static_cast<const transform::DumpIRInstrumentObj*>(instrument.get());
+    const std::filesystem::path dir = std::filesystem::path(dump->dir()) / "tir";
+    for (const tir::Node& func : lowered.prim_funcs) {
+      WriteDumpFile(dir / (func.field_as<String>("name").str() + ".tir"), tir::AsText(func) + "\n");
+    }
+    WriteDumpFile(dir / "generated.c", tir::GenerateC(lowered.prim_funcs));
+  }
+}
+
+}  // namespace
+
 Executable BuildOptimized(const ir::IRModule& optimized, const BuildOptions& options) {
   EnsurePluginsDiscovered();
   if (!options.fallback) CheckNoFallback(optimized, options.compilers);
@@ -143,6 +175,7 @@ Executable BuildOptimized(const ir::IRModule& optimized, const BuildOptions& opt
   const codegen::LoweredGraph lowered = codegen::LowerToGraph(optimized, lowering);
   for (const runtime::Module& module : external) lowered.program.Import(module);
   if (lowered.generated.defined()) lowered.program.Import(lowered.generated);
+  DumpLoopLevel(lowered, options.pass_context);
   return Executable(
       runtime::GraphExecutorCreate(lowered.graph_json, lowered.program, DLDevice{kDLCPU, 0}));
 }

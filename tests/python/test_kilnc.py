@@ -115,3 +115,43 @@ def test_a_model_with_a_symbolic_batch_runs_any_batch(tmp_path):
         no_input.stderr
     over = kilnc("run", artifact, "--input", f"x={tmp_path / 'x.npy'}", "--max-shape", "batch=4")
     assert over.returncode == 1 and "the size 'batch' is 5, over its upper bound 4" in over.stderr
+
+
+def test_generated_kernels_are_inspected_dumped_and_run(tmp_path):
+    """`inspect --tir` prints the loop-level function of each fused group, `compile
+    --generated-kernels --dump-ir` writes them and their C, and the artifact runs them."""
+    import onnx.helper as oh
+
+    x = oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["batch", 16])
+    b = oh.make_tensor_value_info("b", onnx.TensorProto.FLOAT, [16])
+    y = oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["batch", 16])
+    i = oh.make_tensor_value_info("i", onnx.TensorProto.INT64, ["batch", 1])
+    nodes = [oh.make_node("Add", ["x", "b"], ["s"]), oh.make_node("Tanh", ["s"], ["y"]),
+             oh.make_node("ArgMax", ["y"], ["i"], axis=1)]
+    graph = oh.make_graph(nodes, "add_tanh", [x, b], [y, i])
+    onnx.save(oh.make_model(graph, opset_imports=[oh.make_opsetid("", 13)]), tmp_path / "m.onnx")
+
+    inspected = kilnc("inspect", tmp_path / "m.onnx", "--tir")
+    assert inspected.returncode == 0, inspected.stderr
+    assert "loop-level functions (1):" in inspected.stdout, inspected.stdout
+    assert 'call(name="tanh"' in inspected.stdout
+    assert "extent=batch, kind=parallel" in inspected.stdout
+    assert "groups that keep the kernels (1):" in inspected.stdout
+    assert "op 'argmax' has no compute rule" in inspected.stdout
+
+    artifact, dump = tmp_path / "m.so", tmp_path / "dump"
+    compiled = kilnc("compile", tmp_path / "m.onnx", "-o", artifact, "--generated-kernels",
+                     "--dump-ir", dump)
+    assert compiled.returncode == 0, compiled.stderr
+    functions = sorted(p.name for p in (dump / "tir").glob("*.tir"))
+    assert len(functions) == 1 and functions[0].startswith("tir_fused_add_tanh"), functions
+    assert functions[0][:-len(".tir")] in (dump / "tir" / "generated.c").read_text()
+    data = np.linspace(-2, 2, 48, dtype="float32").reshape(3, 16)
+    bias = np.linspace(1, -1, 16, dtype="float32")
+    np.save(tmp_path / "x.npy", data)
+    np.save(tmp_path / "b.npy", bias)
+    ran = kilnc("run", artifact, "--input", f"x={tmp_path / 'x.npy'}", "--input",
+                f"b={tmp_path / 'b.npy'}", "--output-dir", tmp_path / "out")
+    assert ran.returncode == 0, ran.stderr
+    np.testing.assert_allclose(np.load(tmp_path / "out" / "output_0.npy"), np.tanh(data + bias),
+                               rtol=1e-6)

@@ -28,6 +28,7 @@ struct CompileOptions {
   std::vector<std::string> plugins;
   bool fallback = true;
   bool report = false;
+  bool generated_kernels = false;
 };
 
 std::optional<CompileOptions> ParseOptions(const std::vector<std::string>& args) {
@@ -54,6 +55,8 @@ std::optional<CompileOptions> ParseOptions(const std::vector<std::string>& args)
       options.fallback = false;
     } else if (arg == "--report") {
       options.report = true;
+    } else if (arg == "--generated-kernels") {
+      options.generated_kernels = true;
     } else if (options.model.empty() && arg.rfind("--", 0) != 0) {
       options.model = arg;
     } else {
@@ -119,6 +122,7 @@ int RunCompile(const std::vector<std::string>& args) {
   build.pipeline = options->passes;
   build.compilers = options->plugins;
   build.fallback = options->fallback;
+  build.generated_kernels = options->generated_kernels;
   build.pass_context.AddInstrument(
       kiln::transform::PassInstrument(kiln::make_object<ProgressInstrumentObj>()));
   const kiln::transform::TimingInstrument timing = kiln::transform::TimingInstrument::Create();

@@ -1,10 +1,13 @@
 // `kilnc inspect model.onnx`: what Kiln makes of a model before compiling it: its inputs and
-// outputs with their types, how often each op occurs, and (with --ir) the typed IR.
+// outputs with their types, how often each op occurs, (with --ir) the typed IR and (with --tir)
+// the loop-level function each fused group becomes with generated kernels.
+#include <kiln/codegen/graph_lowering.h>
 #include <kiln/driver/build.h>
 #include <kiln/driver/placement.h>
 #include <kiln/frontend/onnx.h>
 #include <kiln/ir/expr_functor.h>
 #include <kiln/ir/text_format.h>
+#include <kiln/tir/node.h>
 #include <kiln/transform/passes.h>
 
 #include <filesystem>
@@ -24,6 +27,7 @@ struct InspectOptions {
   std::string model;
   kiln::frontend::InputShapes shapes;
   bool print_ir = false;
+  bool print_tir = false;
   std::vector<std::string> plugins;
   std::string dot_file;
 };
@@ -34,6 +38,8 @@ std::optional<InspectOptions> ParseOptions(const std::vector<std::string>& args)
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--ir") {
       options.print_ir = true;
+    } else if (args[i] == "--tir") {
+      options.print_tir = true;
     } else if (args[i] == "--plugins" && i + 1 < args.size()) {
       options.plugins = SplitNames(args[++i]);
     } else if (args[i] == "--dot" && i + 1 < args.size()) {
@@ -95,6 +101,24 @@ void InspectPlacement(const kiln::ir::IRModule& mod, const InspectOptions& optio
             << " -o graph.svg)\n";
 }
 
+/// Optimizes `mod` as `kilnc compile --generated-kernels` would and prints the prim_func each
+/// fused group lowers to, then the groups that keep the kernels and why.
+void InspectLoopLevel(const kiln::ir::IRModule& mod, const InspectOptions& options) {
+  kiln::BuildOptions build;
+  build.compilers = options.plugins;
+  kiln::codegen::LoweringOptions lowering;
+  lowering.generated_kernels = true;
+  const kiln::codegen::LoweredGraph lowered =
+      kiln::codegen::LowerToGraph(kiln::Optimize(mod, build), lowering);
+  std::cout << "\nloop-level functions (" << lowered.prim_funcs.size() << "):\n";
+  for (const kiln::tir::Node& func : lowered.prim_funcs) {
+    std::cout << "\n" << kiln::tir::AsText(func) << "\n";
+  }
+  if (lowered.declined.empty()) return;
+  std::cout << "\ngroups that keep the kernels (" << lowered.declined.size() << "):\n";
+  for (const std::string& why : lowered.declined) std::cout << "  " << why << "\n";
+}
+
 }  // namespace
 
 int RunInspect(const std::vector<std::string>& args) {
@@ -112,6 +136,7 @@ int RunInspect(const std::vector<std::string>& args) {
   if (!options->plugins.empty() || !options->dot_file.empty()) {
     InspectPlacement(mod, *options);
   }
+  if (options->print_tir) InspectLoopLevel(mod, *options);
   return kExitOk;
 }
 

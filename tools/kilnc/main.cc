@@ -14,7 +14,8 @@ const std::vector<Command>& Commands() {
       {"compile", "compile an ONNX model into one shared library",
        "kilnc compile model.onnx -o model.so [--shape name=d0,d1,...]... [--passes P1,P2,...]\n"
        "                    [--dump-ir DIR] [--time-passes] [--plugins NAME,...] "
-       "[--no-fallback]\n\n"
+       "[--no-fallback]\n"
+       "                    [--generated-kernels]\n\n"
        "Imports the model, runs the default pass pipeline (or --passes, comma-separated pass\n"
        "names such as InferType,FoldConstant,FuseOps), lowers it to the CPU runtime and writes\n"
        "the artifact, which `kilnc run` and kiln.load_module load. Progress goes to stderr, one\n"
@@ -23,7 +24,10 @@ const std::vector<Command>& Commands() {
        "--plugins hands each op to the first of these external compilers (BYOC plugins such\n"
        "as dnnl, blas, ccompiler; loaded by name) that takes it, the rest to the CPU path;\n"
        "--no-fallback makes an op that no plugin takes an error; --report prints where each op\n"
-       "went and why each op left on the CPU path was declined.\n",
+       "went and why each op left on the CPU path was declined. --generated-kernels runs each\n"
+       "fused group whose ops all have compute rules as one generated C function (the\n"
+       "tensor-level IR); with --dump-ir, DIR/tir/ then holds each function (<name>.tir) and\n"
+       "their C (generated.c).\n",
        RunCompile},
       {"run", "run a compiled model and print its outputs and latency",
        "kilnc run model.so [--input name=file.npy]... [--repeat N] [--warmup N]\n"
@@ -39,7 +43,7 @@ const std::vector<Command>& Commands() {
        "to the bound.\n",
        RunRun},
       {"inspect", "show a model's inputs, outputs, ops; for a .so its graph and kernels",
-       "kilnc inspect model.onnx [--shape name=d0,d1,...]... [--ir] [--plugins NAME,...]\n"
+       "kilnc inspect model.onnx [--shape name=d0,d1,...]... [--ir] [--tir] [--plugins NAME,...]\n"
        "                         [--dot FILE]\n"
        "kilnc inspect model.so\n\n"
        "For an ONNX model: imports it, infers its types and prints its inputs, output and how\n"
@@ -47,7 +51,8 @@ const std::vector<Command>& Commands() {
        "otherwise); --ir also prints the IR with each value's type as a comment. --plugins\n"
        "partitions it among those compilers as `compile` would and prints the placement report;\n"
        "--dot writes the compiled graph as Graphviz, coloured by compiler\n"
-       "(render: dot -Tsvg FILE).\n"
+       "(render: dot -Tsvg FILE). --tir prints the loop-level function each fused group\n"
+       "becomes with `compile --generated-kernels`, and why the other groups keep the kernels.\n"
        "For a compiled model: its inputs and outputs, the memory plan, and each graph node\n"
        "with its tensors and the kernel that runs each of its ops.\n",
        RunInspect},

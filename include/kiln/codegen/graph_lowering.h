@@ -13,6 +13,7 @@
 
 #include <kiln/ir/module.h>
 #include <kiln/runtime/module.h>
+#include <kiln/tir/node.h>
 
 #include <cstdint>
 #include <string>
@@ -38,6 +39,8 @@ struct LoweredGraph {
   /// The "c_source" module of the generated functions the graph's nodes call besides the
   /// program's; null when there are none. Import it into the program.
   runtime::Module generated;
+  /// The prim_funcs that `generated` holds the C of, in the order of the graph's nodes.
+  std::vector<tir::Node> prim_funcs;
   /// With LoweringOptions::generated_kernels, "function: why" for each fused group that stayed
   /// with the kernels.
   std::vector<std::string> declined;
