@@ -27,6 +27,7 @@ def build(
     report=False,
     upper_bounds=None,
     generated_kernels=False,
+    tir_passes="",
 ):
     """Compiles @main of ``mod`` for ``target`` ("cpu").
 
@@ -44,7 +45,8 @@ def build(
     ``upper_bounds`` ({"batch": 8}) bounds the model's symbolic sizes: its memory is then planned
     once for every shape up to the bounds (``Executable.set_upper_bounds``).
     ``generated_kernels=True`` runs each fused group whose ops all have compute rules as one
-    generated C function (``kiln.tir``) instead of a kernel per op.
+    generated C function (``kiln.tir``) instead of a kernel per op; ``tir_passes``
+    ("my_ext.unroll_short_loops,simplify") names loop-level passes run on each of them.
     """
     from . import ir as _ir  # noqa: F401  (loads libkiln.so, where driver.Build lives)
 
@@ -59,6 +61,7 @@ def build(
         "fallback": fallback,
         "codegen_options": codegen_options or {},
         "generated_kernels": generated_kernels,
+        "tir_passes": tir_passes,
     }
     if not report:
         executable = Executable(get_global_func("driver.Build")(mod, options))

@@ -10,6 +10,7 @@
 #include <kiln/runtime/shape_signature.h>
 #include <kiln/tir/codegen_c.h>
 #include <kiln/tir/lower.h>
+#include <kiln/tir/passes.h>
 
 #include <nlohmann/json.hpp>
 
@@ -335,12 +336,14 @@ class GraphLowering {
       declined_.push_back(name + ": " + group.declined);
       return false;
     }
+    const tir::Node func =
+        options_.tir_passes.empty() ? group.func : tir::RunPasses(group.func, options_.tir_passes);
     std::vector<int64_t> inputs;
     for (size_t k : group.arguments) {
       const std::vector<int64_t> entries = EntriesOf(call->args()[static_cast<int64_t>(k)]);
       inputs.insert(inputs.end(), entries.begin(), entries.end());
     }
-    generated_.push_back(group.func);
+    generated_.push_back(func);
     entries_of_[call.get()] = AddGraphNode(name, call->checked_type(), inputs);
     return true;
   }

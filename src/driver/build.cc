@@ -172,6 +172,7 @@ Executable BuildOptimized(const ir::IRModule& optimized, const BuildOptions& opt
       codegen::RunExternalCodegen(optimized, options.codegen_options);
   codegen::LoweringOptions lowering;
   lowering.generated_kernels = options.generated_kernels;
+  lowering.tir_passes = options.tir_passes;
   const codegen::LoweredGraph lowered = codegen::LowerToGraph(optimized, lowering);
   for (const runtime::Module& module : external) lowered.program.Import(module);
   if (lowered.generated.defined()) lowered.program.Import(lowered.generated);
@@ -214,10 +215,12 @@ BuildOptions OptionsFromMap(const Map<String, Any>& map) {
       options.codegen_options = value.cast<Map<String, Any>>();
     } else if (name == "generated_kernels") {
       options.generated_kernels = value.cast<bool>();
+    } else if (name == "tir_passes") {
+      options.tir_passes = value.cast<String>().str();
     } else {
       KILN_THROW(KeyError) << "unknown build option '" << name
                            << "' (known: target, params, pass_context, pipeline, compilers, "
-                              "fallback, codegen_options, generated_kernels)";
+                              "fallback, codegen_options, generated_kernels, tir_passes)";
     }
   }
   return options;

@@ -67,36 +67,6 @@ KILN_REGISTER_GLOBAL("tir.Mutate").set_body_typed([](const Node& node, const Fun
   });
 });
 
-/// The loop-level passes `names` ("simplify,my_pass"), each the global "tir.pass.<name>" (from
-/// C++, a plugin or Python's @tir.prim_func_pass), applied in order.
-KILN_REGISTER_GLOBAL("tir.RunPasses").set_body_typed([](const Node& func, const String& names) {
-  Node result = func;
-  const std::string list = names.str();
-  size_t start = 0;
-  while (start <= list.size()) {
-    size_t comma = list.find(',', start);
-    if (comma == std::string::npos) comma = list.size();
-    const std::string name = list.substr(start, comma - start);
-    start = comma + 1;
-    if (name.empty()) continue;
-    std::optional<Function> pass = Function::GetGlobal(("tir.pass." + name).c_str());
-    if (!pass.has_value()) {
-      std::string known;
-      for (const std::string& global : Function::ListGlobalNames()) {
-        if (global.rfind("tir.pass.", 0) == 0)
-          known += (known.empty() ? "" : ", ") + global.substr(9);
-      }
-      KILN_THROW(KeyError) << "tir: no loop-level pass '" << name << "' (passes: " << known << ")";
-    }
-    try {
-      result = (*pass)(result).cast<Node>();
-    } catch (const Error& error) {
-      throw error.WithContext("in the loop-level pass '" + name + "'");
-    }
-  }
-  return result;
-});
-
 KILN_REGISTER_GLOBAL("tir.AsText").set_body_typed([](const Node& node) { return AsText(node); });
 
 // An index (a size expression: a loop variable, `i * 4 + j`) as the text index fields take.

@@ -27,6 +27,9 @@ struct LoweringOptions {
   /// function each (kiln/tir/lower.h) instead of a kernel program function calling one kernel
   /// per op. Off by default until bench/ shows it never slower.
   bool generated_kernels = false;
+  /// Loop-level passes run on each generated function after the lowering's own simplification
+  /// (kiln/tir/passes.h: "my_ext.unroll_short_loops,simplify"); empty for none.
+  std::string tir_passes;
 };
 
 struct LoweredGraph {

@@ -46,6 +46,8 @@ struct BuildOptions {
   /// Fused groups whose ops all have compute rules run as one generated C function each
   /// (kiln/tir/lower.h) rather than a kernel per op (codegen::LoweringOptions).
   bool generated_kernels = false;
+  /// Loop-level passes for each generated function (codegen::LoweringOptions::tir_passes).
+  std::string tir_passes;
 };
 
 /// InferType, SimplifyExpr, FoldConstant, CanonicalizeBatchNorm, FoldConstant, then, when
