@@ -56,6 +56,59 @@ class Node(Object):
     def __repr__(self):
         return _tir("AsText")(self)
 
+    # A buffer indexed is a load, and values take Python's arithmetic and comparisons (not ==,
+    # which stays object identity): the builder's notation (kiln.tir.Builder).
+    def __getitem__(self, indices):
+        if kind_of(self) != "buffer":
+            raise TypeError(f"only a buffer is indexed, not a {kind_of(self)}")
+        return node("load", buffer=self, indices=list(indices if isinstance(indices, tuple)
+                                                      else (indices,)))
+
+    def _binary(self, op, other, reflected=False):
+        other = _builder.value(other, self.dtype)
+        return node(op, a=other, b=self) if reflected else node(op, a=self, b=other)
+
+    def __add__(self, other):
+        return self._binary("add", other)
+
+    def __radd__(self, other):
+        return self._binary("add", other, reflected=True)
+
+    def __sub__(self, other):
+        return self._binary("sub", other)
+
+    def __rsub__(self, other):
+        return self._binary("sub", other, reflected=True)
+
+    def __mul__(self, other):
+        return self._binary("mul", other)
+
+    def __rmul__(self, other):
+        return self._binary("mul", other, reflected=True)
+
+    def __truediv__(self, other):
+        return self._binary("div", other)
+
+    def __rtruediv__(self, other):
+        return self._binary("div", other, reflected=True)
+
+    def __neg__(self):
+        return self._binary("sub", 0, reflected=True) if not str(self.dtype).startswith(
+            "float") else self._binary("mul", -1.0)
+
+    def __lt__(self, other):
+        return self._binary("lt", other)
+
+    def __le__(self, other):
+        return self._binary("le", other)
+
+    def __gt__(self, other):
+        return self._binary("gt", other)
+
+    def __ge__(self, other):
+        return self._binary("ge", other)
+
+
 
 def kind_of(node):
     """The name of ``node``'s kind: "for", "load", a plugin's "my_ext.fp8_cast"."""
@@ -170,5 +223,8 @@ def _expect_prim_func(value, what):
         got = kind_of(value) if isinstance(value, Node) else type(value).__name__
         raise TypeError(f"{what} a prim_func, got {got}")
 
+
+from . import tir_builder as _builder  # noqa: E402  (uses node() above)
+from .tir_builder import Builder, Index, call  # noqa: E402,F401
 
 __getattr__ = _namespace.module_getattr(__name__, "tir")

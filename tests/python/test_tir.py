@@ -95,3 +95,40 @@ def test_a_prim_func_built_in_python_compiles_to_c_and_runs_on_tensors():
     with pytest.raises(kiln.ValueError, match="argument 'b' has the wrong extent at axis 0"):
         add(kiln.tensor(np.zeros((2, 64), np.float32)), kiln.tensor(np.zeros(3, np.float32)),
             kiln.empty([2, 64], "float32"))
+
+
+def test_the_builder_writes_the_nodes_of_node_calls():
+    b = tir.Builder("add_relu")
+    a = b.param("a", "float32", ["n", 64])
+    bias = b.param("b", "float32", [64])
+    out = b.param("out", "float32", ["n", 64])
+    with b.loop("i", "n", kind="parallel") as i:
+        with b.loop("j", 64, kind="vectorized") as j:
+            b.store(out, [i, j], tir.call("max", a[i, j] + bias[j], 0.0))
+    assert tir.structural_equal(b.finish(), add_relu())
+
+
+def test_a_function_written_with_the_builder_runs():
+    """Row sums through a local accumulator, each row read backwards (index arithmetic), and a
+    branch: out[i] = sum_k a[i, 7 - k] when that is positive, else -1."""
+    b = tir.Builder("row_sums")
+    a = b.param("a", "float32", ["n", 8])
+    out = b.param("out", "float32", ["n"])
+    with b.loop("i", "n", kind="parallel") as i:
+        with b.allocate("acc", "float32", [1]) as acc:
+            b.store(acc, [0], 0.0)
+            with b.loop("k", 8) as k:
+                b.store(acc, [0], acc[0] + a[i, 7 - k])
+            b.store(out, [i], -1.0)
+            with b.if_then(acc[0] > 0.0):
+                b.store(out, [i], acc[0])
+    row_sums = tir.build_c(b.finish())
+    x = np.random.default_rng(1).standard_normal((6, 8)).astype(np.float32)
+    result = kiln.empty([6], "float32")
+    row_sums(kiln.tensor(x), result)
+    sums = x[:, ::-1].sum(axis=1)
+    np.testing.assert_allclose(result.numpy(), np.where(sums > 0, sums, -1), rtol=1e-6)
+    with pytest.raises(RuntimeError, match="still open"):
+        unfinished = tir.Builder("f")
+        with unfinished.loop("i", 4):
+            unfinished.finish()
