@@ -2,6 +2,7 @@
 a build with generated kernels, and composed by name with a pass written in Python."""
 
 import numpy as np
+import pytest
 
 import kiln
 from kiln import tir
@@ -56,3 +57,41 @@ def test_a_build_runs_it_with_a_python_pass_after_it():
     x = np.random.default_rng(0).standard_normal((5, 3)).astype("float32")
     e = np.exp(x - x.max(1, keepdims=True))
     np.testing.assert_allclose(executable.run(x=x)[0], e / e.sum(1, keepdims=True), rtol=1e-5)
+
+
+def test_the_plugins_node_prints_parses_and_is_lowered_by_its_pass():
+    kiln.load_plugin(PLUGIN)
+    b = tir.Builder("inverse_norm")
+    x = b.param("x", "float32", [4])
+    out = b.param("out", "float32", [4])
+    with b.loop("i", 4) as i:
+        b.store(out, [i], tir.node("my_ext.rsqrt", value=x[i] * x[i] + 1.0))
+    func = b.finish()
+    text = str(func)
+    assert "my_ext.rsqrt(value=add(a=mul(" in text
+    assert tir.structural_equal(tir.parse(text), func)
+    with pytest.raises(kiln.NotImplementedError, match="no C for the value 'my_ext.rsqrt'"):
+        tir.generate_c(func)
+    lowered = kiln.get_global_func("tir.RunPasses")(func, "my_ext.lower_rsqrt")
+    assert "my_ext.rsqrt" not in str(lowered) and 'call(name="sqrt"' in str(lowered)
+    data = np.array([0.0, 1.0, -2.0, 3.0], np.float32)
+    result = kiln.empty([4], "float32")
+    tir.build_c(lowered)(kiln.tensor(data), result)
+    np.testing.assert_allclose(result.numpy(), 1 / np.sqrt(data * data + 1), rtol=1e-6)
+
+
+def test_the_plugins_op_is_lowered_by_its_compute_rule():
+    kiln.load_plugin(PLUGIN)
+    mod = kiln.ir.ParseModule("""
+def @main(%x: Tensor[(n, 8), float32]) {
+  add(my_ext.swish(%x, beta=2.0), %x)
+}""", [])
+    executable = kiln.build(mod, generated_kernels=True)
+
+    def generated(module):
+        own = [f for f in (module.functions or []) if f.startswith("tir_")]
+        return own + [f for child in module.imports for f in generated(child)]
+
+    assert generated(executable.module) == ["tir_fused_my_ext_swish_add_0"]
+    x = np.linspace(-3, 3, 24, dtype=np.float32).reshape(3, 8)
+    np.testing.assert_allclose(executable.run(x=x)[0], x / (1 + np.exp(-2 * x)) + x, rtol=1e-5)
