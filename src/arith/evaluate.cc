@@ -88,5 +88,19 @@ std::vector<std::string> FreeSizeVars(const SizeExpr& expr) {
   return std::vector<std::string>(names.begin(), names.end());
 }
 
+SizeExpr Substitute(const SizeExpr& expr, const std::map<std::string, SizeExpr>& values) {
+  if (const auto* var = expr.as<SizeVarObj>()) {
+    auto it = values.find(var->name().str());
+    return it == values.end() ? expr : it->second;
+  }
+  if (const auto* binary = expr.as<BinaryObj>()) {
+    const SizeExpr a = Substitute(binary->a(), values);
+    const SizeExpr b = Substitute(binary->b(), values);
+    if (a.same_as(binary->a()) && b.same_as(binary->b())) return expr;
+    return MakeBinary(binary->op(), a, b);
+  }
+  return expr;
+}
+
 }  // namespace arith
 }  // namespace kiln

@@ -102,40 +102,6 @@ std::optional<Node> ScalarImmediate(const Tensor& data) {
   return IntImm(value, dtype);
 }
 
-SizeExpr Substitute(const SizeExpr& expr, const std::map<std::string, SizeExpr>& values) {
-  if (const auto* var = expr.as<arith::SizeVarObj>()) {
-    auto it = values.find(var->name().str());
-    return it == values.end() ? expr : it->second;
-  }
-  if (const auto* binary = expr.as<arith::BinaryObj>()) {
-    return arith::MakeBinary(binary->op(), Substitute(binary->a(), values),
-                             Substitute(binary->b(), values));
-  }
-  return expr;
-}
-
-/// `node` with the size variables in `values` replaced in every index under it.
-Node SubstituteIndices(const Node& node, const std::map<std::string, SizeExpr>& values) {
-  return Mutate(node, [&](const Node& n) -> std::optional<Node> {
-    std::vector<std::pair<std::string, Any>> changes;
-    for (size_t i = 0; i < n->info().fields.size(); ++i) {
-      const FieldInfo& field = n->info().fields[i];
-      const Any& value = n->fields()[i];
-      if (field.kind == FieldKind::kIndex) {
-        changes.emplace_back(field.name, Substitute(value.cast<SizeExpr>(), values));
-      } else if (field.kind == FieldKind::kIndices) {
-        Array<Any> items;
-        for (const Any& item : value.cast<Array<Any>>()) {
-          items.push_back(Substitute(item.cast<SizeExpr>(), values));
-        }
-        changes.emplace_back(field.name, items);
-      }
-    }
-    if (changes.empty()) return std::nullopt;
-    return WithFields(n, changes);
-  });
-}
-
 /// Whether `expr` is a sum of variables and constants with constant factors, whose interval
 /// bound is exact when each variable appears once (as after simplification).
 bool IsAffine(const SizeExpr& expr) {
@@ -390,7 +356,7 @@ class GroupLowering {
       }
       const bool above_zero = analyzer.CanProveGE(index, arith::IntImm(0));
       const bool below_extent = analyzer.CanProveLT(index, shape[d]) ||
-                                analyzer.CanProveLT(Substitute(index, largest), shape[d]);
+                                analyzer.CanProveLT(arith::Substitute(index, largest), shape[d]);
       if (above_zero && below_extent) continue;
       // Over affine indices of statically bounded variables the interval is exact: an index
       // outside the extent there is a read out of bounds, not a missing proof.

@@ -67,5 +67,32 @@ Node Mutate(const Node& node, const std::function<std::optional<Node>(const Node
   return MutateAt(node, rewrite, 0);
 }
 
+Node SubstituteIndices(const Node& node, const std::map<std::string, arith::SizeExpr>& values) {
+  return Mutate(node, [&](const Node& n) -> std::optional<Node> {
+    std::vector<std::pair<std::string, Any>> changes;
+    for (size_t i = 0; i < n->info().fields.size(); ++i) {
+      const FieldInfo& field = n->info().fields[i];
+      const Any& value = n->fields()[i];
+      if (field.kind == FieldKind::kIndex) {
+        const auto index = value.cast<arith::SizeExpr>();
+        const arith::SizeExpr replaced = arith::Substitute(index, values);
+        if (!replaced.same_as(index)) changes.emplace_back(field.name, replaced);
+      } else if (field.kind == FieldKind::kIndices) {
+        Array<Any> items;
+        bool changed = false;
+        for (const Any& item : value.cast<Array<Any>>()) {
+          const auto index = item.cast<arith::SizeExpr>();
+          const arith::SizeExpr replaced = arith::Substitute(index, values);
+          changed = changed || !replaced.same_as(index);
+          items.push_back(replaced);
+        }
+        if (changed) changes.emplace_back(field.name, items);
+      }
+    }
+    if (changes.empty()) return std::nullopt;
+    return WithFields(n, changes);
+  });
+}
+
 }  // namespace tir
 }  // namespace kiln

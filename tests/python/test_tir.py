@@ -132,3 +132,69 @@ def test_a_function_written_with_the_builder_runs():
         unfinished = tir.Builder("f")
         with unfinished.loop("i", 4):
             unfinished.finish()
+
+
+def scale_rows():
+    """out[i, j] = a[i, j] * 2 + j over (n, 10), written with the builder."""
+    b = tir.Builder("scale_rows")
+    a = b.param("a", "float32", ["n", 10])
+    out = b.param("out", "float32", ["n", 10])
+    with b.loop("i", "n") as i:
+        with b.loop("j", 10) as j:
+            b.store(out, [i, j], a[i, j] * 2.0 + tir.node("cast", value=tir.node(
+                "index", index=j, dtype="int64"), dtype="float32"))
+    return b.finish()
+
+
+def run_scale_rows(func, rows=3):
+    a = np.arange(rows * 10, dtype=np.float32).reshape(rows, 10)
+    out = kiln.empty([rows, 10], "float32")
+    tir.build_c(func)(kiln.tensor(a), out)
+    return out.numpy(), a * 2 + np.arange(10, dtype=np.float32)
+
+
+def loops(func):
+    """[(variable, extent, kind)] of the loops of ``func``, outermost first."""
+    found = []
+
+    def visit(node):
+        if tir.kind_of(node) == "for":
+            found.insert(0, (node.var, tir.index_text(node.extent), node.kind))
+
+    tir.mutate(func, visit)
+    return found
+
+
+def test_schedule_primitives_transform_loops_and_keep_the_results():
+    schedule = kiln.tir.schedule
+    func = scale_rows()
+    # 10 split by 4 leaves a tail, which an if skips; by 5 it needs none.
+    split = schedule.Split(func, "j", 4, "jo", "ji")
+    assert loops(split) == [("i", "n", "serial"), ("jo", "3", "serial"), ("ji", "4", "serial")]
+    assert "if(cond=lt(a=index(index=jo * 4 + ji" in str(split)
+    assert "if(" not in str(schedule.Split(func, "j", 5, "jo", "ji"))
+    fused = schedule.Fuse(func, "i", "j", "ij")
+    assert loops(fused) == [("ij", "n * 10", "serial")]
+    reordered = schedule.Reorder(func, "i", "j")
+    assert [v for v, _, _ in loops(reordered)] == ["j", "i"]
+    tuned = schedule.Vectorize(schedule.Parallel(split, "i"), "ji")
+    assert loops(tuned) == [("i", "n", "parallel"), ("jo", "3", "serial"), ("ji", "4", "vectorized")]
+    for transformed in (split, fused, reordered, tuned, schedule.Unroll(func, "j")):
+        got, want = run_scale_rows(transformed)
+        np.testing.assert_array_equal(got, want)
+
+
+def test_a_primitive_applied_where_it_is_invalid_names_the_loop_and_the_reason():
+    schedule = kiln.tir.schedule
+    func = scale_rows()
+    with pytest.raises(kiln.ValueError, match=r"scale_rows has no loop 'k' \(its loops: i, j\)"):
+        schedule.Parallel(func, "k")
+    with pytest.raises(kiln.ValueError, match="loop 'i' of scale_rows holds loop 'j'; only an "
+                                              "innermost loop is vectorized"):
+        schedule.Vectorize(func, "i")
+    with pytest.raises(kiln.ValueError, match="loop 'i' is not the whole body of loop 'j'"):
+        schedule.Fuse(func, "j", "i", "ji")
+    with pytest.raises(kiln.ValueError, match="split by 0 \\(the factor must be at least 1\\)"):
+        schedule.Split(func, "j", 0, "jo", "ji")
+    with pytest.raises(kiln.ValueError, match="scale_rows already has a loop 'i'"):
+        schedule.Split(func, "j", 2, "i", "ji")

@@ -263,6 +263,10 @@ KILN_API int64_t Evaluate(const SizeExpr& expr, const std::map<std::string, int6
 /// The names of the variables of `expr`, sorted, each once.
 KILN_API std::vector<std::string> FreeSizeVars(const SizeExpr& expr);
 
+/// `expr` with each variable named in `values` replaced by its expression (built with the
+/// builders' folding, not simplified); `expr` itself when it has none of them.
+KILN_API SizeExpr Substitute(const SizeExpr& expr, const std::map<std::string, SizeExpr>& values);
+
 // ---------------------------------------------------------------- structure
 /// True when `a` and `b` are the same tree: same node kinds, equal constants, variables of the
 /// same names. Not an algebraic comparison (`a + b` is not `b + a`; see Analyzer).

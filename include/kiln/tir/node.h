@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -155,6 +156,12 @@ KILN_API void Visit(const Node& node, const std::function<bool(const Node&)>& vi
 /// the node (it returns nullopt to keep it). Unchanged subtrees are shared, not copied.
 KILN_API Node Mutate(const Node& node,
                      const std::function<std::optional<Node>(const Node&)>& rewrite);
+
+/// `node` with the size variables named in `values` replaced in every index under it (loop
+/// extents, load and store indices, buffer shapes): how a loop variable is rewritten when loops
+/// are split or fused, or values inlined. Nodes without such a variable are shared, not copied.
+KILN_API Node SubstituteIndices(const Node& node,
+                                const std::map<std::string, arith::SizeExpr>& values);
 
 /// The text ParseText reads back: `kind(field=value, ...)`, statements one per line.
 KILN_API std::string AsText(const Node& node);

@@ -1,0 +1,49 @@
+/// Schedule primitives (docs/design.md §21, §24): transformations of a prim_func's loops that
+/// keep what it computes, named by loop variable, as the default schedule and passes (from Kiln,
+/// a plugin or Python) apply them. Each returns the new function; the one given is unchanged.
+///
+///   Node f = Split(func, "i", 16, "io", "ii");     // for io: for ii: ... i = io * 16 + ii
+///   f = Vectorize(f, "ii");
+///   f = Parallel(f, "io");
+///
+/// A primitive applied where it is invalid is a ValueError that names the function, the loop and
+/// the reason: an unknown loop (the loops there are listed), a factor below 1, fusing or
+/// reordering loops that are not directly nested, vectorizing a loop that holds another loop,
+/// or a new loop variable name already taken.
+#ifndef KILN_TIR_SCHEDULE_H_
+#define KILN_TIR_SCHEDULE_H_
+
+#include <kiln/tir/node.h>
+
+#include <cstdint>
+#include <string>
+
+namespace kiln {
+namespace tir {
+
+/// Loop `loop` as `outer` over ceildiv(extent, factor) and `inner` over `factor`, its variable
+/// `outer * factor + inner`; iterations past the extent are skipped by an `if` unless the
+/// analyzer proves that `factor` divides it.
+KILN_API Node Split(const Node& func, const std::string& loop, int64_t factor,
+                    const std::string& outer, const std::string& inner);
+
+/// Loops `outer` and `inner`, the latter the whole body of the former, as one loop `fused` over
+/// both extents' product: outer = fused / inner extent, inner = fused % inner extent.
+KILN_API Node Fuse(const Node& func, const std::string& outer, const std::string& inner,
+                   const std::string& fused);
+
+/// Swaps loops `outer` and `inner`, the latter the whole body of the former. The caller
+/// vouches that no iteration reads what another one writes across the two loops (loops of a
+/// generated group, which store each element once, qualify).
+KILN_API Node Reorder(const Node& func, const std::string& outer, const std::string& inner);
+
+/// Marks loop `loop` parallel (run on Kiln's thread pool), vectorized (its body must hold no
+/// loop) or unrolled.
+KILN_API Node Parallel(const Node& func, const std::string& loop);
+KILN_API Node Vectorize(const Node& func, const std::string& loop);
+KILN_API Node Unroll(const Node& func, const std::string& loop);
+
+}  // namespace tir
+}  // namespace kiln
+
+#endif  // KILN_TIR_SCHEDULE_H_
