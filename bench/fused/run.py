@@ -125,7 +125,7 @@ def measure(workload, runs, quick):
     if quick:
         medians = interleaved(calls, runs)
     else:
-        medians = harness.timed_phase(name, lambda: interleaved(calls, runs))
+        medians = harness.timed_phase(name, lambda: interleaved(calls, runs), in_process=True)
     return {"name": name, "today": medians["today"], "generated": medians["generated"],
             "gb_s": moved / medians["generated"] / 1e9,
             "copy_gb_s": 2 * largest.nbytes / medians["copy"] / 1e9}
