@@ -230,3 +230,6 @@ def structural_hash(node, map_free_vars=False):
 
 
 __getattr__ = _namespace.module_getattr(__name__, "ir")
+
+
+from .ir_functor import ExprMutator, ExprVisitor  # noqa: E402,F401  (they use the classes above)

@@ -17,6 +17,10 @@ Bring your own codegen: ``AnnotateTarget(["dnnl", "blas"])``, ``MergeCompilerReg
 ``PartitionGraph()``; ``register_target_predicate`` claims an op for a compiler from Python and
 ``ask_compilers`` shows what each compiler answers for a call (docs/byoc.md).
 
+Passes written in Python: ``@transform.function_pass("my.FoldDoubles")`` over a function
+rewritten with ``kiln.ir.ExprMutator``, or ``@transform.module_pass``; either is then a name in
+pipelines next to the C++ passes.
+
 Every other ``transform.*`` global (from Kiln or a plugin, even one loaded after ``import kiln``)
 is reachable as ``kiln.transform.<Name>``. A plugin's passes in its own namespace are reached by
 their full name: ``kiln.get_global_func("my_ext.transform.RemoveIdentity")()``.
@@ -30,7 +34,7 @@ callable. Import ``kiln.transform`` first where that matters.
 # (IRModule) that passes return.
 from . import ir as _ir  # noqa: F401
 from . import namespace as _namespace
-from .function import get_global_func
+from .function import get_global_func, register_func
 from .object import Object, register_object
 
 
@@ -64,6 +68,36 @@ class Sequential(Pass):
 
     def __new__(cls, passes, name="Sequential"):
         return _transform("Sequential")(list(passes), name)
+
+
+def _register_pass(name, pass_object):
+    """Registers a factory of ``pass_object`` under the name pipeline strings look it up by
+    (``transform.<name>`` for a name without a dot, else ``name``), and returns the pass."""
+    register_func(name if "." in name else f"transform.{name}", lambda: pass_object,
+                  override=True)
+    return pass_object
+
+
+def module_pass(name, opt_level=0):
+    """Registers the decorated ``fn(mod, ctx) -> mod`` as the pass ``name``, run by Kiln's pass
+    manager like a C++ pass (instruments, opt levels, error context) and named in pipeline
+    strings, ``kiln.build(pipeline=...)`` and C++ alike. Returns the Pass."""
+
+    def decorate(function):
+        return _register_pass(name, _transform("CreateModulePass")(function, name, opt_level))
+
+    return decorate
+
+
+def function_pass(name, opt_level=0):
+    """Like ``module_pass`` for ``fn(function, mod, ctx) -> function``, called on each function
+    of the module but those an external compiler took; usually a ``kiln.ir.ExprMutator`` over
+    ``function``."""
+
+    def decorate(function):
+        return _register_pass(name, _transform("CreateFunctionPass")(function, name, opt_level))
+
+    return decorate
 
 
 def register_target_predicate(op, compiler, predicate=None, override=False):

@@ -137,6 +137,27 @@ KILN_REGISTER_GLOBAL("transform.RunPass")
       return pass(mod, PassContext::FromMap(settings));
     });
 
+// Passes written in another language (Python's @kiln.transform.module_pass and function_pass):
+// `func` is (IRModule, PassContext) -> IRModule, or (Function, IRModule, PassContext) ->
+// Function for each function of the module.
+KILN_REGISTER_GLOBAL("transform.CreateModulePass")
+    .set_body_typed([](const Function& func, const String& name, int64_t opt_level) {
+      return CreateModulePass(
+          [func](const ir::IRModule& mod, const PassContext& ctx) {
+            return func(mod, ctx).cast<ir::IRModule>();
+          },
+          PassInfo{name.str(), opt_level, false});
+    });
+
+KILN_REGISTER_GLOBAL("transform.CreateFunctionPass")
+    .set_body_typed([](const Function& func, const String& name, int64_t opt_level) {
+      return CreateFunctionPass(
+          [func](const ir::Function& function, const ir::IRModule& mod, const PassContext& ctx) {
+            return func(function, mod, ctx).cast<ir::Function>();
+          },
+          PassInfo{name.str(), opt_level, false});
+    });
+
 KILN_REGISTER_GLOBAL("transform.PassInfo").set_body_typed([](const Pass& pass) {
   Map<String, Any> info;
   info.Set("name", String(pass.info().name));

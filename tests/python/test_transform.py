@@ -1,5 +1,6 @@
 """kiln.transform: passes as callable objects, Sequential, pipelines, the transform.* globals."""
 
+import numpy as np
 import pytest
 
 import kiln
@@ -122,3 +123,80 @@ def test_ill_typed_program_names_op_argument_and_shapes():
     assert "nn.conv2d" in message and "'data'" in message and "'weight'" in message
     assert "Tensor[(1, 3, 8, 8), float32]" in message
     assert "transform.InferType on @main" in message
+
+
+class _DoubleToAdd(kiln.ir.ExprMutator):
+    """multiply(x, 2.0) -> add(x, x), a rewrite written in Python."""
+
+    def visit_call(self, call):
+        call = super().visit_call(call)
+        factor = call.args[1] if len(call.args) == 2 else None
+        if (isinstance(call.op, kiln.ir.Op) and call.op.name == "multiply"
+                and isinstance(factor, kiln.ir.Constant) and factor.data.numpy().size == 1
+                and float(factor.data.numpy().reshape(-1)[0]) == 2.0):
+            return kiln.ir.Call("add", [call.args[0], call.args[0]])
+        return call
+
+
+def test_a_function_pass_written_in_python_runs_in_a_pipeline_with_cpp_passes():
+    calls = []
+
+    @transform.function_pass("test_py.DoubleToAdd")
+    def double_to_add(function, mod, ctx):
+        calls.append(function)
+        return _DoubleToAdd().visit(function)
+
+    assert isinstance(double_to_add, transform.Pass)
+    assert double_to_add.info["name"] == "test_py.DoubleToAdd"
+    mod = kiln.ir.ParseModule("""
+def @main(%x: Tensor[(3), float32]) {
+  %0 = multiply(%x, const(float32, (), [2]));
+  %1 = nn.relu(%0);
+  multiply(%1, const(float32, (), [3]))
+}""", [])
+    text = str(transform.run_pipeline(mod, "InferType,test_py.DoubleToAdd,InferType"))
+    assert len(calls) == 1
+    assert "add(%x, %x)" in text and text.count("multiply(") == 1, text
+    # kiln.build takes the same names, and the model computes the same.
+    executable = kiln.build(mod, pipeline="InferType,test_py.DoubleToAdd,FuseOps,InferType")
+    x = np.array([-1.0, 0.5, 2.0], dtype=np.float32)
+    np.testing.assert_allclose(executable.run(x=x)[0], np.maximum(2 * x, 0) * 3)
+
+
+def test_a_module_pass_and_a_visitor_see_each_node_once():
+    seen = {}
+
+    class CountOps(kiln.ir.ExprVisitor):
+        def visit_call(self, call):
+            name = call.op.name
+            seen[name] = seen.get(name, 0) + 1
+
+    @transform.module_pass("CountOpsForTest")
+    def count_ops(mod, ctx):
+        CountOps().visit(mod["main"])
+        return mod
+
+    # %0 is used twice: it is one node, counted once.
+    mod = kiln.ir.ParseModule("""
+def @main(%x: Tensor[(3), float32]) {
+  %0 = exp(%x);
+  add(%0, %0)
+}""", [])
+    out = transform.run_pipeline(mod, "CountOpsForTest")
+    assert seen == {"exp": 1, "add": 1}
+    assert out.same_as(mod)
+
+
+def test_a_rewrite_of_a_deep_graph_does_not_hit_pythons_recursion_limit():
+    text = ["def @main(%x: Tensor[(2), float32]) {", "  %0 = negative(%x);"]
+    text += [f"  %{i} = negative(%{i - 1});" for i in range(1, 3000)]
+    text += ["  %2999", "}"]
+    mod = kiln.ir.ParseModule("\n".join(text), [])
+
+    class NegToAbs(kiln.ir.ExprMutator):
+        def visit_call(self, call):
+            call = super().visit_call(call)
+            return kiln.ir.Call("abs", list(call.args))
+
+    rewritten = NegToAbs().visit(mod["main"])
+    assert str(rewritten).count("abs(") == 3000
