@@ -172,6 +172,28 @@ def build_c(func):
     return _tir("BuildC")(func)[func.name]
 
 
+def generate_cuda(func):
+    """The CUDA C++ source of ``func``, a prim_func whose loops are bound to GPU indices (run the
+    pass ``bind_gpu`` for the default binding): one ``__global__`` kernel taking a pointer per
+    buffer, then an int64 per size variable in name order (``cuda_size_params(func)``)."""
+    return _tir("GenerateCuda")(func)
+
+
+def cuda_size_params(func):
+    """The size variables the CUDA kernel of ``func`` takes after its buffers, in order."""
+    return list(_tir("CudaSizeParams")(func))
+
+
+def build_cuda(func, arch="compute_75"):
+    """``func``'s CUDA source compiled by NVRTC (libkiln_runtime_cuda.so's
+    ``runtime.cuda.CompileToPtx``) into a module of the "cuda" kind, whose function
+    ``func.name`` launches it: ``(tensors..., sizes..., grid_x, grid_y, grid_z, block_x,
+    block_y, block_z)``. PTX for ``arch`` runs on that architecture and newer ones."""
+    ptx = get_global_func("runtime.cuda.CompileToPtx")(generate_cuda(func),
+                                                        [f"--gpu-architecture={arch}"])
+    return get_global_func("runtime.cuda.ModuleCreate")(ptx, [func.name])
+
+
 def prim_func_pass(name):
     """Registers the decorated function, ``prim_func -> prim_func``, as the pass ``name``: the
     global function ``tir.pass.<name>``, callable from C++ and other languages by that name. The

@@ -8,8 +8,10 @@
 #include <kiln/runtime/module.h>
 #include <kiln/tir/codegen_c.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
@@ -110,6 +112,52 @@ static inline double kiln_tir_mind(double a, double b) { return a != a ? a : b !
 static inline double kiln_tir_maxd(double a, double b) { return a != a ? a : b != b ? b : a > b ? a : b; }
 )";
 
+/// The CUDA translation unit's start: NVRTC has no C library headers, so the fixed-width types
+/// and the macros the shared value printer uses are defined here.
+const char* kCudaPrelude = R"(typedef signed char int8_t;
+typedef short int16_t;
+typedef int int32_t;
+typedef long long int64_t;
+typedef unsigned char uint8_t;
+typedef unsigned short uint16_t;
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+#define INT64_C(c) c##LL
+#define INFINITY __int_as_float(0x7f800000)
+#define NAN __int_as_float(0x7fffffff)
+__device__ inline int64_t kiln_tir_floordiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+__device__ inline int64_t kiln_tir_floormod(int64_t a, int64_t b) {
+  int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+__device__ inline int64_t kiln_tir_min(int64_t a, int64_t b) { return a < b ? a : b; }
+__device__ inline int64_t kiln_tir_max(int64_t a, int64_t b) { return a > b ? a : b; }
+/* NaN propagates from either side, as the CPU kernels' min and max do. */
+__device__ inline float kiln_tir_minf(float a, float b) { return a != a ? a : b != b ? b : a < b ? a : b; }
+__device__ inline float kiln_tir_maxf(float a, float b) { return a != a ? a : b != b ? b : a > b ? a : b; }
+__device__ inline double kiln_tir_mind(double a, double b) { return a != a ? a : b != b ? b : a < b ? a : b; }
+__device__ inline double kiln_tir_maxd(double a, double b) { return a != a ? a : b != b ? b : a > b ? a : b; }
+)";
+
+/// Where generated code runs: the host (a C function in Kiln's calling convention) or a CUDA
+/// device (a __global__ kernel of the "cuda" module kind).
+enum class Target { kHostC, kCuda };
+
+const char* kGpuLoopKinds[] = {"block_x", "block_y", "block_z", "thread_x", "thread_y", "thread_z"};
+
+bool IsGpuLoop(const std::string& kind) {
+  return std::find(std::begin(kGpuLoopKinds), std::end(kGpuLoopKinds), kind) !=
+         std::end(kGpuLoopKinds);
+}
+
+/// The CUDA index a loop kind binds its variable to: "blockIdx.x", "threadIdx.y", ...
+std::string GpuIndex(const std::string& kind) {
+  return (kind.rfind("block", 0) == 0 ? "blockIdx." : "threadIdx.") + kind.substr(kind.size() - 1);
+}
+
 /// The C type of `dtype`; NotImplementedError for one C has no plain type for.
 std::string CType(DLDataType dtype) {
   if (dtype.lanes == 1) {
@@ -174,13 +222,13 @@ std::string Literal(double value, DLDataType dtype) {
 }
 
 /// The C function a call names: a float32 intrinsic takes the float form (expf, tanhf, ...),
-/// except that float32 exp and erf are the CPU kernels' vectorizable ones
+/// except that on the host float32 exp and erf are the CPU kernels' vectorizable ones
 /// (kiln/runtime/fast_math.h), so that a generated loop computes what the kernels do and still
-/// vectorizes.
-std::string CalleeC(const std::string& name, DLDataType dtype) {
+/// vectorizes; CUDA has its own (expf, erff).
+std::string CalleeC(const std::string& name, DLDataType dtype, Target target) {
   const bool is_float32 = dtype.code == kDLFloat && dtype.bits == 32;
-  if (is_float32 && name == "exp") return "kiln_fast_expf";
-  if (is_float32 && name == "erf") return "kiln_fast_erff";
+  if (target == Target::kHostC && is_float32 && name == "exp") return "kiln_fast_expf";
+  if (target == Target::kHostC && is_float32 && name == "erf") return "kiln_fast_erff";
   static const std::set<std::string> kIntrinsics{
       "exp",  "expm1", "log",  "log1p", "sqrt", "erf",  "sin",   "cos",      "tan",
       "asin", "acos",  "atan", "sinh",  "cosh", "tanh", "asinh", "acosh",    "atanh",
@@ -191,12 +239,15 @@ std::string CalleeC(const std::string& name, DLDataType dtype) {
 
 class CodeGen {
  public:
+  explicit CodeGen(Target target) : target_(target) {}
+
   std::string Function(const Node& func) {
     KILN_CHECK(func.is("prim_func"), ValueError)
         << "tir C codegen takes a prim_func, got " << func->name();
     const std::string name = func.field_as<String>("name").str();
     name_ = name;
     const auto params = func.field_as<Array<Any>>("params");
+    if (target_ == Target::kCuda) return Kernel(name, params, func.field_as<Node>("body"));
     *out_ << "\nKILN_TIR_CLONES int " << name
           << "(void* self, const KilnAny* args, int32_t num_args, KilnAny* result) {\n";
     Line(1, "(void)self; (void)result;");
@@ -212,6 +263,24 @@ class CodeGen {
   }
 
  private:
+  /// A __global__ kernel: one pointer per buffer parameter (the tensors' data), then one int64
+  /// per size variable, in name order (CudaSizeParams).
+  std::string Kernel(const std::string& name, const Array<Any>& params, const Node& body) {
+    std::string signature;
+    for (const Any& param : params) {
+      const auto buffer = param.cast<Node>();
+      signature += (signature.empty() ? "" : ", ") + CType(buffer.field_as<DLDataType>("dtype")) +
+                   "* __restrict__ " + BufferName(buffer);
+    }
+    for (const std::string& size : CudaSizeParams(params)) {
+      signature += (signature.empty() ? "" : ", ") + std::string("int64_t ") + VarName(size);
+    }
+    *out_ << "\nextern \"C\" __global__ void " << name << "(" << signature << ") {\n";
+    Stmt(body, 1, 0);
+    *out_ << "}\n";
+    return main_.str();
+  }
+
   /// A C variable in scope where a statement is generated: what a parallel loop's body,
   /// outlined into a function of its own, must be handed.
   struct ScopedVar {
@@ -293,7 +362,14 @@ class CodeGen {
     } else if (kind == "for") {
       const std::string var = VarName(stmt.field_as<String>("var").str());
       const std::string loop_kind = stmt.field_as<String>("kind").str();
+      if (IsGpuLoop(loop_kind)) {
+        GpuLoop(stmt, indent, depth);
+        return;
+      }
       if (loop_kind == "parallel") {
+        KILN_CHECK(target_ == Target::kHostC, NotImplementedError)
+            << "tir CUDA codegen: loop '" << stmt.field_as<String>("var").str() << "' of " << name_
+            << " is parallel; bind it to blocks or threads (block_x, thread_x)";
         ParallelLoop(stmt, indent, depth);
         return;
       }
@@ -354,6 +430,10 @@ class CodeGen {
     Line(indent, "{");
     const std::optional<int64_t> constant = count.as_int();
     const bool on_stack = constant.has_value() && *constant <= kMaxStackElements;
+    KILN_CHECK(on_stack || target_ == Target::kHostC, NotImplementedError)
+        << "tir CUDA codegen: buffer '" << buffer.field_as<String>("name").str() << "' of " << name_
+        << " (" << count.ToString()
+        << " elements) is too large for a thread; compute its stage in a kernel of its own";
     if (on_stack) {
       Line(indent + 1,
            type + " " + name + "[" + std::to_string(std::max<int64_t>(*constant, 1)) + "];");
@@ -367,6 +447,23 @@ class CodeGen {
     }
     InScope(type + "*", name, [&] { Stmt(stmt.field_as<Node>("body"), indent + 1, depth + 1); });
     if (!on_stack) Line(indent + 1, "free(" + name + ");");
+    Line(indent, "}");
+  }
+
+  /// A loop bound to a GPU index: its variable is that index, and iterations past the extent
+  /// (a grid rounded up) do nothing.
+  void GpuLoop(const Node& stmt, int indent, int depth) {
+    const std::string var = VarName(stmt.field_as<String>("var").str());
+    const std::string loop_kind = stmt.field_as<String>("kind").str();
+    KILN_CHECK(target_ == Target::kCuda, NotImplementedError)
+        << "tir C codegen: loop '" << stmt.field_as<String>("var").str() << "' of " << name_
+        << " is bound to " << loop_kind << "; only CUDA code binds loops to GPU indices";
+    Line(indent, "{");
+    Line(indent + 1, "const int64_t " + var + " = (int64_t)" + GpuIndex(loop_kind) + ";");
+    Line(indent + 1,
+         "if (" + var + " < " + IndexC(stmt.field_as<arith::SizeExpr>("extent")) + ") {");
+    InScope("int64_t", var, [&] { Stmt(stmt.field_as<Node>("body"), indent + 2, depth + 1); });
+    Line(indent + 1, "}");
     Line(indent, "}");
   }
 
@@ -454,7 +551,8 @@ class CodeGen {
     }
     if (kind == "mod") {
       if (value->dtype().code == kDLFloat) {
-        return CalleeC("fmod", value->dtype()) + "(" + child("a") + ", " + child("b") + ")";
+        return CalleeC("fmod", value->dtype(), target_) + "(" + child("a") + ", " + child("b") +
+               ")";
       }
       return "(" + child("a") + " % " + child("b") + ")";
     }
@@ -472,12 +570,14 @@ class CodeGen {
       for (const Any& arg : value.field_as<Array<Any>>("args")) {
         args += (args.empty() ? "" : ", ") + Value(arg.cast<Node>(), depth + 1);
       }
-      return CalleeC(value.field_as<String>("name").str(), value->dtype()) + "(" + args + ")";
+      return CalleeC(value.field_as<String>("name").str(), value->dtype(), target_) + "(" + args +
+             ")";
     }
     KILN_THROW(NotImplementedError)
         << "tir C codegen: no C for the value '" << kind << "' (lower it to built-in values first)";
   }
 
+  Target target_;
   std::string name_;
   std::ostringstream main_;
   std::ostringstream helpers_;  ///< outlined parallel loop bodies, defined before main_
@@ -490,8 +590,26 @@ class CodeGen {
 
 std::string GenerateC(const std::vector<Node>& funcs) {
   std::string code = kPrelude;
-  for (const Node& func : funcs) code += CodeGen().Function(func);
+  for (const Node& func : funcs) code += CodeGen(Target::kHostC).Function(func);
   return code;
+}
+
+std::string GenerateCuda(const std::vector<Node>& funcs) {
+  std::string code = kCudaPrelude;
+  for (const Node& func : funcs) code += CodeGen(Target::kCuda).Function(func);
+  return code;
+}
+
+std::vector<std::string> CudaSizeParams(const Array<Any>& params) {
+  std::set<std::string> sizes;
+  for (const Any& param : params) {
+    for (const Any& extent : param.cast<Node>().field_as<Array<Any>>("shape")) {
+      for (const std::string& var : arith::FreeSizeVars(extent.cast<arith::SizeExpr>())) {
+        sizes.insert(var);
+      }
+    }
+  }
+  return {sizes.begin(), sizes.end()};
 }
 
 runtime::Module BuildC(const std::vector<Node>& funcs) {
@@ -506,6 +624,15 @@ KILN_REGISTER_GLOBAL("tir.GenerateC").set_body_typed([](const Node& func) {
 });
 
 KILN_REGISTER_GLOBAL("tir.BuildC").set_body_typed([](const Node& func) { return BuildC({func}); });
+
+KILN_REGISTER_GLOBAL("tir.GenerateCuda").set_body_typed([](const Node& func) {
+  return GenerateCuda({func});
+});
+
+KILN_REGISTER_GLOBAL("tir.CudaSizeParams").set_body_typed([](const Node& func) {
+  const std::vector<std::string> sizes = CudaSizeParams(func.field_as<Array<Any>>("params"));
+  return Array<String>(sizes.begin(), sizes.end());
+});
 
 }  // namespace tir
 }  // namespace kiln

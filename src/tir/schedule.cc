@@ -5,6 +5,7 @@
 #include <kiln/tir/builtin_nodes.h>
 #include <kiln/tir/schedule.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -145,6 +146,15 @@ Node Unroll(const Node& func, const std::string& loop) {
   return WithKind(func, loop, "unrolled", "unroll");
 }
 
+Node Bind(const Node& func, const std::string& loop, const std::string& index) {
+  static const std::vector<std::string> kIndices = {"block_x",  "block_y",  "block_z",
+                                                    "thread_x", "thread_y", "thread_z"};
+  KILN_CHECK(std::find(kIndices.begin(), kIndices.end(), index) != kIndices.end(), ValueError)
+      << "tir schedule bind: loop '" << loop << "' of " << FuncName(func) << " bound to '" << index
+      << "', which is none of block_x/y/z, thread_x/y/z";
+  return WithKind(func, loop, index, "bind");
+}
+
 KILN_REGISTER_GLOBAL("tir.schedule.Split")
     .set_body_typed([](const Node& func, const String& loop, int64_t factor, const String& outer,
                        const String& inner) {
@@ -166,6 +176,10 @@ KILN_REGISTER_GLOBAL("tir.schedule.Parallel")
 KILN_REGISTER_GLOBAL("tir.schedule.Vectorize")
     .set_body_typed([](const Node& func, const String& loop) {
       return Vectorize(func, loop.str());
+    });
+KILN_REGISTER_GLOBAL("tir.schedule.Bind")
+    .set_body_typed([](const Node& func, const String& loop, const String& index) {
+      return Bind(func, loop.str(), index.str());
     });
 KILN_REGISTER_GLOBAL("tir.schedule.Unroll")
     .set_body_typed([](const Node& func, const String& loop) { return Unroll(func, loop.str()); });

@@ -43,6 +43,10 @@ KILN_API Node Parallel(const Node& func, const std::string& loop);
 KILN_API Node Vectorize(const Node& func, const std::string& loop);
 KILN_API Node Unroll(const Node& func, const std::string& loop);
 
+/// Binds loop `loop` to a GPU index: `index` is block_x, block_y, block_z, thread_x, thread_y
+/// or thread_z (kiln/tir/codegen_c.h's GenerateCuda launches it so).
+KILN_API Node Bind(const Node& func, const std::string& loop, const std::string& index);
+
 }  // namespace tir
 }  // namespace kiln
 
