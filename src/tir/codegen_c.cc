@@ -64,14 +64,6 @@ static void* kiln_tir_tensor(const KilnAny* arg, int32_t ndim, uint8_t code, uin
   *out = t;
   return (char*)t->data + t->byte_offset;
 }
-static inline int64_t kiln_tir_floordiv(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-static inline int64_t kiln_tir_floormod(int64_t a, int64_t b) {
-  int64_t r = a % b;
-  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}
 /* Runs body(begin, end, closure) over chunks of [0, extent) on Kiln's thread pool (the global
  * runtime.ParallelForC), each of at least `grain` iterations; 0, or -1 with the error raised. */
 typedef int (*kiln_tir_body)(int64_t begin, int64_t end, void* closure);
@@ -103,13 +95,7 @@ static int kiln_tir_parallel_for(int64_t extent, int64_t grain, kiln_tir_body bo
 static inline int64_t kiln_tir_grain(int64_t inner) {
   return inner >= 16384 ? 1 : 16384 / (inner > 0 ? inner : 1);
 }
-static inline int64_t kiln_tir_min(int64_t a, int64_t b) { return a < b ? a : b; }
-static inline int64_t kiln_tir_max(int64_t a, int64_t b) { return a > b ? a : b; }
-/* NaN propagates from either side, as the CPU kernels' min and max do. */
-static inline float kiln_tir_minf(float a, float b) { return a != a ? a : b != b ? b : a < b ? a : b; }
-static inline float kiln_tir_maxf(float a, float b) { return a != a ? a : b != b ? b : a > b ? a : b; }
-static inline double kiln_tir_mind(double a, double b) { return a != a ? a : b != b ? b : a < b ? a : b; }
-static inline double kiln_tir_maxd(double a, double b) { return a != a ? a : b != b ? b : a > b ? a : b; }
+#define KILN_TIR_INLINE static inline
 )";
 
 /// The CUDA translation unit's start: NVRTC has no C library headers, so the fixed-width types
@@ -125,21 +111,26 @@ typedef unsigned long long uint64_t;
 #define INT64_C(c) c##LL
 #define INFINITY __int_as_float(0x7f800000)
 #define NAN __int_as_float(0x7fffffff)
-__device__ inline int64_t kiln_tir_floordiv(int64_t a, int64_t b) {
+#define KILN_TIR_INLINE __device__ inline
+)";
+
+/// The index and min/max helpers the value printer calls, for both targets (each prelude
+/// defines KILN_TIR_INLINE). Floor division and modulo follow the size expressions'; min and
+/// max propagate NaN from either side, as the CPU kernels' do.
+const char* kHelpers = R"(KILN_TIR_INLINE int64_t kiln_tir_floordiv(int64_t a, int64_t b) {
   int64_t q = a / b;
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
-__device__ inline int64_t kiln_tir_floormod(int64_t a, int64_t b) {
+KILN_TIR_INLINE int64_t kiln_tir_floormod(int64_t a, int64_t b) {
   int64_t r = a % b;
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
-__device__ inline int64_t kiln_tir_min(int64_t a, int64_t b) { return a < b ? a : b; }
-__device__ inline int64_t kiln_tir_max(int64_t a, int64_t b) { return a > b ? a : b; }
-/* NaN propagates from either side, as the CPU kernels' min and max do. */
-__device__ inline float kiln_tir_minf(float a, float b) { return a != a ? a : b != b ? b : a < b ? a : b; }
-__device__ inline float kiln_tir_maxf(float a, float b) { return a != a ? a : b != b ? b : a > b ? a : b; }
-__device__ inline double kiln_tir_mind(double a, double b) { return a != a ? a : b != b ? b : a < b ? a : b; }
-__device__ inline double kiln_tir_maxd(double a, double b) { return a != a ? a : b != b ? b : a > b ? a : b; }
+KILN_TIR_INLINE int64_t kiln_tir_min(int64_t a, int64_t b) { return a < b ? a : b; }
+KILN_TIR_INLINE int64_t kiln_tir_max(int64_t a, int64_t b) { return a > b ? a : b; }
+KILN_TIR_INLINE float kiln_tir_minf(float a, float b) { return a != a ? a : b != b ? b : a < b ? a : b; }
+KILN_TIR_INLINE float kiln_tir_maxf(float a, float b) { return a != a ? a : b != b ? b : a > b ? a : b; }
+KILN_TIR_INLINE double kiln_tir_mind(double a, double b) { return a != a ? a : b != b ? b : a < b ? a : b; }
+KILN_TIR_INLINE double kiln_tir_maxd(double a, double b) { return a != a ? a : b != b ? b : a > b ? a : b; }
 )";
 
 /// Where generated code runs: the host (a C function in Kiln's calling convention) or a CUDA
@@ -589,13 +580,13 @@ class CodeGen {
 }  // namespace
 
 std::string GenerateC(const std::vector<Node>& funcs) {
-  std::string code = kPrelude;
+  std::string code = std::string(kPrelude) + kHelpers;
   for (const Node& func : funcs) code += CodeGen(Target::kHostC).Function(func);
   return code;
 }
 
 std::string GenerateCuda(const std::vector<Node>& funcs) {
-  std::string code = kCudaPrelude;
+  std::string code = std::string(kCudaPrelude) + kHelpers;
   for (const Node& func : funcs) code += CodeGen(Target::kCuda).Function(func);
   return code;
 }
