@@ -75,7 +75,11 @@ REDUCE = ["sum(axis=[1])", "mean(axis=[0], keepdims=true)", "max", "min(axis=[-1
           "prod(axis=[0, 1], keepdims=true)"]
 INJECTIVE = [("transpose", (3, 5)), ("reshape(newshape=[5, 3])", (3, 5)),
              ("unsqueeze(axes=[1])", (3, 5)), ("squeeze(axes=[0])", (1, 5)),
-             ("expand(shape=[4, 3, 5])", (3, 1))]
+             ("expand(shape=[4, 3, 5])", (3, 1)),
+             ("strided_slice(begin=[1, -2], end=[3, -9], strides=[1, -2])", (4, 9)),
+             ("strided_slice(begin=[2], end=[100], axes=[1])", (3, 5)),
+             ("nn.pad(pads=[1, 0, 2, 1], pad_value=0.5)", (3, 5)),
+             ("nn.pad(pads=[0, -1, 0, 2])", (3, 5))]
 
 
 def call(op, args):
