@@ -103,7 +103,7 @@ Node ConstantPad(const ComputeContext& ctx) {
                Binary("lt", IndexValue(source, index_type), IntImm(shape[d], index_type)));
     inside = inside.defined() ? Binary("and", inside, in_axis) : in_axis;
   }
-  const Node value = Load(data, read);
+  Node value = Load(data, read);
   if (!inside.defined()) return value;
   return Select(inside, value, ctx.Constant(ctx.Attr("pad_value").cast<double>()));
 }
