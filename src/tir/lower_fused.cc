@@ -181,15 +181,23 @@ class GroupLowering {
     }
     params.insert(params.end(), output_params.begin(), output_params.end());
 
-    // Reductions first, each into its output or a buffer of its own, then the other outputs.
-    std::vector<Node> stages;
-    std::vector<Node> temps;
+    std::vector<Expr> reductions;
     size_t ops = 0;
     for (const Expr& expr : PostOrderCalls(func_->body())) {
       if (++ops > kMaxOps) throw Declined{"more than " + std::to_string(kMaxOps) + " ops"};
-      if (Downcast<ir::Op>(expr.as<ir::CallObj>()->op()).pattern() != ir::OpPattern::kCommReduce) {
-        continue;
+      if (Downcast<ir::Op>(expr.as<ir::CallObj>()->op()).pattern() == ir::OpPattern::kCommReduce) {
+        reductions.push_back(expr);
       }
+    }
+    if (outputs.size() == 1 && output_buffers.count(outputs[0].get()) != 0) {
+      if (std::optional<Node> rows = RowStages(reductions, outputs[0], output_params[0])) {
+        return Simplified(name, params, *rows);
+      }
+    }
+    // Reductions first, each into its output or a buffer of its own, then the other outputs.
+    std::vector<Node> stages;
+    std::vector<Node> temps;
+    for (const Expr& expr : reductions) {
       auto out = output_buffers.find(expr.get());
       Node buffer;
       if (out != output_buffers.end()) {
@@ -211,10 +219,105 @@ class GroupLowering {
     for (auto temp = temps.rbegin(); temp != temps.rend(); ++temp) {
       body = Allocate(*temp, "global", body);
     }
-    // Index arithmetic of the rules (a reshape's flattening) folds away where the loop bounds
-    // decide it.
+    return Simplified(name, params, body);
+  }
+
+  /// The prim_func, simplified: index arithmetic of the rules (a reshape's flattening) folds
+  /// away where the loop bounds decide it.
+  static Node Simplified(const std::string& name, const std::vector<Node>& params,
+                         const Node& body) {
     return Function::GetGlobalRequired("tir.pass.simplify")(PrimFunc(name, params, body))
         .cast<Node>();
+  }
+
+  /// Row statistics computed at their row (compute-at): when every reduction of the group keeps
+  /// the output's leading axes and reduces the others to extent 1 (softmax's maximum and sum, a
+  /// layer norm's mean and variance), each is computed inside the output's loops over those
+  /// axes, into a local scalar the rest of the row reads. One pass over each row replaces one
+  /// pass over the whole tensor per reduction, and no stage buffer is allocated. nullopt when
+  /// the group is not of that form (or has no reduction, or one that is an output).
+  std::optional<Node> RowStages(const std::vector<Expr>& reductions, const Expr& output,
+                                const Node& out) {
+    const Indices out_shape = ShapeOf(out);
+    size_t kept = 0;  // the leading axes shared with the output
+    for (const Expr& reduction : reductions) {
+      if (reduction.same_as(output)) return std::nullopt;
+      const Indices shape = ShapeOf(TensorTypeOf(reduction));
+      if (shape.size() != out_shape.size()) return std::nullopt;
+      size_t leading = shape.size();
+      while (leading > 0 && shape[leading - 1].as_int() == 1) --leading;
+      for (size_t d = 0; d < leading; ++d) {
+        if (!arith::StructuralEqual(shape[d], out_shape[d])) return std::nullopt;
+      }
+      if (leading == 0 || (kept != 0 && leading != kept)) return std::nullopt;
+      kept = leading;
+    }
+    if (kept == 0) return std::nullopt;
+    Indices row;
+    for (size_t d = 0; d < kept; ++d) row.push_back(NewLoopVar(out_shape[d]));
+    std::vector<Node> statements;
+    std::vector<Node> locals;
+    std::unordered_map<const Object*, Node> local_of;  // stage placeholder -> row scalar
+    for (const Expr& reduction : reductions) {
+      Indices at = row;
+      at.resize(out_shape.size(), arith::IntImm(0));
+      const Node value = ValueOf(reduction, at, /*materialized=*/false);
+      locals.push_back(Buffer(NewName("row"), value->dtype(), {arith::IntImm(1)}));
+      statements.push_back(StoreWithReductions(locals.back(), {arith::IntImm(0)}, value));
+      const ir::TensorType type = TensorTypeOf(reduction);
+      const Node stage = Buffer(NewName("stage"), type->dtype(), ShapeOf(type));
+      local_of.emplace(stage.get(), locals.back());
+      buffers_.emplace(reduction.get(), stage);
+    }
+    Indices element = row;
+    for (size_t d = kept; d < out_shape.size(); ++d) element.push_back(NewLoopVar(out_shape[d]));
+    Node rest = StoreWithReductions(out, element, ValueOf(output, element, false));
+    for (size_t d = out_shape.size(); d-- > kept;) {
+      rest = For(element[d].as<arith::SizeVarObj>()->name().str(), out_shape[d], "serial", rest);
+    }
+    statements.push_back(rest);
+    // The rest of the row reads each statistic at the row's own element, which is the scalar.
+    bool at_row = true;
+    Node body = Mutate(Seq(statements), [&](const Node& node) -> std::optional<Node> {
+      if (!node.is("load")) return std::nullopt;
+      auto local = local_of.find(node.field_as<Node>("buffer").get());
+      if (local == local_of.end()) return std::nullopt;
+      const auto indices = node.field_as<Array<Any>>("indices");
+      for (int64_t d = 0; d < indices.size(); ++d) {
+        const auto index = indices[d].cast<SizeExpr>();
+        at_row = at_row && (static_cast<size_t>(d) < kept
+                                ? arith::StructuralEqual(index, row[static_cast<size_t>(d)])
+                                : index.as_int() == 0);
+      }
+      return Load(local->second, {arith::IntImm(0)});
+    });
+    if (!at_row) {
+      for (const Expr& reduction : reductions) buffers_.erase(reduction.get());
+      return std::nullopt;
+    }
+    for (auto local = locals.rbegin(); local != locals.rend(); ++local) {
+      body = Allocate(*local, "local", body);
+    }
+    return LoopNest(row, out_shape, body);
+  }
+
+  /// A new loop variable over [0, extent).
+  SizeExpr NewLoopVar(const SizeExpr& extent) {
+    const std::string name = NewName("i");
+    extents_.emplace(name, extent);
+    return arith::SizeVar(String(name));
+  }
+
+  /// `body` inside loops over `vars` (the leading axes of `shape`), the outermost of more than
+  /// one iteration parallel: the default schedule.
+  static Node LoopNest(const Indices& vars, const Indices& shape, Node body) {
+    size_t parallel = 0;
+    while (parallel + 1 < vars.size() && shape[parallel].as_int() == 1) ++parallel;
+    for (size_t d = vars.size(); d-- > 0;) {
+      body = For(vars[d].as<arith::SizeVarObj>()->name().str(), shape[d],
+                 d == parallel ? "parallel" : "serial", body);
+    }
+    return body;
   }
 
   /// The op calls under `body`, producers first; declines anything else but tuples of outputs,
@@ -239,25 +342,13 @@ class GroupLowering {
   Node Stage(const Node& buffer, const Expr& expr) {
     const Indices shape = ShapeOf(buffer);
     Indices indices;
-    for (size_t d = 0; d < shape.size(); ++d) {
-      indices.push_back(arith::SizeVar(NewName("i")));
-      extents_.emplace(indices.back().as<arith::SizeVarObj>()->name().str(), shape[d]);
-    }
+    for (const SizeExpr& extent : shape) indices.push_back(NewLoopVar(extent));
     const Node value = ValueOf(expr, indices, /*materialized=*/false);
     std::unordered_map<const Object*, int64_t> memo;
     if (TreeSize(value, &memo) > kMaxValueNodes) {
       throw Declined{"the inlined expression is too large (a value used many times)"};
     }
-    Node body = StoreWithReductions(buffer, indices, value);
-    // The default schedule: the outermost loop of more than one iteration runs on the thread
-    // pool; the compiler vectorizes the innermost.
-    size_t parallel = 0;
-    while (parallel + 1 < shape.size() && shape[parallel].as_int() == 1) ++parallel;
-    for (size_t d = shape.size(); d-- > 0;) {
-      body = For(indices[d].as<arith::SizeVarObj>()->name().str(), shape[d],
-                 d == parallel ? "parallel" : "serial", body);
-    }
-    return body;
+    return LoopNest(indices, shape, StoreWithReductions(buffer, indices, value));
   }
 
   /// `expr`'s element at `indices`: a load of a parameter or of a computed stage (unless
