@@ -5,7 +5,9 @@
 #include <onnx/shape_inference/implementation.h>
 #include <onnx/version_converter/convert.h>
 
+#include <algorithm>
 #include <limits>
+#include <map>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -159,6 +161,32 @@ void CheckGraphForUpgrade(const onnx::GraphProto& graph, const std::string& sour
   }
 }
 
+/// ValueError unless each Gemm's A and B, where their rank is known (declared or inferred),
+/// are matrices. ONNX's Gemm_6_7 adapter indexes both shapes' first two extents without
+/// checking the rank (a crash the fuzzer found, with a rank-0 A).
+void CheckGemmRanksForUpgrade(const onnx::GraphProto& graph, const std::string& source) {
+  std::map<std::string, int> ranks;
+  auto note = [&](const onnx::ValueInfoProto& value) {
+    if (value.type().has_tensor_type() && value.type().tensor_type().has_shape()) {
+      ranks[value.name()] = value.type().tensor_type().shape().dim_size();
+    }
+  };
+  for (const onnx::ValueInfoProto& value : graph.input()) note(value);
+  for (const onnx::ValueInfoProto& value : graph.value_info()) note(value);
+  for (const onnx::TensorProto& initializer : graph.initializer()) {
+    ranks[initializer.name()] = initializer.dims_size();
+  }
+  for (const onnx::NodeProto& node : graph.node()) {
+    if (!NodeDomain(node).empty() || node.op_type() != "Gemm") continue;
+    for (int i = 0; i < std::min(node.input_size(), 2); ++i) {
+      auto rank = ranks.find(node.input(i));
+      KILN_CHECK(rank == ranks.end() || rank->second == 2, ValueError)
+          << source << ": node " << NodeName(node) << " (Gemm) reads '" << node.input(i)
+          << "' of rank " << rank->second << "; Gemm multiplies matrices (rank 2)";
+    }
+  }
+}
+
 /// Runs ONNX's version converter on `model`. The converter looks every node's op type up among
 /// the default domain's schemas, even a custom domain's node, which it then leaves alone; an op
 /// type ONNX does not know fails that lookup (std::out_of_range). So each custom-domain node is
@@ -196,16 +224,22 @@ void UpgradeOldOpset(onnx::ModelProto& model, const std::string& source) {
   const int64_t opset = DefaultDomainOpset(model);
   if (opset == 0 || opset >= kMinOpset) return;
   CheckGraphForUpgrade(model.graph(), source);
-  try {
+  auto upgrade_step = [&](auto step) {
+    try {
+      step();
+    } catch (const std::exception& error) {
+      KILN_THROW(NotImplementedError)
+          << source << " uses opset " << opset << "; Kiln imports opsets " << kMinOpset << "-"
+          << kMaxOpset << " and ONNX's version converter could not upgrade it: " << error.what();
+    }
+  };
+  upgrade_step([&] {
     onnx::shape_inference::InferShapes(model, CheckedSchemaRegistry());
     ReshapeLegacyPReluSlopes(*model.mutable_graph());
     onnx::shape_inference::InferShapes(model, CheckedSchemaRegistry());
-    model = ConvertDefaultDomain(model, kUpgradeTarget);
-  } catch (const std::exception& error) {
-    KILN_THROW(NotImplementedError)
-        << source << " uses opset " << opset << "; Kiln imports opsets " << kMinOpset << "-"
-        << kMaxOpset << " and ONNX's version converter could not upgrade it: " << error.what();
-  }
+  });
+  CheckGemmRanksForUpgrade(model.graph(), source);
+  upgrade_step([&] { model = ConvertDefaultDomain(model, kUpgradeTarget); });
 }
 
 /// Makes each input named in `values` an initializer holding its tensor, with the tensor's
