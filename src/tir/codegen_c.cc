@@ -496,16 +496,23 @@ class CodeGen {
     Line(indent, "}");
   }
 
-  /// The iterations of the loops nested one in another at the top of `body` (through
-  /// allocations), for sizing a parallel loop's chunks.
+  /// About how many innermost iterations one iteration of a loop with this `body` runs: the
+  /// loops' extents multiplied, the statements of a sequence added (a row's statistics, then
+  /// its elements), for sizing a parallel loop's chunks.
   static arith::SizeExpr InnerIterations(const Node& body) {
-    arith::SizeExpr count = arith::IntImm(1);
-    Node node = body;
-    while (node.is("for") || node.is("allocate")) {
-      if (node.is("for")) count = count * node.field_as<arith::SizeExpr>("extent");
-      node = node.field_as<Node>("body");
+    if (body.is("for")) {
+      return body.field_as<arith::SizeExpr>("extent") *
+             InnerIterations(body.field_as<Node>("body"));
     }
-    return count;
+    if (body.is("allocate") || body.is("let")) return InnerIterations(body.field_as<Node>("body"));
+    if (body.is("seq")) {
+      arith::SizeExpr sum = arith::IntImm(0);
+      for (const Any& stmt : body.field_as<Array<Any>>("stmts")) {
+        sum = sum + InnerIterations(stmt.cast<Node>());
+      }
+      return sum;
+    }
+    return arith::IntImm(1);
   }
 
   std::string Value(const Node& value, int depth) {
