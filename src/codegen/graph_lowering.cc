@@ -8,7 +8,6 @@
 #include <kiln/runtime/kernel_program.h>
 #include <kiln/runtime/memory_plan.h>
 #include <kiln/runtime/shape_signature.h>
-#include <kiln/tir/codegen_c.h>
 #include <kiln/tir/lower.h>
 #include <kiln/tir/passes.h>
 
@@ -183,7 +182,6 @@ class GraphLowering {
     result.program =
         Function::GetGlobalRequired("runtime.KernelProgramCreate")(description.dump(), constants)
             .cast<runtime::Module>();
-    if (!generated_.empty()) result.generated = tir::BuildC(generated_);
     result.prim_funcs = generated_;
     result.declined = declined_;
     return result;

@@ -175,7 +175,7 @@ Executable BuildOptimized(const ir::IRModule& optimized, const BuildOptions& opt
   lowering.tir_passes = options.tir_passes;
   const codegen::LoweredGraph lowered = codegen::LowerToGraph(optimized, lowering);
   for (const runtime::Module& module : external) lowered.program.Import(module);
-  if (lowered.generated.defined()) lowered.program.Import(lowered.generated);
+  if (!lowered.prim_funcs.empty()) lowered.program.Import(tir::BuildC(lowered.prim_funcs));
   DumpLoopLevel(lowered, options.pass_context);
   return Executable(
       runtime::GraphExecutorCreate(lowered.graph_json, lowered.program, DLDevice{kDLCPU, 0}));

@@ -39,10 +39,8 @@ struct LoweredGraph {
   runtime::Module program;
   /// Bytes of the constants bound into the program.
   int64_t constant_bytes = 0;
-  /// The "c_source" module of the generated functions the graph's nodes call besides the
-  /// program's; null when there are none. Import it into the program.
-  runtime::Module generated;
-  /// The prim_funcs that `generated` holds the C of, in the order of the graph's nodes.
+  /// The generated functions (prim_funcs) some of the graph's nodes call, in the order of the
+  /// nodes; import tir::BuildC(prim_funcs) into the program when there are any.
   std::vector<tir::Node> prim_funcs;
   /// With LoweringOptions::generated_kernels, "function: why" for each fused group that stayed
   /// with the kernels.
