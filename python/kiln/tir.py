@@ -214,6 +214,15 @@ def prim_func_pass(name):
     return decorate
 
 
+def run_passes(func, passes, **settings):
+    """``func`` after the loop-level passes ``passes`` ("loop_partition,simplify"), in order,
+    under a pass context of ``settings`` (those ``kiln.transform.run_pipeline`` takes:
+    ``instruments``, ``disabled_passes`` with names such as "tir.pass.unroll", ...). Built-in
+    passes: simplify, loop_partition, unroll, flatten_buffers, storage_rewrite,
+    remove_dead_code, bind_gpu; plugins and ``@prim_func_pass`` add more."""
+    return _tir("RunPassesUnder")(func, passes, settings)
+
+
 def compute_rule(op):
     """Registers the decorated function as ``op``'s compute rule, the global function
     ``tir.compute.<op>`` (replacing one there): ``rule(inputs, output, indices, attrs)`` gets a

@@ -334,8 +334,7 @@ class GraphLowering {
       declined_.push_back(name + ": " + group.declined);
       return false;
     }
-    const tir::Node func =
-        options_.tir_passes.empty() ? group.func : tir::RunPasses(group.func, options_.tir_passes);
+    const tir::Node func = tir::RunPasses(group.func, options_.tir_passes, options_.pass_context);
     std::vector<int64_t> inputs;
     for (size_t k : group.arguments) {
       const std::vector<int64_t> entries = EntriesOf(call->args()[static_cast<int64_t>(k)]);

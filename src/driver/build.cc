@@ -173,6 +173,7 @@ Executable BuildOptimized(const ir::IRModule& optimized, const BuildOptions& opt
   codegen::LoweringOptions lowering;
   lowering.generated_kernels = options.generated_kernels;
   lowering.tir_passes = options.tir_passes;
+  lowering.pass_context = options.pass_context;
   const codegen::LoweredGraph lowered = codegen::LowerToGraph(optimized, lowering);
   for (const runtime::Module& module : external) lowered.program.Import(module);
   if (!lowered.prim_funcs.empty()) lowered.program.Import(tir::BuildC(lowered.prim_funcs));

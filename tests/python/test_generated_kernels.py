@@ -195,12 +195,18 @@ def random_graph(rng, rows):
     return text, value[1]
 
 
-@pytest.mark.parametrize("seed", range(12))
-def test_random_fused_graphs_match_numpy(seed):
+ALL_LOOP_PASSES = "loop_partition,unroll,flatten_buffers,storage_rewrite,remove_dead_code"
+
+
+@pytest.mark.parametrize("seed,tir_passes",
+                         [(seed, "") for seed in range(12)]
+                         + [(seed, ALL_LOOP_PASSES) for seed in range(12, 18)])
+def test_random_fused_graphs_match_numpy(seed, tir_passes):
+    """Random groups lowered, compiled and run; six of them through every built-in loop pass."""
     rng = np.random.default_rng(seed)
     symbolic = seed % 2 == 1
     text, reference = random_graph(rng, "n" if symbolic else 5)
-    executable = kiln.build(parse(text), generated_kernels=True)
+    executable = kiln.build(parse(text), generated_kernels=True, tir_passes=tir_passes)
     assert generated_functions(executable.module), text
     for rows in (1, 4, 9) if symbolic else (5,):
         x = rng.standard_normal((rows, 6)).astype("float32")

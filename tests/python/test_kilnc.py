@@ -141,11 +141,18 @@ def test_generated_kernels_are_inspected_dumped_and_run(tmp_path):
 
     artifact, dump = tmp_path / "m.so", tmp_path / "dump"
     compiled = kilnc("compile", tmp_path / "m.onnx", "-o", artifact, "--generated-kernels",
-                     "--dump-ir", dump)
+                     "--dump-ir", dump, "--tir-passes", "loop_partition,remove_dead_code",
+                     "--time-passes")
     assert compiled.returncode == 0, compiled.stderr
     functions = sorted(p.name for p in (dump / "tir").glob("*.tir"))
     assert len(functions) == 1 and functions[0].startswith("tir_fused_add_tanh"), functions
     assert functions[0][:-len(".tir")] in (dump / "tir" / "generated.c").read_text()
+    # The loop-level passes are dumped before and after, counted with the graph's, and timed.
+    for tir_pass in ("loop_partition", "remove_dead_code"):
+        dumped = sorted(p.name for p in dump.glob(f"*_tir.pass.{tir_pass}_tir_fused_add_tanh*"))
+        assert [name.endswith(("_after.tir", "_before.tir")) for name in dumped] == [True, True], \
+            dumped
+        assert f"tir.pass.{tir_pass}" in compiled.stderr + compiled.stdout
     data = np.linspace(-2, 2, 48, dtype="float32").reshape(3, 16)
     bias = np.linspace(1, -1, 16, dtype="float32")
     np.save(tmp_path / "x.npy", data)

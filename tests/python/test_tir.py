@@ -184,6 +184,35 @@ def test_schedule_primitives_transform_loops_and_keep_the_results():
         np.testing.assert_array_equal(got, want)
 
 
+def test_the_built_in_loop_passes_keep_the_results_of_scheduled_functions():
+    """Each pass rewrites what the schedule left (goldens: tests/tir/passes/) and the C it
+    compiles to computes the same numbers, for a static and a symbolic tail."""
+    schedule = kiln.tir.schedule
+    func = scale_rows()
+    split_j = schedule.Split(func, "j", 4, "jo", "ji")  # 10 = 4 + 4 + a tail of 2
+    split_i = schedule.Split(func, "i", 2, "io", "ii")  # n rows by 2: a symbolic tail
+    partitioned = tir.run_passes(split_j, "loop_partition")
+    assert "if(" not in str(partitioned)
+    assert ("jo", "2", "serial") in loops(partitioned) and ("ji", "2", "serial") in loops(
+        partitioned)
+    assert ("ii", "min(n - io * 2, 2)", "serial") in loops(tir.run_passes(split_i, "loop_partition"))
+    unrolled = tir.run_passes(schedule.Unroll(split_j, "ji"), "unroll")
+    assert [v for v, _, _ in loops(unrolled)] == ["i", "jo"]
+    everything = "loop_partition,unroll,flatten_buffers,storage_rewrite,remove_dead_code,simplify"
+    for transformed in (partitioned, unrolled, tir.run_passes(split_i, everything)):
+        for rows in (1, 3, 4):
+            got, want = run_scale_rows(transformed, rows)
+            np.testing.assert_array_equal(got, want)
+
+
+def test_loop_passes_run_under_the_pass_context_settings():
+    split = kiln.tir.schedule.Split(scale_rows(), "j", 4, "jo", "ji")
+    assert tir.structural_equal(
+        tir.run_passes(split, "loop_partition", disabled_passes=["tir.pass.loop_partition"]), split)
+    with pytest.raises(kiln.KeyError, match="no loop-level pass 'no_such_pass'"):
+        tir.run_passes(split, "simplify,no_such_pass")
+
+
 def test_a_primitive_applied_where_it_is_invalid_names_the_loop_and_the_reason():
     schedule = kiln.tir.schedule
     func = scale_rows()

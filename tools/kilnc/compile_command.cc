@@ -29,6 +29,7 @@ struct CompileOptions {
   bool fallback = true;
   bool report = false;
   bool generated_kernels = false;
+  std::string tir_passes;
 };
 
 std::optional<CompileOptions> ParseOptions(const std::vector<std::string>& args) {
@@ -57,6 +58,8 @@ std::optional<CompileOptions> ParseOptions(const std::vector<std::string>& args)
       options.report = true;
     } else if (arg == "--generated-kernels") {
       options.generated_kernels = true;
+    } else if (arg == "--tir-passes" && has_value) {
+      options.tir_passes = args[++i];
     } else if (options.model.empty() && arg.rfind("--", 0) != 0) {
       options.model = arg;
     } else {
@@ -123,6 +126,7 @@ int RunCompile(const std::vector<std::string>& args) {
   build.compilers = options->plugins;
   build.fallback = options->fallback;
   build.generated_kernels = options->generated_kernels;
+  build.tir_passes = options->tir_passes;
   build.pass_context.AddInstrument(
       kiln::transform::PassInstrument(kiln::make_object<ProgressInstrumentObj>()));
   const kiln::transform::TimingInstrument timing = kiln::transform::TimingInstrument::Create();

@@ -15,7 +15,7 @@ const std::vector<Command>& Commands() {
        "kilnc compile model.onnx -o model.so [--shape name=d0,d1,...]... [--passes P1,P2,...]\n"
        "                    [--dump-ir DIR] [--time-passes] [--plugins NAME,...] "
        "[--no-fallback]\n"
-       "                    [--generated-kernels]\n\n"
+       "                    [--generated-kernels [--tir-passes P1,P2,...]]\n\n"
        "Imports the model, runs the default pass pipeline (or --passes, comma-separated pass\n"
        "names such as InferType,FoldConstant,FuseOps), lowers it to the CPU runtime and writes\n"
        "the artifact, which `kilnc run` and kiln.load_module load. Progress goes to stderr, one\n"
@@ -26,8 +26,10 @@ const std::vector<Command>& Commands() {
        "--no-fallback makes an op that no plugin takes an error; --report prints where each op\n"
        "went and why each op left on the CPU path was declined. --generated-kernels runs each\n"
        "fused group whose ops all have compute rules as one generated C function (the\n"
-       "tensor-level IR); with --dump-ir, DIR/tir/ then holds each function (<name>.tir) and\n"
-       "their C (generated.c).\n",
+       "tensor-level IR), after the loop-level passes --tir-passes names (loop_partition,\n"
+       "unroll, flatten_buffers, storage_rewrite, remove_dead_code, simplify, a plugin's); with\n"
+       "--dump-ir, DIR/tir/ then holds each function (<name>.tir), their C (generated.c) and\n"
+       "each function before and after each of those passes; --time-passes times them too.\n",
        RunCompile},
       {"run", "run a compiled model and print its outputs and latency",
        "kilnc run model.so [--input name=file.npy]... [--repeat N] [--warmup N]\n"

@@ -14,6 +14,7 @@
 #include <kiln/ir/module.h>
 #include <kiln/runtime/module.h>
 #include <kiln/tir/node.h>
+#include <kiln/transform/pass_context.h>
 
 #include <cstdint>
 #include <string>
@@ -30,6 +31,8 @@ struct LoweringOptions {
   /// Loop-level passes run on each generated function after the lowering's own simplification
   /// (kiln/tir/passes.h: "my_ext.unroll_short_loops,simplify"); empty for none.
   std::string tir_passes;
+  /// The context those passes run under: its instruments time and dump them.
+  transform::PassContext pass_context = transform::PassContext::Create();
 };
 
 struct LoweredGraph {

@@ -5,6 +5,7 @@
 #define KILN_TIR_PASSES_H_
 
 #include <kiln/tir/node.h>
+#include <kiln/transform/pass_context.h>
 
 #include <string>
 
@@ -16,8 +17,11 @@ constexpr const char* kPassPrefix = "tir.pass.";
 
 /// `func` after the passes `names` ("simplify,my_ext.unroll_short_loops"), in order. A name that
 /// is not registered loads the plugins on the plugin path first, then is a KeyError listing the
-/// passes there are; an error inside a pass names it.
-KILN_API Node RunPasses(const Node& func, const std::string& names);
+/// passes there are; an error inside a pass names it. The context's instruments see each pass
+/// (PassInstrumentObj::RunBeforeLoopPass: timings, dumps, the well-formedness check), and a pass
+/// it disables ("tir.pass.unroll") is skipped.
+KILN_API Node RunPasses(const Node& func, const std::string& names,
+                        const transform::PassContext& context = transform::PassContext::Create());
 
 }  // namespace tir
 }  // namespace kiln

@@ -1,5 +1,6 @@
 /// PassInstrument: hooks the pass manager calls around every pass, and the three built-ins
-/// (timing, IR dump before/after, well-formedness check).
+/// (timing, IR dump before/after, well-formedness check). Loop-level passes (kiln/tir/passes.h)
+/// run under the same instruments, through hooks of their own that see a prim_func.
 ///
 /// Instruments live in a PassContext; the manager calls RunBeforePass / RunAfterPass around each
 /// pass that actually runs (not around skipped passes, and not around a Sequential itself, only
@@ -31,6 +32,10 @@ class KILN_API PassInstrumentObj : public Object {
   virtual void RunBeforePass(const ir::IRModule& mod, const PassInfo& info) const {}
   /// Called with the output of the pass, just after it returned.
   virtual void RunAfterPass(const ir::IRModule& mod, const PassInfo& info) const {}
+  /// The same around a loop-level pass, whose input and output are a prim_func (a tir::Node);
+  /// `info.name` is its global's name, "tir.pass.<name>".
+  virtual void RunBeforeLoopPass(const ObjectRef& func, const PassInfo& info) const {}
+  virtual void RunAfterLoopPass(const ObjectRef& func, const PassInfo& info) const {}
 };
 
 class PassInstrument : public ObjectRef {
@@ -52,9 +57,14 @@ class KILN_API TimingInstrumentObj : public PassInstrumentObj {
 
   KILN_API void RunBeforePass(const ir::IRModule& mod, const PassInfo& info) const override;
   KILN_API void RunAfterPass(const ir::IRModule& mod, const PassInfo& info) const override;
+  KILN_API void RunBeforeLoopPass(const ObjectRef& func, const PassInfo& info) const override;
+  KILN_API void RunAfterLoopPass(const ObjectRef& func, const PassInfo& info) const override;
   const std::vector<PassTiming>& timings() const { return timings_; }
 
  private:
+  void Start() const;
+  void Stop(const PassInfo& info) const;
+
   // A stack, because a pass may run other passes inside itself.
   mutable std::vector<std::chrono::steady_clock::time_point> starts_;
   mutable std::vector<PassTiming> timings_;
@@ -70,7 +80,8 @@ class TimingInstrument : public PassInstrument {
 
 /// Writes the IR before and after each pass into a folder (created when missing), as
 /// `NN_<pass>_before.kiln` and `NN_<pass>_after.kiln`, NN counting pass runs from 00. The text is
-/// that of ModuleTextForDump (below).
+/// that of ModuleTextForDump (below). A loop-level pass writes `NN_<pass>_<function>_before.tir`
+/// and `..._after.tir`, counted with the graph's passes.
 class KILN_API DumpIRInstrumentObj : public PassInstrumentObj {
  public:
   static constexpr const char* _type_key = "kiln.transform.DumpIRInstrument";
@@ -79,9 +90,14 @@ class KILN_API DumpIRInstrumentObj : public PassInstrumentObj {
   explicit DumpIRInstrumentObj(std::string dir) : dir_(std::move(dir)) {}
   KILN_API void RunBeforePass(const ir::IRModule& mod, const PassInfo& info) const override;
   KILN_API void RunAfterPass(const ir::IRModule& mod, const PassInfo& info) const override;
+  KILN_API void RunBeforeLoopPass(const ObjectRef& func, const PassInfo& info) const override;
+  KILN_API void RunAfterLoopPass(const ObjectRef& func, const PassInfo& info) const override;
   const std::string& dir() const { return dir_; }
 
  private:
+  void Open(const std::string& name, const std::string& extension, const std::string& text) const;
+  void Close(const std::string& name, const std::string& extension, const std::string& text) const;
+
   std::string dir_;
   mutable int64_t next_index_ = 0;
   mutable std::vector<int64_t> open_indices_;
@@ -94,13 +110,16 @@ class DumpIRInstrument : public PassInstrument {
 };
 
 /// Checks the IR after each pass with CheckWellFormed (well_formed.h); a failure is a ValueError
-/// that names the pass which produced the bad IR.
+/// that names the pass which produced the bad IR. After a loop-level pass, the prim_func must
+/// print and parse back to an equal function: every buffer it accesses declared around the
+/// access, every field valid.
 class KILN_API WellFormedInstrumentObj : public PassInstrumentObj {
  public:
   static constexpr const char* _type_key = "kiln.transform.WellFormedInstrument";
   KILN_DECLARE_OBJECT_INFO(WellFormedInstrumentObj, PassInstrumentObj);
 
   KILN_API void RunAfterPass(const ir::IRModule& mod, const PassInfo& info) const override;
+  KILN_API void RunAfterLoopPass(const ObjectRef& func, const PassInfo& info) const override;
 };
 
 class WellFormedInstrument : public PassInstrument {

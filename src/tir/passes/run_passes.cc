@@ -30,7 +30,7 @@ Function FindPass(const std::string& name) {
 
 }  // namespace
 
-Node RunPasses(const Node& func, const std::string& names) {
+Node RunPasses(const Node& func, const std::string& names, const transform::PassContext& context) {
   Node result = func;
   size_t start = 0;
   while (start <= names.size()) {
@@ -40,8 +40,14 @@ Node RunPasses(const Node& func, const std::string& names) {
     start = comma + 1;
     if (name.empty()) continue;
     const Function pass = FindPass(name);
+    const transform::PassInfo info{kPassPrefix + name};
+    if (!context.PassEnabled(info)) continue;
     try {
+      for (const auto& instrument : context->instruments)
+        instrument->RunBeforeLoopPass(result, info);
       result = pass(result).cast<Node>();
+      for (const auto& instrument : context->instruments)
+        instrument->RunAfterLoopPass(result, info);
     } catch (const Error& error) {
       throw error.WithContext("in the loop-level pass '" + name + "'");
     }
@@ -52,6 +58,16 @@ Node RunPasses(const Node& func, const std::string& names) {
 KILN_REGISTER_GLOBAL("tir.RunPasses").set_body_typed([](const Node& func, const String& names) {
   return RunPasses(func, names.str());
 });
+
+/// `settings` is a PassContext or the settings map transform.RunPipeline takes.
+KILN_REGISTER_GLOBAL("tir.RunPassesUnder")
+    .set_body_typed([](const Node& func, const String& names, const Any& settings) {
+      transform::PassContext context = transform::PassContext::Create();
+      if (auto given = settings.as<transform::PassContext>()) context = *given;
+      if (auto map = settings.as<Map<String, Any>>())
+        context = transform::PassContext::FromMap(*map);
+      return RunPasses(func, names.str(), context);
+    });
 
 }  // namespace tir
 }  // namespace kiln

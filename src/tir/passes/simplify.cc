@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../node_internal.h"
+#include "simplify.h"
 
 namespace kiln {
 namespace tir {
@@ -195,20 +196,27 @@ class Simplifier {
 
 }  // namespace
 
-KILN_REGISTER_GLOBAL("tir.pass.simplify").set_body_typed([](const Node& func) {
+arith::Analyzer FunctionAnalyzer(const Node& func) {
   arith::Analyzer analyzer;
   // A function's sizes are at least 1, as the graph's are (docs/design.md §20).
-  if (func.is("prim_func")) {
-    for (const Any& param : func.field_as<Array<Any>>("params")) {
-      for (const Any& extent : param.cast<Node>().field_as<Array<Any>>("shape")) {
-        for (const std::string& var : arith::FreeSizeVars(extent.cast<arith::SizeExpr>())) {
-          analyzer.Bind(arith::SizeVar(var), 1);
-        }
+  if (!func.is("prim_func")) return analyzer;
+  for (const Any& param : func.field_as<Array<Any>>("params")) {
+    for (const Any& extent : param.cast<Node>().field_as<Array<Any>>("shape")) {
+      for (const std::string& var : arith::FreeSizeVars(extent.cast<arith::SizeExpr>())) {
+        analyzer.Bind(arith::SizeVar(var), 1);
       }
     }
   }
-  return Simplifier().Run(func, analyzer, 0);
-});
+  return analyzer;
+}
+
+Node SimplifyUnder(const Node& node, const arith::Analyzer& analyzer) {
+  return Simplifier().Run(node, analyzer, 0);
+}
+
+Node Simplify(const Node& func) { return SimplifyUnder(func, FunctionAnalyzer(func)); }
+
+KILN_REGISTER_GLOBAL("tir.pass.simplify").set_body_typed(Simplify);
 
 }  // namespace tir
 }  // namespace kiln
