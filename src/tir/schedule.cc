@@ -10,9 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "schedule_internal.h"
+
 namespace kiln {
 namespace tir {
-namespace {
+namespace internal {
 
 std::string FuncName(const Node& func) {
   KILN_CHECK(func.is("prim_func"), ValueError)
@@ -22,7 +24,6 @@ std::string FuncName(const Node& func) {
 
 std::string LoopVar(const Node& loop) { return loop.field_as<String>("var").str(); }
 
-/// The loop of variable `var` in `func`; a ValueError listing its loops when there is none.
 Node FindLoop(const Node& func, const std::string& var, const std::string& primitive) {
   Node found;
   std::string loops;
@@ -39,7 +40,6 @@ Node FindLoop(const Node& func, const std::string& var, const std::string& primi
   return found;
 }
 
-/// ValueError when `name` is already a loop variable of `func`.
 void CheckNewName(const Node& func, const std::string& name, const std::string& primitive) {
   bool taken = false;
   Visit(func, [&](const Node& node) {
@@ -50,7 +50,6 @@ void CheckNewName(const Node& func, const std::string& name, const std::string& 
                                  << " already has a loop '" << name << "'";
 }
 
-/// `func` with `loop` (found by identity) replaced by `replacement`.
 Node Replace(const Node& func, const Node& loop, const Node& replacement) {
   return Mutate(func, [&](const Node& node) -> std::optional<Node> {
     if (node.same_as(loop)) return replacement;
@@ -58,7 +57,6 @@ Node Replace(const Node& func, const Node& loop, const Node& replacement) {
   });
 }
 
-/// The loop `inner`, which must be the whole body of loop `outer`.
 Node DirectlyInside(const Node& func, const Node& outer, const std::string& inner,
                     const std::string& primitive) {
   Node body = outer.field_as<Node>("body");
@@ -67,6 +65,17 @@ Node DirectlyInside(const Node& func, const Node& outer, const std::string& inne
       << "' is not the whole body of loop '" << LoopVar(outer) << "'";
   return body;
 }
+
+}  // namespace internal
+
+namespace {
+
+using internal::CheckNewName;
+using internal::DirectlyInside;
+using internal::FindLoop;
+using internal::FuncName;
+using internal::LoopVar;
+using internal::Replace;
 
 Node WithKind(const Node& func, const std::string& var, const std::string& kind,
               const std::string& primitive) {

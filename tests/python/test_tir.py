@@ -213,6 +213,73 @@ def test_loop_passes_run_under_the_pass_context_settings():
         tir.run_passes(split, "simplify,no_such_pass")
 
 
+def mirrored_sum():
+    """out[i, j] = t[i, j] + t[i, 7 - j] with the stage t = a * 2 computed first, whole."""
+    b = tir.Builder("mirrored_sum")
+    a = b.param("a", "float32", ["n", 8])
+    out = b.param("out", "float32", ["n", 8])
+    with b.allocate("t", "float32", ["n", 8], scope="global") as t:
+        with b.loop("i", "n") as i:
+            with b.loop("j", 8) as j:
+                b.store(t, [i, j], a[i, j] * 2.0)
+        with b.loop("i2", "n") as i2:
+            with b.loop("j2", 8) as j2:
+                b.store(out, [i2, j2], t[i2, j2] + t[i2, 7 - j2])
+    return b.finish()
+
+
+def run_mirrored_sum(func, rows):
+    a = np.random.default_rng(rows).standard_normal((rows, 8)).astype(np.float32)
+    out = kiln.empty([rows, 8], "float32")
+    tir.build_c(func)(kiln.tensor(a), out)
+    return out.numpy(), a * 2 + (a * 2)[:, ::-1]
+
+
+def allocations(func):
+    """{buffer name: (shape text, scope)} of the function's allocations."""
+    found = {}
+
+    def visit(node):
+        if tir.kind_of(node) == "allocate":
+            found[node.buffer.name] = ([tir.index_text(e) for e in node.buffer.shape], node.scope)
+
+    tir.mutate(func, visit)
+    return found
+
+
+def test_stages_move_into_loops_or_inline_and_keep_the_results():
+    schedule = kiln.tir.schedule
+    func = mirrored_sum()
+    assert allocations(func) == {"t": (["n", "8"], "global")}
+    # compute-at the row loop: each row computes its 8 values of t into a local buffer.
+    at_row = schedule.ComputeAt(func, "t", "i2")
+    assert allocations(at_row) == {"t": (["8"], "local")}
+    assert sorted(v for v, _, _ in loops(at_row)) == ["i2", "j", "j2"]
+    # inlined: no stage at all, a recomputed twice per element.
+    inlined = schedule.ComputeInline(func, "t")
+    assert allocations(inlined) == {} and [v for v, _, _ in loops(inlined)] == ["i2", "j2"]
+    for transformed in (func, at_row, inlined):
+        for rows in (1, 5):
+            got, want = run_mirrored_sum(transformed, rows)
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_stage_primitives_name_the_buffer_and_the_reason_where_they_are_invalid():
+    schedule = kiln.tir.schedule
+    func = mirrored_sum()
+    with pytest.raises(kiln.ValueError, match=r"buffer 't' of mirrored_sum is read at index "
+                                              r"7 - j2 of axis 1 inside loop 'j2', not at loop "
+                                              r"'j2''s variable"):
+        schedule.ComputeAt(func, "t", "j2")
+    with pytest.raises(kiln.ValueError, match=r"buffer 'out' of mirrored_sum is a parameter"):
+        schedule.ComputeInline(func, "out")
+    with pytest.raises(kiln.ValueError, match=r"buffer 'u' of mirrored_sum does not exist "
+                                              r"\(allocated buffers: t\)"):
+        schedule.ComputeInline(func, "u")
+    with pytest.raises(kiln.ValueError, match=r"is computed after loop 'j' or in another sequence"):
+        schedule.ComputeAt(func, "t", "j")
+
+
 def test_a_primitive_applied_where_it_is_invalid_names_the_loop_and_the_reason():
     schedule = kiln.tir.schedule
     func = scale_rows()

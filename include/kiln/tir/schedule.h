@@ -9,7 +9,8 @@
 /// A primitive applied where it is invalid is a ValueError that names the function, the loop and
 /// the reason: an unknown loop (the loops there are listed), a factor below 1, fusing or
 /// reordering loops that are not directly nested, vectorizing a loop that holds another loop,
-/// or a new loop variable name already taken.
+/// a new loop variable name already taken, inlining a stage that is not one store, or moving a
+/// stage into a loop whose iterations read values other iterations compute.
 #ifndef KILN_TIR_SCHEDULE_H_
 #define KILN_TIR_SCHEDULE_H_
 
@@ -42,6 +43,22 @@ KILN_API Node Reorder(const Node& func, const std::string& outer, const std::str
 KILN_API Node Parallel(const Node& func, const std::string& loop);
 KILN_API Node Vectorize(const Node& func, const std::string& loop);
 KILN_API Node Unroll(const Node& func, const std::string& loop);
+
+/// Stages: a buffer the function allocates and computes in one statement of the sequence under
+/// its allocation, read by later statements of that sequence (a group's reductions as the
+/// lowering writes them, a temporary of a hand-written function).
+///
+/// Inlines stage `buffer`, computed by one store at its loops' variables: each read becomes the
+/// stored value at the read's indices, and the stage, its loops and its allocation go.
+KILN_API Node ComputeInline(const Node& func, const std::string& buffer);
+
+/// Moves the computation of stage `buffer` into loop `loop` of a later statement (compute-at),
+/// which also makes it a cache stage: with `loop` and the loops around it (k of them) over the
+/// stage's first k axes, and every read of the stage inside `loop` at those loops' variables,
+/// each iteration computes the one slice it reads into a local buffer of the stage's other axes,
+/// where it stays in cache. The stage's loops over those axes go; its allocation becomes the
+/// slice's, inside the loop.
+KILN_API Node ComputeAt(const Node& func, const std::string& buffer, const std::string& loop);
 
 /// Binds loop `loop` to a GPU index: `index` is block_x, block_y, block_z, thread_x, thread_y
 /// or thread_z (kiln/tir/codegen_c.h's GenerateCuda launches it so).
