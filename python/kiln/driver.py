@@ -28,6 +28,7 @@ def build(
     upper_bounds=None,
     generated_kernels=False,
     tir_passes="",
+    placement="greedy",
 ):
     """Compiles @main of ``mod`` for ``target`` ("cpu").
 
@@ -39,6 +40,9 @@ def build(
     ``plugins`` names external compilers (BYOC, e.g. ``["dnnl", "blas"]``) in priority order:
     each op goes to the first that takes it, the rest to Kiln's CPU path; a plugin that is not
     loaded yet is loaded by name. ``fallback=False`` makes an op no plugin takes an error.
+    ``placement="measured"`` keeps a plugin's region only where it runs faster there than on
+    Kiln's CPU path (the plugin's ``kiln.ext.<name>.estimate_seconds`` or a measurement at build
+    time, cached in ``$KILN_CACHE_DIR``, default ``~/.cache/kiln``); the report shows the costs.
     ``codegen_options`` is passed to each plugin's codegen. ``report=True`` prints where each
     op went and why each op left on the CPU path was declined (also kept as the executable's
     ``placement_report``), before codegen, so it is printed even when ``fallback=False`` fails.
@@ -62,6 +66,7 @@ def build(
         "codegen_options": codegen_options or {},
         "generated_kernels": generated_kernels,
         "tir_passes": tir_passes,
+        "placement": placement,
     }
     if not report:
         executable = Executable(get_global_func("driver.Build")(mod, options))

@@ -2,6 +2,7 @@
 #include <kiln/codegen/external_codegen.h>
 #include <kiln/codegen/graph_lowering.h>
 #include <kiln/driver/build.h>
+#include <kiln/driver/measured_placement.h>
 #include <kiln/driver/placement.h>
 #include <kiln/ffi/plugin.h>
 #include <kiln/ffi/registry.h>
@@ -103,13 +104,23 @@ void CheckNoFallback(const ir::IRModule& mod, const std::vector<std::string>& co
 }  // namespace
 
 transform::Pass DefaultPipeline(const std::vector<std::string>& compilers) {
+  BuildOptions options;
+  options.compilers = compilers;
+  return DefaultPipeline(options);
+}
+
+transform::Pass DefaultPipeline(const BuildOptions& options) {
   using namespace transform;  // NOLINT(google-build-using-namespace): the list reads as a recipe
+  const std::vector<std::string>& compilers = options.compilers;
   std::vector<Pass> passes = {InferType(), SimplifyExpr(), FoldConstant(), CanonicalizeBatchNorm(),
                               FoldConstant()};
   if (!compilers.empty()) {
     const Array<String> names(compilers.begin(), compilers.end());
     passes.insert(passes.end(), {MergeComposite(names), AnnotateTarget(compilers),
                                  MergeCompilerRegions(), PartitionGraph(), InferType()});
+    if (options.placement == "measured") {
+      passes.push_back(MeasuredPlacement(compilers, options.codegen_options));
+    }
   }
   // After partitioning: external compilers see GELU (dnnl has a pattern) and attention as
   // exporters spell them.
@@ -124,11 +135,13 @@ ir::IRModule Optimize(const ir::IRModule& mod, const BuildOptions& options) {
   EnsurePluginsDiscovered();
   KILN_CHECK(options.target == "cpu", ValueError)
       << "unknown build target '" << options.target << "' (known targets: cpu)";
+  KILN_CHECK(options.placement == "greedy" || options.placement == "measured", ValueError)
+      << "unknown placement '" << options.placement << "' (known: greedy, measured)";
   // Loads each compiler's plugin now: its predicates and patterns must be registered before
   // the partitioning passes ask them, and a missing plugin should fail before any work.
   for (const std::string& compiler : options.compilers) codegen::FindExternalCodegen(compiler);
   const transform::Pass pipeline = options.pipeline.empty()
-                                       ? DefaultPipeline(options.compilers)
+                                       ? DefaultPipeline(options)
                                        : transform::ParsePipeline(options.pipeline);
   ir::IRModule optimized = pipeline(BindParams(mod, options.params), options.pass_context);
   // Lowering reads checked types; a custom pipeline may end with a pass that leaves none.
@@ -218,10 +231,13 @@ BuildOptions OptionsFromMap(const Map<String, Any>& map) {
       options.generated_kernels = value.cast<bool>();
     } else if (name == "tir_passes") {
       options.tir_passes = value.cast<String>().str();
+    } else if (name == "placement") {
+      options.placement = value.cast<String>().str();
     } else {
-      KILN_THROW(KeyError) << "unknown build option '" << name
-                           << "' (known: target, params, pass_context, pipeline, compilers, "
-                              "fallback, codegen_options, generated_kernels, tir_passes)";
+      KILN_THROW(KeyError)
+          << "unknown build option '" << name
+          << "' (known: target, params, pass_context, pipeline, compilers, "
+             "fallback, codegen_options, generated_kernels, tir_passes, placement)";
     }
   }
   return options;

@@ -4,6 +4,7 @@
 #include <kiln/ir/expr_functor.h>
 #include <kiln/ir/function.h>
 
+#include <algorithm>
 #include <iomanip>
 #include <map>
 #include <set>
@@ -43,10 +44,12 @@ void CollectOps(const ir::Expr& body, const std::string& target, const std::stri
   });
 }
 
-std::string AnswerText(const transform::PredicateAnswer& answer) {
+std::string AnswerText(const transform::PredicateAnswer& answer, bool returned_by_cost) {
   using Kind = transform::PredicateAnswer::Kind;
   switch (answer.kind) {
-    case Kind::kTaken: return answer.compiler + " would take it";
+    case Kind::kTaken:
+      return answer.compiler + " would take it" +
+             (returned_by_cost ? " (unless its region was returned by cost, above)" : "");
     case Kind::kNoPredicate: return answer.compiler + ": no predicate for this op";
     case Kind::kGraphLevel: return answer.compiler + ": left out by its partition function";
     case Kind::kDeclined: break;
@@ -54,10 +57,11 @@ std::string AnswerText(const transform::PredicateAnswer& answer) {
   return answer.compiler + " declined" + (answer.reason.empty() ? "" : " (" + answer.reason + ")");
 }
 
-std::string AnswersText(const std::vector<transform::PredicateAnswer>& answers) {
+std::string AnswersText(const std::vector<transform::PredicateAnswer>& answers,
+                        bool returned_by_cost) {
   std::string text;
   for (const transform::PredicateAnswer& answer : answers) {
-    text += (text.empty() ? "" : "; ") + AnswerText(answer);
+    text += (text.empty() ? "" : "; ") + AnswerText(answer, returned_by_cost);
   }
   return text.empty() ? "no compiler asked" : text;
 }
@@ -85,10 +89,13 @@ PlacementReport ReportPlacement(const ir::IRModule& built,
   for (const ir::Function& func : host) {
     CollectOps(func->body(), kHostTarget, "", compilers, &report.ops);
   }
+  report.region_costs = RegionCosts(built);
   return report;
 }
 
 std::string PlacementReport::ToText() const {
+  const bool returned_by_cost = std::any_of(region_costs.begin(), region_costs.end(),
+                                            [](const RegionCost& cost) { return !cost.kept; });
   std::map<std::string, std::pair<int64_t, std::set<std::string>>> per_target;
   std::map<std::tuple<std::string, std::string, std::string>, int64_t> per_op;
   std::map<std::pair<std::string, std::string>, int64_t> declined;
@@ -97,7 +104,8 @@ std::string PlacementReport::ToText() const {
     ++calls;
     if (!placement.function.empty()) functions.insert(placement.function);
     ++per_op[{placement.target, placement.op, placement.composite}];
-    if (placement.target == kHostTarget) ++declined[{placement.op, AnswersText(placement.answers)}];
+    if (placement.target == kHostTarget)
+      ++declined[{placement.op, AnswersText(placement.answers, returned_by_cost)}];
   }
   std::ostringstream text;
   std::string asked;
@@ -114,6 +122,20 @@ std::string PlacementReport::ToText() const {
     const auto& [target, op, composite] = key;
     text << "  " << std::left << std::setw(10) << target << op << " x" << count
          << (composite.empty() ? "" : "  in pattern " + composite) << "\n";
+  }
+  if (!region_costs.empty()) {
+    text << "regions by cost (per run: the compiler's, then Kiln's CPU path's):\n";
+  }
+  for (const RegionCost& cost : region_costs) {
+    text << "  " << cost.function << " (" << cost.compiler << "): ";
+    if (cost.source.empty()) {
+      text << cost.note;
+    } else {
+      text << std::fixed << std::setprecision(3) << cost.compiler_seconds * 1e3 << " ms vs "
+           << cost.host_seconds * 1e3 << " ms (" << cost.source << ")";
+    }
+    text << (cost.kept ? ", kept by " + cost.compiler : ", returned to the host: faster there")
+         << "\n";
   }
   if (!declined.empty()) text << "left on the host, and why:\n";
   for (const auto& [key, count] : declined) {

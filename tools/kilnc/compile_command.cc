@@ -30,6 +30,7 @@ struct CompileOptions {
   bool report = false;
   bool generated_kernels = false;
   std::string tir_passes;
+  std::string placement = "greedy";
 };
 
 std::optional<CompileOptions> ParseOptions(const std::vector<std::string>& args) {
@@ -60,6 +61,8 @@ std::optional<CompileOptions> ParseOptions(const std::vector<std::string>& args)
       options.generated_kernels = true;
     } else if (arg == "--tir-passes" && has_value) {
       options.tir_passes = args[++i];
+    } else if (arg == "--placement" && has_value) {
+      options.placement = args[++i];
     } else if (options.model.empty() && arg.rfind("--", 0) != 0) {
       options.model = arg;
     } else {
@@ -127,6 +130,7 @@ int RunCompile(const std::vector<std::string>& args) {
   build.fallback = options->fallback;
   build.generated_kernels = options->generated_kernels;
   build.tir_passes = options->tir_passes;
+  build.placement = options->placement;
   build.pass_context.AddInstrument(
       kiln::transform::PassInstrument(kiln::make_object<ProgressInstrumentObj>()));
   const kiln::transform::TimingInstrument timing = kiln::transform::TimingInstrument::Create();

@@ -48,13 +48,18 @@ struct BuildOptions {
   bool generated_kernels = false;
   /// Loop-level passes for each generated function (codegen::LoweringOptions::tir_passes).
   std::string tir_passes;
+  /// How regions go to `compilers`: "greedy" (each region the predicates give a compiler goes to
+  /// it) or "measured" (only where it runs faster there than on Kiln's CPU path, by the
+  /// compiler's estimate or a cached measurement: kiln/driver/measured_placement.h).
+  std::string placement = "greedy";
 };
 
 /// InferType, SimplifyExpr, FoldConstant, CanonicalizeBatchNorm, FoldConstant, then, when
 /// `compilers` is not empty, MergeComposite, AnnotateTarget, MergeCompilerRegions,
-/// PartitionGraph and InferType for them, then FuseOps, InferType: the passes Build runs by
-/// default.
+/// PartitionGraph and InferType for them (and MeasuredPlacement when `options.placement` is
+/// "measured"), then FuseOps, InferType: the passes Build runs by default.
 KILN_API transform::Pass DefaultPipeline(const std::vector<std::string>& compilers = {});
+KILN_API transform::Pass DefaultPipeline(const BuildOptions& options);
 
 /// Compiles @main of `mod` for `options.target`: BuildOptimized(Optimize(mod, options)).
 /// Errors name what failed: an unknown target, a pass (with its name), an op without a kernel

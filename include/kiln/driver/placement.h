@@ -8,6 +8,7 @@
 #ifndef KILN_DRIVER_PLACEMENT_H_
 #define KILN_DRIVER_PLACEMENT_H_
 
+#include <kiln/driver/measured_placement.h>
 #include <kiln/ir/module.h>
 #include <kiln/transform/byoc.h>
 
@@ -38,9 +39,12 @@ struct PlacementReport {
   std::vector<std::string> compilers;
   /// Every op call, external functions first (by symbol), then the host's, each in post-order.
   std::vector<OpPlacement> ops;
+  /// With placement "measured": each region's costs and whether its compiler kept it.
+  std::vector<RegionCost> region_costs;
 
   /// A summary per target, then each distinct (op, target, pattern) with its count, then each
-  /// op left on the host with every compiler's answer.
+  /// region's costs when they were measured, then each op left on the host with every
+  /// compiler's answer.
   KILN_API std::string ToText() const;
 };
 
