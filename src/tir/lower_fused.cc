@@ -11,10 +11,12 @@
 #include <kiln/tir/compute.h>
 #include <kiln/tir/lower.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -147,7 +149,9 @@ class GroupLowering {
     } catch (const Declined& declined) {
       result = LoweredGroup{};
       result.declined = declined.why;
+      return result;
     }
+    std::tie(result.func, result.schedule) = ScheduleGroup(result.func, OpsByPrecedence());
     return result;
   }
 
@@ -308,16 +312,26 @@ class GroupLowering {
     return arith::SizeVar(String(name));
   }
 
-  /// `body` inside loops over `vars` (the leading axes of `shape`), the outermost of more than
-  /// one iteration parallel: the default schedule.
+  /// `body` inside serial loops over `vars` (the leading axes of `shape`); the group's schedule
+  /// (ScheduleGroup) decides which run in parallel.
   static Node LoopNest(const Indices& vars, const Indices& shape, Node body) {
-    size_t parallel = 0;
-    while (parallel + 1 < vars.size() && shape[parallel].as_int() == 1) ++parallel;
     for (size_t d = vars.size(); d-- > 0;) {
-      body = For(vars[d].as<arith::SizeVarObj>()->name().str(), shape[d],
-                 d == parallel ? "parallel" : "serial", body);
+      body = For(vars[d].as<arith::SizeVarObj>()->name().str(), shape[d], "serial", body);
     }
     return body;
+  }
+
+  /// The group's ops in the order ScheduleGroup asks for their schedules: higher patterns
+  /// first, later ops first among equals (the reduction of a reduction group, then the last op
+  /// of an elementwise chain).
+  std::vector<ir::Op> OpsByPrecedence() const {
+    std::vector<ir::Op> ops;
+    for (const Expr& expr : PostOrderCalls(func_->body())) {
+      ops.insert(ops.begin(), Downcast<ir::Op>(expr.as<ir::CallObj>()->op()));
+    }
+    std::stable_sort(ops.begin(), ops.end(),
+                     [](const ir::Op& a, const ir::Op& b) { return a.pattern() > b.pattern(); });
+    return ops;
   }
 
   /// The op calls under `body`, producers first; declines anything else but tuples of outputs,

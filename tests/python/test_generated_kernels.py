@@ -380,3 +380,86 @@ def test_the_inner_loops_of_generated_groups_vectorize(name, tmp_path):
             assert reported >= clones, (
                 f"{name}, f{i}: the loop at line {line} is not vectorized "
                 f"({gcc_version()}):\n{lines[line - 1]}\n{lines[line]}\n{report}")
+
+
+# ---- group schedules ---------------------------------------------------------------------------
+
+def loop_kinds(func):
+    """{loop variable: kind} of ``func``."""
+    kinds = {}
+
+    def visit(node):
+        if tir.kind_of(node) == "for":
+            kinds[node.var] = node.kind
+
+    tir.mutate(func, visit)
+    return kinds
+
+
+@pytest.fixture
+def restore_schedules():
+    """Puts back the globals a test replaces: schedules are process-wide."""
+    names = ["tir.schedule.default.reduce", "tir.schedule.for_op.tanh"]
+    saved = {name: kiln.get_global_func(name, allow_missing=True) for name in names}
+    yield
+    for name, func in saved.items():
+        if func is not None:
+            kiln.register_func(name, func, override=True)
+        elif kiln.get_global_func(name, allow_missing=True) is not None:
+            kiln.remove_global_func(name)
+
+
+def lowered_groups(text):
+    return [tir.lower_fused_group(c.op, c.args, f"f{i}")
+            for i, c in enumerate(fused_calls(parse(text)))]
+
+
+def test_a_pattern_default_schedule_can_be_replaced(restore_schedules):
+    # Three groups: relu(x + b) (elementwise), then two with a row reduction each.
+    default = lowered_groups(SOFTMAX_OF_RELU)
+    assert all("parallel" in loop_kinds(f).values() for f in default)
+    kiln.register_func("tir.schedule.default.reduce", lambda func: func, override=True)
+    elementwise, *reductions = lowered_groups(SOFTMAX_OF_RELU)
+    assert "parallel" in loop_kinds(elementwise).values()
+    assert len(reductions) == 2 and all("parallel" not in loop_kinds(f).values()
+                                        for f in reductions), reductions
+    executable = kiln.build(parse(SOFTMAX_OF_RELU), generated_kernels=True)
+    x = RNG.standard_normal((5, 8)).astype("float32")
+    b = RNG.standard_normal(8).astype("float32")
+    np.testing.assert_allclose(executable.run(x=x, b=b)[0], softmax_of_relu(x, b), rtol=1e-5,
+                               atol=1e-6)
+
+
+# The anchor is the broadcasting multiply; tanh's own schedule still wins over its default.
+TANH_CHAIN = """def @main(%x: Tensor[(n, 10), float32]) {
+  multiply(tanh(%x), const(float32, (), [2.0]))
+}"""
+
+
+def test_an_op_schedule_wins_over_the_pattern_default(restore_schedules):
+    def split_rows(func):
+        inner = [v for v, kind in loop_kinds(func).items() if kind == "serial"][0]
+        split = tir.schedule.Split(func, inner, 4, "jo", "ji")
+        return tir.run_passes(tir.schedule.Vectorize(split, "ji"), "loop_partition")
+
+    kiln.register_func("tir.schedule.for_op.tanh", split_rows, override=True)
+    (func,) = lowered_groups(TANH_CHAIN)
+    assert loop_kinds(func)["ji"] == "vectorized" and "if(" not in str(func), func
+    executable = kiln.build(parse(TANH_CHAIN), generated_kernels=True)
+    for rows in (1, 3):
+        x = RNG.standard_normal((rows, 10)).astype("float32")
+        np.testing.assert_allclose(executable.run(x=x)[0], np.tanh(x) * 2, rtol=1e-5, atol=1e-6)
+
+
+def test_a_broken_schedule_is_an_error_naming_it(restore_schedules):
+    kiln.register_func("tir.schedule.for_op.tanh", lambda func: 3, override=True)
+    with pytest.raises(kiln.TypeError, match=r"the schedule tir.schedule.for_op.tanh returned "
+                                             r"a int, not a prim_func"):
+        lowered_groups(TANH_CHAIN)
+
+    def failing(func):
+        raise ValueError("no such loop")
+
+    kiln.register_func("tir.schedule.for_op.tanh", failing, override=True)
+    with pytest.raises(Exception, match=r"in the schedule tir.schedule.for_op.tanh of f0"):
+        lowered_groups(TANH_CHAIN)

@@ -95,3 +95,25 @@ def @main(%x: Tensor[(n, 8), float32]) {
     assert generated(executable.module) == ["tir_fused_my_ext_swish_add_0"]
     x = np.linspace(-3, 3, 24, dtype=np.float32).reshape(3, 8)
     np.testing.assert_allclose(executable.run(x=x)[0], x / (1 + np.exp(-2 * x)) + x, rtol=1e-5)
+
+
+def test_the_plugins_schedule_schedules_the_groups_holding_its_op():
+    """src/swish_schedule.cc: `tir.schedule.for_op.my_ext.swish` splits the innermost loop into
+    vectors of 8 (the tail, here 13 % 8, moved out of the loop by loop_partition)."""
+    kiln.load_plugin(PLUGIN)
+    mod = kiln.ir.ParseModule("""
+def @main(%x: Tensor[(n, 13), float32]) {
+  add(my_ext.swish(%x, beta=2.0), %x)
+}""", [])
+    fused = kiln.transform.run_pipeline(mod, "InferType,FuseOps,InferType")
+    call = fused["main"].body
+    func = tir.lower_fused_group(call.op, call.args, "f")
+    text = str(func)
+    assert "var=swish_v0, extent=8, kind=vectorized" in text, text
+    assert "var=swish_v0, extent=5, kind=vectorized" in text, text  # the tail, peeled
+    assert "if(" not in text and "kind=parallel" in text, text
+    executable = kiln.build(mod, generated_kernels=True)
+    for rows in (1, 4):
+        x = np.linspace(-3, 3, rows * 13, dtype=np.float32).reshape(rows, 13)
+        np.testing.assert_allclose(executable.run(x=x)[0], x / (1 + np.exp(-2 * x)) + x,
+                                   rtol=1e-5)
