@@ -2,14 +2,19 @@
 // through the loaders registered by the runtime libraries.
 #include <dlfcn.h>
 #include <elf.h>
+#include <unistd.h>
+#include <sys/mman.h>
 
 #include <kiln/ffi/registry.h>
 #include <kiln/runtime/artifact.h>
 #include <kiln/runtime/backend.h>
 
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "host_library_module_internal.h"
@@ -61,7 +66,20 @@ std::optional<Function> FindLoader(const std::string& kind, const std::string& r
   return Function::GetGlobal(name.c_str());
 }
 
-Module LoadOne(const ArtifactModule& entry, void* handle, const std::string& path) {
+/// Hands the pages wholly inside [data, data + size) back to the kernel. They are the
+/// artifact's embedded bytes in the library's file mapping, never written: read again they come
+/// back from the file, so only the process's resident memory changes (parsing read them all; a
+/// model's weights would otherwise stay resident twice, here and in its modules).
+void ReleaseMappedPages(const uint8_t* data, size_t size) {
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + size) / page * page;
+  // NOLINTNEXTLINE(performance-no-int-to-ptr): the page range of a mapping, for madvise
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+/// Loads `entry`, whose blob is released once the module's loader has its own copy.
+Module LoadOne(ArtifactModule& entry, void* handle, const std::string& path) {
   if (entry.kind == kHostLibraryKind) {
     return HostLibraryModuleCreate(handle, path, entry.functions);
   }
@@ -70,7 +88,9 @@ Module LoadOne(const ArtifactModule& entry, void* handle, const std::string& pat
   KILN_CHECK(loader.has_value(), RuntimeError)
       << "artifact '" << path << "' contains a module of kind '" << entry.kind << "', which needs "
       << entry.runtime_library << ": " << why_missing;
-  Module module = (*loader)(Bytes(entry.blob)).cast<Module>();
+  Bytes blob(entry.blob);
+  std::string().swap(entry.blob);
+  Module module = (*loader)(std::move(blob)).cast<Module>();
   KILN_CHECK(module->compatibility() == entry.compatibility, RuntimeError)
       << "artifact '" << path << "' has a '" << entry.kind << "' module made for '"
       << entry.compatibility << "', but the installed " << entry.runtime_library << " reads '"
@@ -132,8 +152,9 @@ Module LoadModule(const std::string& path) {
       << contents.abi_major << ", but this runtime has ABI " << KILN_ABI_VERSION_MAJOR
       << "; rebuild the artifact";
 
+  ReleaseMappedPages(data, *size);
   std::vector<Module> modules;
-  for (const ArtifactModule& entry : contents.modules) {
+  for (ArtifactModule& entry : contents.modules) {
     modules.push_back(LoadOne(entry, handle, path));
   }
   for (size_t i = 0; i < modules.size(); ++i) {
