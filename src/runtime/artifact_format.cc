@@ -25,7 +25,16 @@ uint64_t Checksum(std::string_view bytes) {
   return hash;
 }
 
-void WriteModule(const ArtifactModule& module, ByteWriter& out) {
+/// Zero bytes that put a blob starting `position` bytes into the payload at a multiple of
+/// kArtifactBlobAlignment from the start of the artifact (the header comes first). None in
+/// format 1.
+size_t BlobPadding(uint32_t format_version, size_t position) {
+  if (format_version < 2) return 0;
+  const size_t from_start = kHeaderSize + position;
+  return (kArtifactBlobAlignment - from_start % kArtifactBlobAlignment) % kArtifactBlobAlignment;
+}
+
+void WriteModule(const ArtifactModule& module, uint32_t format_version, ByteWriter& out) {
   out.Str(module.kind);
   out.Str(module.compatibility);
   out.Str(module.runtime_library);
@@ -33,10 +42,12 @@ void WriteModule(const ArtifactModule& module, ByteWriter& out) {
   for (uint32_t index : module.imports) out.U32(index);
   out.U32(static_cast<uint32_t>(module.functions.size()));
   for (const std::string& name : module.functions) out.Str(name);
-  out.Str(module.blob);
+  out.U64(module.blob.size());
+  out.Zeros(BlobPadding(format_version, out.size()));
+  out.Raw(module.blob);
 }
 
-ArtifactModule ReadModule(ByteReader& in) {
+ArtifactModule ReadModule(ByteReader& in, uint32_t format_version, bool copy_blob) {
   ArtifactModule module;
   module.kind = in.Str("module kind");
   module.compatibility = in.Str("module compatibility");
@@ -45,7 +56,11 @@ ArtifactModule ReadModule(ByteReader& in) {
   for (uint32_t i = 0; i < num_imports; ++i) module.imports.push_back(in.U32("import index"));
   const uint32_t num_functions = in.Count(sizeof(uint64_t), "function count");
   for (uint32_t i = 0; i < num_functions; ++i) module.functions.push_back(in.Str("function"));
-  module.blob = in.Str("module data");
+  module.blob_size = in.U64("module data");
+  in.Zeros(BlobPadding(format_version, in.position()), "the padding before module data");
+  module.blob_offset = kHeaderSize + in.position();
+  const std::string_view blob = in.View(module.blob_size, "module data");
+  if (copy_blob) module.blob = std::string(blob);
   return module;
 }
 
@@ -90,14 +105,16 @@ std::string SerializeArtifact(const ArtifactContents& contents) {
   payload.U32(static_cast<uint32_t>(contents.abi_major));
   payload.U32(static_cast<uint32_t>(contents.abi_minor));
   payload.U32(static_cast<uint32_t>(contents.modules.size()));
-  for (const ArtifactModule& module : contents.modules) WriteModule(module, payload);
-  return FrameArtifactPayload(payload.bytes());
+  for (const ArtifactModule& module : contents.modules) {
+    WriteModule(module, contents.format_version, payload);
+  }
+  return FrameArtifactPayload(payload.bytes(), contents.format_version);
 }
 
-std::string FrameArtifactPayload(std::string_view payload) {
+std::string FrameArtifactPayload(std::string_view payload, uint32_t format_version) {
   ByteWriter out;
   out.Raw(std::string_view(kMagic, sizeof(kMagic)));
-  out.U32(kArtifactFormatVersion);
+  out.U32(format_version);
   out.U32(0);  // flags, reserved
   out.U64(payload.size());
   out.U64(Checksum(payload));
@@ -105,7 +122,7 @@ std::string FrameArtifactPayload(std::string_view payload) {
   return std::move(out).Take();
 }
 
-ArtifactContents ParseArtifact(const uint8_t* data, size_t size) {
+ArtifactContents ParseArtifact(const uint8_t* data, size_t size, bool copy_blobs) {
   KILN_CHECK(data != nullptr && size >= kHeaderSize, ValueError)
       << "not a Kiln artifact: " << size << " bytes is shorter than the " << kHeaderSize
       << "-byte header";
@@ -115,9 +132,10 @@ ArtifactContents ParseArtifact(const uint8_t* data, size_t size) {
   ByteReader header(bytes.substr(sizeof(kMagic), kHeaderSize - sizeof(kMagic)), "the artifact");
   ArtifactContents contents;
   contents.format_version = header.U32("format version");
-  KILN_CHECK(contents.format_version == kArtifactFormatVersion, ValueError)
+  KILN_CHECK(contents.format_version >= 1 && contents.format_version <= kArtifactFormatVersion,
+             ValueError)
       << "artifact format version " << contents.format_version
-      << " is not supported by this Kiln (it reads version " << kArtifactFormatVersion
+      << " is not supported by this Kiln (it reads versions 1 to " << kArtifactFormatVersion
       << "); rebuild the artifact or upgrade Kiln";
   const uint32_t flags = header.U32("flags");
   KILN_CHECK(flags == 0, ValueError)
@@ -138,7 +156,9 @@ ArtifactContents ParseArtifact(const uint8_t* data, size_t size) {
   contents.abi_minor = static_cast<int32_t>(in.U32("ABI minor"));
   const uint32_t num_modules = in.Count(5 * sizeof(uint64_t), "module count");
   KILN_CHECK(num_modules > 0, ValueError) << "corrupt artifact: it holds no module";
-  for (uint32_t i = 0; i < num_modules; ++i) contents.modules.push_back(ReadModule(in));
+  for (uint32_t i = 0; i < num_modules; ++i) {
+    contents.modules.push_back(ReadModule(in, contents.format_version, copy_blobs));
+  }
   in.ExpectEnd();
   CheckImports(contents.modules);
   return contents;

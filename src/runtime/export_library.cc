@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 std::string AssemblyEmbedding(const fs::path& blob, size_t size) {
   std::ostringstream s;
   s << "  .section .rodata.kiln_artifact,\"a\"\n"
-    << "  .globl kiln_artifact_data\n  .type kiln_artifact_data, @object\n  .balign 16\n"
+    << "  .globl kiln_artifact_data\n  .type kiln_artifact_data, @object\n  .balign 64\n"
     << "kiln_artifact_data:\n  .incbin \"" << blob.string() << "\"\n"
     << "  .globl kiln_artifact_size\n  .type kiln_artifact_size, @object\n  .balign 8\n"
     << "kiln_artifact_size:\n  .quad " << size << "\n"

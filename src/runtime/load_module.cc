@@ -8,6 +8,7 @@
 #include <kiln/ffi/registry.h>
 #include <kiln/runtime/artifact.h>
 #include <kiln/runtime/backend.h>
+#include <kiln/runtime/memory.h>
 
 #include <cstdint>
 #include <cstring>
@@ -66,20 +67,12 @@ std::optional<Function> FindLoader(const std::string& kind, const std::string& r
   return Function::GetGlobal(name.c_str());
 }
 
-/// Hands the pages wholly inside [data, data + size) back to the kernel. They are the
-/// artifact's embedded bytes in the library's file mapping, never written: read again they come
-/// back from the file, so only the process's resident memory changes (parsing read them all; a
-/// model's weights would otherwise stay resident twice, here and in its modules).
-void ReleaseMappedPages(const uint8_t* data, size_t size) {
-  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + page - 1) / page * page;
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + size) / page * page;
-  // NOLINTNEXTLINE(performance-no-int-to-ptr): the page range of a mapping, for madvise
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
-}
-
-/// Loads `entry`, whose blob is released once the module's loader has its own copy.
-Module LoadOne(ArtifactModule& entry, void* handle, const std::string& path) {
+/// Loads `entry`, whose blob lies at `data + entry.blob_offset` in the loaded library, which
+/// stays mapped for the process's life. A kind whose runtime registers
+/// `runtime.module.load_mapped.<kind>(data: void*, size: int)` uses the blob there, in place;
+/// any other is given a copy (`runtime.module.load_bytes.<kind>`).
+Module LoadOne(const ArtifactModule& entry, const uint8_t* data, void* handle,
+               const std::string& path) {
   if (entry.kind == kHostLibraryKind) {
     return HostLibraryModuleCreate(handle, path, entry.functions);
   }
@@ -88,9 +81,16 @@ Module LoadOne(ArtifactModule& entry, void* handle, const std::string& path) {
   KILN_CHECK(loader.has_value(), RuntimeError)
       << "artifact '" << path << "' contains a module of kind '" << entry.kind << "', which needs "
       << entry.runtime_library << ": " << why_missing;
-  Bytes blob(entry.blob);
-  std::string().swap(entry.blob);
-  Module module = (*loader)(std::move(blob)).cast<Module>();
+  const uint8_t* blob = data + entry.blob_offset;
+  const std::string mapped_loader = "runtime.module.load_mapped." + entry.kind;
+  Module module;
+  if (std::optional<Function> in_place = Function::GetGlobal(mapped_loader.c_str())) {
+    module = (*in_place)(static_cast<void*>(const_cast<uint8_t*>(blob)),
+                         static_cast<int64_t>(entry.blob_size))
+                 .cast<Module>();
+  } else {
+    module = (*loader)(Bytes(reinterpret_cast<const char*>(blob), entry.blob_size)).cast<Module>();
+  }
   KILN_CHECK(module->compatibility() == entry.compatibility, RuntimeError)
       << "artifact '" << path << "' has a '" << entry.kind << "' module made for '"
       << entry.compatibility << "', but the installed " << entry.runtime_library << " reads '"
@@ -143,7 +143,7 @@ Module LoadModule(const std::string& path) {
 
   ArtifactContents contents;
   try {
-    contents = ParseArtifact(data, *size);
+    contents = ParseArtifact(data, *size, /*copy_blobs=*/false);
   } catch (const Error& failure) {
     throw failure.WithContext("while loading artifact '" + path + "'");
   }
@@ -152,10 +152,11 @@ Module LoadModule(const std::string& path) {
       << contents.abi_major << ", but this runtime has ABI " << KILN_ABI_VERSION_MAJOR
       << "; rebuild the artifact";
 
+  // Parsing read every page (the checksum); the modules read back what they use.
   ReleaseMappedPages(data, *size);
   std::vector<Module> modules;
-  for (ArtifactModule& entry : contents.modules) {
-    modules.push_back(LoadOne(entry, handle, path));
+  for (const ArtifactModule& entry : contents.modules) {
+    modules.push_back(LoadOne(entry, data, handle, path));
   }
   for (size_t i = 0; i < modules.size(); ++i) {
     for (uint32_t child : contents.modules[i].imports) modules[i].Import(modules[child]);

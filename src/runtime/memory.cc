@@ -1,11 +1,14 @@
 // Tensor memory (kiln/runtime/memory.h): Empty through the caching allocators, CopyTensor
 // through the device APIs, and the "runtime.*" globals the bindings call.
+#include <unistd.h>
 #include <kiln/ffi/map.h>
 #include <kiln/ffi/registry.h>
 #include <kiln/runtime/device_api.h>
 #include <kiln/runtime/memory.h>
+#include <sys/mman.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <sstream>
 #include <string>
@@ -190,5 +193,14 @@ KILN_REGISTER_GLOBAL("runtime.AllocatorStats").set_body_typed([](DLDevice device
 KILN_REGISTER_GLOBAL("runtime.ReleaseCachedMemory").set_body_typed([]() { ReleaseCachedMemory(); });
 
 }  // namespace
+void ReleaseMappedPages(const void* data, size_t size) {
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto start = reinterpret_cast<uintptr_t>(data);
+  const uintptr_t begin = (start + page - 1) / page * page;
+  const uintptr_t end = (start + size) / page * page;
+  // NOLINTNEXTLINE(performance-no-int-to-ptr): the page range of a mapping, for madvise
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 }  // namespace runtime
 }  // namespace kiln

@@ -14,8 +14,11 @@
 namespace kiln {
 namespace runtime {
 
-/// Current version of the byte layout; a reader refuses versions it does not know.
-constexpr uint32_t kArtifactFormatVersion = 1;
+/// Current version of the byte layout; a reader refuses versions it does not know. Version 2
+/// starts each module's blob at a multiple of kArtifactBlobAlignment from the start of the
+/// artifact's bytes (version 1 packed them), so a loaded module can use its data in place.
+constexpr uint32_t kArtifactFormatVersion = 2;
+constexpr uint32_t kArtifactBlobAlignment = 64;
 
 /// One module of the serialized tree. Module 0 is the root.
 struct ArtifactModule {
@@ -25,6 +28,10 @@ struct ArtifactModule {
   std::vector<uint32_t> imports;  ///< indices of the imported modules
   std::vector<std::string> functions;
   std::string blob;  ///< SaveToBytes() of the module (empty for host_library)
+  /// Where the blob lies in the bytes ParseArtifact read (offset from their start, and size),
+  /// also when ParseArtifact was asked not to copy it into `blob`.
+  uint64_t blob_offset = 0;
+  uint64_t blob_size = 0;
 };
 
 /// The decoded contents of an artifact's embedded data.
@@ -36,16 +43,18 @@ struct ArtifactContents {
   std::vector<ArtifactModule> modules;
 };
 
-/// Encodes `contents` (magic, version, size, checksum, payload).
+/// Encodes `contents` (magic, version, size, checksum, payload) in its format_version's layout.
 KILN_API std::string SerializeArtifact(const ArtifactContents& contents);
 /// Puts the fixed header (magic, version, size, checksum) in front of an encoded payload. Used by
 /// SerializeArtifact, and by the fuzzer to reach the payload parser past the checksum.
-KILN_API std::string FrameArtifactPayload(std::string_view payload);
+KILN_API std::string FrameArtifactPayload(std::string_view payload,
+                                          uint32_t format_version = kArtifactFormatVersion);
 
-/// Decodes and validates bytes made by SerializeArtifact; a ValueError says what is wrong
-/// (bad magic, unknown version, truncation, checksum, out-of-range index, import cycle).
-/// Never reads outside [data, data + size).
-KILN_API ArtifactContents ParseArtifact(const uint8_t* data, size_t size);
+/// Decodes and validates bytes made by SerializeArtifact (format 1 or 2); a ValueError says what
+/// is wrong (bad magic, unknown version, truncation, checksum, nonzero padding, out-of-range
+/// index, import cycle). Never reads outside [data, data + size). With `copy_blobs` false the
+/// modules' `blob` stay empty: the caller reads them at blob_offset, in place.
+KILN_API ArtifactContents ParseArtifact(const uint8_t* data, size_t size, bool copy_blobs = true);
 
 /// Flattens a module tree into ArtifactContents (each module's SaveToBytes). Modules of kind
 /// "c_source" become "host_library" entries; their code is returned in `host_sources`.

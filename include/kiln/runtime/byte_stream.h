@@ -25,6 +25,8 @@ class ByteWriter {
     out_.append(text.data(), text.size());
   }
   void Raw(std::string_view bytes) { out_.append(bytes.data(), bytes.size()); }
+  void Zeros(size_t count) { out_.append(count, '\0'); }
+  size_t size() const { return out_.size(); }
   const std::string& bytes() const { return out_; }
   std::string Take() && { return std::move(out_); }
 
@@ -43,14 +45,21 @@ class ByteReader {
 
   uint32_t U32(const char* field) { return static_cast<uint32_t>(ReadLittleEndian(4, field)); }
   uint64_t U64(const char* field) { return ReadLittleEndian(8, field); }
-  std::string Str(const char* field) {
-    const uint64_t size = U64(field);
+  std::string Str(const char* field) { return std::string(View(U64(field), field)); }
+  /// The next `size` bytes, in place.
+  std::string_view View(uint64_t size, const char* field) {
     KILN_CHECK(size <= remaining(), ValueError)
         << what_ << " is truncated or corrupt: " << field << " claims " << size
         << " bytes at offset " << pos_ << ", but only " << remaining() << " remain";
-    std::string result(data_.substr(pos_, size));
+    std::string_view result = data_.substr(pos_, size);
     pos_ += size;
     return result;
+  }
+  /// Skips `count` bytes that must be zero (padding a writer put there for alignment).
+  void Zeros(size_t count, const char* field) {
+    for (char byte : View(count, field)) {
+      KILN_CHECK(byte == '\0', ValueError) << what_ << " is corrupt: " << field << " is not zero";
+    }
   }
   /// A u32 count of items that each take at least `min_item_size` bytes: bounded by what is
   /// left, so a corrupt count cannot make the caller reserve gigabytes.
@@ -67,6 +76,7 @@ class ByteReader {
         << what_ << " is corrupt: " << remaining() << " unexpected bytes after offset " << pos_;
   }
   size_t remaining() const { return data_.size() - pos_; }
+  size_t position() const { return pos_; }
 
  private:
   uint64_t ReadLittleEndian(int num_bytes, const char* field) {

@@ -32,6 +32,11 @@ KILN_API AllocatorStats GetAllocatorStats(DLDevice device);
 /// Returns every cached block to its device.
 KILN_API void ReleaseCachedMemory();
 
+/// Hands the pages wholly inside [data, data + size) back to the kernel. Only for memory mapped
+/// read-only from a file and never written (a loaded artifact's embedded bytes): read again, the
+/// pages come back from the file, so only the process's resident memory changes.
+KILN_API void ReleaseMappedPages(const void* data, size_t size);
+
 }  // namespace runtime
 }  // namespace kiln
 

@@ -4,6 +4,7 @@
 #include <kiln/ffi/map.h>
 #include <kiln/ffi/registry.h>
 #include <kiln/runtime/backend.h>
+#include <kiln/runtime/byte_stream.h>
 #include <kiln/runtime/kernel_program.h>
 #include <kiln/runtime/memory.h>
 #include <kiln/runtime/module.h>
@@ -12,7 +13,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,6 +33,17 @@ namespace {
 using Json = nlohmann::json;
 
 constexpr const char* kPrefix = "kernel_program: ";
+/// The first bytes of a saved program whose constants are aligned (SaveToBytes).
+constexpr char kSavedMagic[8] = {'K', 'I', 'L', 'N', 'P', 'R', 'G', '2'};
+/// Where a saved constant starts: a multiple of this from the start of the saved bytes, which an
+/// artifact places at a multiple of it too (kArtifactBlobAlignment), so a constant read in place
+/// is as aligned as the caching allocator's tensors.
+constexpr size_t kConstantAlignment = 64;
+
+/// Zero bytes that put what comes next at a multiple of kConstantAlignment.
+size_t PaddingAt(size_t position) {
+  return (kConstantAlignment - position % kConstantAlignment) % kConstantAlignment;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Reading the description
@@ -261,20 +275,38 @@ void MarkAliases(ProgramFunction& func) {
 }
 
 /// Offers each step's constant inputs to the kernel's prepack hook, once per program; what it
-/// returns rides along as an attribute of the step (kiln/runtime/kernel_program.h).
-void PrepackConstants(std::vector<ProgramFunction>& functions,
-                      const std::vector<Tensor>& constants) {
+/// returns rides along as an attribute of the step (kiln/runtime/kernel_program.h). Calls
+/// `only_packed(c)` as soon as every step reading constant c has a packed copy instead, so that
+/// its original can be let go before the next one is packed.
+void PrepackConstants(std::vector<ProgramFunction>& functions, const std::vector<Tensor>& constants,
+                      const std::function<void(size_t)>& only_packed) {
+  std::vector<int64_t> uses_left(constants.size(), 0);
+  for (const ProgramFunction& func : functions) {
+    for (const Step& step : func.steps) {
+      for (const TensorRef& ref : step.inputs) {
+        if (ref.list == 'c') ++uses_left[ref.index];
+      }
+    }
+  }
+  std::vector<bool> read_unpacked(constants.size(), false);
   for (ProgramFunction& func : functions) {
     for (Step& step : func.steps) {
-      if (step.kernel.empty()) continue;
-      const std::string name = "kernel_prepack.cpu." + step.kernel;
-      const std::optional<Function> prepack = Function::GetGlobal(name.c_str());
-      if (!prepack.has_value()) continue;
+      std::optional<Function> prepack;
+      if (!step.kernel.empty()) {
+        prepack = Function::GetGlobal(("kernel_prepack.cpu." + step.kernel).c_str());
+      }
       for (size_t i = 0; i < step.inputs.size(); ++i) {
         if (step.inputs[i].list != 'c') continue;
-        const Any packed =
-            (*prepack)(static_cast<int64_t>(i), constants[step.inputs[i].index], step.attrs);
-        if (!packed.is_none()) step.attrs.Set(kPrepackedAttrPrefix + std::to_string(i), packed);
+        const size_t c = step.inputs[i].index;
+        const Any packed = prepack.has_value()
+                               ? (*prepack)(static_cast<int64_t>(i), constants[c], step.attrs)
+                               : Any();
+        if (packed.is_none()) {
+          read_unpacked[c] = true;
+        } else {
+          step.attrs.Set(kPrepackedAttrPrefix + std::to_string(i), packed);
+        }
+        if (--uses_left[c] == 0 && !read_unpacked[c]) only_packed(c);
       }
     }
   }
@@ -361,15 +393,17 @@ class KernelProgramObj : public ModuleObj {
   const std::string& description() const { return description_; }
 
   std::optional<Bytes> SaveToBytes() const override {
-    std::string bytes(8, '\0');
-    uint64_t length = description_.size();
-    for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>((length >> (8 * i)) & 0xFF);
-    bytes += description_;
+    // The saved layout (LoadProgram): magic, the description's length and text, then each
+    // constant at a multiple of kConstantAlignment from the start, zero-padded.
+    runtime::ByteWriter out;
+    out.Raw(std::string_view(kSavedMagic, sizeof(kSavedMagic)));
+    out.Str(description_);
     for (const Tensor& constant : constants_) {
-      bytes.append(static_cast<const char*>(constant.data()),
-                   static_cast<size_t>(CompactBytes(constant.dl_tensor())));
+      out.Zeros(PaddingAt(out.size()));
+      out.Raw(std::string_view(static_cast<const char*>(constant.data()),
+                               static_cast<size_t>(CompactBytes(constant.dl_tensor()))));
     }
-    return Bytes(std::move(bytes));
+    return Bytes(std::move(out).Take());
   }
 
  private:
@@ -441,8 +475,10 @@ class KernelProgramObj : public ModuleObj {
 };
 
 /// Parses `description`; `constant_at(i, spec)` supplies constant i, which must match `spec`.
-template <typename ConstantSource>
-Module MakeProgram(std::string description, ConstantSource constant_at) {
+/// `only_packed(i, constant)` is told of each constant no step reads but through its packed
+/// copy.
+template <typename ConstantSource, typename OnlyPacked>
+Module MakeProgram(std::string description, ConstantSource constant_at, OnlyPacked only_packed) {
   std::vector<ProgramFunction> functions;
   std::vector<Tensor> constants;
   try {
@@ -466,41 +502,63 @@ Module MakeProgram(std::string description, ConstantSource constant_at) {
     MergeEpilogues(func, constants);
     MarkAliases(func);
   }
-  PrepackConstants(functions, constants);
+  PrepackConstants(functions, constants, [&](size_t c) { only_packed(c, constants[c]); });
   return Module(make_object<KernelProgramObj>(std::move(description), std::move(functions),
                                               std::move(constants)));
 }
 
 Module CreateProgram(const String& description, const Array<Tensor>& constants) {
-  return MakeProgram(description.str(), [&](size_t i, const TensorSpec& spec) {
-    KILN_CHECK(static_cast<int64_t>(i) < constants.size() && SameSpec(constants[i], spec),
-               ValueError)
-        << kPrefix << "constant " << i << " is missing or does not match its description";
-    return constants[i];
-  });
+  return MakeProgram(
+      description.str(),
+      [&](size_t i, const TensorSpec& spec) {
+        KILN_CHECK(static_cast<int64_t>(i) < constants.size() && SameSpec(constants[i], spec),
+                   ValueError)
+            << kPrefix << "constant " << i << " is missing or does not match its description";
+        return constants[i];
+      },
+      [](size_t, const Tensor&) {});
 }
 
-Module LoadProgram(const Bytes& bytes) {
-  const std::string_view data = bytes.view();
-  KILN_CHECK(data.size() >= 8, ValueError) << kPrefix << "truncated (" << data.size() << " bytes)";
-  uint64_t length = 0;
-  for (int i = 0; i < 8; ++i) length |= uint64_t{static_cast<uint8_t>(data[i])} << (8 * i);
-  KILN_CHECK(length <= data.size() - 8, ValueError)
-      << kPrefix << "truncated: the description needs " << length << " bytes, " << data.size() - 8
-      << " remain";
-  size_t offset = 8 + static_cast<size_t>(length);
-  return MakeProgram(std::string(data.substr(8, length)), [&](size_t, const TensorSpec& spec) {
-    const auto size = static_cast<size_t>(spec.bytes);
-    KILN_CHECK(size <= data.size() - offset, ValueError)
-        << kPrefix << "truncated: the constants need more than the " << data.size()
-        << " bytes stored";
-    KILN_CHECK(spec.is_static, ValueError)
-        << kPrefix << "a constant has the symbolic shape " << SymbolicShapeToString(spec.shape);
-    Tensor constant = Empty(spec.extents, spec.dtype, DLDevice{kDLCPU, 0});
-    if (size > 0) std::memcpy(constant.data(), data.data() + offset, size);
-    offset += size;
-    return constant;
-  });
+/// A saved program (SaveToBytes): `kSavedMagic`, the description (a u64 length, the text), then
+/// the constants, each at a multiple of kConstantAlignment from the start. Programs saved before
+/// the magic existed start with the length and pack the constants; both are read. With
+/// `in_place`, `data` stays mapped for the process's life (an artifact's bytes) and an aligned
+/// constant is a view of it, whose pages go back to the kernel once only its packed form is used
+/// (MakeProgram); otherwise each constant is copied out.
+Module LoadProgram(std::string_view data, bool in_place) {
+  const bool aligned =
+      data.substr(0, sizeof(kSavedMagic)) == std::string_view(kSavedMagic, sizeof(kSavedMagic));
+  runtime::ByteReader in(data.substr(aligned ? sizeof(kSavedMagic) : 0),
+                         "the saved kernel program");
+  const size_t base = aligned ? sizeof(kSavedMagic) : 0;
+  std::string description = in.Str("description");
+  std::vector<bool> views;
+  Module program = MakeProgram(
+      std::move(description),
+      [&](size_t, const TensorSpec& spec) {
+        KILN_CHECK(spec.is_static, ValueError)
+            << kPrefix << "a constant has the symbolic shape " << SymbolicShapeToString(spec.shape);
+        if (aligned) in.Zeros(PaddingAt(base + in.position()), "the padding before a constant");
+        const std::string_view bytes = in.View(static_cast<uint64_t>(spec.bytes), "a constant");
+        const size_t alignment = std::max<size_t>(1, (spec.dtype.bits * spec.dtype.lanes + 7) / 8);
+        const bool view = in_place && reinterpret_cast<uintptr_t>(bytes.data()) % alignment == 0;
+        views.push_back(view);
+        if (view) {
+          return Tensor::FromMemory(const_cast<char*>(bytes.data()), spec.extents, spec.dtype,
+                                    DLDevice{kDLCPU, 0}, [] {});
+        }
+        Tensor constant = Empty(spec.extents, spec.dtype, DLDevice{kDLCPU, 0});
+        if (!bytes.empty()) std::memcpy(constant.data(), bytes.data(), bytes.size());
+        return constant;
+      },
+      [&](size_t i, const Tensor& constant) {
+        if (views[i]) {
+          ReleaseMappedPages(constant.data(),
+                             static_cast<size_t>(CompactBytes(constant.dl_tensor())));
+        }
+      });
+  in.ExpectEnd();
+  return program;
 }
 
 KILN_REGISTER_GLOBAL("runtime.KernelProgramCreate").set_body_typed(CreateProgram);
@@ -522,7 +580,18 @@ KILN_REGISTER_GLOBAL("runtime.WhyNoCpuKernel").set_body_typed([](const String& k
 KILN_REGISTER_GLOBAL("runtime.module.load_bytes.kernel_program")
     .set_body_typed([](const Bytes& bytes) {
       try {
-        return LoadProgram(bytes);
+        return LoadProgram(bytes.view(), /*in_place=*/false);
+      } catch (const Error& error) {
+        throw error.WithContext("while loading a kernel_program module");
+      }
+    });
+
+// An artifact's program, read where the artifact is mapped (kiln/runtime/artifact.h).
+KILN_REGISTER_GLOBAL("runtime.module.load_mapped.kernel_program")
+    .set_body_typed([](void* data, int64_t size) {
+      try {
+        return LoadProgram(std::string_view(static_cast<const char*>(data), size),
+                           /*in_place=*/true);
       } catch (const Error& error) {
         throw error.WithContext("while loading a kernel_program module");
       }

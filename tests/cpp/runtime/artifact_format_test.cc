@@ -48,6 +48,43 @@ TEST(ArtifactFormatTest, RoundTripsEveryField) {
   }
 }
 
+TEST(ArtifactFormatTest, BlobsStartAtAlignedOffsetsAndCanBeReadInPlace) {
+  const std::string bytes = SerializeArtifact(SampleContents());
+  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+  const ArtifactContents in_place = ParseArtifact(data, bytes.size(), /*copy_blobs=*/false);
+  const ArtifactContents expected = SampleContents();
+  ASSERT_EQ(in_place.modules.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    const ArtifactModule& module = in_place.modules[i];
+    EXPECT_EQ(module.blob_offset % kArtifactBlobAlignment, 0u) << "module " << i;
+    EXPECT_TRUE(module.blob.empty());
+    EXPECT_EQ(bytes.substr(module.blob_offset, module.blob_size), expected.modules[i].blob);
+  }
+}
+
+TEST(ArtifactFormatTest, FormatOneIsStillReadAndWritten) {
+  ArtifactContents contents = SampleContents();
+  contents.format_version = 1;
+  const std::string bytes = SerializeArtifact(contents);
+  EXPECT_LT(bytes.size(), SerializeArtifact(SampleContents()).size());  // no padding
+  const ArtifactContents parsed = Parse(bytes);
+  EXPECT_EQ(parsed.format_version, 1u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(parsed.modules[i].blob, contents.modules[i].blob);
+  EXPECT_EQ(SerializeArtifact(parsed), bytes);
+}
+
+TEST(ArtifactFormatTest, NonzeroPaddingIsCorrupt) {
+  std::string bytes = SerializeArtifact(SampleContents());
+  const ArtifactContents parsed = Parse(bytes);
+  // The byte before the second blob is padding (its blob is 7 bytes, at a multiple of 64).
+  const size_t padding = parsed.modules[1].blob_offset - 1;
+  bytes[padding] = '\x01';
+  // Keep the checksum right, so that the padding check is what fails.
+  bytes = FrameArtifactPayload(std::string_view(bytes).substr(32));
+  EXPECT_EQ(ErrorOf(bytes),
+            "ValueError: the artifact is corrupt: the padding before module data is not zero");
+}
+
 TEST(ArtifactFormatTest, EveryTruncationIsAClearError) {
   const std::string bytes = SerializeArtifact(SampleContents());
   for (size_t size = 0; size < bytes.size(); ++size) {
