@@ -26,26 +26,10 @@
 namespace kiln {
 namespace {
 
-/// Replaces the parameters of @main named in `params` with constants.
-class ParamBinder : public ir::ExprMutator {
- public:
-  explicit ParamBinder(std::unordered_map<const Object*, ir::Constant> values)
-      : values_(std::move(values)) {}
-
- protected:
-  ir::Expr VisitVar(const ir::Var& var) override {
-    auto it = values_.find(var.get());
-    return it == values_.end() ? ir::Expr(var) : ir::Expr(it->second);
-  }
-
- private:
-  std::unordered_map<const Object*, ir::Constant> values_;
-};
-
 ir::IRModule BindParams(const ir::IRModule& mod, const Map<String, Tensor>& params) {
   if (params.empty()) return mod;
   const ir::Function main = mod.Lookup("main");
-  std::unordered_map<const Object*, ir::Constant> values;
+  std::unordered_map<const Object*, ir::Expr> values;
   Array<ir::Var> remaining;
   std::string names;
   for (const ir::Var& param : main->params()) {
@@ -67,7 +51,7 @@ ir::IRModule BindParams(const ir::IRModule& mod, const Map<String, Tensor>& para
     }
     return "params: @main has no parameter " + unknown + " (its parameters: " + names + ")";
   }();
-  const ir::Expr body = ParamBinder(std::move(values)).Mutate(main->body());
+  const ir::Expr body = ir::SubstituteVars(main->body(), values);
   ir::IRModule bound = ir::IRModule::Create();
   for (const auto& [gvar, func] : mod->functions()) {
     bound.Add(gvar, gvar->name_hint() == "main"

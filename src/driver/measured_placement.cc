@@ -42,27 +42,11 @@ constexpr double kLongRunSeconds = 0.25;
 
 // ---- the IR: inlining regions and composites back -------------------------------------------
 
-/// Replaces variables by expressions (a function's parameters by a call's arguments).
-class VarReplacer : public ir::ExprMutator {
- public:
-  explicit VarReplacer(std::unordered_map<const Object*, ir::Expr> values)
-      : values_(std::move(values)) {}
-
- protected:
-  ir::Expr VisitVar(const ir::Var& var) override {
-    auto it = values_.find(var.get());
-    return it == values_.end() ? ir::Expr(var) : it->second;
-  }
-
- private:
-  std::unordered_map<const Object*, ir::Expr> values_;
-};
-
 /// `func`'s body with its parameters bound to `args`.
 ir::Expr BodyAt(const ir::Function& func, const Array<ir::Expr>& args) {
   std::unordered_map<const Object*, ir::Expr> values;
   for (int64_t i = 0; i < func->params().size(); ++i) values[func->params()[i].get()] = args[i];
-  return VarReplacer(std::move(values)).Mutate(func->body());
+  return ir::SubstituteVars(func->body(), values);
 }
 
 /// Inlines calls of composite functions (MergeComposite's) and of the global functions in

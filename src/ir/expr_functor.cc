@@ -185,5 +185,28 @@ void PostOrderVisit(const Expr& expr, const std::function<void(const Expr&)>& fn
       });
 }
 
+namespace {
+
+class VarSubstituter : public ExprMutator {
+ public:
+  explicit VarSubstituter(const std::unordered_map<const Object*, Expr>& values)
+      : values_(values) {}
+
+ protected:
+  Expr VisitVar(const Var& var) override {
+    auto it = values_.find(var.get());
+    return it == values_.end() ? Expr(var) : it->second;
+  }
+
+ private:
+  const std::unordered_map<const Object*, Expr>& values_;
+};
+
+}  // namespace
+
+Expr SubstituteVars(const Expr& expr, const std::unordered_map<const Object*, Expr>& values) {
+  return VarSubstituter(values).Mutate(expr);
+}
+
 }  // namespace ir
 }  // namespace kiln

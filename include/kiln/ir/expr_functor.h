@@ -83,6 +83,11 @@ class KILN_API ExprMutator {
 /// Calls `fn` once on every node reachable from `expr`, children before parents.
 KILN_API void PostOrderVisit(const Expr& expr, const std::function<void(const Expr&)>& fn);
 
+/// `expr` with the variables in `values` (keyed by their object) replaced: a function's
+/// parameters by a call's arguments, or by constants.
+KILN_API Expr SubstituteVars(const Expr& expr,
+                             const std::unordered_map<const Object*, Expr>& values);
+
 }  // namespace ir
 }  // namespace kiln
 
