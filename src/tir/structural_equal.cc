@@ -1,6 +1,8 @@
 // Structural equality and hashing of tensor-level IR nodes (kiln/tir/node.h), over every kind's
 // registered fields.
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "node_internal.h"
 
@@ -12,7 +14,10 @@ uint64_t Combine(uint64_t seed, uint64_t value) {
   return seed ^ (value + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2));
 }
 
+/// The bits a float compares and hashes by: its own, except that every NaN is one value (the
+/// IR gives a NaN's sign and payload no meaning, and the text format writes each as `nan`).
 uint64_t FloatBits(double value) {
+  if (std::isnan(value)) value = std::numeric_limits<double>::quiet_NaN();
   uint64_t bits = 0;
   std::memcpy(&bits, &value, sizeof(bits));
   return bits;
@@ -91,7 +96,7 @@ bool FieldEqual(const Any& a, const Any& b, FieldKind kind, int depth) {
     case FieldKind::kDType: return DataTypeEqual(a.cast<DLDataType>(), b.cast<DLDataType>());
     case FieldKind::kInt: return a.cast<int64_t>() == b.cast<int64_t>();
     case FieldKind::kFloat:
-      // By bits: NaN equals NaN, -0 differs from 0.
+      // By bits: NaN equals NaN (whatever its sign), -0 differs from 0.
       return FloatBits(a.cast<double>()) == FloatBits(b.cast<double>());
     default: return false;
   }

@@ -57,6 +57,12 @@ TEST(TirNodeTest, EqualityComparesEveryField) {
   // Floats compare by bits: -0.0 is another immediate than 0.0.
   EXPECT_FALSE(StructuralEqual(FloatImm(-0.0, kF32), FloatImm(0.0, kF32)));
   EXPECT_TRUE(StructuralEqual(FloatImm(std::nan(""), kF32), FloatImm(std::nan(""), kF32)));
+  // Every NaN is one value: `-nan` prints as `nan`, and reads back equal, with the same hash
+  // (found by the tir_text fuzzer: tests/fuzz/corpus/tir_text/regression_negative_nan_*).
+  const Node negative = ParseText("float(value=-nan, dtype=float32)");
+  const Node again = ParseText(AsText(negative));
+  EXPECT_TRUE(StructuralEqual(again, negative));
+  EXPECT_EQ(StructuralHash(again), StructuralHash(negative));
 }
 
 TEST(TirNodeTest, ValuesOfEveryFieldKindRoundTrip) {
