@@ -129,23 +129,22 @@ double Median(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
-/// The median seconds of `a` and of `b`, run in turns (the order reversed every turn) after one
-/// untimed run each, so that both see the same machine.
-std::pair<double, double> TimeInTurns(const std::function<void()>& a,
-                                      const std::function<void()>& b) {
-  const double first = std::max(Seconds(a), Seconds(b));
+/// The median seconds of each variant, run in turns (the order reversed every turn) after one
+/// untimed run each, so that all see the same machine.
+std::vector<double> TimeInTurns(const std::vector<std::function<void()>>& variants) {
+  double first = 0;
+  for (const auto& variant : variants) first = std::max(first, Seconds(variant));
   const int runs = first > kLongRunSeconds ? kLongRuns : kRuns;
-  std::vector<double> times_a, times_b;
+  std::vector<std::vector<double>> times(variants.size());
   for (int run = 0; run < runs; ++run) {
-    if (run % 2 == 0) {
-      times_a.push_back(Seconds(a));
-      times_b.push_back(Seconds(b));
-    } else {
-      times_b.push_back(Seconds(b));
-      times_a.push_back(Seconds(a));
+    for (size_t k = 0; k < variants.size(); ++k) {
+      const size_t v = run % 2 == 0 ? k : variants.size() - 1 - k;
+      times[v].push_back(Seconds(variants[v]));
     }
   }
-  return {Median(times_a), Median(times_b)};
+  std::vector<double> medians;
+  for (std::vector<double>& samples : times) medians.push_back(Median(std::move(samples)));
+  return medians;
 }
 
 // ---- the cache --------------------------------------------------------------------------------
@@ -224,8 +223,10 @@ void StoreCosts(const std::string& key, double compiler_seconds, double host_sec
 struct Measurer {
   const Map<String, Any>& codegen_options;
 
-  /// The region's cost on its compiler and on the CPU path, by measurement.
-  std::pair<double, double> Measure(const std::string& symbol, const ir::Function& region) const {
+  /// The region's cost on the CPU path and, with `on_compiler`, on its compiler, by
+  /// measurement: {host} or {host, compiler}.
+  std::vector<double> Measure(const std::string& symbol, const ir::Function& region,
+                              bool on_compiler) const {
     std::mt19937 rng(1);
     std::vector<Tensor> inputs;
     std::string why;
@@ -248,14 +249,18 @@ struct Measurer {
       if (!output.has_value()) throw std::runtime_error(why);
       outputs.push_back(*output);
     }
-    const Function external = CompileExternal(symbol, region);
     const Executable host = CompileHost(region);
+    for (size_t i = 0; i < inputs.size(); ++i) host.set_input(static_cast<int64_t>(i), inputs[i]);
+    std::vector<std::function<void()>> variants{[&] { host.run(); }};
     std::vector<AnyView> packed(inputs.begin(), inputs.end());
     packed.insert(packed.end(), outputs.begin(), outputs.end());
-    for (size_t i = 0; i < inputs.size(); ++i) host.set_input(static_cast<int64_t>(i), inputs[i]);
-    return TimeInTurns(
-        [&] { external.CallPacked(packed.data(), static_cast<int32_t>(packed.size())); },
-        [&] { host.run(); });
+    std::optional<Function> external;
+    if (on_compiler) {
+      external = CompileExternal(symbol, region);
+      variants.emplace_back(
+          [&] { external->CallPacked(packed.data(), static_cast<int32_t>(packed.size())); });
+    }
+    return TimeInTurns(variants);
   }
 
   Function CompileExternal(const std::string& symbol, const ir::Function& region) const {
@@ -291,20 +296,23 @@ RegionCost Decide(const std::string& symbol, const ir::Function& region,
       const Any answer = (*estimate)(region);
       if (!answer.is_none()) estimated = answer.cast<double>();
     }
-    if (std::optional<std::pair<double, double>> cached = CachedCosts(key);
-        cached.has_value() && !estimated.has_value()) {
+    const Measurer measurer{codegen_options};
+    if (std::optional<std::pair<double, double>> cached = CachedCosts(key)) {
       std::tie(cost.compiler_seconds, cost.host_seconds) = *cached;
       cost.source = "cached";
-    } else {
-      std::tie(cost.compiler_seconds, cost.host_seconds) =
-          Measurer{codegen_options}.Measure(symbol, region);
+    } else if (!estimated.has_value()) {
+      const std::vector<double> measured = measurer.Measure(symbol, region, true);
+      cost.host_seconds = measured[0];
+      cost.compiler_seconds = measured[1];
       cost.source = "measured";
-      if (estimated.has_value()) {
-        cost.compiler_seconds = *estimated;
-        cost.source = "estimate";
-      } else {
-        StoreCosts(key, cost.compiler_seconds, cost.host_seconds);
-      }
+      StoreCosts(key, cost.compiler_seconds, cost.host_seconds);
+    } else {
+      // The compiler's cost is its estimate: only the CPU path is built and run.
+      cost.host_seconds = measurer.Measure(symbol, region, false)[0];
+    }
+    if (estimated.has_value()) {
+      cost.compiler_seconds = *estimated;
+      cost.source = "estimate";
     }
     cost.kept = cost.compiler_seconds <= cost.host_seconds;
   } catch (const std::exception& error) {

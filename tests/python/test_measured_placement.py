@@ -59,7 +59,7 @@ def targets(report):
     return {line.split()[1]: line.split()[0] for line in section.splitlines()}
 
 
-def test_the_estimate_decides_region_by_region(capsys):
+def test_the_estimate_decides_region_by_region(tmp_path):
     # The region with tanh is "slow" on ccompiler, the other one free.
     kiln.register_func(ESTIMATE, lambda func: 10.0 if "tanh" in str(func) else 0.0,
                        override=True)
@@ -71,6 +71,8 @@ def test_the_estimate_decides_region_by_region(capsys):
     assert any("0.000 ms vs" in line and "(estimate), kept by ccompiler" in line for line in lines)
     assert any("10000.000 ms vs" in line and "returned to the host" in line for line in lines)
     assert "would take it (unless its region was returned by cost, above)" in report
+    # Estimated costs are not measurements: nothing is cached.
+    assert not (tmp_path / "cache" / "placement_costs.json").exists()
 
 
 def test_measured_costs_are_cached_and_reported(tmp_path):
