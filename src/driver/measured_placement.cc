@@ -142,8 +142,8 @@ std::vector<double> TimeInTurns(const std::vector<std::function<void()>>& varian
       times[v].push_back(Seconds(variants[v]));
     }
   }
-  std::vector<double> medians;
-  for (std::vector<double>& samples : times) medians.push_back(Median(std::move(samples)));
+  std::vector<double> medians(variants.size());
+  for (size_t v = 0; v < variants.size(); ++v) medians[v] = Median(std::move(times[v]));
   return medians;
 }
 
