@@ -237,6 +237,24 @@ def compute_rule(op):
     return decorate
 
 
+def tensor_intrin(name, desc):
+    """Registers the decorated function as the implementation of tensor intrinsic ``name``,
+    described by ``desc``: a prim_func whose body is the loop nest the intrinsic computes, over
+    buffers whose sizes are variables. ``tir.schedule.Tensorize(func, loop, name)`` replaces a
+    loop nest that computes the same by ``impl(buffers, sizes)``, a statement: ``buffers`` maps
+    each of the description's buffer names to ``{"buffer", "offset", "strides"}`` (the function's
+    buffer, the region's first element, its row-major strides over the description's axes) and
+    ``sizes`` each of its sizes to the nest's extent. The usual statement is
+    ``evaluate(call_packed(<a global function>, [address(buffer, offset), ...]))``."""
+    _expect_prim_func(desc, f"tensor intrinsic {name!r} needs a description that is")
+
+    def decorate(function):
+        _tir("RegisterTensorIntrin")(name, desc, function)
+        return function
+
+    return decorate
+
+
 def index_text(index):
     """An index (a loop variable, a size expression such as a compute rule's indices) as text,
     which index fields take back: ``f"{tir.index_text(i)} + 1"``."""

@@ -9,6 +9,8 @@ namespace tir {
 namespace {
 
 constexpr DLDataType kBool{kDLUInt, 1, 1};
+constexpr DLDataType kInt32{kDLInt, 32, 1};
+constexpr DLDataType kHandle{kDLOpaqueHandle, 64, 1};
 
 DLDataType DTypeOf(const Any& field) { return field.cast<Node>()->dtype(); }
 
@@ -111,6 +113,20 @@ void RegisterValues() {
                 NodeRole::kValue,
                 {{"name", FieldKind::kString}, {"args", FieldKind::kValues}, dtype},
                 [](const auto& f) { return DTypeField(f, 2); }});
+  // An external function called through Kiln's FFI (a micro-kernel a tensorized loop nest
+  // became): its arguments cross as ints, floats and opaque pointers; its int32 value is 0, or
+  // the generated function returns the error the callee raised.
+  RegisterNode({"call_packed",
+                NodeRole::kValue,
+                {{"name", FieldKind::kString}, {"args", FieldKind::kValues}},
+                [](const auto&) { return kInt32; }});
+  RegisterNode({"address",
+                NodeRole::kValue,
+                {{"buffer", FieldKind::kBufferRef}, {"indices", FieldKind::kIndices}},
+                [](const auto& f) {
+                  CheckIndices("address", f[0], f[1]);
+                  return kHandle;
+                }});
   RegisterNode({"reduce",
                 NodeRole::kValue,
                 {{"combiner", FieldKind::kIdent},
@@ -239,6 +255,12 @@ Node Load(const Node& buffer, const std::vector<arith::SizeExpr>& indices) {
 }
 Node Call(const std::string& name, const std::vector<Node>& args, DLDataType dtype) {
   return MakeNode("call", {String(name), Items(args), dtype});
+}
+Node CallPacked(const std::string& name, const std::vector<Node>& args) {
+  return MakeNode("call_packed", {String(name), Items(args)});
+}
+Node Address(const Node& buffer, const std::vector<arith::SizeExpr>& indices) {
+  return MakeNode("address", {buffer, Indices(indices)});
 }
 Node Store(const Node& buffer, const std::vector<arith::SizeExpr>& indices, const Node& value) {
   return MakeNode("store", {buffer, Indices(indices), value});

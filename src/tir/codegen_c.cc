@@ -91,6 +91,28 @@ static int kiln_tir_parallel_for(int64_t extent, int64_t grain, kiln_tir_body bo
   kiln_object_dec_ref(pool);
   return rc;
 }
+/* Calls the global function `name`, looked up once into *cache (a reference the library keeps),
+ * with `args`; 0, or -1 with the callee's error raised. */
+static int kiln_tir_call_packed(KilnObjectHandle* cache, const char* name, const KilnAny* args,
+                                int32_t num_args) {
+  KilnObjectHandle func = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+  if (func == NULL) {
+    if (kiln_func_get_global_required(name, &func) != 0) return -1;
+    KilnObjectHandle expected = NULL;
+    if (!__atomic_compare_exchange_n(cache, &expected, func, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE)) {
+      kiln_object_dec_ref(func); /* another thread cached it first */
+      func = expected;
+    }
+  }
+  KilnAny result;
+  result.type_index = kKilnTypeNone;
+  result.zero_padding = 0;
+  result.v_int64 = 0;
+  const int rc = kiln_function_call(func, args, num_args, &result);
+  if (rc == 0 && result.type_index >= kKilnTypeStaticObjectBegin) kiln_object_dec_ref(result.v_obj);
+  return rc;
+}
 /* Chunks of about 16384 innermost iterations, when each outer iteration runs `inner`. */
 static inline int64_t kiln_tir_grain(int64_t inner) {
   return inner >= 16384 ? 1 : 16384 / (inner > 0 ? inner : 1);
@@ -152,6 +174,7 @@ std::string GpuIndex(const std::string& kind) {
 /// The C type of `dtype`; NotImplementedError for one C has no plain type for.
 std::string CType(DLDataType dtype) {
   if (dtype.lanes == 1) {
+    if (dtype.code == kDLOpaqueHandle) return "void*";
     if (dtype.code == kDLFloat && dtype.bits == 32) return "float";
     if (dtype.code == kDLFloat && dtype.bits == 64) return "double";
     if (dtype.code == kDLUInt && dtype.bits == 1) return "uint8_t";  // bool
@@ -396,6 +419,9 @@ class CodeGen {
       Line(indent, "}");
     } else if (kind == "allocate") {
       Allocate(stmt, indent, depth);
+    } else if (kind == "evaluate" && stmt.field_as<Node>("value").is("call_packed")) {
+      Line(indent,
+           "if (" + CallPacked(stmt.field_as<Node>("value"), depth + 1) + " != 0) return -1;");
     } else if (kind == "evaluate") {
       Line(indent, "(void)(" + Value(stmt.field_as<Node>("value"), depth + 1) + ");");
     } else {
@@ -515,6 +541,38 @@ class CodeGen {
     return arith::IntImm(1);
   }
 
+  /// A call through the FFI: each argument a KilnAny (ints as int64, floats as double, handles
+  /// as opaque pointers), the function looked up once per call site.
+  std::string CallPacked(const Node& call, int depth) {
+    const std::string name = call.field_as<String>("name").str();
+    KILN_CHECK(target_ == Target::kHostC, NotImplementedError)
+        << "tir CUDA codegen: " << name_ << " calls '" << name
+        << "' through the FFI (call_packed), which only host code can";
+    const std::string cache = name_ + "_global" + std::to_string(packed_calls_++);
+    helpers_ << "static KilnObjectHandle " << cache << ";\n";
+    std::string args;
+    const auto values = call.field_as<Array<Any>>("args");
+    for (const Any& arg : values) {
+      const Node value = arg.cast<Node>();
+      const DLDataType dtype = value->dtype();
+      const std::string c = Value(value, depth + 1);
+      std::string any;
+      if (dtype.code == kDLOpaqueHandle) {
+        any = "kKilnTypeOpaquePtr, 0, {.v_ptr = " + c + "}";
+      } else if (dtype.code == kDLFloat) {
+        any = "kKilnTypeFloat, 0, {.v_float64 = (double)" + c + "}";
+      } else if (dtype.bits == 1) {
+        any = "kKilnTypeBool, 0, {.v_int64 = (int64_t)" + c + "}";
+      } else {
+        any = "kKilnTypeInt, 0, {.v_int64 = (int64_t)" + c + "}";
+      }
+      args += (args.empty() ? "" : ", ") + std::string("{") + any + "}";
+    }
+    return "kiln_tir_call_packed(&" + cache + ", \"" + name + "\", " +
+           (values.size() == 0 ? std::string("NULL") : "(const KilnAny[]){" + args + "}") + ", " +
+           std::to_string(values.size()) + ")";
+  }
+
   std::string Value(const Node& value, int depth) {
     KILN_CHECK(depth < internal::kMaxDepth, ValueError)
         << "tir: nodes nest deeper than " << internal::kMaxDepth << " levels";
@@ -563,6 +621,15 @@ class CodeGen {
       return BufferName(buffer) + "[" + OffsetC(buffer, value.field_as<Array<Any>>("indices")) +
              "]";
     }
+    if (kind == "address") {
+      const auto buffer = value.field_as<Node>("buffer");
+      return "((void*)(" + BufferName(buffer) + " + " +
+             OffsetC(buffer, value.field_as<Array<Any>>("indices")) + "))";
+    }
+    KILN_CHECK(kind != "call_packed", ValueError)
+        << "tir C codegen: " << name_ << " uses call_packed('"
+        << value.field_as<String>("name").str()
+        << "') inside a value; it must be an evaluate statement's whole value";
     if (kind == "call") {
       std::string args;
       for (const Any& arg : value.field_as<Array<Any>>("args")) {
@@ -582,6 +649,7 @@ class CodeGen {
   std::ostringstream* out_ = &main_;
   std::vector<ScopedVar> scope_;
   int parallel_loops_ = 0;
+  int packed_calls_ = 0;
 };
 
 }  // namespace

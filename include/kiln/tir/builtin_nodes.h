@@ -14,6 +14,11 @@
 ///   load(buffer: %ref, indices: [index...])                 the buffer's dtype; one index per dim
 ///   call(name: string, args: [value...], dtype)             an intrinsic (exp, erf, tanh, sqrt,
 ///                                                           fma, ...) or an external function
+///   call_packed(name: string, args: [value...])           the global function `name` called
+///                                                           through Kiln's FFI (a micro-kernel);
+///                                                           int32, only as an evaluate's value:
+///                                                           an error it raises is the caller's
+///   address(buffer: %ref, indices: [index...])             the address of that element; handle
 ///   reduce(combiner: ident, axes: [index...],               source combined (sum, prod, max,
 ///          extents: [index...], source: value)              min) over each axis (a variable)
 ///                                                           in [0, extent); source's dtype.
@@ -53,6 +58,8 @@ KILN_API Node Select(const Node& cond, const Node& a, const Node& b);
 KILN_API Node Cast(const Node& value, DLDataType dtype);
 KILN_API Node Load(const Node& buffer, const std::vector<arith::SizeExpr>& indices);
 KILN_API Node Call(const std::string& name, const std::vector<Node>& args, DLDataType dtype);
+KILN_API Node CallPacked(const std::string& name, const std::vector<Node>& args);
+KILN_API Node Address(const Node& buffer, const std::vector<arith::SizeExpr>& indices);
 
 KILN_API Node Store(const Node& buffer, const std::vector<arith::SizeExpr>& indices,
                     const Node& value);

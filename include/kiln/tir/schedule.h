@@ -14,6 +14,7 @@
 #ifndef KILN_TIR_SCHEDULE_H_
 #define KILN_TIR_SCHEDULE_H_
 
+#include <kiln/ffi/function.h>
 #include <kiln/tir/node.h>
 
 #include <cstdint>
@@ -59,6 +60,27 @@ KILN_API Node ComputeInline(const Node& func, const std::string& buffer);
 /// where it stays in cache. The stage's loops over those axes go; its allocation becomes the
 /// slice's, inside the loop.
 KILN_API Node ComputeAt(const Node& func, const std::string& buffer, const std::string& loop);
+
+/// Tensor intrinsics: a loop nest a hand-written kernel computes, and how to call that kernel.
+/// `desc` is a prim_func whose body is the loop nest, over its parameters' buffers, whose sizes
+/// are variables (`m`, `n`, `k`) bound by the matched nest's extents. `impl` builds the statement
+/// that replaces a matched nest; it is called with two maps:
+///   buffers: the description's buffer name -> {"buffer": the function's buffer, "offset": the
+///            region's first element (one index per axis of that buffer), "strides": the
+///            buffer's row-major strides in elements over the description's axes (its last ones)}
+///   sizes:   the description's size name -> its extent in the nest
+/// and typically returns evaluate(call_packed("<micro-kernel>", [address(buffer, offset), ...])).
+/// Registered as the globals `tir.intrin.<name>` (impl) and `tir.intrin.<name>.desc`, so that C++,
+/// plugins and Python register them alike; the core registers `sgemm` (C = A * B) and
+/// `sgemm_bt` (C = A * B^T), calling the CPU kernels' GEMM.
+KILN_API void RegisterTensorIntrin(const std::string& name, const Node& desc, const Function& impl);
+
+/// Replaces loop `loop` (with everything in it) by intrinsic `intrin`'s implementation, when
+/// the nest computes what its description does: the same statements, loops paired in order,
+/// and each buffer accessed at a fixed offset (which may depend on the loops outside `loop`)
+/// plus the description's index. Otherwise a ValueError names the loop and the first
+/// difference.
+KILN_API Node Tensorize(const Node& func, const std::string& loop, const std::string& intrin);
 
 /// Binds loop `loop` to a GPU index: `index` is block_x, block_y, block_z, thread_x, thread_y
 /// or thread_z (kiln/tir/codegen_c.h's GenerateCuda launches it so).
