@@ -50,6 +50,15 @@ void CheckIndices(const std::string& kind, const Any& buffer, const Any& indices
       << node.field_as<String>("name").str() << "' of rank " << rank;
 }
 
+/// Each index of `indices` is a variable (one the node declares: reduction axes, parameters).
+void RequireVariables(const std::string& kind, const std::string& field, const Any& indices) {
+  for (const Any& index : indices.cast<Array<Any>>()) {
+    KILN_CHECK(index.cast<arith::SizeExpr>().as<arith::SizeVarObj>() != nullptr, ValueError)
+        << "tir." << kind << ": each of '" << field << "' must be a variable, got "
+        << index.cast<arith::SizeExpr>().ToString();
+  }
+}
+
 DLDataType DTypeField(const std::vector<Any>& fields, size_t index) {
   return fields[index].cast<DLDataType>();
 }
@@ -127,6 +136,13 @@ void RegisterValues() {
                   CheckIndices("address", f[0], f[1]);
                   return kHandle;
                 }});
+  // A function of int64 parameters a kernel called by call_packed calls back (a generated
+  // epilogue on each tile of a GEMM's output): a KilnTileCallback* in C.
+  RegisterNode({"callback",
+                NodeRole::kValue,
+                {{"params", FieldKind::kIndices}, {"body", FieldKind::kStmt}},
+                [](const auto&) { return kHandle; },
+                [](const auto& f) { RequireVariables("callback", "params", f[0]); }});
   RegisterNode({"reduce",
                 NodeRole::kValue,
                 {{"combiner", FieldKind::kIdent},
@@ -136,14 +152,8 @@ void RegisterValues() {
                 [](const auto& f) { return DTypeOf(f[3]); },
                 [](const auto& f) {
                   RequireOneOf("reduce", "combiner", f[0], {"sum", "prod", "max", "min"});
+                  RequireVariables("reduce", "axes", f[1]);
                   const auto axes = f[1].template cast<Array<Any>>();
-                  for (const Any& axis : axes) {
-                    KILN_CHECK(
-                        axis.cast<arith::SizeExpr>().template as<arith::SizeVarObj>() != nullptr,
-                        ValueError)
-                        << "tir.reduce: each axis must be a variable, got "
-                        << axis.cast<arith::SizeExpr>().ToString();
-                  }
                   KILN_CHECK(axes.size() == f[2].template cast<Array<Any>>().size(), ValueError)
                       << "tir.reduce: " << axes.size() << " axes but "
                       << f[2].template cast<Array<Any>>().size() << " extents";
@@ -261,6 +271,9 @@ Node CallPacked(const std::string& name, const std::vector<Node>& args) {
 }
 Node Address(const Node& buffer, const std::vector<arith::SizeExpr>& indices) {
   return MakeNode("address", {buffer, Indices(indices)});
+}
+Node Callback(const std::vector<arith::SizeExpr>& params, const Node& body) {
+  return MakeNode("callback", {Indices(params), body});
 }
 Node Store(const Node& buffer, const std::vector<arith::SizeExpr>& indices, const Node& value) {
   return MakeNode("store", {buffer, Indices(indices), value});

@@ -39,6 +39,7 @@ const char* kPrelude =
 #endif
 #include <kiln/ffi/c_api.h>
 #include <kiln/runtime/fast_math.h>
+#include <kiln/runtime/tile_callback.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -420,8 +421,10 @@ class CodeGen {
     } else if (kind == "allocate") {
       Allocate(stmt, indent, depth);
     } else if (kind == "evaluate" && stmt.field_as<Node>("value").is("call_packed")) {
-      Line(indent,
-           "if (" + CallPacked(stmt.field_as<Node>("value"), depth + 1) + " != 0) return -1;");
+      Line(indent, "{");
+      const std::string call = CallPacked(stmt.field_as<Node>("value"), indent + 1, depth + 1);
+      Line(indent + 1, "if (" + call + " != 0) return -1;");
+      Line(indent, "}");
     } else if (kind == "evaluate") {
       Line(indent, "(void)(" + Value(stmt.field_as<Node>("value"), depth + 1) + ");");
     } else {
@@ -484,11 +487,11 @@ class CodeGen {
     Line(indent, "}");
   }
 
-  /// A parallel loop: its body becomes a function of a chunk of iterations, given every
-  /// variable in scope through a closure struct, run by kiln_tir_parallel_for.
-  void ParallelLoop(const Node& stmt, int indent, int depth) {
-    const std::string id = name_ + "_parallel" + std::to_string(parallel_loops_++);
-    const std::string var = VarName(stmt.field_as<String>("var").str());
+  /// Emits `body` as the static function `id(<params>, void* kiln_c)` before the current one,
+  /// every variable in scope handed to it through a closure struct `struct <id>_closure`;
+  /// returns that struct's initializer, to be declared where the function is called from.
+  template <typename Body>
+  std::string Outline(const std::string& id, const std::string& params, Body body) {
     std::string fields;
     std::string values;
     std::string unpack;
@@ -499,27 +502,58 @@ class CodeGen {
                 scoped.name + ";\n";
     }
     if (fields.empty()) fields = "  int unused;\n", values = "0";
-    std::ostringstream body;
+    std::ostringstream code;
     std::ostringstream* enclosing = out_;
-    out_ = &body;
-    Line(1, "for (int64_t " + var + " = kiln_begin; " + var + " < kiln_end; ++" + var + ") {");
-    InScope("int64_t", var, [&] { Stmt(stmt.field_as<Node>("body"), 2, depth + 1); });
-    Line(1, "}");
+    out_ = &code;
+    body();
     out_ = enclosing;
     helpers_ << "struct " << id << "_closure {\n"
              << fields << "};\n"
-             << "KILN_TIR_CLONES static int " << id
-             << "(int64_t kiln_begin, int64_t kiln_end, void* kiln_c) {\n"
+             << "KILN_TIR_CLONES static int " << id << "(" << params << ", void* kiln_c) {\n"
              << "  const struct " << id << "_closure* c = (const struct " << id
              << "_closure*)kiln_c;\n"
-             << unpack << body.str() << "  return 0;\n}\n";
+             << unpack << code.str() << "  return 0;\n}\n";
+    return "{" + values + "}";
+  }
+
+  /// A parallel loop: its body becomes a function of a chunk of iterations, run by
+  /// kiln_tir_parallel_for.
+  void ParallelLoop(const Node& stmt, int indent, int depth) {
+    const std::string id = name_ + "_parallel" + std::to_string(outlined_++);
+    const std::string var = VarName(stmt.field_as<String>("var").str());
+    const std::string closure = Outline(id, "int64_t kiln_begin, int64_t kiln_end", [&] {
+      Line(1, "for (int64_t " + var + " = kiln_begin; " + var + " < kiln_end; ++" + var + ") {");
+      InScope("int64_t", var, [&] { Stmt(stmt.field_as<Node>("body"), 2, depth + 1); });
+      Line(1, "}");
+    });
     Line(indent, "{");
-    Line(indent + 1, "struct " + id + "_closure kiln_c = {" + values + "};");
+    Line(indent + 1, "struct " + id + "_closure kiln_c = " + closure + ";");
     Line(indent + 1, "if (kiln_tir_parallel_for(" +
                          IndexC(stmt.field_as<arith::SizeExpr>("extent")) + ", kiln_tir_grain(" +
                          IndexC(InnerIterations(stmt.field_as<Node>("body"))) + "), " + id +
                          ", &kiln_c) != 0) return -1;");
     Line(indent, "}");
+  }
+
+  /// A callback: its body becomes a function of the parameters' values, and the value is the
+  /// address of a KilnTileCallback declared (at `indent`) before the call that passes it.
+  std::string CallbackC(const Node& callback, int indent, int depth) {
+    const std::string id = name_ + "_callback" + std::to_string(outlined_++);
+    const auto params = callback.field_as<Array<Any>>("params");
+    const std::string closure = Outline(id, "const int64_t* kiln_params", [&] {
+      const size_t scoped = scope_.size();
+      for (int64_t p = 0; p < params.size(); ++p) {
+        const std::string var =
+            VarName(params[p].cast<arith::SizeExpr>().as<arith::SizeVarObj>()->name().str());
+        Line(1, "const int64_t " + var + " = kiln_params[" + std::to_string(p) + "];");
+        scope_.push_back({"int64_t", var});
+      }
+      Stmt(callback.field_as<Node>("body"), 1, depth + 1);
+      scope_.resize(scoped);
+    });
+    Line(indent, "struct " + id + "_closure " + id + "_c = " + closure + ";");
+    Line(indent, "const KilnTileCallback " + id + "_cb = {" + id + ", &" + id + "_c};");
+    return "(void*)&" + id + "_cb";
   }
 
   /// About how many innermost iterations one iteration of a loop with this `body` runs: the
@@ -543,7 +577,7 @@ class CodeGen {
 
   /// A call through the FFI: each argument a KilnAny (ints as int64, floats as double, handles
   /// as opaque pointers), the function looked up once per call site.
-  std::string CallPacked(const Node& call, int depth) {
+  std::string CallPacked(const Node& call, int indent, int depth) {
     const std::string name = call.field_as<String>("name").str();
     KILN_CHECK(target_ == Target::kHostC, NotImplementedError)
         << "tir CUDA codegen: " << name_ << " calls '" << name
@@ -555,7 +589,8 @@ class CodeGen {
     for (const Any& arg : values) {
       const Node value = arg.cast<Node>();
       const DLDataType dtype = value->dtype();
-      const std::string c = Value(value, depth + 1);
+      const std::string c =
+          value.is("callback") ? CallbackC(value, indent, depth + 1) : Value(value, depth + 1);
       std::string any;
       if (dtype.code == kDLOpaqueHandle) {
         any = "kKilnTypeOpaquePtr, 0, {.v_ptr = " + c + "}";
@@ -626,6 +661,9 @@ class CodeGen {
       return "((void*)(" + BufferName(buffer) + " + " +
              OffsetC(buffer, value.field_as<Array<Any>>("indices")) + "))";
     }
+    KILN_CHECK(kind != "callback", ValueError)
+        << "tir C codegen: " << name_
+        << " uses a callback outside the arguments of a call_packed, the only place it can be";
     KILN_CHECK(kind != "call_packed", ValueError)
         << "tir C codegen: " << name_ << " uses call_packed('"
         << value.field_as<String>("name").str()
@@ -648,7 +686,7 @@ class CodeGen {
   std::ostringstream helpers_;  ///< outlined parallel loop bodies, defined before main_
   std::ostringstream* out_ = &main_;
   std::vector<ScopedVar> scope_;
-  int parallel_loops_ = 0;
+  int outlined_ = 0;  ///< parallel loop bodies and callbacks
   int packed_calls_ = 0;
 };
 

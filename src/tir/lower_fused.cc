@@ -8,6 +8,7 @@
 #include <kiln/ir/expr.h>
 #include <kiln/ir/expr_functor.h>
 #include <kiln/ir/op.h>
+#include <kiln/tir/builtin_nodes.h>
 #include <kiln/tir/compute.h>
 #include <kiln/tir/lower.h>
 
@@ -193,6 +194,9 @@ class GroupLowering {
         reductions.push_back(expr);
       }
     }
+    if (std::optional<Node> product = ProductWithEpilogue(outputs, output_params)) {
+      return Simplified(name, params, *product);
+    }
     if (outputs.size() == 1 && output_buffers.count(outputs[0].get()) != 0) {
       if (std::optional<Node> rows = RowStages(reductions, outputs[0], output_params[0])) {
         return Simplified(name, params, *rows);
@@ -305,6 +309,106 @@ class GroupLowering {
     return LoopNest(row, out_shape, body);
   }
 
+  /// A group that starts with a matrix product (nn.dense over float32 parameters) and whose
+  /// other ops form its epilogue, reading the product only at the element they compute: the
+  /// CPU kernels' GEMM (tir.micro_kernel.sgemm_bt) computes the product into the output, and
+  /// the epilogue becomes a callback that the GEMM runs on each tile of it as soon as the tile
+  /// is done, while it is in cache (docs/design.md §29). nullopt for other groups.
+  std::optional<Node> ProductWithEpilogue(const std::vector<Expr>& outputs,
+                                          const std::vector<Node>& output_params) {
+    const std::vector<Expr> calls = PostOrderCalls(func_->body());
+    const auto* dense = calls.empty() ? nullptr : calls.front().as<ir::CallObj>();
+    if (dense == nullptr || Downcast<ir::Op>(dense->op())->name() != "nn.dense" ||
+        outputs.size() != 1) {
+      return std::nullopt;
+    }
+    auto data = buffers_.find(dense->args()[0].get());
+    auto weight = buffers_.find(dense->args()[1].get());
+    const Node& out = output_params[0];
+    const Indices out_shape = ShapeOf(out);
+    const Indices product_shape = ShapeOf(TensorTypeOf(calls.front()));
+    const bool same_shape = std::equal(
+        out_shape.begin(), out_shape.end(), product_shape.begin(), product_shape.end(),
+        [](const SizeExpr& a, const SizeExpr& b) { return arith::StructuralEqual(a, b); });
+    if (data == buffers_.end() || weight == buffers_.end() || !same_shape ||
+        !IsFloat32(data->second) || !IsFloat32(weight->second) || !IsFloat32(out) ||
+        ShapeOf(weight->second).size() != 2) {
+      return std::nullopt;
+    }
+    const Indices x_shape = ShapeOf(data->second);
+    const SizeExpr& k = x_shape.back();
+    const SizeExpr n = ShapeOf(weight->second)[0];
+    SizeExpr m = arith::IntImm(1);
+    for (size_t d = 0; d + 1 < x_shape.size(); ++d) m = m * x_shape[d];
+    const auto int64 = [](const SizeExpr& index) {
+      return IndexValue(index, DLDataType{kDLInt, 64, 1});
+    };
+    std::vector<Node> args{Address(data->second, Indices(x_shape.size(), arith::IntImm(0))),
+                           Address(weight->second, {arith::IntImm(0), arith::IntImm(0)}),
+                           Address(out, Indices(out_shape.size(), arith::IntImm(0))),
+                           int64(m),
+                           int64(n),
+                           int64(k),
+                           int64(k),
+                           int64(k),
+                           int64(n)};
+    buffers_.emplace(calls.front().get(), out);
+    if (!outputs[0].same_as(calls.front())) args.push_back(EpilogueCallback(outputs[0], out));
+    return Evaluate(CallPacked("tir.micro_kernel.sgemm_bt", args));
+  }
+
+  static bool IsFloat32(const Node& buffer) {
+    const auto dtype = buffer.field_as<DLDataType>("dtype");
+    return dtype.code == kDLFloat && dtype.bits == 32 && dtype.lanes == 1;
+  }
+
+  /// callback(row0, rows, col0, cols): `output`'s value stored over that tile of `out`, the
+  /// product's rows being `out`'s leading axes flattened. The value is built over the output's
+  /// whole index space first, where the reads of every input are proven in bounds, then moved
+  /// to the tile's indices.
+  Node EpilogueCallback(const Expr& output, const Node& out) {
+    const Indices shape = ShapeOf(out);
+    Indices element;
+    const Node value = ValueOverNewLoops(output, shape, &element);
+    Visit(value, [&](const Node& node) {
+      if (node.is("reduce")) throw Declined{"a reduction in the epilogue of a matrix product"};
+      if (node.is("load") && node.field_as<Node>("buffer").same_as(out)) {
+        const auto indices = node.field_as<Array<Any>>("indices");
+        for (size_t d = 0; d < element.size(); ++d) {
+          if (!arith::StructuralEqual(indices[static_cast<int64_t>(d)].cast<SizeExpr>(),
+                                      element[d])) {
+            throw Declined{"the epilogue of a matrix product reads other elements of it"};
+          }
+        }
+      }
+      return true;
+    });
+    const SizeExpr row0 = arith::SizeVar(String(NewName("row0_")));
+    const SizeExpr rows = arith::SizeVar(String(NewName("rows")));
+    const SizeExpr col0 = arith::SizeVar(String(NewName("col0_")));
+    const SizeExpr cols = arith::SizeVar(String(NewName("cols")));
+    const SizeExpr row = NewLoopVar(rows);
+    const SizeExpr col = NewLoopVar(cols);
+    // The flattened row, unflattened into the output's leading axes (innermost fastest).
+    std::map<std::string, SizeExpr> tile;
+    SizeExpr rest = row0 + row;
+    for (size_t d = shape.size() - 1; d-- > 0;) {
+      tile.emplace(element[d].as<arith::SizeVarObj>()->name().str(),
+                   d == 0 ? rest : arith::FloorMod(rest, shape[d]));
+      rest = arith::FloorDiv(rest, shape[d]);
+    }
+    tile.emplace(element.back().as<arith::SizeVarObj>()->name().str(), col0 + col);
+    Indices at;
+    for (const SizeExpr& var : element) {
+      at.push_back(tile.at(var.as<arith::SizeVarObj>()->name().str()));
+    }
+    const Node store = Store(out, at, SubstituteIndices(value, tile));
+    const Node loops =
+        For(row.as<arith::SizeVarObj>()->name().str(), rows, "serial",
+            For(col.as<arith::SizeVarObj>()->name().str(), cols, "vectorized", store));
+    return Callback({row0, rows, col0, cols}, loops);
+  }
+
   /// A new loop variable over [0, extent).
   SizeExpr NewLoopVar(const SizeExpr& extent) {
     const std::string name = NewName("i");
@@ -356,13 +460,20 @@ class GroupLowering {
   Node Stage(const Node& buffer, const Expr& expr) {
     const Indices shape = ShapeOf(buffer);
     Indices indices;
-    for (const SizeExpr& extent : shape) indices.push_back(NewLoopVar(extent));
-    const Node value = ValueOf(expr, indices, /*materialized=*/false);
+    const Node value = ValueOverNewLoops(expr, shape, &indices);
+    return LoopNest(indices, shape, StoreWithReductions(buffer, indices, value));
+  }
+
+  /// `expr`'s value at new loop variables over `shape`, which are appended to `indices`;
+  /// declined when the inlined expression is too large.
+  Node ValueOverNewLoops(const Expr& expr, const Indices& shape, Indices* indices) {
+    for (const SizeExpr& extent : shape) indices->push_back(NewLoopVar(extent));
+    Node value = ValueOf(expr, *indices, /*materialized=*/false);
     std::unordered_map<const Object*, int64_t> memo;
     if (TreeSize(value, &memo) > kMaxValueNodes) {
       throw Declined{"the inlined expression is too large (a value used many times)"};
     }
-    return LoopNest(indices, shape, StoreWithReductions(buffer, indices, value));
+    return value;
   }
 
   /// `expr`'s element at `indices`: a load of a parameter or of a computed stage (unless

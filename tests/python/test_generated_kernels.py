@@ -215,6 +215,66 @@ def test_random_fused_graphs_match_numpy(seed, tir_passes):
         np.testing.assert_allclose(got, reference(x, b), rtol=1e-5, atol=1e-5, err_msg=text)
 
 
+# ---- a matrix product with its epilogue generated ---------------------------------------------
+
+DENSE_EPILOGUES = {
+    "none": ("%0", lambda y, b, r: y),
+    "bias_relu": ("nn.relu(add(%0, %b))", lambda y, b, r: np.maximum(y + b, 0)),
+    "bias_gelu": ("nn.gelu(add(%0, %b))",
+                  lambda y, b, r: 0.5 * (y + b) * (1 + erf((y + b) / np.sqrt(2)))),
+    "tanh_scale_residual": ("add(multiply(tanh(%0), const(float32, (), [0.5])), %r)",
+                            lambda y, b, r: np.tanh(y) * 0.5 + r),
+    "sigmoid_times_bias": ("multiply(sigmoid(add(%0, %b)), %b)",
+                           lambda y, b, r: b / (1 + np.exp(-(y + b)))),
+}
+
+
+def erf(x):
+    from math import erf as scalar_erf
+    return np.vectorize(scalar_erf)(x).astype(x.dtype)
+
+
+@pytest.mark.parametrize("epilogue", sorted(DENSE_EPILOGUES))
+@pytest.mark.parametrize("rows", ["n", "n, 3"])
+def test_a_dense_group_calls_the_gemm_and_generates_its_epilogue(epilogue, rows):
+    """nn.dense and the elementwise ops after it: the GEMM micro-kernel with the rest as a
+    callback on each finished tile; 2-D and 3-D data, symbolic rows, against numpy."""
+    tail, reference = DENSE_EPILOGUES[epilogue]
+    lead = "(" + rows + ", "
+    text = f"""def @main(%x: Tensor[{lead}40), float32], %w: Tensor[(72, 40), float32],
+                         %b: Tensor[(72), float32], %r: Tensor[{lead}72), float32]) {{
+      %0 = nn.dense(%x, %w);
+      {tail}
+    }}"""
+    mod = parse(text)
+    (call,) = fused_calls(mod)
+    lowered = tir.lower_fused_group(call.op, call.args, "f")
+    assert "tir.micro_kernel.sgemm_bt" in str(lowered)
+    assert ("callback(" in str(lowered)) == (epilogue != "none")
+    executable = kiln.build(mod, generated_kernels=True)
+    assert generated_functions(executable.module)
+    extra = (3,) if rows == "n, 3" else ()
+    for n in (1, 7, 50):
+        x = RNG.standard_normal((n, *extra, 40)).astype("float32")
+        w = RNG.standard_normal((72, 40)).astype("float32")
+        b = RNG.standard_normal(72).astype("float32")
+        r = RNG.standard_normal((n, *extra, 72)).astype("float32")
+        (got,) = executable.run(x=x, w=w, b=b, r=r)
+        np.testing.assert_allclose(got, reference(x @ w.T, b, r), rtol=1e-4, atol=1e-4)
+
+
+def test_a_product_epilogue_that_reads_other_elements_keeps_the_kernels():
+    """An epilogue reading the product at another element than its own (a transpose) would read
+    a tile the GEMM has not finished: the group is declined."""
+    main = kiln.transform.InferType()(parse("""
+      def @main(%a: Tensor[(8, 4), float32], %w: Tensor[(8, 4), float32]) {
+        %0 = nn.dense(%a, %w);
+        add(%0, transpose(%0))
+      }"""))["main"]
+    assert tir.lower_fused_group(main, list(main.params), "f") == (
+        "the epilogue of a matrix product reads other elements of it")
+
+
 # ---- artifacts, goldens, errors --------------------------------------------------------------
 
 SOFTMAX_OF_RELU = """
@@ -231,18 +291,29 @@ def softmax_of_relu(x, b):
     return e / e.sum(1, keepdims=True)
 
 
+DENSE_THEN_SOFTMAX = """
+def @main(%x: Tensor[(n, 8), float32], %w: Tensor[(8, 8), float32], %b: Tensor[(8), float32]) {
+  %0 = nn.relu(add(nn.dense(%x, %w), %b));
+  %1 = exp(subtract(%0, max(%0, axis=[1], keepdims=true)));
+  divide(%1, sum(%1, axis=[1], keepdims=true))
+}"""
+
+
 def test_the_generated_code_exports_into_the_artifact_and_loads_back(tmp_path):
-    executable = kiln.build(parse(SOFTMAX_OF_RELU), generated_kernels=True)
+    """A dense group (the GEMM with a generated epilogue) and a softmax's groups, exported
+    into one artifact and run from it."""
+    executable = kiln.build(parse(DENSE_THEN_SOFTMAX), generated_kernels=True)
     names = generated_functions(executable.module)
-    assert names
+    assert len(names) >= 2 and any("nn_dense" in name for name in names), names
     path = str(tmp_path / "model.so")
     executable.export_library(path)
     loaded = kiln.load_module(path)
     assert sorted(generated_functions(loaded.module)) == sorted(names)
     x = RNG.standard_normal((3, 8)).astype("float32")
+    w = RNG.standard_normal((8, 8)).astype("float32")
     b = RNG.standard_normal(8).astype("float32")
-    (got,) = loaded.run(x=x, b=b)
-    np.testing.assert_allclose(got, softmax_of_relu(x, b), rtol=1e-5, atol=1e-6)
+    (got,) = loaded.run(x=x, w=w, b=b)
+    np.testing.assert_allclose(got, softmax_of_relu(x @ w.T, b), rtol=1e-5, atol=1e-6)
 
 
 def fused_calls(module):

@@ -19,6 +19,9 @@
 ///                                                           int32, only as an evaluate's value:
 ///                                                           an error it raises is the caller's
 ///   address(buffer: %ref, indices: [index...])             the address of that element; handle
+///   callback(params: [index...], body: stmt)               a function of int64 parameters (each
+///                                                           a variable) the callee of a
+///                                                           call_packed calls back: handle
 ///   reduce(combiner: ident, axes: [index...],               source combined (sum, prod, max,
 ///          extents: [index...], source: value)              min) over each axis (a variable)
 ///                                                           in [0, extent); source's dtype.
@@ -60,6 +63,7 @@ KILN_API Node Load(const Node& buffer, const std::vector<arith::SizeExpr>& indic
 KILN_API Node Call(const std::string& name, const std::vector<Node>& args, DLDataType dtype);
 KILN_API Node CallPacked(const std::string& name, const std::vector<Node>& args);
 KILN_API Node Address(const Node& buffer, const std::vector<arith::SizeExpr>& indices);
+KILN_API Node Callback(const std::vector<arith::SizeExpr>& params, const Node& body);
 
 KILN_API Node Store(const Node& buffer, const std::vector<arith::SizeExpr>& indices,
                     const Node& value);

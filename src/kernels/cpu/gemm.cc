@@ -273,7 +273,8 @@ bool GemmEpilogue::clamps() const {
 }
 
 bool GemmEpilogue::active() const {
-  return row_bias != nullptr || col_bias != nullptr || residual != nullptr || clamps() || gelu;
+  return row_bias != nullptr || col_bias != nullptr || residual != nullptr || clamps() || gelu ||
+         tile != nullptr;
 }
 
 namespace {
@@ -313,6 +314,10 @@ void GemmEpilogue::Apply(int64_t row0, int64_t rows, int64_t col0, int64_t cols,
     ApplyToLine(*this, c + i * ldc, cols, row_bias != nullptr ? row_bias[row0 + i] : 0.F,
                 col_bias != nullptr ? col_bias + col0 : nullptr,
                 residual != nullptr ? residual + (row0 + i) * residual_ld + col0 : nullptr);
+  }
+  if (tile != nullptr) {
+    const int64_t bounds[4] = {row0, rows, col0, cols};
+    if (tile->fn(bounds, tile->closure) != 0) detail::ThrowRaised();
   }
 }
 

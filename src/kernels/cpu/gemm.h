@@ -3,6 +3,7 @@
 #define KILN_SRC_KERNELS_CPU_GEMM_H_
 
 #include <kiln/ffi/tensor.h>
+#include <kiln/runtime/tile_callback.h>
 
 #include "kernel_util.h"
 
@@ -43,8 +44,8 @@ struct GemmOperand {
 
 /// What a fused function does to a product after it, while C is in cache: per element,
 ///   c = act(c + row_bias[row] + col_bias[col] + residual[row, col]),
-/// act clamping to [min_value, max_value] and then, if `gelu`, GELU (erf form). Absent parts
-/// are skipped.
+/// act clamping to [min_value, max_value] and then, if `gelu`, GELU (erf form); then `tile`.
+/// Absent parts are skipped.
 struct GemmEpilogue {
   const float* row_bias = nullptr;  ///< one per row of C, or none
   const float* col_bias = nullptr;  ///< one per column of C, or none
@@ -53,6 +54,9 @@ struct GemmEpilogue {
   float min_value = -std::numeric_limits<float>::infinity();
   float max_value = std::numeric_limits<float>::infinity();
   bool gelu = false;
+  /// Generated code's epilogue, called with (row0, rows, col0, cols) of each finished tile after
+  /// the parts above; it reads and writes C itself. Or none.
+  const KilnTileCallback* tile = nullptr;
 
   bool clamps() const;
   bool active() const;

@@ -61,6 +61,44 @@ TEST(TensorizeTest, AMatchedNestBecomesTheMicroKernelCallOnItsRegions) {
   }
 }
 
+TEST(TensorizeTest, TheGemmCallsBackOnEachTileOnceWhenItIsDone) {
+  // y = x * w^T (x: 37 x 5, w: 70 x 5), then y = 2 y + 1 by a callback over each finished tile:
+  // a tile visited twice, or before its product is complete, gives another value.
+  const Node func = ParseText(R"tir(prim_func(name=f, params=[
+      buffer(name=x, dtype=float32, shape=[37, 5]), buffer(name=w, dtype=float32, shape=[70, 5]),
+      buffer(name=y, dtype=float32, shape=[37, 70])], body=
+    evaluate(value=call_packed(name="tir.micro_kernel.sgemm_bt", args=[
+      address(buffer=%x, indices=[0, 0]), address(buffer=%w, indices=[0, 0]),
+      address(buffer=%y, indices=[0, 0]),
+      index(index=37, dtype=int64), index(index=70, dtype=int64), index(index=5, dtype=int64),
+      index(index=5, dtype=int64), index(index=5, dtype=int64), index(index=70, dtype=int64),
+      callback(params=[r0, rows, c0, cols], body=
+        for(var=i, extent=rows, kind=serial, body=
+          for(var=j, extent=cols, kind=vectorized, body=
+            store(buffer=%y, indices=[r0 + i, c0 + j], value=add(
+              a=mul(a=load(buffer=%y, indices=[r0 + i, c0 + j]), b=float(value=2.0, dtype=float32)),
+              b=float(value=1.0, dtype=float32))))))]))))tir");
+  const DLDataType f32{kDLFloat, 32, 1};
+  const DLDevice cpu{kDLCPU, 0};
+  Tensor x = runtime::Empty({37, 5}, f32, cpu);
+  Tensor w = runtime::Empty({70, 5}, f32, cpu);
+  Tensor y = runtime::Empty({37, 70}, f32, cpu);
+  auto* xs = static_cast<float*>(x.data());
+  auto* ws = static_cast<float*>(w.data());
+  for (int k = 0; k < 37 * 5; ++k) xs[k] = static_cast<float>(k % 7) - 3.0f;
+  for (int k = 0; k < 70 * 5; ++k) ws[k] = static_cast<float>(k % 3) * 0.5f;
+  Function::GetGlobalRequired("tir.BuildC")(func).cast<runtime::Module>().GetFunctionRequired("f")(
+      x, w, y);
+  const auto* ys = static_cast<const float*>(y.data());
+  for (int i = 0; i < 37; ++i) {
+    for (int j = 0; j < 70; ++j) {
+      float dot = 0.0f;
+      for (int r = 0; r < 5; ++r) dot += xs[i * 5 + r] * ws[j * 5 + r];
+      ASSERT_FLOAT_EQ(ys[i * 70 + j], 2.0f * dot + 1.0f) << i << ", " << j;
+    }
+  }
+}
+
 TEST(TensorizeTest, ANestThatDiffersIsAValueErrorNamingTheLoopAndTheDifference) {
   const Node func = ParseText(kShiftedMatmul);
   test_util::ExpectError([&] { Tensorize(func, "i", "sgemm_bt"); }, "ValueError",
