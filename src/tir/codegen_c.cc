@@ -4,6 +4,7 @@
 // compiler through a "c_source" module, as export_library compiles host code. Its size
 // variables are read from the arguments' shapes, and every extent is checked before any store.
 // `tir.BuildC(prim_func)` returns the module; `tir.GenerateC(prim_func)` the source.
+#include <kiln/arith/analyzer.h>
 #include <kiln/ffi/registry.h>
 #include <kiln/runtime/module.h>
 #include <kiln/tir/codegen_c.h>
@@ -212,20 +213,17 @@ std::string IndexC(const arith::SizeExpr& expr) {
 }
 
 /// The row-major offset of `indices` in `buffer`.
+/// The row-major offset of `indices` in `buffer`, simplified as a whole: per-axis indices that
+/// split one position (floordiv(p, w) and floormod(p, w), as a convolution's epilogue writes
+/// them) fold back into it, so no division is left in the loop.
 std::string OffsetC(const Node& buffer, const Array<Any>& indices) {
   const auto shape = buffer.field_as<Array<Any>>("shape");
-  std::string offset;
-  for (int64_t d = 0; d < indices.size(); ++d) {
-    const std::string index = IndexC(indices[d].cast<arith::SizeExpr>());
-    if (offset.empty()) {
-      offset = index;
-      continue;
-    }
-    std::string scaled = "(";
-    scaled.append(offset).append(" * ").append(IndexC(shape[d].cast<arith::SizeExpr>()));
-    offset = scaled.append(" + ").append(index).append(")");
+  if (indices.size() == 0) return "0";
+  arith::SizeExpr offset = indices[0].cast<arith::SizeExpr>();
+  for (int64_t d = 1; d < indices.size(); ++d) {
+    offset = offset * shape[d].cast<arith::SizeExpr>() + indices[d].cast<arith::SizeExpr>();
   }
-  return offset.empty() ? "0" : offset;
+  return IndexC(arith::Analyzer().Simplify(offset));
 }
 
 std::string Literal(double value, DLDataType dtype) {

@@ -13,6 +13,7 @@
 #include <kiln/tir/lower.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -309,21 +310,30 @@ class GroupLowering {
     return LoopNest(row, out_shape, body);
   }
 
-  /// A group that starts with a matrix product (nn.dense over float32 parameters) and whose
-  /// other ops form its epilogue, reading the product only at the element they compute: the
-  /// CPU kernels' GEMM (tir.micro_kernel.sgemm_bt) computes the product into the output, and
-  /// the epilogue becomes a callback that the GEMM runs on each tile of it as soon as the tile
-  /// is done, while it is in cache (docs/design.md §29). nullopt for other groups.
+  /// Where a tile of a micro-kernel's output lies: the callback's parameters, its two loops'
+  /// extents, and the output element at an iteration of them.
+  struct TileMap {
+    Indices params;
+    SizeExpr outer_extent;
+    SizeExpr inner_extent;
+    std::function<Indices(const SizeExpr& outer, const SizeExpr& inner)> element;
+  };
+
+  /// A group that starts with a matrix product (nn.dense) or a convolution (nn.conv2d) over
+  /// float32 parameters and whose other ops form its epilogue, reading the product only at the
+  /// element they compute: the CPU kernel (tir.micro_kernel.sgemm_bt or .conv2d) computes the
+  /// product into the output, and the epilogue becomes a callback that the kernel runs on each
+  /// tile of it as soon as the tile is done, while it is in cache (docs/design.md §29). nullopt
+  /// for other groups.
   std::optional<Node> ProductWithEpilogue(const std::vector<Expr>& outputs,
                                           const std::vector<Node>& output_params) {
     const std::vector<Expr> calls = PostOrderCalls(func_->body());
-    const auto* dense = calls.empty() ? nullptr : calls.front().as<ir::CallObj>();
-    if (dense == nullptr || Downcast<ir::Op>(dense->op())->name() != "nn.dense" ||
-        outputs.size() != 1) {
-      return std::nullopt;
-    }
-    auto data = buffers_.find(dense->args()[0].get());
-    auto weight = buffers_.find(dense->args()[1].get());
+    const auto* anchor = calls.empty() ? nullptr : calls.front().as<ir::CallObj>();
+    if (anchor == nullptr || outputs.size() != 1) return std::nullopt;
+    const std::string op = Downcast<ir::Op>(anchor->op())->name().str();
+    if (op != "nn.dense" && op != "nn.conv2d") return std::nullopt;
+    auto data = buffers_.find(anchor->args()[0].get());
+    auto weight = buffers_.find(anchor->args()[1].get());
     const Node& out = output_params[0];
     const Indices out_shape = ShapeOf(out);
     const Indices product_shape = ShapeOf(TensorTypeOf(calls.front()));
@@ -331,42 +341,105 @@ class GroupLowering {
         out_shape.begin(), out_shape.end(), product_shape.begin(), product_shape.end(),
         [](const SizeExpr& a, const SizeExpr& b) { return arith::StructuralEqual(a, b); });
     if (data == buffers_.end() || weight == buffers_.end() || !same_shape ||
-        !IsFloat32(data->second) || !IsFloat32(weight->second) || !IsFloat32(out) ||
-        ShapeOf(weight->second).size() != 2) {
+        !IsFloat32(data->second) || !IsFloat32(weight->second) || !IsFloat32(out)) {
       return std::nullopt;
     }
-    const Indices x_shape = ShapeOf(data->second);
-    const SizeExpr& k = x_shape.back();
-    const SizeExpr n = ShapeOf(weight->second)[0];
-    SizeExpr m = arith::IntImm(1);
-    for (size_t d = 0; d + 1 < x_shape.size(); ++d) m = m * x_shape[d];
-    const auto int64 = [](const SizeExpr& index) {
-      return IndexValue(index, DLDataType{kDLInt, 64, 1});
-    };
-    std::vector<Node> args{Address(data->second, Indices(x_shape.size(), arith::IntImm(0))),
-                           Address(weight->second, {arith::IntImm(0), arith::IntImm(0)}),
-                           Address(out, Indices(out_shape.size(), arith::IntImm(0))),
-                           int64(m),
-                           int64(n),
-                           int64(k),
-                           int64(k),
-                           int64(k),
-                           int64(n)};
+    std::vector<Node> args{Address(data->second, Zeros(ShapeOf(data->second).size())),
+                           Address(weight->second, Zeros(ShapeOf(weight->second).size())),
+                           Address(out, Zeros(out_shape.size()))};
+    std::optional<TileMap> tiles =
+        op == "nn.dense" ? DenseArgs(data->second, weight->second, out_shape, &args)
+                         : Conv2DArgs(*anchor, data->second, weight->second, out_shape, &args);
+    if (!tiles.has_value()) return std::nullopt;
     buffers_.emplace(calls.front().get(), out);
-    if (!outputs[0].same_as(calls.front())) args.push_back(EpilogueCallback(outputs[0], out));
-    return Evaluate(CallPacked("tir.micro_kernel.sgemm_bt", args));
+    if (!outputs[0].same_as(calls.front())) {
+      args.push_back(EpilogueCallback(outputs[0], out, *tiles));
+    }
+    return Evaluate(CallPacked(
+        op == "nn.dense" ? "tir.micro_kernel.sgemm_bt" : "tir.micro_kernel.conv2d", args));
   }
+
+  static Node Int64(const SizeExpr& index) { return IndexValue(index, DLDataType{kDLInt, 64, 1}); }
+  static Indices Zeros(size_t rank) { return Indices(rank, arith::IntImm(0)); }
 
   static bool IsFloat32(const Node& buffer) {
     const auto dtype = buffer.field_as<DLDataType>("dtype");
     return dtype.code == kDLFloat && dtype.bits == 32 && dtype.lanes == 1;
   }
 
-  /// callback(row0, rows, col0, cols): `output`'s value stored over that tile of `out`, the
-  /// product's rows being `out`'s leading axes flattened. The value is built over the output's
-  /// whole index space first, where the reads of every input are proven in bounds, then moved
-  /// to the tile's indices.
-  Node EpilogueCallback(const Expr& output, const Node& out) {
+  /// sgemm_bt's (m, n, k, lda, ldb, ldc) for data (..., k) and weight (n, k); its tiles are
+  /// (row0, rows, col0, cols) of the product, whose rows are the output's leading axes
+  /// flattened.
+  std::optional<TileMap> DenseArgs(const Node& data, const Node& weight, const Indices& out_shape,
+                                   std::vector<Node>* args) {
+    const Indices x_shape = ShapeOf(data);
+    if (ShapeOf(weight).size() != 2) return std::nullopt;
+    const SizeExpr& k = x_shape.back();
+    const SizeExpr n = ShapeOf(weight)[0];
+    SizeExpr m = arith::IntImm(1);
+    for (size_t d = 0; d + 1 < x_shape.size(); ++d) m = m * x_shape[d];
+    for (const SizeExpr& value : {m, n, k, k, k, n}) args->push_back(Int64(value));
+    TileMap tiles{NewSizeVars({"row0_", "rows", "col0_", "cols"}), {}, {}, {}};
+    tiles.outer_extent = tiles.params[1];
+    tiles.inner_extent = tiles.params[3];
+    tiles.element = [out_shape, row0 = tiles.params[0], col0 = tiles.params[2]](
+                        const SizeExpr& row, const SizeExpr& col) {
+      // The flattened row, unflattened into the output's leading axes (innermost fastest).
+      Indices element(out_shape.size());
+      SizeExpr rest = row0 + row;
+      for (size_t d = out_shape.size() - 1; d-- > 0;) {
+        element[d] = d == 0 ? rest : arith::FloorMod(rest, out_shape[d]);
+        rest = arith::FloorDiv(rest, out_shape[d]);
+      }
+      element.back() = col0 + col;
+      return element;
+    };
+    return tiles;
+  }
+
+  /// conv2d's shapes and window for its micro-kernel; its tiles are (image, channel0, channels,
+  /// spatial0, count) of the output, spatial positions flattened over (height, width).
+  std::optional<TileMap> Conv2DArgs(const ir::CallObj& call, const Node& data, const Node& weight,
+                                    const Indices& out_shape, std::vector<Node>* args) {
+    const Indices x = ShapeOf(data);
+    const Indices w = ShapeOf(weight);
+    std::vector<int64_t> window;
+    for (const char* attr : {"strides", "padding", "dilation"}) {
+      for (const Any& value : call.attrs().at(String(attr)).cast<Array<Any>>()) {
+        window.push_back(value.cast<int64_t>());
+      }
+    }
+    if (x.size() != 4 || w.size() != 4 || window.size() != 8) return std::nullopt;
+    for (const SizeExpr& value :
+         {x[0], x[1], x[2], x[3], out_shape[1], out_shape[2], out_shape[3], w[2], w[3]}) {
+      args->push_back(Int64(value));
+    }
+    for (int64_t value : window) args->push_back(Int64(arith::IntImm(value)));
+    args->push_back(Int64(arith::IntImm(call.attrs().at(String("groups")).cast<int64_t>())));
+    TileMap tiles{
+        NewSizeVars({"image", "channel0_", "channels", "spatial0_", "count"}), {}, {}, {}};
+    tiles.outer_extent = tiles.params[2];
+    tiles.inner_extent = tiles.params[4];
+    tiles.element = [width = out_shape[3], image = tiles.params[0], channel0 = tiles.params[1],
+                     spatial0 = tiles.params[3]](const SizeExpr& channel, const SizeExpr& spot) {
+      const SizeExpr position = spatial0 + spot;
+      return Indices{image, channel0 + channel, arith::FloorDiv(position, width),
+                     arith::FloorMod(position, width)};
+    };
+    return tiles;
+  }
+
+  Indices NewSizeVars(const std::vector<std::string>& prefixes) {
+    Indices vars;
+    for (const std::string& prefix : prefixes)
+      vars.push_back(arith::SizeVar(String(NewName(prefix))));
+    return vars;
+  }
+
+  /// callback(tile params): `output`'s value stored over that tile of `out`. The value is built
+  /// over the output's whole index space first, where the reads of every input are proven in
+  /// bounds, then moved to the tile's indices.
+  Node EpilogueCallback(const Expr& output, const Node& out, const TileMap& tiles) {
     const Indices shape = ShapeOf(out);
     Indices element;
     const Node value = ValueOverNewLoops(output, shape, &element);
@@ -383,30 +456,18 @@ class GroupLowering {
       }
       return true;
     });
-    const SizeExpr row0 = arith::SizeVar(String(NewName("row0_")));
-    const SizeExpr rows = arith::SizeVar(String(NewName("rows")));
-    const SizeExpr col0 = arith::SizeVar(String(NewName("col0_")));
-    const SizeExpr cols = arith::SizeVar(String(NewName("cols")));
-    const SizeExpr row = NewLoopVar(rows);
-    const SizeExpr col = NewLoopVar(cols);
-    // The flattened row, unflattened into the output's leading axes (innermost fastest).
-    std::map<std::string, SizeExpr> tile;
-    SizeExpr rest = row0 + row;
-    for (size_t d = shape.size() - 1; d-- > 0;) {
-      tile.emplace(element[d].as<arith::SizeVarObj>()->name().str(),
-                   d == 0 ? rest : arith::FloorMod(rest, shape[d]));
-      rest = arith::FloorDiv(rest, shape[d]);
+    const SizeExpr outer = NewLoopVar(tiles.outer_extent);
+    const SizeExpr inner = NewLoopVar(tiles.inner_extent);
+    const Indices at = tiles.element(outer, inner);
+    std::map<std::string, SizeExpr> moved;
+    for (size_t d = 0; d < element.size(); ++d) {
+      moved.emplace(element[d].as<arith::SizeVarObj>()->name().str(), at[d]);
     }
-    tile.emplace(element.back().as<arith::SizeVarObj>()->name().str(), col0 + col);
-    Indices at;
-    for (const SizeExpr& var : element) {
-      at.push_back(tile.at(var.as<arith::SizeVarObj>()->name().str()));
-    }
-    const Node store = Store(out, at, SubstituteIndices(value, tile));
-    const Node loops =
-        For(row.as<arith::SizeVarObj>()->name().str(), rows, "serial",
-            For(col.as<arith::SizeVarObj>()->name().str(), cols, "vectorized", store));
-    return Callback({row0, rows, col0, cols}, loops);
+    const Node store = Store(out, at, SubstituteIndices(value, moved));
+    return Callback(tiles.params,
+                    For(outer.as<arith::SizeVarObj>()->name().str(), tiles.outer_extent, "serial",
+                        For(inner.as<arith::SizeVarObj>()->name().str(), tiles.inner_extent,
+                            "vectorized", store)));
   }
 
   /// A new loop variable over [0, extent).

@@ -263,6 +263,45 @@ def test_a_dense_group_calls_the_gemm_and_generates_its_epilogue(epilogue, rows)
         np.testing.assert_allclose(got, reference(x @ w.T, b, r), rtol=1e-4, atol=1e-4)
 
 
+CONV_EPILOGUES = {
+    "bias_relu": ("nn.relu(add(%0, %b))", lambda y, b, r: np.maximum(y + b, 0)),
+    "residual_clip": ("clip(add(%0, %r), a_min=-1.0, a_max=2.0)",
+                      lambda y, b, r: np.clip(y + r, -1, 2)),
+    "sigmoid_gate": ("multiply(sigmoid(add(%0, %b)), %r)",
+                     lambda y, b, r: r / (1 + np.exp(-(y + b)))),
+}
+
+
+@pytest.mark.parametrize("epilogue", sorted(CONV_EPILOGUES))
+@pytest.mark.parametrize("groups,stride,pad", [(1, 1, 1), (1, 2, 0), (4, 1, 2), (8, 2, 1)])
+def test_a_conv2d_group_calls_the_conv_kernel_and_generates_its_epilogue(epilogue, groups,
+                                                                         stride, pad):
+    """nn.conv2d (plain, grouped, depthwise) with its epilogue as a callback on each finished
+    tile (image, channels, spatial positions), symbolic batch, against PyTorch."""
+    torch = pytest.importorskip("torch")
+    tail, reference = CONV_EPILOGUES[epilogue]
+    out_h, out_w = (11 + 2 * pad - 3) // stride + 1, (10 + 2 * pad - 3) // stride + 1
+    text = f"""def @main(%x: Tensor[(n, 8, 11, 10), float32], %w: Tensor[(8, {8 // groups}, 3, 3), float32],
+                         %b: Tensor[(8, 1, 1), float32], %r: Tensor[(n, 8, {out_h}, {out_w}), float32]) {{
+      %0 = nn.conv2d(%x, %w, strides=[{stride}, {stride}], padding=[{pad}, {pad}, {pad}, {pad}],
+                     groups={groups});
+      {tail}
+    }}"""
+    mod = parse(text)
+    lowered = [tir.lower_fused_group(c.op, c.args, "f") for c in fused_calls(mod)]
+    assert any("tir.micro_kernel.conv2d" in str(f) and "callback(" in str(f) for f in lowered)
+    executable = kiln.build(mod, generated_kernels=True)
+    for n in (1, 3):
+        x = RNG.standard_normal((n, 8, 11, 10)).astype("float32")
+        w = RNG.standard_normal((8, 8 // groups, 3, 3)).astype("float32")
+        b = RNG.standard_normal((8, 1, 1)).astype("float32")
+        r = RNG.standard_normal((n, 8, out_h, out_w)).astype("float32")
+        (got,) = executable.run(x=x, w=w, b=b, r=r)
+        conv = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w),
+                                          stride=stride, padding=pad, groups=groups).numpy()
+        np.testing.assert_allclose(got, reference(conv, b, r), rtol=1e-4, atol=1e-4)
+
+
 def test_a_product_epilogue_that_reads_other_elements_keeps_the_kernels():
     """An epilogue reading the product at another element than its own (a transpose) would read
     a tile the GEMM has not finished: the group is declined."""

@@ -6,7 +6,10 @@
 // tap and output depth. Depthwise conv2d (one input channel per group) has no reduction worth
 // a GEMM and runs directly.
 
+#include <kiln/ffi/registry.h>
+
 #include <algorithm>
+#include <array>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -85,6 +88,16 @@ struct ConvShapes {
         ow(out.shape(3)),
         groups(call.Int("groups")),
         window(ReadWindow(call, weight.shape(2), weight.shape(3))) {}
+  ConvShapes(const std::array<int64_t, 8>& extents, const Window2D& window)
+      : n(extents[0]),
+        c(extents[1]),
+        h(extents[2]),
+        w(extents[3]),
+        o(extents[4]),
+        oh(extents[5]),
+        ow(extents[6]),
+        groups(extents[7]),
+        window(window) {}
 };
 
 /// Packs B's panels for a conv2d GEMM straight from one group's image (implicit im2col): row
@@ -314,6 +327,7 @@ void DepthwiseConv2D(const ConvShapes& s, const float* x, const float* weight,
     if (!epilogue.active()) return;
     GemmEpilogue image_epilogue = epilogue;  // its residual starts at this plane's image
     if (epilogue.residual != nullptr) image_epilogue.residual += p / s.o * s.o * spatial;
+    if (epilogue.tile != nullptr) image_epilogue.tile_image = p / s.o;
     image_epilogue.Apply(p % s.o, 1, 0, spatial, y + p * spatial, spatial);
   };
   if (TakesDepthwiseBlocks(s)) {
@@ -348,13 +362,14 @@ void DepthwiseConv2D(const ConvShapes& s, const float* x, const float* weight,
 struct ConvGemm {
   int64_t groups, group_out, depth;
 
+  /// `out_channels` over `groups`, each output channel reading `depth` = C/groups * KH * KW.
+  ConvGemm(int64_t out_channels, int64_t depth, int64_t groups)
+      : groups(groups), group_out(out_channels / groups), depth(depth) {}
   explicit ConvGemm(const Tensor& weight, int64_t groups)
-      : groups(groups),
-        group_out(weight.shape(0) / groups),
-        depth(weight.shape(1) * weight.shape(2) * weight.shape(3)) {}
+      : ConvGemm(weight.shape(0), weight.shape(1) * weight.shape(2) * weight.shape(3), groups) {}
 
   /// Depthwise convolutions (one input channel per group) run directly, without a GEMM.
-  bool depthwise(const Tensor& weight) const { return groups > 1 && weight.shape(1) == 1; }
+  bool depthwise(int64_t group_in) const { return groups > 1 && group_in == 1; }
   int64_t PackedGroupSize() const { return PackedGemmASize(group_out, depth); }
 };
 
@@ -362,7 +377,7 @@ struct ConvGemm {
 std::optional<Tensor> PrepackConv2D(size_t index, const Tensor& weight, const KernelCall& call) {
   const ConvGemm gemm(weight, call.Int("groups"));
   if (index != 1 || weight.dtype().code != kDLFloat || weight.dtype().bits != 32 ||
-      gemm.depthwise(weight)) {
+      gemm.depthwise(weight.shape(1))) {
     return std::nullopt;
   }
   Tensor packed = NewPackedTensor(gemm.groups * gemm.PackedGroupSize());
@@ -375,18 +390,13 @@ std::optional<Tensor> PrepackConv2D(size_t index, const Tensor& weight, const Ke
 }
 KILN_CPU_PREPACK("nn.conv2d", PrepackConv2D);
 
-void Conv2D(const KernelCall& call) {
-  RequireFloat32Inputs(call);
-  const Tensor data = call.input(0);
-  const Tensor weight = call.input(1);
-  const Tensor out = call.output(0);
-  const ConvShapes s(call, data, weight, out);
-  const float* x = Data<const float>(data);
-  const float* w = Data<const float>(weight);
-  float* y = Data<float>(out);
+/// y = conv2d(x, w) (NCHW, OIHW), then `epilogue`; `prepacked` is the weight packed by
+/// PrepackConv2D, or null.
+void Conv2DInto(const ConvShapes& s, const float* x, const float* w, const float* prepacked,
+                const GemmEpilogue& epilogue, float* y) {
   const int64_t group_in = s.c / s.groups;
-  const GemmEpilogue epilogue = ReadMergedEpilogue(call, /*bias_per_row=*/true, s.oh * s.ow);
-  if (ConvGemm(weight, s.groups).depthwise(weight)) {
+  const ConvGemm gemm(s.o, group_in * s.window.kernel[0] * s.window.kernel[1], s.groups);
+  if (gemm.depthwise(group_in)) {
     DepthwiseConv2D(s, x, w, epilogue, y);
     return;
   }
@@ -395,11 +405,9 @@ void Conv2D(const KernelCall& call) {
   const bool pointwise = win.kernel[0] == 1 && win.kernel[1] == 1 && win.stride[0] == 1 &&
                          win.stride[1] == 1 && win.pad_begin[0] == 0 && win.pad_begin[1] == 0 &&
                          win.pad_end[0] == 0 && win.pad_end[1] == 0;
-  const ConvGemm gemm(weight, s.groups);
   const int64_t group_out = gemm.group_out;
   const int64_t depth = gemm.depth;
   const int64_t spatial = s.oh * s.ow;
-  const float* prepacked = call.Prepacked(1);
   ForEachMatrix(s.n * s.groups, [&](int64_t i) {
     const int64_t image = i / s.groups;
     const int64_t group = i % s.groups;
@@ -412,12 +420,56 @@ void Conv2D(const KernelCall& call) {
     if (epilogue.residual != nullptr) {
       group_epilogue.residual += (image * s.o + group * group_out) * spatial;
     }
+    group_epilogue.tile_image = image;
+    group_epilogue.tile_row_offset = group * group_out;
     Gemm(group_out, spatial, depth, weights,
          pointwise ? GemmOperand({group_data, spatial, 1}) : GemmOperand(&image_packer),
          y + (image * s.o + group * group_out) * spatial, spatial, group_epilogue);
   });
 }
+
+void Conv2D(const KernelCall& call) {
+  RequireFloat32Inputs(call);
+  const Tensor data = call.input(0);
+  const Tensor weight = call.input(1);
+  const Tensor out = call.output(0);
+  Conv2DInto(ConvShapes(call, data, weight, out), Data<const float>(data),
+             Data<const float>(weight), call.Prepacked(1),
+             ReadMergedEpilogue(call, /*bias_per_row=*/true, out.shape(2) * out.shape(3)),
+             Data<float>(out));
+}
 KILN_CPU_KERNEL("nn.conv2d", Conv2D);
+
+// The convolution as a micro-kernel generated code calls (docs/design.md §29): (x, w, y, n, c,
+// h, w, o, oh, ow, kh, kw, stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right,
+// dilation_h, dilation_w, groups[, epilogue]), the epilogue a KilnTileCallback called with
+// (image, channel0, channels, spatial0, count) of each finished tile of y.
+KILN_REGISTER_GLOBAL("tir.micro_kernel.conv2d")
+    .set_body_packed([](const AnyView* args, int32_t num_args, Any*) {
+      KILN_CHECK(num_args == 21 || num_args == 22, TypeError)
+          << "tir.micro_kernel.conv2d takes 21 or 22 arguments, got " << num_args;
+      std::array<int64_t, 18> ints{};
+      for (size_t i = 0; i < ints.size(); ++i) ints[i] = args[i + 3].cast<int64_t>();
+      const Window2D window{{ints[7], ints[8]},
+                            {ints[9], ints[10]},
+                            {ints[11], ints[12]},
+                            {ints[13], ints[14]},
+                            {ints[15], ints[16]}};
+      const ConvShapes shapes(
+          {ints[0], ints[1], ints[2], ints[3], ints[4], ints[5], ints[6], ints[17]}, window);
+      KILN_CHECK(
+          shapes.groups > 0 && shapes.c % shapes.groups == 0 && shapes.o % shapes.groups == 0,
+          ValueError)
+          << "tir.micro_kernel.conv2d: " << shapes.groups << " groups do not divide " << shapes.c
+          << " input and " << shapes.o << " output channels";
+      GemmEpilogue epilogue;
+      if (num_args == 22) {
+        epilogue.tile = static_cast<const KilnTileCallback*>(args[21].cast<void*>());
+      }
+      Conv2DInto(shapes, static_cast<const float*>(args[0].cast<void*>()),
+                 static_cast<const float*>(args[1].cast<void*>()), nullptr, epilogue,
+                 static_cast<float*>(args[2].cast<void*>()));
+    });
 
 /// weight (C, O/groups, KH, KW): per image and group, col = weight_g^T x data_g, then col2im.
 void Conv2DTranspose(const KernelCall& call) {

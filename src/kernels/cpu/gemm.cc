@@ -316,8 +316,9 @@ void GemmEpilogue::Apply(int64_t row0, int64_t rows, int64_t col0, int64_t cols,
                 residual != nullptr ? residual + (row0 + i) * residual_ld + col0 : nullptr);
   }
   if (tile != nullptr) {
-    const int64_t bounds[4] = {row0, rows, col0, cols};
-    if (tile->fn(bounds, tile->closure) != 0) detail::ThrowRaised();
+    const int64_t bounds[5] = {tile_image, row0 + tile_row_offset, rows, col0, cols};
+    const int64_t* first = tile_image >= 0 ? bounds : bounds + 1;
+    if (tile->fn(first, tile->closure) != 0) detail::ThrowRaised();
   }
 }
 

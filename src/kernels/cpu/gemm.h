@@ -54,9 +54,12 @@ struct GemmEpilogue {
   float min_value = -std::numeric_limits<float>::infinity();
   float max_value = std::numeric_limits<float>::infinity();
   bool gelu = false;
-  /// Generated code's epilogue, called with (row0, rows, col0, cols) of each finished tile after
-  /// the parts above; it reads and writes C itself. Or none.
+  /// Generated code's epilogue, called with (row0 + tile_row_offset, rows, col0, cols) of each
+  /// finished tile after the parts above, preceded by `tile_image` when that is not negative (a
+  /// convolution's GEMMs run per image and group); it reads and writes C itself. Or none.
   const KilnTileCallback* tile = nullptr;
+  int64_t tile_image = -1;
+  int64_t tile_row_offset = 0;
 
   bool clamps() const;
   bool active() const;
