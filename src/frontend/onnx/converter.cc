@@ -31,6 +31,7 @@ const std::vector<ConverterEntry>& ConverterTable() {
     AddSequenceConverters(*entries);
     AddQuantizeConverters(*entries);
     AddDetectionConverters(*entries);
+    AddRecurrentConverters(*entries);
     return entries;
   }();
   return *table;

@@ -57,6 +57,7 @@ void AddEinsumConverters(std::vector<ConverterEntry>& table);
 void AddSequenceConverters(std::vector<ConverterEntry>& table);
 void AddQuantizeConverters(std::vector<ConverterEntry>& table);
 void AddDetectionConverters(std::vector<ConverterEntry>& table);
+void AddRecurrentConverters(std::vector<ConverterEntry>& table);
 
 /// Whether `op_type`'s one output is a sequence (a tuple value naming one output, where other
 /// tuple values are a node's several outputs).

@@ -274,6 +274,12 @@ std::optional<std::vector<double>> NodeContext::Floats(const std::string& name) 
   return std::vector<double>(values.begin(), values.end());
 }
 
+std::optional<std::vector<std::string>> NodeContext::Strings(const std::string& name) const {
+  if (!HasAttr(name)) return std::nullopt;
+  const auto& values = AttrOfType(name, AttributeProto::STRINGS).strings();
+  return std::vector<std::string>(values.begin(), values.end());
+}
+
 const onnx::TensorProto* NodeContext::TensorAttr(const std::string& name) const {
   return HasAttr(name) ? &AttrOfType(name, AttributeProto::TENSOR).t() : nullptr;
 }

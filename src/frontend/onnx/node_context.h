@@ -143,6 +143,7 @@ class NodeContext {
   std::string Str(const std::string& name, const std::string& default_value) const;
   std::optional<std::vector<int64_t>> Ints(const std::string& name) const;
   std::optional<std::vector<double>> Floats(const std::string& name) const;
+  std::optional<std::vector<std::string>> Strings(const std::string& name) const;
   /// The tensor attribute `name`, or nullptr.
   const onnx::TensorProto* TensorAttr(const std::string& name) const;
 

@@ -1,0 +1,369 @@
+// nn.lstm, nn.gru and nn.rnn (float32), as ONNX defines them (src/ops/nn/recurrent.cc has the
+// layouts). Per direction, the input projection of the whole sequence is one GEMM
+// (seq * batch rows), the bias added to it once; then each step is one GEMM of the hidden state
+// by the recurrence weights and an elementwise pass over the gates. Batch entries with a
+// shorter sequence_lens stop early (a reverse direction starts at their own last step), and
+// their outputs past it are zero, as ONNX's.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gemm.h"
+#include "kernel_util.h"
+
+namespace kiln {
+namespace kernels {
+namespace cpu {
+namespace {
+
+/// One of ONNX's recurrent activation functions with its alpha and beta.
+struct Activation {
+  std::string name;
+  float alpha = 0.F;
+  float beta = 0.F;
+
+  float operator()(float x) const {
+    if (name == "Sigmoid") return 1.F / (1.F + std::exp(-x));
+    if (name == "Tanh") return std::tanh(x);
+    if (name == "Relu") return std::max(x, 0.F);
+    if (name == "Affine") return alpha * x + beta;
+    if (name == "LeakyRelu") return x >= 0.F ? x : alpha * x;
+    if (name == "ThresholdedRelu") return x > alpha ? x : 0.F;
+    if (name == "ScaledTanh") return alpha * std::tanh(beta * x);
+    if (name == "HardSigmoid") return std::clamp(alpha * x + beta, 0.F, 1.F);
+    if (name == "Elu") return x >= 0.F ? x : alpha * (std::exp(x) - 1.F);
+    if (name == "Softsign") return x / (1.F + std::fabs(x));
+    return std::log1p(std::exp(x));  // Softplus (names are checked when read)
+  }
+};
+
+/// The activations of every direction: `per_direction` functions each, from the comma-separated
+/// `activations` attribute or the op's defaults; each parametric one takes the next alpha (and
+/// beta) in order, or ONNX's default for it.
+std::vector<Activation> ReadActivations(const KernelCall& call,
+                                        const std::vector<std::string>& defaults,
+                                        int64_t directions) {
+  std::vector<std::string> names;
+  std::stringstream text(call.Str("activations"));
+  for (std::string name; std::getline(text, name, ',');) names.push_back(name);
+  if (names.empty()) {
+    for (int64_t d = 0; d < directions; ++d)
+      names.insert(names.end(), defaults.begin(), defaults.end());
+  }
+  KILN_CHECK(names.size() == defaults.size() * static_cast<size_t>(directions), ValueError)
+      << call.Prefix() << "activations lists " << names.size() << " functions; " << defaults.size()
+      << " per direction are needed for " << directions << " direction(s)";
+  const std::vector<double> alphas = call.Floats("activation_alpha");
+  const std::vector<double> betas = call.Floats("activation_beta");
+  size_t next_alpha = 0;
+  size_t next_beta = 0;
+  auto take = [](const std::vector<double>& values, size_t* next, double fallback) {
+    return static_cast<float>(*next < values.size() ? values[(*next)++] : fallback);
+  };
+  struct Defaults {
+    const char* name;
+    double alpha;  // NaN: takes none
+    double beta;
+  };
+  static const Defaults kKnown[] = {
+      {"Sigmoid", NAN, NAN},    {"Tanh", NAN, NAN},        {"Relu", NAN, NAN},
+      {"Affine", 1.0, 0.0},     {"LeakyRelu", 0.01, NAN},  {"ThresholdedRelu", 1.0, NAN},
+      {"ScaledTanh", 1.0, 1.0}, {"HardSigmoid", 0.2, 0.5}, {"Elu", 1.0, NAN},
+      {"Softsign", NAN, NAN},   {"Softplus", NAN, NAN}};
+  std::vector<Activation> result;
+  for (const std::string& name : names) {
+    const auto* known = std::find_if(std::begin(kKnown), std::end(kKnown),
+                                     [&](const Defaults& d) { return name == d.name; });
+    KILN_CHECK(known != std::end(kKnown), ValueError)
+        << call.Prefix() << "unknown activation '" << name
+        << "' (ONNX's: Sigmoid, Tanh, Relu, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, "
+           "HardSigmoid, Elu, Softsign, Softplus)";
+    Activation activation{name};
+    if (!std::isnan(known->alpha)) activation.alpha = take(alphas, &next_alpha, known->alpha);
+    if (!std::isnan(known->beta)) activation.beta = take(betas, &next_beta, known->beta);
+    result.push_back(activation);
+  }
+  return result;
+}
+
+/// What all three ops share: shapes, optional inputs, and where each row lives.
+struct Sequence {
+  int64_t seq, batch, input, hidden, directions, gates, layout;
+  std::vector<int64_t> lengths;  // per batch entry
+  float clip;
+
+  Sequence(const KernelCall& call, int64_t gate_count)
+      : gates(gate_count), layout(call.Int("layout")) {
+    for (size_t i = 0; i < call.num_inputs(); ++i) {
+      const DLDataType dtype = call.input(i).dtype();
+      if (i != 4 && Present(call, i) && DTypeBit(dtype) != kF32) call.UnsupportedDType(dtype);
+    }
+    const Tensor data = call.input(0);
+    seq = data.shape(layout == 0 ? 0 : 1);
+    batch = data.shape(layout == 0 ? 1 : 0);
+    input = data.shape(2);
+    hidden = call.Int("hidden_size");
+    directions = call.input(1).shape(0);
+    const double limit = call.Float("clip");
+    clip = limit > 0 ? static_cast<float>(limit) : INFINITY;
+    lengths.assign(static_cast<size_t>(batch), seq);
+    if (Present(call, 4)) {
+      const Tensor lens = call.input(4);
+      KILN_CHECK(lens.dtype().code == kDLInt && lens.dtype().bits == 32, TypeError)
+          << call.Prefix() << "sequence_lens must be int32";
+      const auto* values = Data<const int32_t>(lens);
+      for (int64_t b = 0; b < batch; ++b) {
+        KILN_CHECK(values[b] >= 0 && values[b] <= seq, ValueError)
+            << call.Prefix() << "sequence_lens[" << b << "] = " << values[b] << " lies outside [0, "
+            << seq << "], the sequence's length";
+        lengths[static_cast<size_t>(b)] = values[b];
+      }
+    }
+  }
+
+  static bool Present(const KernelCall& call, size_t i) {
+    return i < call.num_inputs() && !(call.input(i).ndim() == 1 && call.input(i).shape(0) == 0);
+  }
+  /// Row of data (and of the projection) holding step t of batch entry b.
+  int64_t Row(int64_t t, int64_t b) const { return layout == 0 ? t * batch + b : b * seq + t; }
+  /// Offset of Y[t, d, b, :] (layout 0) or Y[b, t, d, :] (layout 1).
+  int64_t YOffset(int64_t t, int64_t d, int64_t b) const {
+    return (layout == 0 ? (t * directions + d) * batch + b : (b * seq + t) * directions + d) *
+           hidden;
+  }
+  /// Offset of a state's [d, b, :] (layout 0) or [b, d, :] (layout 1).
+  int64_t StateOffset(int64_t d, int64_t b) const {
+    return (layout == 0 ? d * batch + b : b * directions + d) * hidden;
+  }
+  /// The step batch entry b is at after `s` steps (of a reverse direction when `reverse`), or
+  /// -1 when it is done.
+  int64_t Step(int64_t s, int64_t b, bool reverse) const {
+    const int64_t length = lengths[static_cast<size_t>(b)];
+    if (s >= length) return -1;
+    return reverse ? length - 1 - s : s;
+  }
+};
+
+/// The state tensor `index` of direction d (batch x hidden), from the input or zeros.
+std::vector<float> InitialState(const KernelCall& call, size_t index, const Sequence& sq,
+                                int64_t d) {
+  std::vector<float> state(static_cast<size_t>(sq.batch * sq.hidden), 0.F);
+  if (!Sequence::Present(call, index)) return state;
+  const auto* given = Data<const float>(call.input(index));
+  for (int64_t b = 0; b < sq.batch; ++b) {
+    std::copy_n(given + sq.StateOffset(d, b), sq.hidden, state.data() + b * sq.hidden);
+  }
+  return state;
+}
+
+/// data * W[d]^T over the whole sequence plus, per gate, Wb[d] (+ Rb[d] where `with_rb`):
+/// (rows of data) x (gates * hidden).
+std::vector<float> ProjectInput(const KernelCall& call, const Sequence& sq, int64_t d,
+                                const std::vector<bool>& with_rb) {
+  const int64_t rows = sq.seq * sq.batch;
+  const int64_t width = sq.gates * sq.hidden;
+  std::vector<float> projected(static_cast<size_t>(rows * width));
+  const float* w = Data<const float>(call.input(1)) + d * width * sq.input;
+  Gemm(rows, width, sq.input, MatrixView{Data<const float>(call.input(0)), sq.input, 1},
+       MatrixView{w, 1, sq.input}, projected.data(), width);
+  if (!Sequence::Present(call, 3)) return projected;
+  const float* bias = Data<const float>(call.input(3)) + d * 2 * width;
+  std::vector<float> total(bias, bias + width);
+  for (int64_t g = 0; g < sq.gates; ++g) {
+    if (!with_rb[static_cast<size_t>(g)]) continue;
+    for (int64_t j = 0; j < sq.hidden; ++j)
+      total[g * sq.hidden + j] += bias[width + g * sq.hidden + j];
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    float* line = projected.data() + r * width;
+    for (int64_t j = 0; j < width; ++j) line[j] += total[j];
+  }
+  return projected;
+}
+
+/// h * R[d]^T for recurrence rows [row0, row0 + count): batch x count.
+void Recur(const KernelCall& call, const Sequence& sq, int64_t d, const float* h, int64_t row0,
+           int64_t count, float* out) {
+  const float* r = Data<const float>(call.input(2)) + (d * sq.gates * sq.hidden + row0) * sq.hidden;
+  Gemm(sq.batch, count, sq.hidden, MatrixView{h, sq.hidden, 1}, MatrixView{r, 1, sq.hidden}, out,
+       count);
+}
+
+/// Runs every direction: `step(d, s, recurrent, projected, state...)` updates the states of the
+/// batch entries still running; Y and the final states are written here.
+struct Outputs {
+  float* y;
+  std::vector<float*> finals;
+};
+
+Outputs StartOutputs(const KernelCall& call, size_t states) {
+  Outputs out{Data<float>(call.output(0)), {}};
+  std::fill_n(out.y, call.output(0).NumElements(), 0.F);
+  for (size_t s = 0; s < states; ++s) {
+    if (s + 1 < call.num_outputs()) out.finals.push_back(Data<float>(call.output(s + 1)));
+  }
+  return out;
+}
+
+void WriteStep(const Sequence& sq, const Outputs& out, int64_t t, int64_t d, int64_t b,
+               const float* h) {
+  std::copy_n(h, sq.hidden, out.y + sq.YOffset(t, d, b));
+}
+
+void WriteFinal(const Sequence& sq, const Outputs& out, size_t which, int64_t d,
+                const std::vector<float>& state) {
+  if (which >= out.finals.size()) return;
+  for (int64_t b = 0; b < sq.batch; ++b) {
+    std::copy_n(state.data() + b * sq.hidden, sq.hidden, out.finals[which] + sq.StateOffset(d, b));
+  }
+}
+
+bool IsReverse(const KernelCall& call, int64_t d) {
+  const std::string direction = call.Str("direction");
+  return direction == "reverse" || (direction == "bidirectional" && d == 1);
+}
+
+void Lstm(const KernelCall& call) {
+  const Sequence sq(call, 4);
+  const std::vector<Activation> acts =
+      ReadActivations(call, {"Sigmoid", "Tanh", "Tanh"}, sq.directions);
+  const bool input_forget = call.Bool("input_forget");
+  const Outputs out = StartOutputs(call, 2);
+  const int64_t H = sq.hidden;
+  std::vector<float> recurrent(static_cast<size_t>(sq.batch * 4 * H));
+  for (int64_t d = 0; d < sq.directions; ++d) {
+    const std::vector<float> projected = ProjectInput(call, sq, d, {true, true, true, true});
+    std::vector<float> h = InitialState(call, 5, sq, d);
+    std::vector<float> c = InitialState(call, 6, sq, d);
+    std::vector<float> peep(static_cast<size_t>(3 * H), 0.F);
+    if (Sequence::Present(call, 7)) {
+      const float* p = Data<const float>(call.input(7)) + d * 3 * H;
+      peep.assign(p, p + 3 * H);
+    }
+    const Activation& f = acts[d * 3];
+    const Activation& g = acts[d * 3 + 1];
+    const Activation& act_h = acts[d * 3 + 2];
+    auto clipped = [&](float x) { return std::clamp(x, -sq.clip, sq.clip); };
+    for (int64_t s = 0; s < sq.seq; ++s) {
+      Recur(call, sq, d, h.data(), 0, 4 * H, recurrent.data());
+      for (int64_t b = 0; b < sq.batch; ++b) {
+        const int64_t t = sq.Step(s, b, IsReverse(call, d));
+        if (t < 0) continue;
+        const float* x = projected.data() + sq.Row(t, b) * 4 * H;
+        const float* rh = recurrent.data() + b * 4 * H;
+        float* hb = h.data() + b * H;
+        float* cb = c.data() + b * H;
+        for (int64_t j = 0; j < H; ++j) {
+          // ONNX's gate order: input, output, forget, cell; peepholes: input, output, forget.
+          const float i = f(clipped(x[j] + rh[j] + peep[j] * cb[j]));
+          const float forget =
+              input_forget ? 1.F - i
+                           : f(clipped(x[2 * H + j] + rh[2 * H + j] + peep[2 * H + j] * cb[j]));
+          const float cell = g(clipped(x[3 * H + j] + rh[3 * H + j]));
+          cb[j] = forget * cb[j] + i * cell;
+          const float o = f(clipped(x[H + j] + rh[H + j] + peep[H + j] * cb[j]));
+          hb[j] = o * act_h(cb[j]);
+        }
+        WriteStep(sq, out, t, d, b, hb);
+      }
+    }
+    WriteFinal(sq, out, 0, d, h);
+    WriteFinal(sq, out, 1, d, c);
+  }
+}
+KILN_CPU_KERNEL("nn.lstm", Lstm);
+
+void Gru(const KernelCall& call) {
+  const Sequence sq(call, 3);
+  const std::vector<Activation> acts = ReadActivations(call, {"Sigmoid", "Tanh"}, sq.directions);
+  const bool linear_before_reset = call.Bool("linear_before_reset");
+  const Outputs out = StartOutputs(call, 1);
+  const int64_t H = sq.hidden;
+  std::vector<float> recurrent(static_cast<size_t>(sq.batch * 2 * H));
+  std::vector<float> candidate(static_cast<size_t>(sq.batch * H));
+  std::vector<float> reset_h(static_cast<size_t>(sq.batch * H));
+  std::vector<float> reset(static_cast<size_t>(sq.batch * H));
+  for (int64_t d = 0; d < sq.directions; ++d) {
+    // Rb of the hidden gate is added after the reset when linear_before_reset.
+    const std::vector<float> projected =
+        ProjectInput(call, sq, d, {true, true, !linear_before_reset});
+    std::vector<float> rb_h(static_cast<size_t>(H), 0.F);
+    if (linear_before_reset && Sequence::Present(call, 3)) {
+      const float* bias = Data<const float>(call.input(3)) + d * 6 * H + 5 * H;
+      rb_h.assign(bias, bias + H);
+    }
+    std::vector<float> h = InitialState(call, 5, sq, d);
+    const Activation& f = acts[d * 2];
+    const Activation& g = acts[d * 2 + 1];
+    auto clipped = [&](float x) { return std::clamp(x, -sq.clip, sq.clip); };
+    const bool reverse = IsReverse(call, d);
+    for (int64_t s = 0; s < sq.seq; ++s) {
+      Recur(call, sq, d, h.data(), 0, 2 * H, recurrent.data());  // update and reset gates
+      for (int64_t b = 0; b < sq.batch; ++b) {
+        const int64_t t = sq.Step(s, b, reverse);
+        if (t < 0) continue;
+        const float* x = projected.data() + sq.Row(t, b) * 3 * H;
+        for (int64_t j = 0; j < H; ++j) {
+          const float r = f(clipped(x[H + j] + recurrent[b * 2 * H + H + j]));
+          reset[b * H + j] = r;
+          reset_h[b * H + j] = r * h[b * H + j];
+        }
+      }
+      // The hidden gate's recurrence reads the reset state, or is reset after.
+      Recur(call, sq, d, linear_before_reset ? h.data() : reset_h.data(), 2 * H, H,
+            candidate.data());
+      for (int64_t b = 0; b < sq.batch; ++b) {
+        const int64_t t = sq.Step(s, b, reverse);
+        if (t < 0) continue;
+        const float* x = projected.data() + sq.Row(t, b) * 3 * H;
+        float* hb = h.data() + b * H;
+        for (int64_t j = 0; j < H; ++j) {
+          const float z = f(clipped(x[j] + recurrent[b * 2 * H + j]));
+          const float rec = candidate[b * H + j];
+          const float pre = linear_before_reset ? x[2 * H + j] + reset[b * H + j] * (rec + rb_h[j])
+                                                : x[2 * H + j] + rec;
+          hb[j] = (1.F - z) * g(clipped(pre)) + z * hb[j];
+        }
+        WriteStep(sq, out, t, d, b, hb);
+      }
+    }
+    WriteFinal(sq, out, 0, d, h);
+  }
+}
+KILN_CPU_KERNEL("nn.gru", Gru);
+
+void Rnn(const KernelCall& call) {
+  const Sequence sq(call, 1);
+  const std::vector<Activation> acts = ReadActivations(call, {"Tanh"}, sq.directions);
+  const Outputs out = StartOutputs(call, 1);
+  const int64_t H = sq.hidden;
+  std::vector<float> recurrent(static_cast<size_t>(sq.batch * H));
+  for (int64_t d = 0; d < sq.directions; ++d) {
+    const std::vector<float> projected = ProjectInput(call, sq, d, {true});
+    std::vector<float> h = InitialState(call, 5, sq, d);
+    const bool reverse = IsReverse(call, d);
+    for (int64_t s = 0; s < sq.seq; ++s) {
+      Recur(call, sq, d, h.data(), 0, H, recurrent.data());
+      for (int64_t b = 0; b < sq.batch; ++b) {
+        const int64_t t = sq.Step(s, b, reverse);
+        if (t < 0) continue;
+        const float* x = projected.data() + sq.Row(t, b) * H;
+        float* hb = h.data() + b * H;
+        for (int64_t j = 0; j < H; ++j) {
+          hb[j] = acts[d](std::clamp(x[j] + recurrent[b * H + j], -sq.clip, sq.clip));
+        }
+        WriteStep(sq, out, t, d, b, hb);
+      }
+    }
+    WriteFinal(sq, out, 0, d, h);
+  }
+}
+KILN_CPU_KERNEL("nn.rnn", Rnn);
+
+}  // namespace
+}  // namespace cpu
+}  // namespace kernels
+}  // namespace kiln
