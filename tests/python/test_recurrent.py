@@ -86,3 +86,34 @@ def test_bad_recurrent_input_is_named():
     inputs = {k: rng.standard_normal(v.shape).astype("float32") for k, v in zeros.items()}
     (y,) = kiln.build(lstm_module()).run(lens=np.array([2, 4], "int32"), **inputs)
     assert not y[2:, 0, 0].any() and y[2:, 0, 1].all()
+
+
+def test_an_rnn_with_a_parametric_activation_clip_reverse_and_lengths_matches_numpy():
+    """ONNX RNN semantics written out in numpy: LeakyRelu with its alpha, clip on the
+    activation's input, the reverse direction starting at each entry's own last step."""
+    seq, batch, inp, hidden = 6, 3, 4, 5
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((seq, batch, inp)).astype("float32")
+    w = rng.standard_normal((1, hidden, inp)).astype("float32")
+    r = rng.standard_normal((1, hidden, hidden)).astype("float32") * 0.5
+    b = rng.standard_normal((1, 2 * hidden)).astype("float32")
+    lens = np.array([6, 2, 4], "int32")
+    h0 = rng.standard_normal((1, batch, hidden)).astype("float32")
+    text = f"""def @main(%x: Tensor[({seq}, {batch}, {inp}), float32], %w: Tensor[(1, {hidden}, {inp}), float32],
+                        %r: Tensor[(1, {hidden}, {hidden}), float32], %b: Tensor[(1, {2 * hidden}), float32],
+                        %lens: Tensor[({batch}), int32], %h0: Tensor[(1, {batch}, {hidden}), float32]) {{
+      nn.rnn(%x, %w, %r, %b, %lens, %h0, hidden_size={hidden}, direction="reverse",
+             activations="LeakyRelu", activation_alpha=[0.3], clip=1.5)
+    }}"""
+    y, y_h = kiln.build(kiln.ir.ParseModule(text, [])).run(x=x, w=w, r=r, b=b, lens=lens, h0=h0)
+    expected_y = np.zeros((seq, 1, batch, hidden), "float32")
+    expected_h = h0[0].copy()
+    for n in range(batch):
+        h = h0[0, n]
+        for t in reversed(range(lens[n])):
+            pre = np.clip(x[t, n] @ w[0].T + h @ r[0].T + b[0, :hidden] + b[0, hidden:], -1.5, 1.5)
+            h = np.where(pre >= 0, pre, 0.3 * pre)
+            expected_y[t, 0, n] = h
+        expected_h[n] = h
+    np.testing.assert_allclose(y, expected_y, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(y_h[0], expected_h, rtol=1e-5, atol=1e-5)

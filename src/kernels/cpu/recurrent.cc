@@ -21,22 +21,38 @@ namespace {
 
 /// One of ONNX's recurrent activation functions with its alpha and beta.
 struct Activation {
-  std::string name;
+  enum class Kind {
+    kSigmoid,
+    kTanh,
+    kRelu,
+    kAffine,
+    kLeakyRelu,
+    kThresholdedRelu,
+    kScaledTanh,
+    kHardSigmoid,
+    kElu,
+    kSoftsign,
+    kSoftplus
+  };
+  Kind kind;
   float alpha = 0.F;
   float beta = 0.F;
 
   float operator()(float x) const {
-    if (name == "Sigmoid") return 1.F / (1.F + std::exp(-x));
-    if (name == "Tanh") return std::tanh(x);
-    if (name == "Relu") return std::max(x, 0.F);
-    if (name == "Affine") return alpha * x + beta;
-    if (name == "LeakyRelu") return x >= 0.F ? x : alpha * x;
-    if (name == "ThresholdedRelu") return x > alpha ? x : 0.F;
-    if (name == "ScaledTanh") return alpha * std::tanh(beta * x);
-    if (name == "HardSigmoid") return std::clamp(alpha * x + beta, 0.F, 1.F);
-    if (name == "Elu") return x >= 0.F ? x : alpha * (std::exp(x) - 1.F);
-    if (name == "Softsign") return x / (1.F + std::fabs(x));
-    return std::log1p(std::exp(x));  // Softplus (names are checked when read)
+    switch (kind) {
+      case Kind::kSigmoid: return 1.F / (1.F + std::exp(-x));
+      case Kind::kTanh: return std::tanh(x);
+      case Kind::kRelu: return std::max(x, 0.F);
+      case Kind::kAffine: return alpha * x + beta;
+      case Kind::kLeakyRelu: return x >= 0.F ? x : alpha * x;
+      case Kind::kThresholdedRelu: return x > alpha ? x : 0.F;
+      case Kind::kScaledTanh: return alpha * std::tanh(beta * x);
+      case Kind::kHardSigmoid: return std::clamp(alpha * x + beta, 0.F, 1.F);
+      case Kind::kElu: return x >= 0.F ? x : alpha * (std::exp(x) - 1.F);
+      case Kind::kSoftsign: return x / (1.F + std::fabs(x));
+      case Kind::kSoftplus: return std::log1p(std::exp(x));
+    }
+    return x;
   }
 };
 
@@ -65,14 +81,22 @@ std::vector<Activation> ReadActivations(const KernelCall& call,
   };
   struct Defaults {
     const char* name;
+    Activation::Kind kind;
     double alpha;  // NaN: takes none
     double beta;
   };
-  static const Defaults kKnown[] = {
-      {"Sigmoid", NAN, NAN},    {"Tanh", NAN, NAN},        {"Relu", NAN, NAN},
-      {"Affine", 1.0, 0.0},     {"LeakyRelu", 0.01, NAN},  {"ThresholdedRelu", 1.0, NAN},
-      {"ScaledTanh", 1.0, 1.0}, {"HardSigmoid", 0.2, 0.5}, {"Elu", 1.0, NAN},
-      {"Softsign", NAN, NAN},   {"Softplus", NAN, NAN}};
+  using K = Activation::Kind;
+  static const Defaults kKnown[] = {{"Sigmoid", K::kSigmoid, NAN, NAN},
+                                    {"Tanh", K::kTanh, NAN, NAN},
+                                    {"Relu", K::kRelu, NAN, NAN},
+                                    {"Affine", K::kAffine, 1.0, 0.0},
+                                    {"LeakyRelu", K::kLeakyRelu, 0.01, NAN},
+                                    {"ThresholdedRelu", K::kThresholdedRelu, 1.0, NAN},
+                                    {"ScaledTanh", K::kScaledTanh, 1.0, 1.0},
+                                    {"HardSigmoid", K::kHardSigmoid, 0.2, 0.5},
+                                    {"Elu", K::kElu, 1.0, NAN},
+                                    {"Softsign", K::kSoftsign, NAN, NAN},
+                                    {"Softplus", K::kSoftplus, NAN, NAN}};
   std::vector<Activation> result;
   for (const std::string& name : names) {
     const auto* known = std::find_if(std::begin(kKnown), std::end(kKnown),
@@ -81,7 +105,7 @@ std::vector<Activation> ReadActivations(const KernelCall& call,
         << call.Prefix() << "unknown activation '" << name
         << "' (ONNX's: Sigmoid, Tanh, Relu, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, "
            "HardSigmoid, Elu, Softsign, Softplus)";
-    Activation activation{name};
+    Activation activation{known->kind};
     if (!std::isnan(known->alpha)) activation.alpha = take(alphas, &next_alpha, known->alpha);
     if (!std::isnan(known->beta)) activation.beta = take(betas, &next_beta, known->beta);
     result.push_back(activation);
@@ -184,13 +208,32 @@ std::vector<float> ProjectInput(const KernelCall& call, const Sequence& sq, int6
   return projected;
 }
 
-/// h * R[d]^T for recurrence rows [row0, row0 + count): batch x count.
-void Recur(const KernelCall& call, const Sequence& sq, int64_t d, const float* h, int64_t row0,
-           int64_t count, float* out) {
-  const float* r = Data<const float>(call.input(2)) + (d * sq.gates * sq.hidden + row0) * sq.hidden;
-  Gemm(sq.batch, count, sq.hidden, MatrixView{h, sq.hidden, 1}, MatrixView{r, 1, sq.hidden}, out,
-       count);
-}
+/// Rows [row0, row0 + count) of direction d's recurrence weights, transposed and packed for the
+/// GEMM once per call: every step multiplies the state by them.
+class Recurrence {
+ public:
+  Recurrence(const KernelCall& call, const Sequence& sq, int64_t d, int64_t row0, int64_t count)
+      : hidden_(sq.hidden),
+        batch_(sq.batch),
+        count_(count),
+        packed_(NewPackedTensor(PackedGemmBSize(sq.hidden, count))) {
+    const float* r =
+        Data<const float>(call.input(2)) + (d * sq.gates * sq.hidden + row0) * sq.hidden;
+    view_ = MatrixView{r, 1, sq.hidden};
+    PackGemmB(sq.hidden, count, view_, Data<float>(packed_));
+  }
+
+  /// out (batch x count) = h (batch x hidden) * R^T.
+  void Apply(const float* h, float* out) const {
+    Gemm(batch_, count_, hidden_, GemmOperand(MatrixView{h, hidden_, 1}),
+         GemmOperand(view_, Data<const float>(packed_)), out, count_);
+  }
+
+ private:
+  int64_t hidden_, batch_, count_;
+  Tensor packed_;
+  MatrixView view_{nullptr, 0, 0};
+};
 
 /// Runs every direction: `step(d, s, recurrent, projected, state...)` updates the states of the
 /// batch entries still running; Y and the final states are written here.
@@ -236,6 +279,7 @@ void Lstm(const KernelCall& call) {
   std::vector<float> recurrent(static_cast<size_t>(sq.batch * 4 * H));
   for (int64_t d = 0; d < sq.directions; ++d) {
     const std::vector<float> projected = ProjectInput(call, sq, d, {true, true, true, true});
+    const Recurrence recurrence(call, sq, d, 0, 4 * H);
     std::vector<float> h = InitialState(call, 5, sq, d);
     std::vector<float> c = InitialState(call, 6, sq, d);
     std::vector<float> peep(static_cast<size_t>(3 * H), 0.F);
@@ -248,7 +292,7 @@ void Lstm(const KernelCall& call) {
     const Activation& act_h = acts[d * 3 + 2];
     auto clipped = [&](float x) { return std::clamp(x, -sq.clip, sq.clip); };
     for (int64_t s = 0; s < sq.seq; ++s) {
-      Recur(call, sq, d, h.data(), 0, 4 * H, recurrent.data());
+      recurrence.Apply(h.data(), recurrent.data());
       for (int64_t b = 0; b < sq.batch; ++b) {
         const int64_t t = sq.Step(s, b, IsReverse(call, d));
         if (t < 0) continue;
@@ -290,6 +334,8 @@ void Gru(const KernelCall& call) {
     // Rb of the hidden gate is added after the reset when linear_before_reset.
     const std::vector<float> projected =
         ProjectInput(call, sq, d, {true, true, !linear_before_reset});
+    const Recurrence gates(call, sq, d, 0, 2 * H);  // update and reset
+    const Recurrence candidate_gate(call, sq, d, 2 * H, H);
     std::vector<float> rb_h(static_cast<size_t>(H), 0.F);
     if (linear_before_reset && Sequence::Present(call, 3)) {
       const float* bias = Data<const float>(call.input(3)) + d * 6 * H + 5 * H;
@@ -301,7 +347,7 @@ void Gru(const KernelCall& call) {
     auto clipped = [&](float x) { return std::clamp(x, -sq.clip, sq.clip); };
     const bool reverse = IsReverse(call, d);
     for (int64_t s = 0; s < sq.seq; ++s) {
-      Recur(call, sq, d, h.data(), 0, 2 * H, recurrent.data());  // update and reset gates
+      gates.Apply(h.data(), recurrent.data());
       for (int64_t b = 0; b < sq.batch; ++b) {
         const int64_t t = sq.Step(s, b, reverse);
         if (t < 0) continue;
@@ -313,8 +359,7 @@ void Gru(const KernelCall& call) {
         }
       }
       // The hidden gate's recurrence reads the reset state, or is reset after.
-      Recur(call, sq, d, linear_before_reset ? h.data() : reset_h.data(), 2 * H, H,
-            candidate.data());
+      candidate_gate.Apply(linear_before_reset ? h.data() : reset_h.data(), candidate.data());
       for (int64_t b = 0; b < sq.batch; ++b) {
         const int64_t t = sq.Step(s, b, reverse);
         if (t < 0) continue;
@@ -343,10 +388,11 @@ void Rnn(const KernelCall& call) {
   std::vector<float> recurrent(static_cast<size_t>(sq.batch * H));
   for (int64_t d = 0; d < sq.directions; ++d) {
     const std::vector<float> projected = ProjectInput(call, sq, d, {true});
+    const Recurrence recurrence(call, sq, d, 0, H);
     std::vector<float> h = InitialState(call, 5, sq, d);
     const bool reverse = IsReverse(call, d);
     for (int64_t s = 0; s < sq.seq; ++s) {
-      Recur(call, sq, d, h.data(), 0, H, recurrent.data());
+      recurrence.Apply(h.data(), recurrent.data());
       for (int64_t b = 0; b < sq.batch; ++b) {
         const int64_t t = sq.Step(s, b, reverse);
         if (t < 0) continue;
