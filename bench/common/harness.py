@@ -7,8 +7,9 @@ A run.py imports it with
     harness.set_name("<name>")   # the [<name>] prefix of its log lines and error messages
 
 and gets: log(); the /proc/stat idle checks (read_cpu_times, busy_cores, others_busy_during,
-timed_phase, wait_until_idle); build() of a Release tree; cpu_model(); and write_section(), which
-rewrites one "## " section of docs/benchmarks.md.
+timed_phase, wait_until_idle); interleaved() runs of variants and check_agree() of their outputs;
+build() of a Release tree; cpu_model(); and write_section(), which rewrites one "## " section of
+docs/benchmarks.md.
 """
 
 import os
@@ -103,6 +104,47 @@ def timed_phase(phase, run, attempts=3, in_process=False):
             f"(attempt {attempt}/{attempts}); timing it again")
     fail(f"refusing to report {phase}: the machine never stayed quiet "
          f"through it ({attempts} attempts). Run again when no build or test is running.")
+
+
+def interleaved(calls, x, runs):
+    """{variant: median seconds} of calls[variant](x): one untimed call each (plans the shape,
+    warms caches), then the variants take turns, their order reversed every run."""
+    import statistics
+
+    times = {name: [] for name in calls}
+    names = list(calls)
+    for name in names:
+        calls[name](x)
+    for run in range(runs):
+        for name in (names if run % 2 == 0 else names[::-1]):
+            start = time.perf_counter()
+            calls[name](x)
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def settle_quick(args, quick_runs):
+    """--quick: at most `quick_runs` runs, the idle checks only warn (timed_phase runs the phase
+    as it is), and no file unless --output names one; otherwise the table goes to
+    docs/benchmarks.md unless --output names another file."""
+    global timed_phase
+    if args.quick:
+        args.runs = min(args.runs, quick_runs)
+        timed_phase = lambda phase, run, attempts=3, in_process=False: run()  # noqa: E731
+    elif args.output is None:
+        args.output = os.path.join(REPO, "docs", "benchmarks.md")
+    return args
+
+
+def check_agree(calls, x, reference="ONNX Runtime", rtol=1e-3, atol=1e-4):
+    """Fails unless every variant's output on x is close to calls[reference]'s: a fast wrong
+    answer is no result, so nothing is timed then."""
+    import numpy as np
+
+    expected = calls[reference](x)
+    for name, call in calls.items():
+        if not np.allclose(call(x), expected, rtol=rtol, atol=atol):
+            fail(f"{name} disagrees with {reference}: nothing is timed")
 
 
 def wait_until_idle(phase):

@@ -31,7 +31,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "common"))
 import harness  # noqa: E402  (bench/common/harness.py: idle checks, doc sections)
-from harness import REPO, log  # noqa: E402
+from harness import REPO  # noqa: E402
 
 harness.set_name("fused")
 
@@ -65,11 +65,7 @@ def parse_args(argv):
                         help="5 runs, warn on a busy machine, write no file")
     parser.add_argument("--output", default=None)
     args = parser.parse_args(argv)
-    if args.quick:
-        args.runs = min(args.runs, 5)
-    elif args.output is None:
-        args.output = os.path.join(REPO, "docs", "benchmarks.md")
-    return args
+    return harness.settle_quick(args, quick_runs=5)
 
 
 def module_text(shapes, body):
@@ -99,7 +95,7 @@ def interleaved(calls, runs):
     return {name: statistics.median(values) for name, values in times.items()}
 
 
-def measure(workload, runs, quick):
+def measure(workload, runs):
     import numpy as np
 
     import kiln
@@ -122,10 +118,7 @@ def measure(workload, runs, quick):
     calls = {"today": lambda: today.run(**feed),
              "generated": lambda: generated.run(**feed),
              "copy": lambda: np.copyto(copy_target, largest)}
-    if quick:
-        medians = interleaved(calls, runs)
-    else:
-        medians = harness.timed_phase(name, lambda: interleaved(calls, runs), in_process=True)
+    medians = harness.timed_phase(name, lambda: interleaved(calls, runs), in_process=True)
     return {"name": name, "today": medians["today"], "generated": medians["generated"],
             "gb_s": moved / medians["generated"] / 1e9,
             "copy_gb_s": 2 * largest.nbytes / medians["copy"] / 1e9}
@@ -159,7 +152,7 @@ def main(argv):
     sys.path.insert(0, os.path.join(os.path.abspath(args.build_dir), "python"))
     if not args.quick:
         harness.wait_until_idle("the fused-kernel benchmark")
-    results = [measure(w, args.runs, args.quick) for w in WORKLOADS]
+    results = [measure(w, args.runs) for w in WORKLOADS]
     harness.publish_section(args.output, section(results, args.runs), SECTION)
 
 

@@ -45,7 +45,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "common"))
 import harness  # noqa: E402  (bench/common/harness.py: idle checks, doc sections)
-import peer_venv  # noqa: E402  (bench/common/peer_venv.py: onnxruntime beside Debian's numpy)
+import ort_peer  # noqa: E402  (bench/common/ort_peer.py: the peer and its venv)
 from harness import IDLE_LIMIT_CORES, REPO, log  # noqa: E402
 from report import SECTION, render  # noqa: E402  (bench/serving/report.py: the document)
 
@@ -56,14 +56,6 @@ SEED = 0
 ATTEMPTS = 3
 MIN_ROUNDS = 3
 RTOL, ATOL = 1e-3, 1e-4
-# onnxruntime's own requirements are flatbuffers, numpy, packaging and protobuf; Debian gives
-# the last three. Pinned, so that every run of the benchmark measures the same peer.
-ORT_PACKAGES = ["onnxruntime==1.32.0", "flatbuffers"]
-# What must hold in the venv: ORT imports next to torch, and numpy is still Debian's.
-ORT_PROBE = ("import numpy, onnx, torch, onnxruntime; "
-             "assert numpy.__file__.startswith('/usr/lib/python3/'), numpy.__file__; "
-             "assert 'CPUExecutionProvider' in onnxruntime.get_available_providers(); "
-             "print(onnxruntime.__version__, numpy.__version__)")
 DNNL = "Kiln + dnnl"  # the variant with the dnnl plugin, when it is built
 QUICK = {"seconds": 1.0, "warmup_seconds": 0.3, "rounds": 1}
 
@@ -273,18 +265,12 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     generator = harness.load_model_generator()
     args = parse_args(argv, list(generator.MODELS))
-    kiln_python = os.path.join(args.build_dir, "python")
-    if not os.path.isdir(os.path.join(kiln_python, "kiln")):
-        harness.fail(f"no kiln package in {kiln_python}: build Kiln there first "
-                     "(cmake --build <build-dir>)")
     # The build's plugins (Kiln + dnnl), and OpenMP threads (oneDNN's) that sleep when idle
     # instead of spinning through the next variant's cell, as bench/models runs them.
     os.environ.setdefault("KILN_PLUGIN_PATH",
                           os.path.join(args.build_dir, "lib", "kiln", "plugins"))
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
-    peer_venv.reexec_in(os.path.join(args.build_dir, "bench-venv"), ORT_PACKAGES, ORT_PROBE,
-                        __file__, argv, log)
-    sys.path.insert(0, kiln_python)
+    ort_peer.enter_venv(args.build_dir, __file__, argv)
 
     log(f"reference models in {args.models_dir}")
     subprocess.run([harness.PYTHON, harness.MODEL_GENERATOR, args.models_dir,

@@ -33,14 +33,12 @@
 import argparse
 import os
 import shlex
-import statistics
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "common"))
 import harness  # noqa: E402  (bench/common/harness.py: idle checks, doc sections)
-import peer_venv  # noqa: E402  (bench/common/peer_venv.py: onnxruntime beside Debian's numpy)
+import ort_peer  # noqa: E402  (bench/common/ort_peer.py: the peer and its venv)
 from harness import REPO, log  # noqa: E402
 
 harness.set_name("symbolic")
@@ -48,10 +46,6 @@ harness.set_name("symbolic")
 SECTION = "Symbolic shapes: compile once, run any batch"
 OPSET = 17
 RTOL, ATOL = 1e-3, 1e-4
-ORT_PACKAGES = ["onnxruntime==1.32.0", "flatbuffers"]
-ORT_PROBE = ("import numpy, onnx, torch, onnxruntime; "
-             "assert numpy.__file__.startswith('/usr/lib/python3/'), numpy.__file__; "
-             "print(onnxruntime.__version__, numpy.__version__)")
 MODELS = ("resnet18", "resnet50")
 ENCODER = "bert_encoder"
 CHART = "benchmarks_symbolic_seq.png"
@@ -70,11 +64,7 @@ def parse_args(argv):
     parser.add_argument("--output", default=None)
     args = parser.parse_args(argv)
     args.build_dir = os.path.abspath(args.build_dir)
-    if args.quick:
-        args.runs = min(args.runs, 5)
-    elif args.output is None:
-        args.output = os.path.join(REPO, "docs", "benchmarks.md")
-    return args
+    return harness.settle_quick(args, quick_runs=5)
 
 
 def export(model_name, directory):
@@ -102,42 +92,8 @@ def export(model_name, directory):
     return path
 
 
-def ort_call(path):
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.intra_op_num_threads = os.cpu_count()
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-    return lambda x: session.run(None, {"x": x})[0]
-
-
 def kiln_call(executable):
     return lambda x: executable.run(x=x)[0]
-
-
-def interleaved(calls, x, runs):
-    """{variant: median seconds}: the variants take turns, order reversed every run."""
-    times = {name: [] for name in calls}
-    names = list(calls)
-    for name in names:
-        calls[name](x)  # untimed first call: plans the shape, warms caches
-    for run in range(runs):
-        for name in (names if run % 2 == 0 else names[::-1]):
-            start = time.perf_counter()
-            calls[name](x)
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(values) for name, values in times.items()}
-
-
-def check_agree(calls, x):
-    import numpy as np
-
-    reference = calls["ONNX Runtime"](x)
-    for name, call in calls.items():
-        if not np.allclose(call(x), reference, rtol=RTOL, atol=ATOL):
-            harness.fail(f"{name} disagrees with ONNX Runtime: nothing is timed")
 
 
 def measure(model_name, path, shapes, runs):
@@ -149,16 +105,17 @@ def measure(model_name, path, shapes, runs):
     import kiln.frontend
 
     symbolic = kiln.build(kiln.frontend.from_onnx(path))
-    ort = ort_call(path)
+    ort = ort_peer.call(path)
     rows = []
     for shape in shapes:
         static = kiln.build(kiln.frontend.from_onnx(path, shapes={"x": list(shape)}))
         calls = {"Kiln, symbolic": kiln_call(symbolic), "Kiln, static": kiln_call(static),
                  "ONNX Runtime": ort}
         x = np.random.default_rng(sum(shape)).standard_normal(shape).astype("float32")
-        check_agree(calls, x)
+        harness.check_agree(calls, x, rtol=RTOL, atol=ATOL)
         medians = harness.timed_phase(f"{model_name} at {shape}",
-                                      lambda: interleaved(calls, x, runs), in_process=True)
+                                      lambda: harness.interleaved(calls, x, runs),
+                                      in_process=True)
         rows.append((shape, medians))
     return rows
 
@@ -263,14 +220,7 @@ def _cells(medians):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
-    kiln_python = os.path.join(args.build_dir, "python")
-    if not os.path.isdir(os.path.join(kiln_python, "kiln")):
-        harness.fail(f"no kiln package in {kiln_python}: build Kiln there first")
-    peer_venv.reexec_in(os.path.join(args.build_dir, "bench-venv"), ORT_PACKAGES, ORT_PROBE,
-                        __file__, argv, log)
-    sys.path.insert(0, kiln_python)
-    if args.quick:
-        harness.timed_phase = lambda phase, run, attempts=3, in_process=False: run()
+    ort_peer.enter_venv(args.build_dir, __file__, argv)
     directory = os.path.join(args.build_dir, "bench-symbolic")
     paths = {model: export(model, directory) for model in args.models}
     results = {model: measure(model, paths[model], [(b, 3, 224, 224) for b in args.batches],

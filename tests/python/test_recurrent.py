@@ -29,22 +29,24 @@ class Tagger(torch.nn.Module):
         return self.head(out)
 
 
-@pytest.mark.parametrize("cell", [torch.nn.LSTM, torch.nn.GRU, torch.nn.RNN],
-                         ids=lambda c: c.__name__)
-def test_an_exported_sequence_model_runs_from_its_artifact_at_two_lengths(cell, tmp_path):
+@pytest.mark.parametrize("cell,batch", [(torch.nn.LSTM, 3), (torch.nn.LSTM, 6), (torch.nn.GRU, 3),
+                                        (torch.nn.GRU, 6), (torch.nn.RNN, 6)],
+                         ids=lambda p: p.__name__ if isinstance(p, type) else f"batch{p}")
+def test_an_exported_sequence_model_runs_from_its_artifact_at_two_lengths(cell, batch, tmp_path):
+    """Batches of up to 4 entries take the kernels' matrix-vector path, larger ones the GEMM."""
     torch.manual_seed(0)
     model = Tagger(cell).eval()
     onnx_path = str(tmp_path / "tagger.onnx")
-    torch.onnx.export(model, torch.randn(7, 3, 12), onnx_path, input_names=["x"],
+    torch.onnx.export(model, torch.randn(7, batch, 12), onnx_path, input_names=["x"],
                       output_names=["y"], dynamic_axes={"x": {0: "seq"}, "y": {0: "seq"}},
                       opset_version=14)
     mod = kiln.frontend.from_onnx(onnx_path)
-    assert "Tensor[(seq, 3, 12), float32]" in str(mod)
+    assert f"Tensor[(seq, {batch}, 12), float32]" in str(mod)
     artifact = str(tmp_path / "tagger.so")
     kiln.build(mod).export_library(artifact)
     rng = np.random.default_rng(4)
     for length in (5, 23):
-        x = rng.standard_normal((length, 3, 12)).astype("float32")
+        x = rng.standard_normal((length, batch, 12)).astype("float32")
         np.save(tmp_path / "x.npy", x)
         script = textwrap.dedent(f"""
             import numpy as np, kiln

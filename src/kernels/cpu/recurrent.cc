@@ -11,6 +11,9 @@
 #include <string>
 #include <vector>
 
+#include <kiln/runtime/fast_math.h>
+#include <kiln/runtime/thread_pool.h>
+
 #include "gemm.h"
 #include "kernel_util.h"
 
@@ -55,6 +58,34 @@ struct Activation {
     return x;
   }
 };
+
+/// tanh through the kernels' vectorizable exp: (1 - e) / (1 + e) with e = exp(-2|x|) <= 1, and
+/// near 0, where that difference loses precision, its Taylor series (error below 1e-12 there).
+inline float FastTanh(float x) {
+  const float a = std::fabs(x);
+  const float e = kiln_fast_exp_nonpositive(-2.F * a);
+  const float x2 = x * x;
+  const float series = x * (1.F + x2 * (-1.F / 3 + x2 * (2.F / 15 + x2 * (-17.F / 315))));
+  return a < 0.0625F ? series : std::copysign((1.F - e) / (1.F + e), x);
+}
+
+/// v[j] = activation(clamp(v[j], -clip, clip)) for j in [0, n). One loop per function, so the
+/// common ones (Sigmoid and Tanh, through kiln_fast_expf) vectorize.
+KILN_CPU_CLONES void Activate(const Activation& activation, float clip, float* __restrict__ v,
+                              int64_t n) {
+  switch (activation.kind) {
+    case Activation::Kind::kSigmoid:
+      for (int64_t j = 0; j < n; ++j) {
+        v[j] = 1.F / (1.F + kiln_fast_expf(-std::clamp(v[j], -clip, clip)));
+      }
+      return;
+    case Activation::Kind::kTanh:
+      for (int64_t j = 0; j < n; ++j) v[j] = FastTanh(std::clamp(v[j], -clip, clip));
+      return;
+    default:
+      for (int64_t j = 0; j < n; ++j) v[j] = activation(std::clamp(v[j], -clip, clip));
+  }
+}
 
 /// The activations of every direction: `per_direction` functions each, from the comma-separated
 /// `activations` attribute or the op's defaults; each parametric one takes the next alpha (and
@@ -208,31 +239,70 @@ std::vector<float> ProjectInput(const KernelCall& call, const Sequence& sq, int6
   return projected;
 }
 
+/// out[b * ldo + j] = dot(w + j * k, h + b * k) for j in [0, rows) and b in [0, batch): each
+/// weight row read once for every entry while it is in cache, each dot product in 16 lanes so
+/// that it vectorizes (a float sum may not be reordered otherwise).
+KILN_CPU_CLONES void RowDots(const float* __restrict__ w, const float* __restrict__ h,
+                             int64_t batch, int64_t rows, int64_t k, float* __restrict__ out,
+                             int64_t ldo) {
+  constexpr int64_t kLanes = 16;
+  for (int64_t j = 0; j < rows; ++j) {
+    const float* row = w + j * k;
+    for (int64_t b = 0; b < batch; ++b) {
+      const float* x = h + b * k;
+      float lanes[kLanes] = {};
+      int64_t i = 0;
+      for (; i + kLanes <= k; i += kLanes) {
+        for (int64_t l = 0; l < kLanes; ++l) lanes[l] += row[i + l] * x[i + l];
+      }
+      float sum = 0.F;
+      for (; i < k; ++i) sum += row[i] * x[i];
+      for (float lane : lanes) sum += lane;
+      out[b * ldo + j] = sum;
+    }
+  }
+}
+
 /// Rows [row0, row0 + count) of direction d's recurrence weights, transposed and packed for the
-/// GEMM once per call: every step multiplies the state by them.
+/// GEMM once per call: every step multiplies the state by them. A batch of up to 16 entries takes
+/// matrix-vector products instead, reading the weights' rows as they lie: at so few rows the
+/// GEMM's packing and tiles cost more than they save.
 class Recurrence {
  public:
   Recurrence(const KernelCall& call, const Sequence& sq, int64_t d, int64_t row0, int64_t count)
       : hidden_(sq.hidden),
         batch_(sq.batch),
         count_(count),
-        packed_(NewPackedTensor(PackedGemmBSize(sq.hidden, count))) {
-    const float* r =
-        Data<const float>(call.input(2)) + (d * sq.gates * sq.hidden + row0) * sq.hidden;
-    view_ = MatrixView{r, 1, sq.hidden};
-    PackGemmB(sq.hidden, count, view_, Data<float>(packed_));
+        weights_(Data<const float>(call.input(2)) + (d * sq.gates * sq.hidden + row0) * sq.hidden),
+        view_{weights_, 1, sq.hidden} {
+    if (batch_ > kMatrixVectorBatch) {
+      packed_ = NewPackedTensor(PackedGemmBSize(sq.hidden, count));
+      PackGemmB(sq.hidden, count, view_, Data<float>(packed_));
+    }
   }
 
   /// out (batch x count) = h (batch x hidden) * R^T.
   void Apply(const float* h, float* out) const {
-    Gemm(batch_, count_, hidden_, GemmOperand(MatrixView{h, hidden_, 1}),
-         GemmOperand(view_, Data<const float>(packed_)), out, count_);
+    if (batch_ > kMatrixVectorBatch) {
+      Gemm(batch_, count_, hidden_, GemmOperand(MatrixView{h, hidden_, 1}),
+           GemmOperand(view_, Data<const float>(packed_)), out, count_);
+      return;
+    }
+    // Chunks of about 32K multiply-adds, so a small layer does not pay for the thread pool.
+    const int64_t grain =
+        std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(hidden_ * batch_, 1));
+    runtime::ParallelFor(0, count_, grain, [&](int64_t begin, int64_t end) {
+      RowDots(weights_ + begin * hidden_, h, batch_, end - begin, hidden_, out + begin, count_);
+    });
   }
 
  private:
+  /// Up to this many batch entries, matrix-vector products.
+  static constexpr int64_t kMatrixVectorBatch = 16;
   int64_t hidden_, batch_, count_;
+  const float* weights_;  ///< (count x hidden), row-major
+  MatrixView view_;
   Tensor packed_;
-  MatrixView view_{nullptr, 0, 0};
 };
 
 /// Runs every direction: `step(d, s, recurrent, projected, state...)` updates the states of the
@@ -290,7 +360,7 @@ void Lstm(const KernelCall& call) {
     const Activation& f = acts[d * 3];
     const Activation& g = acts[d * 3 + 1];
     const Activation& act_h = acts[d * 3 + 2];
-    auto clipped = [&](float x) { return std::clamp(x, -sq.clip, sq.clip); };
+    std::vector<float> gate(static_cast<size_t>(4 * H));
     for (int64_t s = 0; s < sq.seq; ++s) {
       recurrence.Apply(h.data(), recurrent.data());
       for (int64_t b = 0; b < sq.batch; ++b) {
@@ -300,17 +370,31 @@ void Lstm(const KernelCall& call) {
         const float* rh = recurrent.data() + b * 4 * H;
         float* hb = h.data() + b * H;
         float* cb = c.data() + b * H;
+        // ONNX's gate order: input, output, forget, cell; peepholes: input, output, forget.
+        float* i = gate.data();
+        float* o = i + H;
+        float* forget = i + 2 * H;
+        float* cell = i + 3 * H;
+        for (int64_t j = 0; j < 4 * H; ++j) i[j] = x[j] + rh[j];
         for (int64_t j = 0; j < H; ++j) {
-          // ONNX's gate order: input, output, forget, cell; peepholes: input, output, forget.
-          const float i = f(clipped(x[j] + rh[j] + peep[j] * cb[j]));
-          const float forget =
-              input_forget ? 1.F - i
-                           : f(clipped(x[2 * H + j] + rh[2 * H + j] + peep[2 * H + j] * cb[j]));
-          const float cell = g(clipped(x[3 * H + j] + rh[3 * H + j]));
-          cb[j] = forget * cb[j] + i * cell;
-          const float o = f(clipped(x[H + j] + rh[H + j] + peep[H + j] * cb[j]));
-          hb[j] = o * act_h(cb[j]);
+          i[j] += peep[j] * cb[j];
+          forget[j] += peep[2 * H + j] * cb[j];
         }
+        Activate(f, sq.clip, i, H);
+        Activate(g, sq.clip, cell, H);
+        if (input_forget) {
+          for (int64_t j = 0; j < H; ++j) forget[j] = 1.F - i[j];
+        } else {
+          Activate(f, sq.clip, forget, H);
+        }
+        for (int64_t j = 0; j < H; ++j) {
+          cb[j] = forget[j] * cb[j] + i[j] * cell[j];
+          o[j] += peep[H + j] * cb[j];
+          hb[j] = cb[j];
+        }
+        Activate(f, sq.clip, o, H);
+        Activate(act_h, INFINITY, hb, H);  // the clip bounds the gates' inputs, not the cell
+        for (int64_t j = 0; j < H; ++j) hb[j] *= o[j];
         WriteStep(sq, out, t, d, b, hb);
       }
     }
@@ -344,7 +428,7 @@ void Gru(const KernelCall& call) {
     std::vector<float> h = InitialState(call, 5, sq, d);
     const Activation& f = acts[d * 2];
     const Activation& g = acts[d * 2 + 1];
-    auto clipped = [&](float x) { return std::clamp(x, -sq.clip, sq.clip); };
+    std::vector<float> gate(static_cast<size_t>(2 * H));
     const bool reverse = IsReverse(call, d);
     for (int64_t s = 0; s < sq.seq; ++s) {
       gates.Apply(h.data(), recurrent.data());
@@ -352,11 +436,10 @@ void Gru(const KernelCall& call) {
         const int64_t t = sq.Step(s, b, reverse);
         if (t < 0) continue;
         const float* x = projected.data() + sq.Row(t, b) * 3 * H;
-        for (int64_t j = 0; j < H; ++j) {
-          const float r = f(clipped(x[H + j] + recurrent[b * 2 * H + H + j]));
-          reset[b * H + j] = r;
-          reset_h[b * H + j] = r * h[b * H + j];
-        }
+        float* r = reset.data() + b * H;
+        for (int64_t j = 0; j < H; ++j) r[j] = x[H + j] + recurrent[b * 2 * H + H + j];
+        Activate(f, sq.clip, r, H);
+        for (int64_t j = 0; j < H; ++j) reset_h[b * H + j] = r[j] * h[b * H + j];
       }
       // The hidden gate's recurrence reads the reset state, or is reset after.
       candidate_gate.Apply(linear_before_reset ? h.data() : reset_h.data(), candidate.data());
@@ -365,13 +448,18 @@ void Gru(const KernelCall& call) {
         if (t < 0) continue;
         const float* x = projected.data() + sq.Row(t, b) * 3 * H;
         float* hb = h.data() + b * H;
+        float* z = gate.data();
+        float* candidate_value = z + H;
         for (int64_t j = 0; j < H; ++j) {
-          const float z = f(clipped(x[j] + recurrent[b * 2 * H + j]));
+          z[j] = x[j] + recurrent[b * 2 * H + j];
           const float rec = candidate[b * H + j];
-          const float pre = linear_before_reset ? x[2 * H + j] + reset[b * H + j] * (rec + rb_h[j])
-                                                : x[2 * H + j] + rec;
-          hb[j] = (1.F - z) * g(clipped(pre)) + z * hb[j];
+          candidate_value[j] = linear_before_reset
+                                   ? x[2 * H + j] + reset[b * H + j] * (rec + rb_h[j])
+                                   : x[2 * H + j] + rec;
         }
+        Activate(f, sq.clip, z, H);
+        Activate(g, sq.clip, candidate_value, H);
+        for (int64_t j = 0; j < H; ++j) hb[j] = (1.F - z[j]) * candidate_value[j] + z[j] * hb[j];
         WriteStep(sq, out, t, d, b, hb);
       }
     }
@@ -398,9 +486,8 @@ void Rnn(const KernelCall& call) {
         if (t < 0) continue;
         const float* x = projected.data() + sq.Row(t, b) * H;
         float* hb = h.data() + b * H;
-        for (int64_t j = 0; j < H; ++j) {
-          hb[j] = acts[d](std::clamp(x[j] + recurrent[b * H + j], -sq.clip, sq.clip));
-        }
+        for (int64_t j = 0; j < H; ++j) hb[j] = x[j] + recurrent[b * H + j];
+        Activate(acts[d], sq.clip, hb, H);
         WriteStep(sq, out, t, d, b, hb);
       }
     }
