@@ -189,13 +189,14 @@ class GroupLowering {
 
     std::vector<Expr> reductions;
     size_t ops = 0;
-    for (const Expr& expr : PostOrderCalls(func_->body())) {
+    const std::vector<Expr> calls = PostOrderCalls(func_->body());
+    for (const Expr& expr : calls) {
       if (++ops > kMaxOps) throw Declined{"more than " + std::to_string(kMaxOps) + " ops"};
       if (Downcast<ir::Op>(expr.as<ir::CallObj>()->op()).pattern() == ir::OpPattern::kCommReduce) {
         reductions.push_back(expr);
       }
     }
-    if (std::optional<Node> product = ProductWithEpilogue(outputs, output_params)) {
+    if (std::optional<Node> product = ProductWithEpilogue(calls, outputs, output_params)) {
       return Simplified(name, params, *product);
     }
     if (outputs.size() == 1 && output_buffers.count(outputs[0].get()) != 0) {
@@ -325,9 +326,10 @@ class GroupLowering {
   /// product into the output, and the epilogue becomes a callback that the kernel runs on each
   /// tile of it as soon as the tile is done, while it is in cache (docs/design.md §29). nullopt
   /// for other groups.
-  std::optional<Node> ProductWithEpilogue(const std::vector<Expr>& outputs,
+  /// `calls` are the group's op calls, producers first (PostOrderCalls).
+  std::optional<Node> ProductWithEpilogue(const std::vector<Expr>& calls,
+                                          const std::vector<Expr>& outputs,
                                           const std::vector<Node>& output_params) {
-    const std::vector<Expr> calls = PostOrderCalls(func_->body());
     const auto* anchor = calls.empty() ? nullptr : calls.front().as<ir::CallObj>();
     if (anchor == nullptr || outputs.size() != 1) return std::nullopt;
     const std::string op = Downcast<ir::Op>(anchor->op())->name().str();

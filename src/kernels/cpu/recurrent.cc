@@ -6,7 +6,6 @@
 // their outputs past it are zero, as ONNX's.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -274,8 +273,8 @@ class Recurrence {
       : hidden_(sq.hidden),
         batch_(sq.batch),
         count_(count),
-        weights_(Data<const float>(call.input(2)) + (d * sq.gates * sq.hidden + row0) * sq.hidden),
-        view_{weights_, 1, sq.hidden} {
+        view_{Data<const float>(call.input(2)) + (d * sq.gates * sq.hidden + row0) * sq.hidden, 1,
+              sq.hidden} {
     if (batch_ > kMatrixVectorBatch) {
       packed_ = NewPackedTensor(PackedGemmBSize(sq.hidden, count));
       PackGemmB(sq.hidden, count, view_, Data<float>(packed_));
@@ -293,7 +292,7 @@ class Recurrence {
     const int64_t grain =
         std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(hidden_ * batch_, 1));
     runtime::ParallelFor(0, count_, grain, [&](int64_t begin, int64_t end) {
-      RowDots(weights_ + begin * hidden_, h, batch_, end - begin, hidden_, out + begin, count_);
+      RowDots(view_.data + begin * hidden_, h, batch_, end - begin, hidden_, out + begin, count_);
     });
   }
 
@@ -301,13 +300,22 @@ class Recurrence {
   /// Up to this many batch entries, matrix-vector products.
   static constexpr int64_t kMatrixVectorBatch = 2;
   int64_t hidden_, batch_, count_;
-  const float* weights_;  ///< (count x hidden), row-major
-  MatrixView view_;
+  MatrixView view_;  ///< the weights (count x hidden, row-major) as the GEMM's B^T
   Tensor packed_;
 };
 
-/// Runs every direction: `step(d, s, recurrent, projected, state...)` updates the states of the
-/// batch entries still running; Y and the final states are written here.
+/// Calls body(b, t, x) for each batch entry still running after `s` steps of a direction
+/// (`reverse` or not): t is its step and x its row of `projected` (`width` floats).
+template <typename Body>
+void ForEachRunning(const Sequence& sq, int64_t s, bool reverse,
+                    const std::vector<float>& projected, int64_t width, Body body) {
+  for (int64_t b = 0; b < sq.batch; ++b) {
+    const int64_t t = sq.Step(s, b, reverse);
+    if (t >= 0) body(b, t, projected.data() + sq.Row(t, b) * width);
+  }
+}
+
+/// Y (zeroed first, so steps past an entry's length stay 0) and the final states an op writes.
 struct Outputs {
   float* y;
   std::vector<float*> finals;
@@ -362,12 +370,10 @@ void Lstm(const KernelCall& call) {
     const Activation& g = acts[d * 3 + 1];
     const Activation& act_h = acts[d * 3 + 2];
     std::vector<float> gate(static_cast<size_t>(4 * H));
+    const bool reverse = IsReverse(call, d);
     for (int64_t s = 0; s < sq.seq; ++s) {
       recurrence.Apply(h.data(), recurrent.data());
-      for (int64_t b = 0; b < sq.batch; ++b) {
-        const int64_t t = sq.Step(s, b, IsReverse(call, d));
-        if (t < 0) continue;
-        const float* x = projected.data() + sq.Row(t, b) * 4 * H;
+      ForEachRunning(sq, s, reverse, projected, 4 * H, [&](int64_t b, int64_t t, const float* x) {
         const float* rh = recurrent.data() + b * 4 * H;
         float* hb = h.data() + b * H;
         float* cb = c.data() + b * H;
@@ -397,7 +403,7 @@ void Lstm(const KernelCall& call) {
         Activate(act_h, INFINITY, hb, H);  // the clip bounds the gates' inputs, not the cell
         for (int64_t j = 0; j < H; ++j) hb[j] *= o[j];
         WriteStep(sq, out, t, d, b, hb);
-      }
+      });
     }
     WriteFinal(sq, out, 0, d, h);
     WriteFinal(sq, out, 1, d, c);
@@ -433,21 +439,17 @@ void Gru(const KernelCall& call) {
     const bool reverse = IsReverse(call, d);
     for (int64_t s = 0; s < sq.seq; ++s) {
       gates.Apply(h.data(), recurrent.data());
-      for (int64_t b = 0; b < sq.batch; ++b) {
-        const int64_t t = sq.Step(s, b, reverse);
-        if (t < 0) continue;
-        const float* x = projected.data() + sq.Row(t, b) * 3 * H;
-        float* r = reset.data() + b * H;
-        for (int64_t j = 0; j < H; ++j) r[j] = x[H + j] + recurrent[b * 2 * H + H + j];
-        Activate(f, sq.clip, r, H);
-        for (int64_t j = 0; j < H; ++j) reset_h[b * H + j] = r[j] * h[b * H + j];
-      }
+      ForEachRunning(sq, s, reverse, projected, 3 * H,
+                     [&](int64_t b, int64_t /*t*/, const float* x) {
+                       float* r = reset.data() + b * H;
+                       for (int64_t j = 0; j < H; ++j)
+                         r[j] = x[H + j] + recurrent[b * 2 * H + H + j];
+                       Activate(f, sq.clip, r, H);
+                       for (int64_t j = 0; j < H; ++j) reset_h[b * H + j] = r[j] * h[b * H + j];
+                     });
       // The hidden gate's recurrence reads the reset state, or is reset after.
       candidate_gate.Apply(linear_before_reset ? h.data() : reset_h.data(), candidate.data());
-      for (int64_t b = 0; b < sq.batch; ++b) {
-        const int64_t t = sq.Step(s, b, reverse);
-        if (t < 0) continue;
-        const float* x = projected.data() + sq.Row(t, b) * 3 * H;
+      ForEachRunning(sq, s, reverse, projected, 3 * H, [&](int64_t b, int64_t t, const float* x) {
         float* hb = h.data() + b * H;
         float* z = gate.data();
         float* candidate_value = z + H;
@@ -462,7 +464,7 @@ void Gru(const KernelCall& call) {
         Activate(g, sq.clip, candidate_value, H);
         for (int64_t j = 0; j < H; ++j) hb[j] = (1.F - z[j]) * candidate_value[j] + z[j] * hb[j];
         WriteStep(sq, out, t, d, b, hb);
-      }
+      });
     }
     WriteFinal(sq, out, 0, d, h);
   }
@@ -482,15 +484,12 @@ void Rnn(const KernelCall& call) {
     const bool reverse = IsReverse(call, d);
     for (int64_t s = 0; s < sq.seq; ++s) {
       recurrence.Apply(h.data(), recurrent.data());
-      for (int64_t b = 0; b < sq.batch; ++b) {
-        const int64_t t = sq.Step(s, b, reverse);
-        if (t < 0) continue;
-        const float* x = projected.data() + sq.Row(t, b) * H;
+      ForEachRunning(sq, s, reverse, projected, H, [&](int64_t b, int64_t t, const float* x) {
         float* hb = h.data() + b * H;
         for (int64_t j = 0; j < H; ++j) hb[j] = x[j] + recurrent[b * H + j];
         Activate(acts[d], sq.clip, hb, H);
         WriteStep(sq, out, t, d, b, hb);
-      }
+      });
     }
     WriteFinal(sq, out, 0, d, h);
   }
