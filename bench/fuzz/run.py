@@ -18,9 +18,13 @@
    build-asan/fuzz-campaign/<target>.log.
 3. Reads libFuzzer's final statistics (-print_final_stats=1) and its last status line, and
    replaces the rows of the targets it ran in the table between the markers of
-   docs/reliability.md ("Fuzzing"): date, budget, executions, exec/s, edges (cov), features
-   (ft), corpus, new units and crashes. Other targets keep the rows of their latest campaign, so
-   a long campaign can be run one target at a time.
+   docs/reliability.md ("Fuzzing"): date, budget, executions, executions over all campaigns of
+   the working corpus, exec/s, edges (cov), features (ft), corpus, new units and crashes. Other
+   targets keep the rows of their latest campaign, so a long campaign can be run one target at a
+   time, and continued in a later session: libFuzzer keeps no state but its corpus, so campaigns
+   that continue one working corpus without a crash add up to one long campaign.
+   Ctrl-C (or SIGTERM) stops every fuzzer as libFuzzer stops on Ctrl-C, printing its final
+   statistics, and the stopped campaigns are recorded as such.
 4. With --update-corpus, merges (-merge=1) each grown corpus into tests/fuzz/corpus/<target>/:
    only inputs that add coverage the committed corpus lacks are copied, named by their SHA-1.
    The committed corpora are kept small (CORPUS_BUDGET_BYTES each); the sizes are printed.
@@ -35,6 +39,7 @@ import os
 import platform
 import re
 import shlex
+import signal
 import subprocess
 import sys
 
@@ -60,6 +65,11 @@ SANITIZER_ENV = {"ASAN_OPTIONS": "detect_leaks=1",
 GOAL_EXECUTIONS = 10_000_000  # per target, what a campaign is meant to reach
 CORPUS_BUDGET_BYTES = 256 << 10  # per committed corpus: CI replays all of it on every commit
 INPUT_TIMEOUT_S = 10
+LIBFUZZER_INTERRUPTED_EXIT = 72  # libFuzzer's exit status after SIGINT (-interrupted_exitcode)
+# Flags of one target only. size_expr: the expressions of shapes are short, and products of
+# hundreds of factors (2 KB) take 200 ms each under the sanitizers, which held a campaign to 273
+# inputs/s; 256 bytes still reach every construct of the grammar several levels deep.
+TARGET_FLAGS = {"size_expr": ["-max_len=256"]}
 
 
 # ---- targets and build ----------------------------------------------------------------------
@@ -102,12 +112,28 @@ def fuzzer_path(target):
 def fuzz_command(target, work_dir, crash_dir, seconds, runs):
     command = [fuzzer_path(target), "-seed=0", f"-max_total_time={seconds}", f"-runs={runs}",
                f"-timeout={INPUT_TIMEOUT_S}", "-print_final_stats=1",
-               f"-artifact_prefix={crash_dir}/"]
+               f"-artifact_prefix={crash_dir}/", *TARGET_FLAGS.get(target, [])]
     dictionary = os.path.join(REPO, "tests", "fuzz", f"{target}.dict")
     if os.path.exists(dictionary):
         command.append(f"-dict={dictionary}")
     # libFuzzer writes new inputs into the first folder only; the committed one is read-only.
     return command + [work_dir, os.path.join(CORPUS_DIR, target)]
+
+
+class Fuzzers:
+    """The running fuzzer processes, so that a stop request reaches each of them."""
+
+    def __init__(self):
+        self.running = set()
+        self.stopping = False
+
+    def stop(self, *_):
+        self.stopping = True
+        for process in list(self.running):
+            process.send_signal(signal.SIGINT)
+
+
+FUZZERS = Fuzzers()
 
 
 def run_target(target, has_seed_writer, seconds, runs):
@@ -128,14 +154,22 @@ def run_target(target, has_seed_writer, seconds, runs):
         # libFuzzer stops itself at -max_total_time; the margin covers start-up, the corpus load
         # and one slow last input.
         limit = None if seconds <= 0 else seconds + 600
+        if FUZZERS.stopping:
+            return None
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
+                                   env={**os.environ, **SANITIZER_ENV})
+        FUZZERS.running.add(process)
         try:
-            rc = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT,
-                                env={**os.environ, **SANITIZER_ENV}, timeout=limit).returncode
+            rc = process.wait(timeout=limit)
         except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
             rc = "killed after %d s" % limit
+        FUZZERS.running.discard(process)
     stats = parse_log(open(log_path, errors="replace").read())
-    stats.update(target=target, rc=rc, log=log_path)
-    if rc != 0 and not stats["crashes"]:
+    stopped = FUZZERS.stopping and rc == LIBFUZZER_INTERRUPTED_EXIT
+    stats.update(target=target, rc=rc, log=log_path, stopped=stopped)
+    if rc != 0 and not stopped and not stats["crashes"]:
         stats["crashes"] = ["(no input saved: see the log)"]
     log(f"{target}: {stats['executions']} executions, cov {stats['cov']}, ft {stats['ft']}, "
         f"{len(stats['crashes'])} crash(es)")
@@ -198,10 +232,23 @@ def update_corpus(target):
 # ---- the document ---------------------------------------------------------------------------
 
 
-TABLE_HEADER = ["| target | campaign | budget | executions | exec/s | edges (cov) | features (ft) "
-                "| corpus (inputs / size) | new inputs | crashes |",
-                "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+TABLE_HEADER = ["| target | campaign | budget | executions | all campaigns | exec/s | edges (cov) "
+                "| features (ft) | corpus (inputs / size) | new inputs | crashes |",
+                "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
 ROW_TARGET = re.compile(r"^\| `(\w+)` \|")
+EXECUTIONS_COLUMN = 4  # of a row split at "|"
+TOTAL_COLUMN = 5
+CRASHES_COLUMN = -2
+
+
+def cell_number(row, column):
+    return int(row.split("|")[column].strip().replace(",", ""))
+
+
+def total_executions(row):
+    """A row's executions over all campaigns (a row from before that column: its own)."""
+    has_total = row.count("|") == TABLE_HEADER[0].count("|")
+    return cell_number(row, TOTAL_COLUMN if has_total else EXECUTIONS_COLUMN)
 
 
 def rows_in_doc():
@@ -213,7 +260,9 @@ def rows_in_doc():
     rows = {}
     for line in doc[begin:end].splitlines() if 0 <= begin < end else []:
         match = ROW_TARGET.match(line)
-        if match and line.count("|") == TABLE_HEADER[0].count("|"):
+        # Rows from before the "all campaigns" column have one cell fewer.
+        if match and line.count("|") in (TABLE_HEADER[0].count("|"),
+                                         TABLE_HEADER[0].count("|") - 1):
             rows[match.group(1)] = line
     return rows
 
@@ -228,12 +277,23 @@ def table(results, known, seconds, runs, jobs, others_cores):
     today = datetime.date.today().isoformat()
     rows = rows_in_doc()
     for r in results:
+        previous = rows.get(r["target"])
+        # A crash ends the count: the next campaign starts after the fix, from zero.
+        continued = previous is not None and cell_number(previous, CRASHES_COLUMN) == 0
+        total = r["executions"] + (total_executions(previous) if continued else 0)
+        stopped = " (stopped)" if r["stopped"] else ""
         rows[r["target"]] = (
-            f"| `{r['target']}` | {today} | {' or '.join(budget) or 'none'} | "
-            f"{r['executions']:,} | {r['exec_per_s']:,} | {r['cov']} | {r['ft']} | {r['corpus']} "
-            f"| {r['new_units']:,} | {len(r['crashes'])} |")
+            f"| `{r['target']}` | {today} | {' or '.join(budget) or 'none'}{stopped} | "
+            f"{r['executions']:,} | {total:,} | {r['exec_per_s']:,} | {r['cov']} | {r['ft']} "
+            f"| {r['corpus']} | {r['new_units']:,} | {len(r['crashes'])} |")
+    for target, row in rows.items():
+        if row.count("|") < TABLE_HEADER[0].count("|"):  # add the column to an old row
+            cells = row.split("|")
+            rows[target] = "|".join(cells[:TOTAL_COLUMN] + [cells[EXECUTIONS_COLUMN]]
+                                    + cells[TOTAL_COLUMN:])
     lines = [
-        f"Each row is its target's latest campaign. The latest: {today}, {cpu_model()} "
+        f"Each row is its target's latest campaign; *all campaigns* adds the earlier campaigns of "
+        f"its working corpus since its last crash. The latest: {today}, {cpu_model()} "
         f"({os.cpu_count()} cores, {platform.system()} {platform.release()}), "
         f"{jobs} target(s) at a time; other processes used {others_cores:.1f} cores on average "
         f"meanwhile. Command:",
@@ -241,11 +301,10 @@ def table(results, known, seconds, runs, jobs, others_cores):
         f"    {command}",
         "",
     ]
-    short = [t for t in known if t not in rows or
-             int(rows[t].split("|")[4].replace(",", "")) < GOAL_EXECUTIONS]
+    short = [t for t in known if t not in rows or total_executions(rows[t]) < GOAL_EXECUTIONS]
     if short:
-        lines += [f"**Below the goal** of {GOAL_EXECUTIONS:,} executions in one campaign: "
-                  f"{', '.join(short)}.", ""]
+        lines += [f"**Below the goal** of {GOAL_EXECUTIONS:,} executions over the campaigns of "
+                  f"one corpus: {', '.join(short)}.", ""]
     lines += TABLE_HEADER + [rows[t] for t in known if t in rows]
     return "\n".join(lines)
 
@@ -314,7 +373,10 @@ def main():
                                    args.runs_per_target) for t, has_seeds in targets.items()]
             return [f.result() for f in futures]
 
+    signal.signal(signal.SIGINT, FUZZERS.stop)
+    signal.signal(signal.SIGTERM, FUZZERS.stop)
     results, others_cores = harness.others_busy_during(fuzz_all)
+    results = [r for r in results if r is not None]  # None: not started before a stop
     if not args.no_doc:
         write_table(table(results, list(known), args.seconds_per_target, args.runs_per_target, args.jobs,
                           others_cores))

@@ -682,6 +682,14 @@ def test_dense(m, n, k):
     check("nn.dense", [x3, w], x3 @ w.T, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("m", range(1, 25))
+def test_dense_rows_ending_in_a_partial_strip_of_each_height(m):
+    """A tile strip's last rows are computed by a tile of exactly that many rows (1 to 11 of
+    AVX-512's 12, 1 to 5 of AVX2's 6), with a depth of two blocks."""
+    x, w = rand(m, 300), rand(40, 300)
+    check("nn.dense", [x, w], x @ w.T, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("m,n,k", GEMM_SIZES)
 def test_prepacked_dense(m, n, k):
     x, w = rand(2, m, k), rand(n, k)
@@ -789,6 +797,12 @@ CONV_CASES = [
     # dilation, uneven padding and windows up to 7x7.
     ((1, 18, 11, 10), (18, 3, 3), [2, 1], [2, 1, 1, 2], [2, 2], 18),
     ((2, 17, 9, 8), (34, 7, 5), [1, 2], [3, 2, 3, 2], [1, 1], 17),
+    # Output channels that fill whole tile vectors over planes that do not (7 x 7, 9 x 6, 5 x 5,
+    # 5 x 4): the GEMM runs transposed, pixels along the tile rows; depths over 256 accumulate.
+    ((1, 20, 7, 7), (64, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1),
+    ((2, 12, 9, 6), (64, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 2),
+    ((1, 300, 5, 5), (32, 1, 1), [1, 1], [0, 0, 0, 0], [1, 1], 1),
+    ((1, 40, 9, 7), (96, 3, 3), [2, 2], [1, 1, 1, 1], [1, 1], 1),
 ]
 
 
@@ -818,6 +832,27 @@ def test_prepacked_conv2d(case):
     """Conv2d with prepacked weights (every case but depthwise, which has no GEMM)."""
     x, w, ref, attrs = _conv_case(case)
     run_prepacked("nn.conv2d", [x, w], ref, **attrs)
+
+
+@pytest.mark.parametrize("case", [c for c in CONV_CASES if c[0][1] != c[5]])
+def test_conv2d_prepacked_for_its_output_shape(case):
+    """Given the step's output shape, as a kernel program gives it, the prepack hook picks the
+    GEMM's orientation for its pixel count; the kernel reads the orientation from the packed
+    tensor (2-D when transposed), and computes the same either way."""
+    x, w, ref, attrs = _conv_case(case)
+    run_prepacked("nn.conv2d", [x, w], ref, **attrs, __prepack_output_shape=list(ref.shape))
+
+
+def test_conv2d_prepacks_transposed_for_planes_that_leave_lanes_empty():
+    """64 output channels over a 7 x 7 plane: 49 pixels fill 64 lanes on every ISA's tile, the
+    64 channels fill theirs exactly, so the weights are packed for the transposed GEMM; without
+    the output shape (a symbolic plane) they are packed for the usual one."""
+    attrs = {**DEFAULTS["nn.conv2d"], "padding": [1, 1, 1, 1]}
+    prepack = kiln.get_global_func("kernel_prepack.cpu.nn.conv2d")
+    w = kiln.tensor(rand(64, 20, 3, 3))
+    assert len(prepack(1, w, {**attrs, "__prepack_output_shape": [1, 64, 7, 7]}).shape) == 2
+    assert len(prepack(1, w, {**attrs, "__prepack_output_shape": [-1, 64, -1, 7]}).shape) == 1
+    assert len(prepack(1, w, attrs).shape) == 1
 
 
 @pytest.mark.parametrize("case", CONV_CASES)

@@ -273,16 +273,19 @@ CONV_EPILOGUES = {
 
 
 @pytest.mark.parametrize("epilogue", sorted(CONV_EPILOGUES))
-@pytest.mark.parametrize("groups,stride,pad", [(1, 1, 1), (1, 2, 0), (4, 1, 2), (8, 2, 1)])
+@pytest.mark.parametrize("groups,stride,pad,channels", [
+    (1, 1, 1, 8), (1, 2, 0, 8), (4, 1, 2, 8), (8, 2, 1, 8), (2, 2, 0, 64)])
 def test_a_conv2d_group_calls_the_conv_kernel_and_generates_its_epilogue(epilogue, groups,
-                                                                         stride, pad):
+                                                                         stride, pad, channels):
     """nn.conv2d (plain, grouped, depthwise) with its epilogue as a callback on each finished
-    tile (image, channels, spatial positions), symbolic batch, against PyTorch."""
+    tile (image, channels, spatial positions), symbolic batch, against PyTorch. 64 channels in
+    2 groups over a 5 x 4 plane run the GEMM transposed (pixels along the tile rows)."""
     torch = pytest.importorskip("torch")
     tail, reference = CONV_EPILOGUES[epilogue]
     out_h, out_w = (11 + 2 * pad - 3) // stride + 1, (10 + 2 * pad - 3) // stride + 1
-    text = f"""def @main(%x: Tensor[(n, 8, 11, 10), float32], %w: Tensor[(8, {8 // groups}, 3, 3), float32],
-                         %b: Tensor[(8, 1, 1), float32], %r: Tensor[(n, 8, {out_h}, {out_w}), float32]) {{
+    text = f"""def @main(%x: Tensor[(n, 8, 11, 10), float32], %w: Tensor[({channels}, {8 // groups}, 3, 3), float32],
+                         %b: Tensor[({channels}, 1, 1), float32],
+                         %r: Tensor[(n, {channels}, {out_h}, {out_w}), float32]) {{
       %0 = nn.conv2d(%x, %w, strides=[{stride}, {stride}], padding=[{pad}, {pad}, {pad}, {pad}],
                      groups={groups});
       {tail}
@@ -293,9 +296,9 @@ def test_a_conv2d_group_calls_the_conv_kernel_and_generates_its_epilogue(epilogu
     executable = kiln.build(mod, generated_kernels=True)
     for n in (1, 3):
         x = RNG.standard_normal((n, 8, 11, 10)).astype("float32")
-        w = RNG.standard_normal((8, 8 // groups, 3, 3)).astype("float32")
-        b = RNG.standard_normal((8, 1, 1)).astype("float32")
-        r = RNG.standard_normal((n, 8, out_h, out_w)).astype("float32")
+        w = RNG.standard_normal((channels, 8 // groups, 3, 3)).astype("float32")
+        b = RNG.standard_normal((channels, 1, 1)).astype("float32")
+        r = RNG.standard_normal((n, channels, out_h, out_w)).astype("float32")
         (got,) = executable.run(x=x, w=w, b=b, r=r)
         conv = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w),
                                           stride=stride, padding=pad, groups=groups).numpy()

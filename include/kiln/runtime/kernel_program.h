@@ -80,6 +80,11 @@ constexpr const char* kKernelProgramKind = "kernel_program";
 constexpr int64_t kKernelProgramFormatVersion = 1;
 /// The attribute a step's prepacked constant input i is passed as: this prefix, then i.
 constexpr const char* kPrepackedAttrPrefix = "__packed_";
+/// The attribute a step's prepack hook finds its first output's shape in, where the program
+/// describes it, each extent that is symbolic as -1: how a kernel lays out its packed weights
+/// may depend on the output (conv2d's GEMM orientation on the pixel count). Set for the hook
+/// only, not kept on the step.
+constexpr const char* kPrepackOutputShapeAttr = "__prepack_output_shape";
 /// The attributes of a conv2d, matmul or nn.dense step that the program merged with the
 /// elementwise steps after it (a bias add, then a residual add, then relu, clip or nn.gelu), so
 /// that they run while the product is in cache: the index of the step input holding the bias

@@ -1,15 +1,19 @@
 // nn.conv2d, nn.conv2d_transpose (NCHW) and nn.conv3d (NCDHW), float32. All go through the
 // shared GEMM: conv2d multiplies the weights by each image group's im2col matrix, which the
-// GEMM's B packing gathers from the image panel by panel (the matrix is never stored);
+// GEMM's packing gathers from the image panel by panel (the matrix is never stored), with the
+// pixels along the tiles' vectors or, for small planes, along their rows (design §31);
 // conv2d_transpose multiplies the transposed weights by the input and scatters (col2im)
 // the products into the output; conv3d builds its im2col matrix from 2-D ones, one per depth
 // tap and output depth. Depthwise conv2d (one input channel per group) has no reduction worth
 // a GEMM and runs directly.
 
 #include <kiln/ffi/registry.h>
+#include <kiln/runtime/kernel_program.h>
+#include <kiln/runtime/memory.h>
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -100,9 +104,10 @@ struct ConvShapes {
         window(window) {}
 };
 
-/// Packs B's panels for a conv2d GEMM straight from one group's image (implicit im2col): row
-/// (c, kh, kw) and column (y, x) of the im2col matrix are gathered a depth row at a time into
-/// a line in L1 and split into the panel's strips, so the matrix itself is never written.
+/// Packs a conv2d GEMM's im2col operand straight from one group's image (implicit im2col), the
+/// matrix itself never written: row (c, kh, kw) and column (y, x) of the im2col matrix, B's
+/// panels in Gemm and A's in GemmTransposedOutput (the same layout). Each depth row is gathered
+/// whole into a line in L1, in runs as long as the image's rows, and then split into strips.
 class ImagePanelPacker {
  public:
   ImagePanelPacker(const ConvShapes& s, const float* group_data)
@@ -112,34 +117,48 @@ class ImagePanelPacker {
     }
   }
 
-  void operator()(int64_t p0, int64_t kc, int64_t col0, int64_t cols, int64_t nr,
+  void operator()(int64_t p0, int64_t kc, int64_t first, int64_t count, int64_t width,
                   float* panel) const {
-    std::vector<float> line(cols);
+    // Whole strips, the last one's columns past `count` zero, so every strip row is one copy.
+    std::vector<float> line((count + width - 1) / width * width, 0.F);
     for (int64_t p = 0; p < kc; ++p) {
-      GatherRow(p0 + p, col0, cols, line.data());
-      for (int64_t j = 0; j < cols; j += nr) {
-        float* strip_row = panel + j * kc + p * nr;
-        const int64_t count = std::min(nr, cols - j);
-        std::copy_n(line.data() + j, count, strip_row);
-        std::fill(strip_row + count, strip_row + nr, 0.F);
+      GatherRow(p0 + p, first, count, line.data());
+      switch (width) {  // the tile widths of gemm.cc, so that each copy is a few vector moves
+        case 6: SplitIntoStrips<6>(line, kc, p, panel); break;
+        case 8: SplitIntoStrips<8>(line, kc, p, panel); break;
+        case 12: SplitIntoStrips<12>(line, kc, p, panel); break;
+        case 16: SplitIntoStrips<16>(line, kc, p, panel); break;
+        case 32: SplitIntoStrips<32>(line, kc, p, panel); break;
+        default:
+          for (size_t j = 0; j < line.size(); j += width) {
+            std::copy_n(line.data() + j, width, panel + j * kc + p * width);
+          }
       }
     }
   }
 
  private:
-  /// line[i] = im2col element (row, col0 + i) for i < cols.
-  void GatherRow(int64_t row, int64_t col0, int64_t cols, float* line) const {
+  /// Row p of every kWidth-wide strip of the panel from the line.
+  template <int64_t kWidth>
+  static void SplitIntoStrips(const std::vector<float>& line, int64_t kc, int64_t p, float* panel) {
+    for (size_t j = 0; j < line.size(); j += kWidth) {
+      std::memcpy(panel + j * kc + p * kWidth, line.data() + j, kWidth * sizeof(float));
+    }
+  }
+
+  /// line[i] = im2col element (row, first + i) for i < count.
+  void GatherRow(int64_t row, int64_t first, int64_t count, float* line) const {
     const Window2D& win = s_.window;
     const int64_t c = row / taps_;
     const int64_t kh = row % taps_ / win.kernel[1];
     const int64_t kw = row % win.kernel[1];
     const float* plane = data_ + c * s_.h * s_.w;
     const int64_t offset_w = win.InputPos(1, 0, kw);
-    for (int64_t col = col0; col < col0 + cols;) {
+    for (int64_t col = first; col < first + count;) {
       const int64_t y = col / s_.ow;
       const int64_t x_begin = col % s_.ow;
-      const int64_t x_end = std::min(s_.ow, x_begin + col0 + cols - col);
-      float* out = line + (col - col0);  // out[x - x_begin] is column (y, x)
+      const int64_t x_end = std::min(s_.ow, x_begin + first + count - col);
+      float* out = line + (col - first);  // out[x - x_begin] is column (y, x)
       const int64_t iy = win.InputPos(0, y, kh);
       Range copied{std::max(x_begin, x_valid_[kw].begin), std::min(x_end, x_valid_[kw].end)};
       if (iy < 0 || iy >= s_.h || copied.begin >= copied.end) copied = {x_begin, x_begin};
@@ -358,33 +377,75 @@ void DepthwiseConv2D(const ConvShapes& s, const float* x, const float* weight,
   });
 }
 
-/// A conv2d's GEMM per group: weights (group_out x depth) times the im2col matrix.
+/// A conv2d's GEMM per group: weights (group_out x depth) times the im2col matrix, or, when
+/// `transposed`, the same product with output pixels along the tiles' rows and channels along
+/// their vectors (GemmTransposedOutput): then 7 x 7 or 14 x 14 output planes, whose pixels do
+/// not fill whole vectors, waste no lanes.
 struct ConvGemm {
   int64_t groups, group_out, depth;
+  bool transposed;
 
   /// `out_channels` over `groups`, each output channel reading `depth` = C/groups * KH * KW.
-  ConvGemm(int64_t out_channels, int64_t depth, int64_t groups)
-      : groups(groups), group_out(out_channels / groups), depth(depth) {}
-  explicit ConvGemm(const Tensor& weight, int64_t groups)
-      : ConvGemm(weight.shape(0), weight.shape(1) * weight.shape(2) * weight.shape(3), groups) {}
+  ConvGemm(int64_t out_channels, int64_t depth, int64_t groups, bool transposed)
+      : groups(groups), group_out(out_channels / groups), depth(depth), transposed(transposed) {}
 
+  /// Whether output planes of `spatial` pixels (-1: not known) are better computed transposed.
+  static bool Transposes(int64_t group_out, int64_t spatial) {
+    return spatial > 0 && PrefersTransposedOutput(group_out, spatial);
+  }
   /// Depthwise convolutions (one input channel per group) run directly, without a GEMM.
   bool depthwise(int64_t group_in) const { return groups > 1 && group_in == 1; }
-  int64_t PackedGroupSize() const { return PackedGemmASize(group_out, depth); }
+  int64_t PackedGroupSize() const {
+    return transposed ? PackedGemmBSize(depth, group_out) : PackedGemmASize(group_out, depth);
+  }
+  /// The weights of `group` as the GEMM reads them: A (group_out x depth), or B transposed.
+  MatrixView Weights(const float* w, int64_t group) const {
+    const float* first = w + group * group_out * depth;
+    return transposed ? MatrixView{first, 1, depth} : MatrixView{first, depth, 1};
+  }
 };
 
-/// Packs a constant conv2d weight for its GEMMs, group after group.
+/// A conv2d weight as PrepackConv2D packed it, and for which orientation of the GEMM, which the
+/// output's pixel count decided when the program loaded: the packed tensor is 2-D, (groups,
+/// floats per group), when transposed, and 1-D otherwise.
+struct PackedConvWeight {
+  const float* data = nullptr;
+  bool transposed = false;
+
+  PackedConvWeight() = default;
+  explicit PackedConvWeight(const std::optional<Tensor>& packed)
+      : data(packed.has_value() ? static_cast<const float*>(packed->data()) : nullptr),
+        transposed(packed.has_value() && packed->ndim() == 2) {}
+};
+
+/// Packs a constant conv2d weight for its GEMMs, group after group, in the orientation its
+/// output's pixel count asks for (the normal one when the program leaves it symbolic).
 std::optional<Tensor> PrepackConv2D(size_t index, const Tensor& weight, const KernelCall& call) {
-  const ConvGemm gemm(weight, call.Int("groups"));
+  const int64_t groups = call.Int("groups");
+  const int64_t depth = weight.shape(1) * weight.shape(2) * weight.shape(3);
+  const std::vector<int64_t> out_shape =
+      call.OptionalInts(runtime::kPrepackOutputShapeAttr).value_or(std::vector<int64_t>{});
+  const int64_t spatial = out_shape.size() == 4 && out_shape[2] >= 0 && out_shape[3] >= 0
+                              ? out_shape[2] * out_shape[3]
+                              : -1;
+  const ConvGemm gemm(weight.shape(0), depth, groups,
+                      ConvGemm::Transposes(weight.shape(0) / groups, spatial));
   if (index != 1 || weight.dtype().code != kDLFloat || weight.dtype().bits != 32 ||
       gemm.depthwise(weight.shape(1))) {
     return std::nullopt;
   }
-  Tensor packed = NewPackedTensor(gemm.groups * gemm.PackedGroupSize());
+  Tensor packed =
+      runtime::Empty(gemm.transposed ? std::vector<int64_t>{gemm.groups, gemm.PackedGroupSize()}
+                                     : std::vector<int64_t>{gemm.groups * gemm.PackedGroupSize()},
+                     DLDataType{kDLFloat, 32, 1}, DLDevice{kDLCPU, 0});
   const float* w = Data<const float>(weight);
   for (int64_t group = 0; group < gemm.groups; ++group) {
-    PackGemmA(gemm.group_out, gemm.depth, {w + group * gemm.group_out * gemm.depth, gemm.depth, 1},
-              Data<float>(packed) + group * gemm.PackedGroupSize());
+    float* group_packed = Data<float>(packed) + group * gemm.PackedGroupSize();
+    if (gemm.transposed) {
+      PackGemmB(gemm.depth, gemm.group_out, gemm.Weights(w, group), group_packed);
+    } else {
+      PackGemmA(gemm.group_out, gemm.depth, gemm.Weights(w, group), group_packed);
+    }
   }
   return packed;
 }
@@ -392,10 +453,13 @@ KILN_CPU_PREPACK("nn.conv2d", PrepackConv2D);
 
 /// y = conv2d(x, w) (NCHW, OIHW), then `epilogue`; `prepacked` is the weight packed by
 /// PrepackConv2D, or null.
-void Conv2DInto(const ConvShapes& s, const float* x, const float* w, const float* prepacked,
-                const GemmEpilogue& epilogue, float* y) {
+void Conv2DInto(const ConvShapes& s, const float* x, const float* w,
+                const PackedConvWeight& prepacked, const GemmEpilogue& epilogue, float* y) {
   const int64_t group_in = s.c / s.groups;
-  const ConvGemm gemm(s.o, group_in * s.window.kernel[0] * s.window.kernel[1], s.groups);
+  const int64_t spatial = s.oh * s.ow;
+  const ConvGemm gemm(s.o, group_in * s.window.kernel[0] * s.window.kernel[1], s.groups,
+                      prepacked.data != nullptr ? prepacked.transposed
+                                                : ConvGemm::Transposes(s.o / s.groups, spatial));
   if (gemm.depthwise(group_in)) {
     DepthwiseConv2D(s, x, w, epilogue, y);
     return;
@@ -407,14 +471,15 @@ void Conv2DInto(const ConvShapes& s, const float* x, const float* w, const float
                          win.pad_end[0] == 0 && win.pad_end[1] == 0;
   const int64_t group_out = gemm.group_out;
   const int64_t depth = gemm.depth;
-  const int64_t spatial = s.oh * s.ow;
   ForEachMatrix(s.n * s.groups, [&](int64_t i) {
     const int64_t image = i / s.groups;
     const int64_t group = i % s.groups;
     const float* group_data = x + (image * s.c + group * group_in) * s.h * s.w;
     const PanelPacker image_packer = ImagePanelPacker(s, group_data);
-    GemmOperand weights({w + group * group_out * depth, depth, 1});
-    if (prepacked != nullptr) weights.packed = prepacked + group * gemm.PackedGroupSize();
+    GemmOperand weights(gemm.Weights(w, group));
+    if (prepacked.data != nullptr) {
+      weights.packed = prepacked.data + group * gemm.PackedGroupSize();
+    }
     GemmEpilogue group_epilogue = epilogue;
     if (epilogue.row_bias != nullptr) group_epilogue.row_bias += group * group_out;
     if (epilogue.residual != nullptr) {
@@ -422,9 +487,17 @@ void Conv2DInto(const ConvShapes& s, const float* x, const float* w, const float
     }
     group_epilogue.tile_image = image;
     group_epilogue.tile_row_offset = group * group_out;
+    float* group_y = y + (image * s.o + group * group_out) * spatial;
+    if (gemm.transposed) {
+      const GemmOperand pixels =
+          pointwise ? GemmOperand({group_data, 1, spatial}) : GemmOperand(&image_packer);
+      GemmTransposedOutput(spatial, group_out, depth, pixels, weights, group_y, spatial,
+                           group_epilogue);
+      return;
+    }
     Gemm(group_out, spatial, depth, weights,
-         pointwise ? GemmOperand({group_data, spatial, 1}) : GemmOperand(&image_packer),
-         y + (image * s.o + group * group_out) * spatial, spatial, group_epilogue);
+         pointwise ? GemmOperand({group_data, spatial, 1}) : GemmOperand(&image_packer), group_y,
+         spatial, group_epilogue);
   });
 }
 
@@ -434,7 +507,7 @@ void Conv2D(const KernelCall& call) {
   const Tensor weight = call.input(1);
   const Tensor out = call.output(0);
   Conv2DInto(ConvShapes(call, data, weight, out), Data<const float>(data),
-             Data<const float>(weight), call.Prepacked(1),
+             Data<const float>(weight), PackedConvWeight(call.PrepackedTensor(1)),
              ReadMergedEpilogue(call, /*bias_per_row=*/true, out.shape(2) * out.shape(3)),
              Data<float>(out));
 }
@@ -467,7 +540,7 @@ KILN_REGISTER_GLOBAL("tir.micro_kernel.conv2d")
         epilogue.tile = static_cast<const KilnTileCallback*>(args[21].cast<void*>());
       }
       Conv2DInto(shapes, static_cast<const float*>(args[0].cast<void*>()),
-                 static_cast<const float*>(args[1].cast<void*>()), nullptr, epilogue,
+                 static_cast<const float*>(args[1].cast<void*>()), PackedConvWeight(), epilogue,
                  static_cast<float*>(args[2].cast<void*>()));
     });
 

@@ -3,7 +3,10 @@
 // in L2 while every row of the task multiplies it), and a register-tiled MR x NR micro-kernel,
 // written as plain loops the compiler vectorizes, walks the packed strips. Packing makes every
 // inner loop contiguous whatever the operands' strides (transposes are free) and pads edges
-// with zeros, so the micro-kernel never branches on tile size.
+// with zeros; a strip's last rows run on a tile of exactly that height, so only columns (vector
+// lanes) are ever wasted. GemmTransposedOutput is the same product with A packed per task and
+// the result transposed into C, for products whose columns would waste lanes and whose rows
+// would not (docs/design.md §31).
 #include "gemm.h"
 
 #include <kiln/runtime/fast_math.h>
@@ -17,6 +20,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <utility>
 
 namespace kiln {
 namespace kernels {
@@ -105,46 +109,71 @@ void PackPanel(const float* src, int64_t depth_stride, int64_t index_stride, int
   }
 }
 
-/// C tile (mr x nr valid of MR x NR) = or += packed A strip x packed B strip, with
+/// C tile (mr x nr valid of kRows x NR) = or += packed A strip x packed B strip, with
 /// accumulators in vectors of W floats (GCC/Clang vector extensions: one register each on the
-/// ISA the caller is compiled for, so the tile is sized per ISA below).
-template <int64_t MR, int64_t NR, int64_t W>
+/// ISA the caller is compiled for, so the tile is sized per ISA below). The A strip is kStride
+/// rows wide; a strip's last rows are computed by a tile of kRows < kStride rows, so that they
+/// cost what they hold rather than a whole strip of zeros. Element (i, j) of the tile lands at
+/// c[i * ldc + j], or at c[j * ldc + i] when kTransposedC.
+template <int64_t kRows, int64_t kStride, int64_t NR, int64_t W, bool kTransposedC>
 __attribute__((always_inline)) inline void MicroKernel(int64_t kc, const float* __restrict__ a,
                                                        const float* __restrict__ b,
                                                        float* __restrict__ c, int64_t ldc,
-                                                       int64_t mr, int64_t nr, bool accumulate) {
+                                                       int64_t nr, bool accumulate) {
   using Vec = typename FloatVector<W>::Type;
   static_assert(sizeof(Vec) == W * sizeof(float) && NR % W == 0, "a tile row is whole vectors");
   constexpr int64_t kVecs = NR / W;
-  Vec acc[MR][kVecs] = {};
+  Vec acc[kRows][kVecs] = {};
   for (int64_t p = 0; p < kc; ++p) {
     Vec row[kVecs];
     for (int64_t v = 0; v < kVecs; ++v) std::memcpy(&row[v], b + p * NR + v * W, sizeof(Vec));
-    for (int64_t i = 0; i < MR; ++i) {
-      const Vec ai = a[p * MR + i] - Vec{};  // a broadcast: x - (+0) is x, unlike x + 0
+    for (int64_t i = 0; i < kRows; ++i) {
+      const Vec ai = a[p * kStride + i] - Vec{};  // a broadcast: x - (+0) is x, unlike x + 0
       for (int64_t v = 0; v < kVecs; ++v) acc[i][v] += ai * row[v];
     }
   }
-  float tile[MR][NR];
+  float tile[kRows][NR];
   std::memcpy(tile, acc, sizeof(tile));
-  for (int64_t i = 0; i < mr; ++i) {
+  for (int64_t i = 0; i < kRows; ++i) {
     for (int64_t j = 0; j < nr; ++j) {
-      c[i * ldc + j] = accumulate ? c[i * ldc + j] + tile[i][j] : tile[i][j];
+      float& out = kTransposedC ? c[j * ldc + i] : c[i * ldc + j];
+      out = accumulate ? out + tile[i][j] : tile[i][j];
     }
   }
 }
 
+/// The strip of A's last `rows` rows (fewer than MR), with a tile of exactly that many rows.
+template <int64_t MR, int64_t NR, int64_t W, bool kTransposedC, int64_t... kRows>
+__attribute__((always_inline)) inline void PartialStrip(
+    std::integer_sequence<int64_t, kRows...> /*tile heights*/, int64_t rows, int64_t kc,
+    const float* a, const float* b, float* c, int64_t ldc, int64_t nr, bool accumulate) {
+  (void)((rows == kRows + 1 &&
+          (MicroKernel<kRows + 1, MR, NR, W, kTransposedC>(kc, a, b, c, ldc, nr, accumulate),
+           true)) ||
+         ...);
+}
+
 /// C block (rows x cols) = or += packed A block x packed B panel (strips of the block's
-/// columns), with the MR x NR tile of one ISA.
-template <int64_t MR, int64_t NR, int64_t W>
+/// columns), with the MR x NR tile of one ISA; `c` points at the block's (0, 0), which is
+/// stored transposed when kTransposedC.
+template <int64_t MR, int64_t NR, int64_t W, bool kTransposedC>
 __attribute__((always_inline)) inline void MultiplyBlock(const float* packed_a,
                                                          const float* packed_b, int64_t rows,
                                                          int64_t cols, int64_t kc, float* c,
                                                          int64_t ldc, bool accumulate) {
+  const int64_t full_rows = rows / MR * MR;
   for (int64_t j = 0; j < cols; j += NR) {
-    for (int64_t i = 0; i < rows; i += MR) {
-      MicroKernel<MR, NR, W>(kc, packed_a + i * kc, packed_b + j * kc, c + i * ldc + j, ldc,
-                             std::min(MR, rows - i), std::min(NR, cols - j), accumulate);
+    const int64_t nr = std::min(NR, cols - j);
+    const float* b = packed_b + j * kc;
+    for (int64_t i = 0; i < full_rows; i += MR) {
+      float* tile = kTransposedC ? c + j * ldc + i : c + i * ldc + j;
+      MicroKernel<MR, MR, NR, W, kTransposedC>(kc, packed_a + i * kc, b, tile, ldc, nr, accumulate);
+    }
+    if (full_rows < rows) {
+      float* tile = kTransposedC ? c + j * ldc + full_rows : c + full_rows * ldc + j;
+      PartialStrip<MR, NR, W, kTransposedC>(std::make_integer_sequence<int64_t, MR - 1>(),
+                                            rows - full_rows, kc, packed_a + full_rows * kc, b,
+                                            tile, ldc, nr, accumulate);
     }
   }
 }
@@ -152,11 +181,12 @@ __attribute__((always_inline)) inline void MultiplyBlock(const float* packed_a,
 using BlockFn = void (*)(const float*, const float*, int64_t, int64_t, int64_t, float*, int64_t,
                          bool);
 
-/// One ISA's tile and its block loop, compiled for that ISA.
+/// One ISA's tile and its block loops (C stored as is, and transposed), compiled for that ISA.
 struct GemmKernel {
   int64_t mr;
   int64_t nr;
   BlockFn multiply_block;
+  BlockFn multiply_block_transposed;
 };
 
 // Tiles fill the vector registers without spilling: the baseline's 16 SSE registers hold 6x8
@@ -164,25 +194,28 @@ struct GemmKernel {
 // hold 12x32 (24 zmm). The kernel library builds for the x86-64 baseline (design §15), so the
 // wider ones are compiled with target attributes and picked at run time from the CPU's
 // features. Clang (the sanitizer build) gets the baseline only.
+template <bool kTransposedC>
 void MultiplyBlockBaseline(const float* a, const float* b, int64_t rows, int64_t cols, int64_t kc,
                            float* c, int64_t ldc, bool accumulate) {
-  MultiplyBlock<6, 8, 4>(a, b, rows, cols, kc, c, ldc, accumulate);
+  MultiplyBlock<6, 8, 4, kTransposedC>(a, b, rows, cols, kc, c, ldc, accumulate);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
 #define KILN_GEMM_WIDE_KERNELS 1
+template <bool kTransposedC>
 __attribute__((target("arch=x86-64-v3"))) void MultiplyBlockAvx2(const float* a, const float* b,
                                                                  int64_t rows, int64_t cols,
                                                                  int64_t kc, float* c, int64_t ldc,
                                                                  bool accumulate) {
-  MultiplyBlock<6, 16, 8>(a, b, rows, cols, kc, c, ldc, accumulate);
+  MultiplyBlock<6, 16, 8, kTransposedC>(a, b, rows, cols, kc, c, ldc, accumulate);
 }
 
+template <bool kTransposedC>
 __attribute__((target("arch=x86-64-v4"))) void MultiplyBlockAvx512(const float* a, const float* b,
                                                                    int64_t rows, int64_t cols,
                                                                    int64_t kc, float* c,
                                                                    int64_t ldc, bool accumulate) {
-  MultiplyBlock<12, 32, 16>(a, b, rows, cols, kc, c, ldc, accumulate);
+  MultiplyBlock<12, 32, 16, kTransposedC>(a, b, rows, cols, kc, c, ldc, accumulate);
 }
 #endif
 
@@ -192,37 +225,39 @@ const GemmKernel& SelectKernel() {
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq")) {
-      return GemmKernel{12, 32, MultiplyBlockAvx512};
+      return GemmKernel{12, 32, MultiplyBlockAvx512<false>, MultiplyBlockAvx512<true>};
     }
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-      return GemmKernel{6, 16, MultiplyBlockAvx2};
+      return GemmKernel{6, 16, MultiplyBlockAvx2<false>, MultiplyBlockAvx2<true>};
     }
 #endif
-    return GemmKernel{6, 8, MultiplyBlockBaseline};
+    return GemmKernel{6, 8, MultiplyBlockBaseline<false>, MultiplyBlockBaseline<true>};
   }();
   return kernel;
 }
 
-/// How C is cut into tasks: column blocks (each task packs its own panel of B), split further
-/// into row groups only when there are fewer column blocks than threads.
-struct GemmPlan {
-  int64_t nc;          ///< columns per block (a multiple of NR)
-  int64_t col_blocks;  ///< ceil(n / nc)
-  int64_t rows;        ///< rows per group (a multiple of MR)
-  int64_t row_groups;  ///< ceil(m / rows)
+/// How C is cut into tasks: blocks along the axis whose operand each task packs itself (B's
+/// columns in Gemm, A's rows in GemmTransposedOutput), at most `limit` long and a multiple of
+/// that axis's tile extent; split further along the other axis only when there are fewer
+/// blocks than threads.
+struct TaskGrid {
+  int64_t block;   ///< extent of a block (a multiple of `unit`)
+  int64_t blocks;  ///< ceil(extent / block)
+  int64_t group;   ///< extent of a group along the other axis (a multiple of `other_unit`)
+  int64_t groups;  ///< ceil(other / group)
 
-  GemmPlan(int64_t m, int64_t n, const GemmKernel& kernel) {
+  TaskGrid(int64_t extent, int64_t limit, int64_t unit, int64_t other, int64_t other_unit) {
     const int64_t threads = runtime::NumThreads();
-    col_blocks = CeilDiv(n, kNC);
+    blocks = CeilDiv(extent, limit);
     // A multiple of the thread count when there are several blocks, so no thread idles at
     // the end; equal blocks.
-    if (col_blocks > 1) col_blocks = RoundUp(col_blocks, threads);
-    nc = RoundUp(CeilDiv(n, col_blocks), kernel.nr);
-    col_blocks = CeilDiv(n, nc);
-    const int64_t strips = CeilDiv(m, kernel.mr);
-    row_groups = std::min(strips, col_blocks >= threads ? 1 : CeilDiv(threads, col_blocks));
-    rows = CeilDiv(strips, row_groups) * kernel.mr;
-    row_groups = CeilDiv(m, rows);
+    if (blocks > 1) blocks = RoundUp(blocks, threads);
+    block = RoundUp(CeilDiv(extent, blocks), unit);
+    blocks = CeilDiv(extent, block);
+    const int64_t strips = CeilDiv(other, other_unit);
+    groups = std::min(strips, blocks >= threads ? 1 : CeilDiv(threads, blocks));
+    group = CeilDiv(strips, groups) * other_unit;
+    groups = CeilDiv(other, group);
   }
 };
 
@@ -360,19 +395,19 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOpera
     PackGemmA(m, k, a.view, own_a.get());
     packed_a = own_a.get();
   }
-  const GemmPlan plan(m, n, kernel);
+  const TaskGrid plan(n, kNC, nr, m, kernel.mr);  // column blocks, row groups
   // Tasks are column-block-major: a chunk holding several row groups of one column block
   // packs its panel of B once.
-  runtime::ParallelFor(0, plan.col_blocks * plan.row_groups, 1, [&](int64_t begin, int64_t end) {
+  runtime::ParallelFor(0, plan.blocks * plan.groups, 1, [&](int64_t begin, int64_t end) {
     const std::unique_ptr<float[]> own_panel =
-        UninitializedFloats(b.packed == nullptr ? plan.nc * std::min(k, kKC) : 0);
+        UninitializedFloats(b.packed == nullptr ? plan.block * std::min(k, kKC) : 0);
     for (int64_t first = begin; first < end;) {
-      const int64_t block = first / plan.row_groups;
-      const int64_t last = std::min(end, (block + 1) * plan.row_groups);
-      const int64_t col0 = block * plan.nc;
-      const int64_t cols = std::min(plan.nc, n - col0);
-      const int64_t row_begin = first % plan.row_groups * plan.rows;
-      const int64_t row_end = std::min(m, (last - block * plan.row_groups) * plan.rows);
+      const int64_t block = first / plan.groups;
+      const int64_t last = std::min(end, (block + 1) * plan.groups);
+      const int64_t col0 = block * plan.block;
+      const int64_t cols = std::min(plan.block, n - col0);
+      const int64_t row_begin = first % plan.groups * plan.group;
+      const int64_t row_end = std::min(m, (last - block * plan.groups) * plan.group);
       for (int64_t p0 = 0; p0 < k; p0 += kKC) {
         const int64_t kc = std::min(kKC, k - p0);
         const float* panel = own_panel.get();
@@ -398,6 +433,100 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOpera
       first = last;
     }
   });
+}
+
+namespace {
+
+/// Packs rows [row0, row0 + rows) x depth [p0, p0 + kc) of A into `mr`-wide strips.
+void PackRowsOfA(const GemmOperand& a, int64_t p0, int64_t kc, int64_t row0, int64_t rows,
+                 int64_t mr, float* panel) {
+  if (a.packer != nullptr) {
+    (*a.packer)(p0, kc, row0, rows, mr, panel);
+    return;
+  }
+  const MatrixView& view = a.view;
+  for (int64_t i = 0; i < rows; i += mr) {
+    PackPanel(view.data + (row0 + i) * view.row_stride + p0 * view.col_stride, view.col_stride,
+              view.row_stride, kc, std::min(mr, rows - i), mr, panel + i * kc);
+  }
+}
+
+/// out[j * ldo + i] = in[i * ldi + j] for i < rows, j < cols: 4 x 4 blocks through registers,
+/// the edges one element at a time.
+void TransposeInto(const float* in, int64_t rows, int64_t cols, int64_t ldi, float* out,
+                   int64_t ldo) {
+  int64_t i = 0;
+  for (; i + 4 <= rows; i += 4) {
+    int64_t j = 0;
+    for (; j + 4 <= cols; j += 4) {
+      const float* block[4] = {in + i * ldi + j, in + (i + 1) * ldi + j, in + (i + 2) * ldi + j,
+                               in + (i + 3) * ldi + j};
+      Transpose4x4(block, out + j * ldo + i, ldo);
+    }
+    for (; j < cols; ++j) {
+      for (int64_t r = i; r < i + 4; ++r) out[j * ldo + r] = in[r * ldi + j];
+    }
+  }
+  for (; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) out[j * ldo + i] = in[i * ldi + j];
+  }
+}
+
+}  // namespace
+
+void GemmTransposedOutput(int64_t m, int64_t n, int64_t k, const GemmOperand& a,
+                          const GemmOperand& b, float* c, int64_t ldc,
+                          const GemmEpilogue& epilogue) {
+  if (m == 0 || n == 0) return;
+  const bool has_epilogue = epilogue.active();
+  if (k == 0) {
+    for (int64_t j = 0; j < n; ++j) std::fill_n(c + j * ldc, m, 0.F);
+    if (has_epilogue) epilogue.Apply(0, n, 0, m, c, ldc);
+    return;
+  }
+  const GemmKernel& kernel = SelectKernel();
+  const int64_t n_pad = RoundUp(n, kernel.nr);
+  std::unique_ptr<float[]> own_b;
+  const float* packed_b = b.packed;
+  if (packed_b == nullptr) {
+    own_b = UninitializedFloats(PackedGemmBSize(k, n));
+    PackGemmB(k, n, b.view, own_b.get());
+    packed_b = own_b.get();
+  }
+  const TaskGrid plan(m, kMC, kernel.mr, n, kernel.nr);  // row blocks, column groups
+  runtime::ParallelFor(0, plan.blocks * plan.groups, 1, [&](int64_t begin, int64_t end) {
+    const std::unique_ptr<float[]> panel = UninitializedFloats(plan.block * std::min(k, kKC));
+    // The block's product, stored as is (the tiles' stores are whole vectors) and transposed
+    // into C once, after the last depth block.
+    const std::unique_ptr<float[]> product = UninitializedFloats(plan.block * plan.group);
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t row0 = task / plan.groups * plan.block;
+      const int64_t rows = std::min(plan.block, m - row0);
+      const int64_t col0 = task % plan.groups * plan.group;
+      const int64_t cols = std::min(plan.group, n - col0);
+      for (int64_t p0 = 0; p0 < k; p0 += kKC) {
+        const int64_t kc = std::min(kKC, k - p0);
+        PackRowsOfA(a, p0, kc, row0, rows, kernel.mr, panel.get());
+        kernel.multiply_block(panel.get(), packed_b + p0 * n_pad + col0 * kc, rows, cols, kc,
+                              product.get(), plan.group, p0 > 0);
+      }
+      float* block = c + col0 * ldc + row0;
+      TransposeInto(product.get(), rows, cols, plan.group, block, ldc);
+      if (has_epilogue) epilogue.Apply(col0, cols, row0, rows, block, ldc);
+    }
+  });
+}
+
+bool PrefersTransposedOutput(int64_t m, int64_t n) {
+  // Padded over useful lanes either way; rows need no padding (a strip's last rows are
+  // computed by a shorter tile). The margin is what the transposition and the narrower
+  // packing of A cost on convolutions whose pixels fill the lanes (bench/kernels).
+  constexpr double kMargin = 1.1;
+  const int64_t nr = SelectKernel().nr;
+  if (m <= 0 || n <= 0) return false;
+  const double lanes_per_column = static_cast<double>(RoundUp(n, nr)) / static_cast<double>(n);
+  const double lanes_per_row = static_cast<double>(RoundUp(m, nr)) / static_cast<double>(m);
+  return lanes_per_column > lanes_per_row * kMargin;
 }
 
 void Gemm(int64_t m, int64_t n, int64_t k, const MatrixView& a, const MatrixView& b, float* c,

@@ -25,21 +25,23 @@ struct MatrixView {
 
 /// A GEMM operand: a view packed at each call, or `packed` by PackGemmA / PackGemmB ahead of
 /// time (a constant weight, packed once when its program loads).
-/// Writes B's packed panel for depth rows [p0, p0 + kc) and columns [col0, col0 + cols):
-/// nr-wide strips one after another, each [kc][nr], columns past `cols` zero. Lets a caller
-/// pack B from a source no MatrixView describes (a convolution's image, without im2col).
-using PanelPacker = std::function<void(int64_t p0, int64_t kc, int64_t col0, int64_t cols,
-                                       int64_t nr, float* panel)>;
+/// Writes an operand's packed panel for depth rows [p0, p0 + kc) and indices [first,
+/// first + count) (columns of B; rows of A in GemmTransposedOutput): `width`-wide strips one
+/// after another, each [kc][width], indices past `count` zero. Lets a caller pack an operand
+/// from a source no MatrixView describes (a convolution's image, without im2col).
+using PanelPacker = std::function<void(int64_t p0, int64_t kc, int64_t first, int64_t count,
+                                       int64_t width, float* panel)>;
 
 struct GemmOperand {
   explicit GemmOperand(const MatrixView& view, const float* packed = nullptr)
       : view(view), packed(packed) {}
-  /// B packed by `packer` (not owned; it must outlive the Gemm call).
+  /// Packed by `packer` (not owned; it must outlive the call): B of Gemm, A of
+  /// GemmTransposedOutput.
   explicit GemmOperand(const PanelPacker* packer) : view{nullptr, 0, 0}, packer(packer) {}
 
   MatrixView view;
   const float* packed = nullptr;
-  const PanelPacker* packer = nullptr;  ///< B only
+  const PanelPacker* packer = nullptr;
 };
 
 /// What a fused function does to a product after it, while C is in cache: per element,
@@ -79,6 +81,21 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOpera
           int64_t ldc, const GemmEpilogue& epilogue = GemmEpilogue{});
 void Gemm(int64_t m, int64_t n, int64_t k, const MatrixView& a, const MatrixView& b, float* c,
           int64_t ldc);
+
+/// C = A (m x k) * B (k x n) stored transposed: element (i, j) at c[j * ldc + i]; then
+/// `epilogue`, applied to the stored n x m matrix (its row_bias is per column of C). The tiles'
+/// rows run along A's rows and their vectors along B's columns, so a product whose A rows do
+/// not fill whole vectors and whose B columns do (a convolution's output pixels and channels)
+/// wastes no lanes this way. A is packed per task, by its `packer` or from its view; B is
+/// `packed` by PackGemmB or packed once per call.
+void GemmTransposedOutput(int64_t m, int64_t n, int64_t k, const GemmOperand& a,
+                          const GemmOperand& b, float* c, int64_t ldc,
+                          const GemmEpilogue& epilogue = GemmEpilogue{});
+
+/// Whether C = A (m x k) * B (k x n) is better computed by GemmTransposedOutput than by Gemm:
+/// when B's columns leave enough of the tiles' vector lanes empty (7 x 7 = 49 pixels fill 64)
+/// that A's rows in their place waste clearly fewer, as the transposition costs a little.
+bool PrefersTransposedOutput(int64_t m, int64_t n);
 
 /// Floats the packed form of an m x k A, or a k x n B, takes (this CPU's tile sizes).
 int64_t PackedGemmASize(int64_t m, int64_t k);

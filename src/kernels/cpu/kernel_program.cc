@@ -274,6 +274,23 @@ void MarkAliases(ProgramFunction& func) {
   }
 }
 
+/// The step's attributes as its prepack hook sees them: with its first output's shape when the
+/// program describes it, each extent not known before a call (symbolic) as -1.
+Map<String, Any> PrepackAttrs(const ProgramFunction& func, const Step& step) {
+  if (step.outputs.empty()) return step.attrs;
+  const TensorRef& out = step.outputs[0];
+  if (out.list != 't' && out.list != 'o') return step.attrs;
+  const std::vector<TensorSpec>& specs = out.list == 't' ? func.temps : func.output_specs;
+  if (out.index >= specs.size()) return step.attrs;
+  std::vector<int64_t> extents;
+  for (const arith::SizeExpr& extent : specs[out.index].shape) {
+    extents.push_back(extent.as_int().value_or(-1));
+  }
+  Map<String, Any> attrs = step.attrs;  // copied on write: the step's own map is unchanged
+  attrs.Set(kPrepackOutputShapeAttr, Array<int64_t>(extents));
+  return attrs;
+}
+
 /// Offers each step's constant inputs to the kernel's prepack hook, once per program; what it
 /// returns rides along as an attribute of the step (kiln/runtime/kernel_program.h). Calls
 /// `only_packed(c)` as soon as every step reading constant c has a packed copy instead, so that
@@ -298,9 +315,9 @@ void PrepackConstants(std::vector<ProgramFunction>& functions, const std::vector
       for (size_t i = 0; i < step.inputs.size(); ++i) {
         if (step.inputs[i].list != 'c') continue;
         const size_t c = step.inputs[i].index;
-        const Any packed = prepack.has_value()
-                               ? (*prepack)(static_cast<int64_t>(i), constants[c], step.attrs)
-                               : Any();
+        const Any packed = prepack.has_value() ? (*prepack)(static_cast<int64_t>(i), constants[c],
+                                                            PrepackAttrs(func, step))
+                                               : Any();
         if (packed.is_none()) {
           read_unpacked[c] = true;
         } else {

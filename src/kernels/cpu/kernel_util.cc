@@ -53,9 +53,14 @@ bool KernelCall::BoolOr(const char* name, bool fallback) const {
 }
 
 const float* KernelCall::Prepacked(size_t i) const {
+  const std::optional<Tensor> packed = PrepackedTensor(i);
+  return packed.has_value() ? static_cast<const float*>(packed->data()) : nullptr;
+}
+
+std::optional<Tensor> KernelCall::PrepackedTensor(size_t i) const {
   std::optional<Any> value = attrs_.Get(String(runtime::kPrepackedAttrPrefix + std::to_string(i)));
-  if (!value.has_value()) return nullptr;
-  return static_cast<const float*>(value->cast<Tensor>().data());
+  if (!value.has_value()) return std::nullopt;
+  return value->cast<Tensor>();
 }
 
 Tensor KernelCall::Checked(const Array<Tensor>& tensors, size_t i, const char* what) const {

@@ -55,6 +55,8 @@ class KernelCall {
   /// The data of input `i` as the op's prepack hook packed it when its program loaded (an
   /// attribute the kernel program adds, see KILN_CPU_PREPACK), or nullptr: pack at each call.
   const float* Prepacked(size_t i) const;
+  /// The same as a tensor (its shape as the hook made it), or nullopt.
+  std::optional<Tensor> PrepackedTensor(size_t i) const;
 
   /// "kernel.cpu.<op>: " for error messages.
   std::string Prefix() const { return "kernel.cpu." + op_ + ": "; }
