@@ -119,10 +119,11 @@ class ImagePanelPacker {
 
   void operator()(int64_t p0, int64_t kc, int64_t first, int64_t count, int64_t width,
                   float* panel) const {
+    const std::vector<Run> runs = RunsOf(first, count);
     // Whole strips, the last one's columns past `count` zero, so every strip row is one copy.
     std::vector<float> line((count + width - 1) / width * width, 0.F);
     for (int64_t p = 0; p < kc; ++p) {
-      GatherRow(p0 + p, first, count, line.data());
+      GatherRow(p0 + p, runs, line.data());
       switch (width) {  // the tile widths of gemm.cc, so that each copy is a few vector moves
         case 6: SplitIntoStrips<6>(line, kc, p, panel); break;
         case 8: SplitIntoStrips<8>(line, kc, p, panel); break;
@@ -138,6 +139,24 @@ class ImagePanelPacker {
   }
 
  private:
+  /// Output pixels x_begin <= x < x_end of output row y, at line[to + x - x_begin].
+  struct Run {
+    int64_t y, x_begin, x_end, to;
+  };
+
+  /// Columns [first, first + count) of the im2col matrix cut at output row ends: the same for
+  /// every depth row, so found once per panel rather than by a division per row and run.
+  std::vector<Run> RunsOf(int64_t first, int64_t count) const {
+    std::vector<Run> runs;
+    for (int64_t col = first; col < first + count;) {
+      const int64_t x_begin = col % s_.ow;
+      const int64_t x_end = std::min(s_.ow, x_begin + first + count - col);
+      runs.push_back({col / s_.ow, x_begin, x_end, col - first});
+      col += x_end - x_begin;
+    }
+    return runs;
+  }
+
   /// Row p of every kWidth-wide strip of the panel from the line.
   template <int64_t kWidth>
   static void SplitIntoStrips(const std::vector<float>& line, int64_t kc, int64_t p, float* panel) {
@@ -146,33 +165,28 @@ class ImagePanelPacker {
     }
   }
 
-  /// line[i] = im2col element (row, first + i) for i < count.
-  void GatherRow(int64_t row, int64_t first, int64_t count, float* line) const {
+  /// The line of im2col row `row` = (c, kh, kw) over the runs' columns.
+  void GatherRow(int64_t row, const std::vector<Run>& runs, float* line) const {
     const Window2D& win = s_.window;
-    const int64_t c = row / taps_;
     const int64_t kh = row % taps_ / win.kernel[1];
     const int64_t kw = row % win.kernel[1];
-    const float* plane = data_ + c * s_.h * s_.w;
+    const float* plane = data_ + row / taps_ * s_.h * s_.w;
+    const Range& valid = x_valid_[kw];
     const int64_t offset_w = win.InputPos(1, 0, kw);
-    for (int64_t col = first; col < first + count;) {
-      const int64_t y = col / s_.ow;
-      const int64_t x_begin = col % s_.ow;
-      const int64_t x_end = std::min(s_.ow, x_begin + first + count - col);
-      float* out = line + (col - first);  // out[x - x_begin] is column (y, x)
-      const int64_t iy = win.InputPos(0, y, kh);
-      Range copied{std::max(x_begin, x_valid_[kw].begin), std::min(x_end, x_valid_[kw].end)};
-      if (iy < 0 || iy >= s_.h || copied.begin >= copied.end) copied = {x_begin, x_begin};
-      std::fill(out, out + (copied.begin - x_begin), 0.F);
+    for (const Run& run : runs) {
+      float* out = line + run.to - run.x_begin;  // out[x] is column (y, x)
+      const int64_t iy = win.InputPos(0, run.y, kh);
+      Range copied{std::max(run.x_begin, valid.begin), std::min(run.x_end, valid.end)};
+      if (iy < 0 || iy >= s_.h || copied.begin >= copied.end) copied = {run.x_end, run.x_end};
+      // The edges are a pixel or two: loops, not library calls.
+      for (int64_t x = run.x_begin; x < copied.begin; ++x) out[x] = 0.F;
       const float* in = plane + iy * s_.w + offset_w;
       if (win.stride[1] == 1) {
-        std::copy(in + copied.begin, in + copied.end, out + (copied.begin - x_begin));
+        std::copy(in + copied.begin, in + copied.end, out + copied.begin);
       } else {
-        for (int64_t x = copied.begin; x < copied.end; ++x) {
-          out[x - x_begin] = in[x * win.stride[1]];
-        }
+        for (int64_t x = copied.begin; x < copied.end; ++x) out[x] = in[x * win.stride[1]];
       }
-      std::fill(out + (copied.end - x_begin), out + (x_end - x_begin), 0.F);
-      col += x_end - x_begin;
+      for (int64_t x = copied.end; x < run.x_end; ++x) out[x] = 0.F;
     }
   }
 
