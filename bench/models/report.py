@@ -17,9 +17,10 @@ from harness import IDLE_LIMIT_CORES, REPO
 SECTION = "Reference models: Kiln vs PyTorch on the CPU"
 CHART = "benchmarks_models.png"  # next to the output document
 KILN = "kiln"
+ORT = "ort"
 PYTORCH_VARIANTS = ("eager", "jit_freeze", "optimize_for_inference")
-VARIANT_TITLES = {KILN: "Kiln", "eager": "PyTorch eager", "jit_freeze": "`jit.freeze`",
-                  "optimize_for_inference": "`optimize_for_inference`"}
+VARIANT_TITLES = {KILN: "Kiln", ORT: "ONNX Runtime", "eager": "PyTorch eager",
+                  "jit_freeze": "`jit.freeze`", "optimize_for_inference": "`optimize_for_inference`"}
 
 
 def plugin_variant(plugin):
@@ -67,22 +68,28 @@ def best_pytorch(stats):
     return min(pytorch, key=lambda v: stats[v]["median"]) if pytorch else None
 
 
+def ratios_to(result, kilns, peer):
+    """{Kiln variant: its median / `peer`'s median, or None where either failed}; `peer` None
+    (every PyTorch variant failed) gives None throughout."""
+    stats = variant_stats(result, [*kilns, *([peer] if peer else [])])
+    return {k: stats[k]["median"] / stats[peer]["median"] if k in stats and peer in stats
+            else None for k in kilns}
+
+
 def kiln_ratios(result, kilns):
     """{Kiln variant: its median / best PyTorch's median, or None where either failed}."""
-    stats = variant_stats(result, [*kilns, *PYTORCH_VARIANTS])
-    best = best_pytorch(stats)
-    return {k: stats[k]["median"] / stats[best]["median"] if k in stats and best else None
-            for k in kilns}
+    return ratios_to(result, kilns, best_pytorch(variant_stats(result, PYTORCH_VARIANTS)))
 
 
 def result_row(model, threads, result, flops, kilns, peaks):
-    variants = kilns + list(PYTORCH_VARIANTS)
+    variants = [*kilns, ORT, *PYTORCH_VARIANTS]
     stats = variant_stats(result, variants)
     bound = result.get("bound_variants", [])
     cells = [cell(stats[v], v in bound) if v in stats else "failed" for v in variants]
     best = best_pytorch(stats)
     ratios = [f"{r:.2f}×" if r is not None else "—"
-              for r in kiln_ratios(result, kilns).values()]
+              for r in [*ratios_to(result, kilns, ORT).values(),
+                        *kiln_ratios(result, kilns).values()]]
 
     def gflops(variant):
         if variant not in stats:
@@ -92,23 +99,25 @@ def result_row(model, threads, result, flops, kilns, peaks):
 
     return (f"| {model} | {threads} | " + " | ".join(cells) + " | " + " | ".join(ratios) +
             f" | {VARIANT_TITLES[best] if best else '—'} | " +
-            " | ".join(gflops(k) for k in kilns) + f" | {gflops(best) if best else '—'} |")
+            " | ".join(gflops(k) for k in [*kilns, ORT]) +
+            f" | {gflops(best) if best else '—'} |")
 
 
 def results_table(results, flops, kilns, peaks):
     titles = [VARIANT_TITLES[k] for k in kilns]
     header = ["| Model | Threads | " + " | ".join(VARIANT_TITLES[v] for v in
-                                                   [*kilns, *PYTORCH_VARIANTS]) + " | " +
+                                                   [*kilns, ORT, *PYTORCH_VARIANTS]) + " | " +
+              " | ".join(f"{t} / ONNX Runtime" for t in titles) + " | " +
               " | ".join(f"{t} / best PyTorch" for t in titles) + " | best PyTorch | " +
-              " | ".join(f"{t} GFLOP/s (% of peak)" for t in titles) +
+              " | ".join(f"{t} GFLOP/s (% of peak)" for t in [*titles, "ONNX Runtime"]) +
               " | best PyTorch GFLOP/s (% of peak) |",
-              "|---|---:|" + "---:|" * (len(kilns) * 3 + len(PYTORCH_VARIANTS) + 2)]
+              "|---|---:|" + "---:|" * (len(kilns) * 4 + len(PYTORCH_VARIANTS) + 4)]
     rows = [result_row(m, t, r, flops[m], kilns, peaks) for (m, t), r in results.items()]
     return "\n".join(header + rows)
 
 
 def models_table(results, flops, kilns):
-    variants = [*kilns, *PYTORCH_VARIANTS]
+    variants = [*kilns, ORT, *PYTORCH_VARIANTS]
     lines = ["| Model | GFLOP per run | max abs error: " +
              " | ".join(VARIANT_TITLES[v] for v in variants) + " |",
              "|---|---:|" + "---:|" * len(variants)]
@@ -226,18 +235,21 @@ plugins itself or leaves it to `kiln.discover_plugins()` (then a second call is 
 
 
 def render(report, args, command):
+    import onnxruntime
     import torch
 
     results, flops = report["results"], report["flops"]
 
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    software = (f"{build_line(args.build_dir)}; PyTorch {torch.__version__} "
+    software = (f"{build_line(args.build_dir)}; ONNX Runtime {onnxruntime.__version__} (PyPI, in "
+                f"`<build-dir>/bench-venv`); PyTorch {torch.__version__} "
                 f"({pytorch_backends()}); Python {platform.python_version()}")
     return f"""## {SECTION}
 
 Latency of one batch-1 inference of each reference model (tests/models/make_reference_models.py:
 random weights, seed 0; 3x224x224 images, the encoder (1, 128, 256)) compiled by Kiln, next to
-PyTorch run three ways, with the same number of threads.
+ONNX Runtime running the same ONNX file and PyTorch run three ways, with the same number of
+threads.
 
 - Machine: {harness.cpu_model()}, {os.cpu_count()} CPUs; Linux {platform.release()};
   measured peak fp32: {peak.describe(report["peaks"])}
@@ -245,14 +257,18 @@ PyTorch run three ways, with the same number of threads.
 - Command: `{command}` (source: `bench/models/run.py`){quick_warning(args)}
 - Method: one process per (model, thread count), because Kiln reads `KILN_NUM_THREADS` once;
   PyTorch gets `torch.set_num_threads` with the same count. {args.warmup} warm-up call(s) each,
-  then {args.runs} rounds calling each Kiln variant and the three PyTorch variants once each,
-  round-robin;
+  then {args.runs} rounds calling each Kiln variant, ONNX Runtime and the three PyTorch variants
+  once each, round-robin;
   times in ms as median (min–max) of the rounds. Timing starts only when the rest of the
   machine uses under {IDLE_LIMIT_CORES:.0%} of a core, and a model whose rounds overlapped more
   than that is timed again. GFLOP/s is 2 x the multiply-adds of convolutions, linear layers and
   attention matmuls over the median time; its % of peak is against the measured peak at the
   same thread count. Kiln runs the ONNX export at opset {args.opset},
   on its own CPU path and, as "Kiln + <plugin>", with that BYOC plugin taking what it can;
+  ONNX Runtime: one `InferenceSession` of the same file, `CPUExecutionProvider`,
+  `ORT_ENABLE_ALL`, `intra_op_num_threads` = the thread count, idle spinning off
+  (`session.intra_op.allow_spinning` = 0, so its threads do not take the cores from the variant
+  timed next);
   `jit.freeze` is `torch.jit.freeze(torch.jit.script(model))`, `optimize_for_inference` is
   `torch.jit.optimize_for_inference(torch.jit.script(model))`; all PyTorch runs under no_grad.
 - Peak: `kiln_peak_flops` (bench/common/peak_flops.cc, built with `-O3 -march=native`), run
@@ -274,7 +290,8 @@ PyTorch run three ways, with the same number of threads.
 
 {chart_line(report["chart_note"])}
 
-A ratio above 1 means that Kiln variant is slower than the fastest PyTorch variant. The Build line
+A ratio above 1 means that Kiln variant is slower than ONNX Runtime, or than the fastest PyTorch
+variant. The Build line
 says which BLAS library PyTorch's matrix products ran on: Debian's PyTorch calls the system
 `libblas.so.3`, which is OpenBLAS once `libopenblas` is installed (Kiln's setup installs it for
 the blas plugin) and the slow reference BLAS otherwise; `optimize_for_inference` runs

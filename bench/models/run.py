@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Reference models on the CPU: Kiln against PyTorch, the one command.
+"""Reference models on the CPU: Kiln against ONNX Runtime and PyTorch, the one command.
 
     /usr/bin/python3 bench/models/run.py [--models M ...] [--threads 1 2] [--runs 30] [--quick]
 
@@ -16,7 +16,9 @@
    and calls torch.set_num_threads(N), and checks that both took effect.
 4. The worker compiles the ONNX model (--opset) with kiln.build twice: the default CPU path,
    and with each BYOC plugin of --plugins (default: dnnl, when the build has it; its placement
-   report is kept in the notes), and prepares
+   report is kept in the notes), opens the same file in ONNX Runtime (bench/common/ort_peer.py:
+   the pinned onnxruntime from PyPI, in <build-dir>/bench-venv, which the script makes on first
+   use and re-executes itself in), and prepares
    PyTorch eager (under no_grad), torch.jit.freeze(torch.jit.script(model)) and
    torch.jit.optimize_for_inference(torch.jit.script(model)) (torch.jit.trace where scripting
    fails); checks every variant's output against the stored reference (PyTorch in float64);
@@ -45,13 +47,14 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "common"))
 import harness  # noqa: E402  (bench/common/harness.py: idle checks, build, doc sections)
+import ort_peer  # noqa: E402  (bench/common/ort_peer.py: ONNX Runtime, in the bench venv)
 import peak  # noqa: E402  (bench/common/peak.py: measured peak fp32 throughput)
 from harness import IDLE_LIMIT_CORES, PYTHON, REPO, log  # noqa: E402
 
 import chart  # noqa: E402  (bench/models/chart.py: the ratios' PNG)
 import footprint  # noqa: E402  (bench/models/footprint.py: memory, artifact size, start-up)
 from report import (  # noqa: E402  (bench/models/report.py: the document)
-    CHART, KILN, SECTION, VARIANT_TITLES, kiln_ratios, kiln_variants, merge_placements,
+    CHART, KILN, ORT, SECTION, VARIANT_TITLES, kiln_ratios, kiln_variants, merge_placements,
     plugin_variant, render)
 
 harness.set_name("models")
@@ -193,8 +196,11 @@ def time_round_robin(variants, runs, warmup):
 
 
 def output_array(output):
-    """The one output of a variant as numpy: Kiln returns a list of arrays, PyTorch a tensor."""
-    return output[0] if isinstance(output, list) else output.numpy()
+    """The one output of a variant as numpy: Kiln returns a list of arrays, PyTorch a tensor,
+    ONNX Runtime an array."""
+    if isinstance(output, list):
+        return output[0]
+    return output if hasattr(output, "dtype") and not hasattr(output, "numpy") else output.numpy()
 
 
 def worker(spec):
@@ -229,6 +235,12 @@ def worker(spec):
                 result["placement"][name] = report
         except Exception as error:  # noqa: BLE001  (reported in the table; others still timed)
             result["errors"][name] = f"{type(error).__name__}: {str(error).splitlines()[0][:300]}"
+    try:
+        ort_call = ort_peer.call(spec["onnx_path"], input_name="input", threads=threads)
+        variants[ORT] = lambda: ort_call(x)
+        result["how"][ORT] = "onnxruntime.InferenceSession, CPUExecutionProvider"
+    except Exception as error:  # noqa: BLE001  (reported in the table; others still timed)
+        result["errors"][ORT] = f"{type(error).__name__}: {str(error).splitlines()[0][:300]}"
     pytorch, errors = make_pytorch_variants(model, example)
     result["errors"].update(errors)
     for name, (run, how) in pytorch.items():
@@ -304,7 +316,8 @@ def kiln_env(build_dir, threads, omp_wait_policy, omp_bind=False):
 def run_worker(spec, build_dir):
     env = kiln_env(build_dir, spec["threads"], spec["omp_wait_policy"], spec["omp_bind"])
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    proc = subprocess.run([PYTHON, os.path.abspath(__file__), "--worker", json.dumps(spec)],
+    # sys.executable: the bench venv's python, where ONNX Runtime imports (main re-executes there).
+    proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", json.dumps(spec)],
                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = [line for line in proc.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
     if proc.returncode != 0 or not lines:
@@ -345,8 +358,9 @@ def measure(spec, build_dir, quick):
 
 def parse_args(argv, models):
     parser = argparse.ArgumentParser(
-        description="Time Kiln against PyTorch (eager, jit.freeze, optimize_for_inference) on "
-                    "the reference models, interleaved, on an idle machine, and write the "
+        description="Time Kiln against ONNX Runtime and PyTorch (eager, jit.freeze, "
+                    "optimize_for_inference) on the reference models, interleaved, on an idle "
+                    "machine, and write the "
                     f"'{SECTION}' section of docs/benchmarks.md.",
         epilog="Run it when no build or test is running: it refuses a busy machine. "
                "Models: " + ", ".join(models))
@@ -448,6 +462,7 @@ def main(argv=None):
     args = parse_args(argv, list(generator.MODELS))
     if not args.no_build:
         harness.build(args.build_dir, ["all"], what="Kiln")
+    ort_peer.enter_venv(args.build_dir, __file__, argv)
     try:
         peak_flops = peak.binary(args.build_dir)
     except FileNotFoundError as error:

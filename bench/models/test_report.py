@@ -108,16 +108,29 @@ def test_ratios_are_against_the_fastest_pytorch_variant():
     assert report.kiln_ratios(result, KILNS) == {report.KILN: 3.0, DNNL: 0.5}
 
 
+def test_ratios_to_onnx_runtime_are_none_where_it_failed():
+    result = timing_result({report.KILN: 30.0, DNNL: 5.0, report.ORT: 20.0})
+    assert report.ratios_to(result, KILNS, report.ORT) == {report.KILN: 1.5, DNNL: 0.25}
+    failed = timing_result({report.KILN: 30.0})
+    assert report.ratios_to(failed, KILNS, report.ORT) == {report.KILN: None, DNNL: None}
+
+
 def test_results_row_gives_gflops_and_share_of_peak_at_its_thread_count():
     # 2 GFLOP in 10 ms: 200 GFLOP/s, 44% of the 2-thread peak of 450.
-    result = timing_result({report.KILN: 10.0, "eager": 20.0, "optimize_for_inference": 40.0})
-    row = report.results_table({("resnet18", 2): result}, {"resnet18": 2e9}, KILNS,
-                               PEAKS).splitlines()[2]
-    cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[:2] == ["resnet18", "2"]
-    assert cells[3] == "failed"  # Kiln + dnnl was never timed
-    assert cells[7:10] == ["0.50×", "—", "PyTorch eager"]
-    assert cells[10:] == ["200.0 (44%)", "—", "100.0 (22%)"]
+    result = timing_result({report.KILN: 10.0, report.ORT: 8.0, "eager": 20.0,
+                            "optimize_for_inference": 40.0})
+    table = report.results_table({("resnet18", 2): result}, {"resnet18": 2e9}, KILNS, PEAKS)
+    header, _, row = table.splitlines()
+    titles = [c.strip() for c in header.strip("|").split("|")]
+    cells = dict(zip(titles, [c.strip() for c in row.strip("|").split("|")]))
+    assert len(titles) == len(row.strip("|").split("|"))
+    assert cells["Model"] == "resnet18" and cells["Threads"] == "2"
+    assert cells["Kiln + dnnl"] == "failed"  # never timed
+    assert cells["Kiln / ONNX Runtime"] == "1.25×" and cells["Kiln + dnnl / ONNX Runtime"] == "—"
+    assert cells["Kiln / best PyTorch"] == "0.50×" and cells["best PyTorch"] == "PyTorch eager"
+    assert cells["Kiln GFLOP/s (% of peak)"] == "200.0 (44%)"
+    assert cells["ONNX Runtime GFLOP/s (% of peak)"] == "250.0 (56%)"
+    assert cells["best PyTorch GFLOP/s (% of peak)"] == "100.0 (22%)"
 
 
 def test_each_variant_is_reported_from_its_faster_placement_and_marked_when_bound():
@@ -130,8 +143,8 @@ def test_each_variant_is_reported_from_its_faster_placement_and_marked_when_boun
     row = report.results_table({("resnet18", 2): merged}, {"resnet18": 2e9}, KILNS,
                                PEAKS).splitlines()[2]
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[2] == "10.00 (10.00–10.00)" and cells[4] == "15.00 (15.00–15.00) †"
-    assert cells[9] == "PyTorch eager"
+    assert cells[2] == "10.00 (10.00–10.00)" and cells[5] == "15.00 (15.00–15.00) †"
+    assert cells[12] == "PyTorch eager"
 
 
 def test_footprint_table_gives_total_and_over_baseline():
