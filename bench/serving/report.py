@@ -59,8 +59,9 @@ Runtime's `InferenceSession.run` on one session, both called concurrently on one
   starts only when the rest of the machine uses under {IDLE_LIMIT_CORES:.0%} of a core, and a
   cell during which it used more is timed again.
 - Kiln: `kiln.build(kiln.frontend.from_onnx(model))` (opset {opset}, the default CPU path;
-  Kiln + dnnl: `plugins=["dnnl"]`, whose regions run one call at a time, oneDNN's own threads
-  inside each),
+  Kiln + dnnl: `plugins=["dnnl"]`, whose regions run a call alone on oneDNN's threads, as many
+  as Kiln's pool has, and overlapping calls on one thread each, at most one per pool thread at
+  once),
   {kiln.runtime.num_threads()} threads in Kiln's pool (a run that finds the pool busy runs its
   parallel regions on its own thread); no `max_concurrent_runs` limit, so each concurrent run
   has an execution context of its own. Execution contexts after the run: {contexts}.

@@ -10,8 +10,9 @@
 2. Makes the reference models of tests/models/make_reference_models.py (opset 17) in
    <build-dir>/models unless they are up to date, as bench/models does.
 3. Per model, in this one process: compiles it once with kiln.build(kiln.frontend.from_onnx())
-   (Kiln's default CPU path), again with the dnnl plugin when it is built (Kiln + dnnl; the
-   plugin's regions run one call at a time), and opens one ONNX Runtime session
+   (Kiln's default CPU path), again with the dnnl plugin when it is built (Kiln + dnnl; a call
+   alone runs on every thread, overlapping calls on one thread each), and opens one ONNX Runtime
+   session
    (ort_session() lists every setting; its idle threads sleep,
    `session.intra_op.allow_spinning` = 0, so threads left spinning after an ORT cell do not take
    the cores of the next Kiln cell). Every variant must agree with ORT on one input (rtol 1e-3)

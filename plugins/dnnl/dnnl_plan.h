@@ -10,6 +10,8 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -36,9 +38,10 @@ struct Step {
 };
 
 /// The attributes of every primitive of a plan: the plan hands each its scratchpad, one buffer
-/// shared by all (runs are serialized), allocated at Init. oneDNN's own ("library") scratchpad
-/// would be shared between threads and require each primitive to run on the thread that
-/// created it, which a module called from several threads cannot promise.
+/// shared by all (a plan runs one call at a time), allocated when the plan is built. oneDNN's
+/// own ("library") scratchpad would be shared between threads and require each primitive to
+/// run on the thread that created it, which a module called from several threads cannot
+/// promise.
 inline dnnl::primitive_attr UserScratchpad() {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -48,14 +51,34 @@ inline dnnl::primitive_attr UserScratchpad() {
 /// The memory of a region's row-major tensor of `shape` (a scalar as one element).
 dnnl::memory::desc PlainDesc(const std::vector<int64_t>& shape);
 
-/// Builds the plan of `graph` on `engine`. Layouts are chosen by the primitives (blocked
-/// inside the region); constants are reordered into them here, once; anything else read in
-/// another layout gets a reorder step. Intermediate memory is allocated here, once, and a
-/// buffer is shared by values whose lifetimes do not overlap.
+/// A module's constants in the layouts its primitives chose, reordered once and shared by all
+/// of the module's plans (one per concurrent call), so that a second plan costs its
+/// intermediates only, not another copy of the weights.
+class ConstantLayouts {
+ public:
+  /// `constant` in layout `desc`: reordered on `stream` the first time it is asked for.
+  dnnl::memory Get(const dnnl::memory& constant, const dnnl::memory::desc& desc,
+                   const dnnl::engine& engine, dnnl::stream& stream);
+
+ private:
+  struct Entry {
+    const void* bytes;  ///< the constant's own
+    dnnl::memory::desc desc;
+    dnnl::memory reordered;
+  };
+  std::mutex mutex_;
+  std::vector<Entry> entries_;  ///< a few per constant at most: searched in order
+};
+
+/// Builds the plan of `graph` on `engine`, and runs it on a stream of its own, one call at a
+/// time. Layouts are chosen by the primitives (blocked inside the region); constants are
+/// reordered into them once per module (`layouts`); anything else read in another layout gets
+/// a reorder step. Intermediate memory is allocated here, once, and a buffer is shared by
+/// values whose lifetimes do not overlap.
 class Plan {
  public:
   Plan(const runtime::JsonGraph& graph, const Array<Tensor>& constants, dnnl::engine engine,
-       dnnl::stream stream);
+       std::shared_ptr<ConstantLayouts> layouts);
 
   const runtime::JsonGraph& graph() const { return graph_; }
   const dnnl::engine& engine() const { return engine_; }
@@ -88,7 +111,8 @@ class Plan {
   /// gives every step that needs one the shared scratchpad.
   void Finish();
 
-  const std::vector<Step>& steps() const { return steps_; }
+  /// Runs every step on the plan's stream, after the caller bound its buffers.
+  void Execute();
   /// The memories to point at input (output) i's buffer before each run.
   const std::vector<std::vector<dnnl::memory>>& input_bindings() const { return input_bindings_; }
   const std::vector<std::vector<dnnl::memory>>& output_bindings() const { return output_bindings_; }
@@ -97,6 +121,7 @@ class Plan {
   const runtime::JsonGraph& graph_;
   dnnl::engine engine_;
   dnnl::stream stream_;
+  std::shared_ptr<ConstantLayouts> layouts_;
   std::vector<std::vector<Value>> values_;  ///< per node, per output
   /// Per node, per output: the last op node that reads it; kNever for a head.
   std::vector<std::vector<uint32_t>> last_reader_;

@@ -1,13 +1,16 @@
 // libkiln_runtime_dnnl.so: the "dnnl_json" module kind, a JSON graph runtime that runs a region
-// as a list of oneDNN primitives. Init builds the plan once (dnnl_plan.h): one engine and stream
-// per module, every primitive created, constant weights reordered into the layouts the
-// primitives chose, intermediates allocated. Run binds the caller's buffers and executes.
+// as a list of oneDNN primitives. Init builds the module's plan (dnnl_plan.h): every primitive
+// created, constant weights reordered into the layouts the primitives chose, intermediates
+// allocated. Run binds the caller's buffers and executes. Calls may run concurrently: each
+// concurrent call gets a plan of its own (sharing the reordered weights), see PlanLease.
 #include <omp.h>
 #include <kiln/runtime/json_runtime.h>
 #include <kiln/runtime/thread_pool.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,9 +28,25 @@ dnnl::memory::desc PlainDesc(const std::vector<int64_t>& shape) {
   return {dims, dnnl::memory::data_type::f32, strides};
 }
 
+dnnl::memory ConstantLayouts::Get(const dnnl::memory& constant, const dnnl::memory::desc& desc,
+                                  const dnnl::engine& engine, dnnl::stream& stream) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  const void* bytes = constant.get_data_handle();
+  for (const Entry& entry : entries_) {
+    if (entry.bytes == bytes && entry.desc == desc) return entry.reordered;
+  }
+  dnnl::memory reordered(desc, engine);
+  // Executed here, on the thread building the plan, once: its scratchpad is oneDNN's own.
+  dnnl::memory from = constant;
+  dnnl::reorder(from, reordered).execute(stream, from, reordered);
+  stream.wait();
+  entries_.push_back({bytes, desc, reordered});
+  return reordered;
+}
+
 Plan::Plan(const runtime::JsonGraph& graph, const Array<Tensor>& constants, dnnl::engine engine,
-           dnnl::stream stream)
-    : graph_(graph), engine_(std::move(engine)), stream_(std::move(stream)) {
+           std::shared_ptr<ConstantLayouts> layouts)
+    : graph_(graph), engine_(std::move(engine)), stream_(engine_), layouts_(std::move(layouts)) {
   values_.resize(graph.nodes.size());
   for (uint32_t node : graph.input_nodes) {
     for (const runtime::JsonTensorSpec& spec : graph.nodes[node].outputs) {
@@ -84,16 +103,13 @@ const Value& Plan::Get(runtime::JsonEntry entry) const {
 
 Value Plan::Reordered(const Value& value, const dnnl::memory::desc& desc) {
   if (value.memory.get_desc() == desc) return value;
-  Value copy{dnnl::memory(desc, engine_)};
   if (value.constant) {
-    // Executed here, on the thread building the plan, once: its scratchpad is oneDNN's own.
-    dnnl::memory from = value.memory;
-    dnnl::reorder(from, copy.memory).execute(stream_, from, copy.memory);
-    stream_.wait();
+    Value copy{layouts_->Get(value.memory, desc, engine_, stream_)};
     copy.constant = true;
-  } else {
-    AddCopy(value.memory, copy.memory);
+    return copy;
   }
+  Value copy{dnnl::memory(desc, engine_)};
+  AddCopy(value.memory, copy.memory);
   return copy;
 }
 
@@ -179,6 +195,11 @@ void Plan::AddCopy(dnnl::memory from, dnnl::memory to) {
   AddStep(dnnl::reorder(pd), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
 }
 
+void Plan::Execute() {
+  for (const Step& step : steps_) step.primitive.execute(stream_, step.args);
+  stream_.wait();
+}
+
 void Plan::Finish() {
   for (size_t head = 0; head < graph_.heads.size(); ++head) {
     const Value& value = Get(graph_.heads[head]);
@@ -210,14 +231,13 @@ void Plan::Finish() {
 
 namespace {
 
-/// Sets the OpenMP thread count of the calling thread (Debian's oneDNN runs on libgomp) to
-/// Kiln's runtime::NumThreads() for the scope, and restores it after: oneDNN's parallel
-/// regions then follow KILN_NUM_THREADS, the affinity mask and the cgroup quota, while other
-/// OpenMP users of the process keep their setting. Kiln's own pool sleeps meanwhile.
+/// Sets the OpenMP thread count of the calling thread (Debian's oneDNN runs on libgomp) for the
+/// scope, and restores it after: oneDNN's parallel regions then follow Kiln's thread count
+/// (KILN_NUM_THREADS, the affinity mask, the cgroup quota) or one thread, while other OpenMP
+/// users of the process keep their setting. Kiln's own pool sleeps meanwhile.
 class ScopedOmpThreads {
  public:
-  ScopedOmpThreads() : previous_(omp_get_max_threads()) {
-    const int threads = runtime::NumThreads();
+  explicit ScopedOmpThreads(int threads) : previous_(omp_get_max_threads()) {
     if (threads != previous_) omp_set_num_threads(threads);
   }
   ~ScopedOmpThreads() {
@@ -246,14 +266,94 @@ class DnnlRuntime : public runtime::JsonRuntimeBase {
             << " value; the dnnl plugin runs float32 only";
       }
     }
+    AllowConcurrentRuns();
   }
 
  protected:
-  void Init(const Array<Tensor>& constants) override {
-    const ScopedOmpThreads threads;
-    dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-    dnnl::stream stream(engine);
-    auto plan = std::make_unique<Plan>(graph(), constants, engine, stream);
+  void Init(const Array<Tensor>& /*constants: the base's, read by BuildPlan*/) override {
+    engine_ = dnnl::engine(dnnl::engine::kind::cpu, 0);
+    layouts_ = std::make_shared<ConstantLayouts>();
+    shared_ = BuildPlan(runtime::NumThreads());
+  }
+
+  void Run(const std::vector<DLTensor*>& inputs, const std::vector<DLTensor*>& outputs) override {
+    const PlanLease lease(this);
+    Bind(lease.plan().input_bindings(), inputs);
+    Bind(lease.plan().output_bindings(), outputs);
+    const ScopedOmpThreads threads(lease.threads());
+    lease.plan().Execute();
+  }
+
+ private:
+  /// The plan a call runs, and on how many threads. A call alone (no other running or waiting)
+  /// runs the module's first plan on every thread of Kiln's pool. Calls that overlap run on one
+  /// thread each, on plans of their own (built on first need, then kept; they share the
+  /// reordered weights), at most as many at once as the pool has threads, so that concurrent
+  /// calls share the cores without oversubscribing them; the others wait. A plan's primitives
+  /// are created for the thread count it runs on, as oneDNN sizes their work split then.
+  class PlanLease {
+   public:
+    explicit PlanLease(DnnlRuntime* module) : module_(module) {
+      std::unique_lock<std::mutex> lock(module->pool_mutex_);
+      const int slots = runtime::NumThreads();
+      if (!module->shared_busy_ && module->single_running_ == 0 && module->waiting_ == 0) {
+        module->shared_busy_ = true;
+        plan_ = module->shared_.get();
+        threads_ = slots;
+        return;
+      }
+      ++module->waiting_;
+      module->pool_changed_.wait(
+          lock, [&] { return !module->shared_busy_ && module->single_running_ < slots; });
+      --module->waiting_;
+      ++module->single_running_;
+      if (!module->idle_.empty()) {
+        own_ = std::move(module->idle_.back());
+        module->idle_.pop_back();
+      }
+      lock.unlock();
+      threads_ = 1;
+      if (own_ == nullptr) {
+        try {
+          own_ = module->BuildPlan(threads_);
+        } catch (...) {
+          Return();
+          throw;
+        }
+      }
+      plan_ = own_.get();
+    }
+    ~PlanLease() { Return(); }
+    PlanLease(const PlanLease&) = delete;
+    PlanLease& operator=(const PlanLease&) = delete;
+    PlanLease(PlanLease&&) = delete;
+    PlanLease& operator=(PlanLease&&) = delete;
+
+    Plan& plan() const { return *plan_; }
+    int threads() const { return threads_; }
+
+   private:
+    void Return() {
+      const std::lock_guard<std::mutex> lock(module_->pool_mutex_);
+      if (plan_ == module_->shared_.get()) {
+        module_->shared_busy_ = false;
+      } else {
+        --module_->single_running_;
+        if (own_ != nullptr) module_->idle_.push_back(std::move(own_));
+      }
+      plan_ = nullptr;
+      module_->pool_changed_.notify_all();
+    }
+
+    DnnlRuntime* module_;
+    Plan* plan_ = nullptr;
+    std::unique_ptr<Plan> own_;
+    int threads_ = 1;
+  };
+
+  std::unique_ptr<Plan> BuildPlan(int threads) {
+    const ScopedOmpThreads scoped(threads);
+    auto plan = std::make_unique<Plan>(graph(), constants(), engine_, layouts_);
     try {
       for (uint32_t i = 0; i < graph().nodes.size(); ++i) {
         if (graph().nodes[i].kind == runtime::JsonNode::Kind::kOp) BuildNode(*plan, i);
@@ -263,19 +363,9 @@ class DnnlRuntime : public runtime::JsonRuntimeBase {
       KILN_THROW(RuntimeError) << "dnnl: '" << graph().symbol
                                << "': oneDNN refused a primitive: " << error.what();
     }
-    stream_ = std::move(stream);
-    plan_ = std::move(plan);
+    return plan;
   }
 
-  void Run(const std::vector<DLTensor*>& inputs, const std::vector<DLTensor*>& outputs) override {
-    Bind(plan_->input_bindings(), inputs);
-    Bind(plan_->output_bindings(), outputs);
-    const ScopedOmpThreads threads;
-    for (const Step& step : plan_->steps()) step.primitive.execute(stream_, step.args);
-    stream_.wait();
-  }
-
- private:
   static void Bind(const std::vector<std::vector<dnnl::memory>>& bindings,
                    const std::vector<DLTensor*>& tensors) {
     for (size_t i = 0; i < tensors.size(); ++i) {
@@ -284,8 +374,15 @@ class DnnlRuntime : public runtime::JsonRuntimeBase {
     }
   }
 
-  dnnl::stream stream_;
-  std::unique_ptr<Plan> plan_;
+  dnnl::engine engine_;
+  std::shared_ptr<ConstantLayouts> layouts_;
+  std::unique_ptr<Plan> shared_;  ///< built by Init, for calls that run alone
+  std::mutex pool_mutex_;
+  std::condition_variable pool_changed_;
+  bool shared_busy_ = false;
+  int single_running_ = 0;  ///< calls running on one thread, on plans of their own
+  int waiting_ = 0;
+  std::vector<std::unique_ptr<Plan>> idle_;  ///< one-thread plans between calls
 };
 
 KILN_REGISTER_JSON_RUNTIME(DnnlRuntime, "dnnl");

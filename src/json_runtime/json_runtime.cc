@@ -199,10 +199,16 @@ void JsonRuntimeBase::Call(const AnyView* args, int32_t num_args) {
         << (IsCompact(dl) ? "" : " (strided)");
     (i < num_inputs ? inputs : outputs).push_back(*tensor);
   }
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!initialized_) {
-    Init(constants_);
-    initialized_ = true;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!initialized_) {
+      Init(constants_);
+      initialized_ = true;
+    }
+    if (!concurrent_runs_) {
+      Run(inputs, outputs);
+      return;
+    }
   }
   Run(inputs, outputs);
 }

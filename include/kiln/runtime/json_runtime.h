@@ -100,10 +100,12 @@ KILN_API std::string JsonRuntimeCompatibility(const std::string& plugin, int64_t
 /// Base of the JSON graph runtimes: a module of kind "<plugin>_json" with one function, named
 /// by the graph's symbol, implemented by the subclass's Init and Run.
 ///
-/// Thread safety: the function may be called from any number of threads at once. Calls are
-/// serialized by a mutex held by this base, so Init and Run never run concurrently and a
-/// subclass may keep per-module scratch state (primitives, workspaces) without locking. Init
-/// runs once, lazily, on the first call; if it throws, the next call tries again.
+/// Thread safety: the function may be called from any number of threads at once. Init runs
+/// once, lazily, on the first call, alone (if it throws, the next call tries again). By default
+/// calls are serialized by a mutex held by this base, so Run never runs concurrently and a
+/// subclass may keep per-module scratch state (primitives, workspaces) without locking; a
+/// subclass that calls AllowConcurrentRuns() has Run called by several threads at once and
+/// keeps its per-call state apart itself (the dnnl plugin: a plan per concurrent call).
 class KILN_API JsonRuntimeBase : public ModuleObj {
  public:
   /// `plugin` names the runtime ("blas": kind "blas_json", library libkiln_runtime_blas.so);
@@ -131,8 +133,11 @@ class KILN_API JsonRuntimeBase : public ModuleObj {
   /// the order of graph().const_nodes. Called once, before the first Run, under the lock.
   virtual void Init(const Array<Tensor>& constants) = 0;
   /// Computes the heads. `inputs` are the input nodes' outputs in order and `outputs` the heads,
-  /// both already checked against the graph's shapes and dtypes. Called under the lock.
+  /// both already checked against the graph's shapes and dtypes. Called under the lock, unless
+  /// the subclass allowed concurrent runs.
   virtual void Run(const std::vector<DLTensor*>& inputs, const std::vector<DLTensor*>& outputs) = 0;
+  /// Lets Run be called by several threads at once, after Init. Call it from the constructor.
+  void AllowConcurrentRuns() { concurrent_runs_ = true; }
 
  private:
   void Call(const AnyView* args, int32_t num_args);
@@ -146,6 +151,7 @@ class KILN_API JsonRuntimeBase : public ModuleObj {
   std::vector<std::pair<std::string, const JsonTensorSpec*>> arguments_;
   std::mutex mutex_;
   bool initialized_ = false;
+  bool concurrent_runs_ = false;
 };
 
 /// What SaveToBytes wrote, read back: the graph and its constants (freshly allocated CPU
