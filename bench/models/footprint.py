@@ -7,6 +7,8 @@ SPEC`), which prints one "RESULT {json}" line:
 - compile: kiln.build of the ONNX model (with the spec's plugins); peak RSS right after the
   build, then export_library and the artifact's size.
 - infer: kiln.load_module of that artifact and a few runs on the stored input; peak RSS.
+- baseline_ort, infer_ort: the same for ONNX Runtime (bench/common/ort_peer.py), whose process
+  starts from numpy and onnxruntime imported: a session of the ONNX file and a few runs.
 - startup: `import kiln`, then kiln.discover_plugins() and kiln.runtime.backends(), each timed
   in the process (perf_counter).
 Peak RSS is the child's own getrusage(RUSAGE_SELF).ru_maxrss (KiB on Linux).
@@ -68,6 +70,27 @@ def child_infer(spec):
     return {"rss_mib": peak_rss_mib()}
 
 
+def child_baseline_ort(_spec):
+    import numpy  # noqa: F401
+    import onnxruntime  # noqa: F401
+
+    return {"rss_mib": peak_rss_mib()}
+
+
+def child_infer_ort(spec):
+    import numpy as np
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+    import ort_peer
+
+    with np.load(spec["npz_path"]) as data:
+        x = data["input"]
+    run = ort_peer.call(spec["onnx_path"], input_name="input")
+    for _ in range(INFER_RUNS):
+        run(x)
+    return {"rss_mib": peak_rss_mib()}
+
+
 def child_startup(_spec):
     start = time.perf_counter()
     import kiln
@@ -80,6 +103,7 @@ def child_startup(_spec):
 
 
 CHILDREN = {"baseline": child_baseline, "compile": child_compile, "infer": child_infer,
+            "baseline_ort": child_baseline_ort, "infer_ort": child_infer_ort,
             "startup": child_startup}
 
 
@@ -123,8 +147,17 @@ def measure_model(spec, variants, env, log):
     return results
 
 
-def baseline_rss_mib(env):
-    return run_child("baseline", {}, env)["rss_mib"]
+def baseline_rss_mib(env, mode="baseline"):
+    return run_child(mode, {}, env)["rss_mib"]
+
+
+def measure_ort(spec, env, log):
+    """{infer_rss_mib} or {error}: ONNX Runtime's peak RSS running the model."""
+    try:
+        return {"infer_rss_mib": run_child("infer_ort", spec, env)["rss_mib"]}
+    except RuntimeError as error:
+        log(f"{spec['model']}, ONNX Runtime: {error}")
+        return {"error": str(error)}
 
 
 def measure_startup(env, runs=STARTUP_RUNS):
@@ -149,29 +182,35 @@ def memory_cell(rss_mib, baseline_mib):
     return f"{rss_mib:.0f} (+{rss_mib - baseline_mib:.0f})"
 
 
-def footprint_table(footprints, compile_s, variants, titles, baseline_mib):
+def footprint_table(footprints, compile_s, kilns, peers, titles, baselines):
     """Markdown table, one row per model: compile time (from the timing worker), peak RSS of
-    compile and of inference (total, and over the baseline) and artifact size, per variant."""
-    def group(label):
-        return " | ".join(f"{label}: {titles[v]}" if i == 0 else titles[v]
-                          for i, v in enumerate(variants))
+    compile and of inference (total, and over the baseline) and artifact size, per Kiln variant;
+    peak RSS of inference for each peer too. `baselines` gives each variant's baseline RSS (a
+    peer's process starts from other imports)."""
+    every = [*kilns, *peers]
 
-    lines = [f"| Model | {group('compile (s)')} | {group('compile peak RSS (MiB)')} | "
-             f"{group('inference peak RSS (MiB)')} | {group('artifact (MiB)')} |",
-             "|---|" + "---:|" * (4 * len(variants))]
+    def group(label, members):
+        return " | ".join(f"{label}: {titles[v]}" if i == 0 else titles[v]
+                          for i, v in enumerate(members))
+
+    lines = [f"| Model | {group('compile (s)', kilns)} | "
+             f"{group('compile peak RSS (MiB)', kilns)} | "
+             f"{group('inference peak RSS (MiB)', every)} | {group('artifact (MiB)', kilns)} |",
+             "|---|" + "---:|" * (3 * len(kilns) + len(every))]
     for model, per_variant in footprints.items():
         cells = [f"{compile_s[model][v]:.1f}" if v in compile_s.get(model, {}) else "—"
-                 for v in variants]
-        for key, fmt in (("compile_rss_mib", None), ("infer_rss_mib", None),
-                         ("artifact_mib", "{:.1f}")):
-            for v in variants:
+                 for v in kilns]
+        for key, members, fmt in (("compile_rss_mib", kilns, None),
+                                  ("infer_rss_mib", every, None),
+                                  ("artifact_mib", kilns, "{:.1f}")):
+            for v in members:
                 data = per_variant.get(v, {})
                 if key not in data:
                     cells.append("failed" if "error" in data else "—")
                 elif fmt:
                     cells.append(fmt.format(data[key]))
                 else:
-                    cells.append(memory_cell(data[key], baseline_mib))
+                    cells.append(memory_cell(data[key], baselines[v]))
         lines.append(f"| {model} | " + " | ".join(cells) + " |")
     failed = [f"- {model}, {titles[v]}: {data['error']}" for model, per_variant in
               footprints.items() for v, data in per_variant.items() if "error" in data]

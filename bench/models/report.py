@@ -206,9 +206,9 @@ def footprint_section(report, args):
     compile_s = {}
     for (model, _), result in report["results"].items():
         compile_s.setdefault(model, result["compile_s"])
-    titles = {k: VARIANT_TITLES[k] for k in kilns}
-    table = footprint.footprint_table(report["footprints"], compile_s, kilns, titles,
-                                      report["baseline_mib"])
+    baselines = report["baselines_mib"]
+    table = footprint.footprint_table(report["footprints"], compile_s, kilns, [ORT],
+                                      VARIANT_TITLES, baselines)
     return f"""### Compile time, memory and artifact size
 
 - Compile time: `kiln.build` of the ONNX model in the timing worker, at
@@ -216,8 +216,10 @@ def footprint_section(report, args):
 - Peak RSS: `ru_maxrss` of a fresh process of its own, at {max(args.threads)} thread(s): compile
   is `kiln.build` (peak taken before `export_library`, whose C compiler is a process of its
   own), inference is `kiln.load_module` of the exported artifact and {footprint.INFER_RUNS}
-  runs. Each cell is the total and, in parentheses, over the baseline: a process that only
-  imports kiln and numpy, {report["baseline_mib"]:.0f} MiB.
+  runs; ONNX Runtime's is a session of the ONNX file (settings as above, threads: the cores)
+  and {footprint.INFER_RUNS} runs. Each cell is the total and, in parentheses, over the
+  baseline: a process that only imports kiln and numpy, {baselines[KILN]:.0f} MiB, or, for
+  ONNX Runtime, numpy and onnxruntime, {baselines[ORT]:.0f} MiB.
 - Artifact: the size of the shared library `export_library` writes.
 
 {table}

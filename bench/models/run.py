@@ -423,9 +423,12 @@ def phase(what, run, quick):
 
 
 def measure_footprints(args, generator, env):
-    """{model: footprint.measure_model(...)} for every Kiln variant, and the baseline RSS."""
+    """{model: footprint.measure_model(...), with ONNX Runtime's}, and each variant's
+    baseline RSS."""
     variants = {KILN: [], **{plugin_variant(p): [p] for p in args.plugins}}
-    baseline = footprint.baseline_rss_mib(env)
+    kiln_baseline = footprint.baseline_rss_mib(env)
+    baselines = {**{v: kiln_baseline for v in variants},
+                 ORT: footprint.baseline_rss_mib(env, "baseline_ort")}
     footprints = {}
     for model in args.models:
         log(f"{model}: peak memory of compile and inference, artifact size")
@@ -433,7 +436,8 @@ def measure_footprints(args, generator, env):
                 "onnx_path": generator.onnx_path(args.models_dir, model, args.opset),
                 "npz_path": generator.npz_path(args.models_dir, model)}
         footprints[model] = footprint.measure_model(spec, variants, env, log)
-    return footprints, baseline
+        footprints[model][ORT] = footprint.measure_ort(spec, env, log)
+    return footprints, baselines
 
 
 def draw_chart(results, args):
@@ -497,9 +501,9 @@ def main(argv=None):
             for variant, error in results[(model, threads)]["errors"].items():
                 log(f"{model}: {VARIANT_TITLES[variant]} failed: {error}")
 
-    footprints, baseline = measure_footprints(args, generator, env)
+    footprints, baselines = measure_footprints(args, generator, env)
     report = {"results": results, "flops": flops, "peaks": peaks, "startup": startup,
-              "footprints": footprints, "baseline_mib": baseline,
+              "footprints": footprints, "baselines_mib": baselines,
               "chart_note": draw_chart(results, args)}
     command = " ".join(["/usr/bin/python3", "bench/models/run.py"] +
                        [shlex.quote(a) for a in argv])

@@ -147,17 +147,20 @@ def test_each_variant_is_reported_from_its_faster_placement_and_marked_when_boun
     assert cells[12] == "PyTorch eager"
 
 
-def test_footprint_table_gives_total_and_over_baseline():
+def test_footprint_table_gives_total_and_over_each_variants_baseline():
     footprints = {"resnet18": {
         report.KILN: {"compile_rss_mib": 210.0, "infer_rss_mib": 120.0, "artifact_mib": 45.04},
         DNNL: {"error": "compile child failed: boom"}}}
+    footprints["resnet18"][report.ORT] = {"infer_rss_mib": 150.0}
+    baselines = {report.KILN: 60.0, DNNL: 60.0, report.ORT: 70.0}
     table = footprint.footprint_table(footprints, {"resnet18": {report.KILN: 1.34}}, KILNS,
-                                      report.VARIANT_TITLES, baseline_mib=60.0)
+                                      [report.ORT], report.VARIANT_TITLES, baselines)
     header, _, row, *notes = table.splitlines()
-    assert header.count("Kiln + dnnl") == 4
+    assert header.count("Kiln + dnnl") == 4 and header.count("ONNX Runtime") == 1
     assert notes == ["", "Failed:", "", "- resnet18, Kiln + dnnl: compile child failed: boom"]
     assert [c.strip() for c in row.strip("|").split("|")] == [
-        "resnet18", "1.3", "—", "210 (+150)", "failed", "120 (+60)", "failed", "45.0", "failed"]
+        "resnet18", "1.3", "—", "210 (+150)", "failed", "120 (+60)", "failed", "150 (+80)",
+        "45.0", "failed"]
 
 
 def test_startup_table_judges_import_with_discovery_against_100_ms():
