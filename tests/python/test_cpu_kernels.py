@@ -797,6 +797,11 @@ CONV_CASES = [
     # dilation, uneven padding and windows up to 7x7.
     ((1, 18, 11, 10), (18, 3, 3), [2, 1], [2, 1, 1, 2], [2, 2], 18),
     ((2, 17, 9, 8), (34, 7, 5), [1, 2], [3, 2, 3, 2], [1, 1], 17),
+    # Depthwise on planes over 32 wide, padded once, row by row: 7 x 7 (ConvNeXt), 5 x 5 with
+    # stride 2 and two outputs per channel, and a dilated window of the runtime path.
+    ((1, 4, 40, 45), (4, 7, 7), [1, 1], [3, 3, 3, 3], [1, 1], 4),
+    ((1, 3, 38, 70), (6, 5, 5), [2, 2], [2, 1, 2, 3], [1, 1], 3),
+    ((1, 2, 30, 80), (2, 3, 3), [1, 2], [2, 2, 2, 2], [2, 3], 2),
     # Output channels that fill whole tile vectors over planes that do not (7 x 7, 9 x 6, 5 x 5,
     # 5 x 4): the GEMM runs transposed, pixels along the tile rows; depths over 256 accumulate.
     ((1, 20, 7, 7), (64, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1),

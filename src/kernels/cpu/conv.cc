@@ -196,43 +196,24 @@ class ImagePanelPacker {
   std::vector<Range> x_valid_;
 };
 
-/// out_line[ox] += tap * in_line[ox * stride] over `cols`; strides 1 and 2 are spelled out
-/// so their loops vectorize with plain or strided loads.
-inline void AddScaledLine(float* __restrict__ out_line, const float* __restrict__ in_line,
-                          float tap, const Range& cols, int64_t stride) {
-  if (stride == 1) {
-    for (int64_t ox = cols.begin; ox < cols.end; ++ox) out_line[ox] += tap * in_line[ox];
-  } else if (stride == 2) {
-    for (int64_t ox = cols.begin; ox < cols.end; ++ox) out_line[ox] += tap * in_line[ox * 2];
-  } else {
-    for (int64_t ox = cols.begin; ox < cols.end; ++ox) out_line[ox] += tap * in_line[ox * stride];
-  }
-}
-
-/// Where the taps of one window row read, the same for every output row of a plane.
+/// Where the taps of one window row read in a padded plane: tap kw of output ox reads
+/// in_row[ox * stride + offsets[kw]], for every output column (the padding is written out).
 struct WindowRowPlan {
-  std::vector<int64_t> offsets;  ///< tap kw reads in_row[ox * stride + offsets[kw]]
-  std::vector<Range> cols;       ///< output columns whose tap kw reads inside the image
-  Range interior{0, 0};          ///< output columns where every tap does (possibly empty)
+  std::vector<int64_t> offsets;
+  int64_t width;  ///< output columns
+  bool dense;     ///< no dilation: offsets[kw] is kw
 
-  explicit WindowRowPlan(const ConvShapes& s) {
-    const Window2D& win = s.window;
-    interior = {0, s.ow};
-    for (int64_t kw = 0; kw < win.kernel[1]; ++kw) {
-      offsets.push_back(win.InputPos(1, 0, kw));
-      cols.push_back(ValidOutputs(s.ow, win.stride[1], offsets.back(), s.w));
-      interior = {std::max(interior.begin, cols.back().begin),
-                  std::min(interior.end, cols.back().end)};
+  explicit WindowRowPlan(const ConvShapes& s) : width(s.ow), dense(s.window.dilation[1] == 1) {
+    for (int64_t kw = 0; kw < s.window.kernel[1]; ++kw) {
+      offsets.push_back(kw * s.window.dilation[1]);
     }
-    // Empty as [0, 0), so that the edges below are each tap's whole range.
-    if (interior.begin >= interior.end) interior = {0, 0};
   }
 };
 
-/// out_line[ox] += the taps of one window row times their inputs, for ox in the interior: one
-/// pass over the output row per window row, taps added in order. kKW (window width) and
-/// kStride are compile-time for the common 3-wide windows so the loop vectorizes; 0 means the
-/// runtime values.
+/// out_line[ox] += the taps of one window row times their inputs, over the whole output row:
+/// one pass over it per window row, taps added in order. kKW (window width) and kStride are
+/// compile-time for the common windows so that the taps unroll and the outputs vectorize; 0
+/// means the runtime values.
 template <int64_t kKW, int64_t kStride>
 __attribute__((always_inline)) inline void AddWindowRow(float* __restrict__ out_line,
                                                         const float* __restrict__ in_row,
@@ -241,45 +222,81 @@ __attribute__((always_inline)) inline void AddWindowRow(float* __restrict__ out_
   const auto width = static_cast<int64_t>(kKW == 0 ? plan.offsets.size() : kKW);
   const int64_t step = kStride == 0 ? stride : kStride;
   const int64_t* offsets = plan.offsets.data();
-  for (int64_t ox = plan.interior.begin; ox < plan.interior.end; ++ox) {
+  if (kKW != 0 && plan.dense) {  // offsets 0, 1, 2, ...: constants, so the loads are direct
+    for (int64_t ox = 0; ox < plan.width; ++ox) {
+      float sum = out_line[ox];
+      for (int64_t kw = 0; kw < width; ++kw) sum += taps[kw] * in_row[ox * step + kw];
+      out_line[ox] = sum;
+    }
+    return;
+  }
+  for (int64_t ox = 0; ox < plan.width; ++ox) {
     float sum = out_line[ox];
     for (int64_t kw = 0; kw < width; ++kw) sum += taps[kw] * in_row[ox * step + offsets[kw]];
     out_line[ox] = sum;
   }
 }
 
-/// One output plane of a depthwise conv2d, row by row: each window row is one pass over the
-/// output row (which stays in L1) in the interior, tap by tap at the edges.
-KILN_CPU_CLONES void DepthwisePlane(const ConvShapes& s, const WindowRowPlan& plan,
-                                    const float* plane, const float* taps, float* out) {
+/// AddWindowRow with the window width `width` made compile-time where it is 3, 5 or 7
+/// (MobileNet's, ConvNeXt's): a runtime width leaves a short inner loop per output that
+/// neither unrolls nor vectorizes.
+template <int64_t kStride>
+__attribute__((always_inline)) inline void AddWindowRowOfStride(
+    int64_t width, float* __restrict__ out_line, const float* __restrict__ in_row,
+    const float* taps, const WindowRowPlan& plan, int64_t stride) {
+  switch (width) {
+    case 3: AddWindowRow<3, kStride>(out_line, in_row, taps, plan, stride); break;
+    case 5: AddWindowRow<5, kStride>(out_line, in_row, taps, plan, stride); break;
+    case 7: AddWindowRow<7, kStride>(out_line, in_row, taps, plan, stride); break;
+    default: AddWindowRow<0, kStride>(out_line, in_row, taps, plan, stride);
+  }
+}
+
+/// The padded extent of an input axis that a depthwise window reads: every position the window
+/// reaches, from -pad_begin on.
+int64_t PaddedExtent(const Window2D& win, int axis, int64_t out_extent) {
+  return (out_extent - 1) * win.stride[axis] + (win.kernel[axis] - 1) * win.dilation[axis] + 1;
+}
+
+/// Copies the part of `plane` a window reads into `padded` (PaddedExtent rows and columns,
+/// zero where the window reads padding), each element `lanes` floats after the previous.
+void PadPlane(const ConvShapes& s, const float* plane, int64_t lanes, float* padded) {
   const Window2D& win = s.window;
+  const int64_t ph = PaddedExtent(win, 0, s.oh);
+  const int64_t pw = PaddedExtent(win, 1, s.ow);
+  const int64_t rows = std::min(s.h, ph - win.pad_begin[0]);
+  const int64_t cols = std::min(s.w, pw - win.pad_begin[1]);
+  for (int64_t iy = 0; iy < rows; ++iy) {
+    float* to = padded + ((iy + win.pad_begin[0]) * pw + win.pad_begin[1]) * lanes;
+    for (int64_t ix = 0; ix < cols; ++ix) to[ix * lanes] = plane[iy * s.w + ix];
+  }
+}
+
+/// One output plane of a depthwise conv2d, row by row, from the input plane padded once (so no
+/// tap needs an edge of its own): each window row is one pass over the output row, which stays
+/// in L1.
+KILN_CPU_CLONES void DepthwisePlane(const ConvShapes& s, const WindowRowPlan& plan,
+                                    const float* plane, const float* taps, float* padded,
+                                    float* out) {
+  const Window2D& win = s.window;
+  const int64_t pw = PaddedExtent(win, 1, s.ow);
   const int64_t stride = win.stride[1];
+  std::fill_n(padded, PaddedExtent(win, 0, s.oh) * pw, 0.F);
+  PadPlane(s, plane, 1, padded);
   std::fill_n(out, s.oh * s.ow, 0.F);
   for (int64_t oy = 0; oy < s.oh; ++oy) {
     float* out_line = out + oy * s.ow;
     for (int64_t kh = 0; kh < win.kernel[0]; ++kh) {
-      const int64_t iy = win.InputPos(0, oy, kh);
-      if (iy < 0 || iy >= s.h) continue;
-      const float* in_row = plane + iy * s.w;
+      const float* in_row = padded + (oy * win.stride[0] + kh * win.dilation[0]) * pw;
       const float* row_taps = taps + kh * win.kernel[1];
       // Called directly, not through a pointer, so that each inlines into this function's
       // AVX-512 clone.
-      if (win.kernel[1] != 3) {
-        AddWindowRow<0, 0>(out_line, in_row, row_taps, plan, stride);
-      } else if (stride == 1) {
-        AddWindowRow<3, 1>(out_line, in_row, row_taps, plan, stride);
+      if (stride == 1) {
+        AddWindowRowOfStride<1>(win.kernel[1], out_line, in_row, row_taps, plan, stride);
       } else if (stride == 2) {
-        AddWindowRow<3, 2>(out_line, in_row, row_taps, plan, stride);
+        AddWindowRowOfStride<2>(win.kernel[1], out_line, in_row, row_taps, plan, stride);
       } else {
-        AddWindowRow<3, 0>(out_line, in_row, row_taps, plan, stride);
-      }
-      for (int64_t kw = 0; kw < win.kernel[1]; ++kw) {
-        const Range& cols = plan.cols[kw];
-        const float* in_line = in_row + plan.offsets[kw];
-        AddScaledLine(out_line, in_line, row_taps[kw],
-                      {cols.begin, std::min(cols.end, plan.interior.begin)}, stride);
-        AddScaledLine(out_line, in_line, row_taps[kw],
-                      {std::max(cols.begin, plan.interior.end), cols.end}, stride);
+        AddWindowRowOfStride<0>(win.kernel[1], out_line, in_row, row_taps, plan, stride);
       }
     }
   }
@@ -287,12 +304,6 @@ KILN_CPU_CLONES void DepthwisePlane(const ConvShapes& s, const WindowRowPlan& pl
 
 /// Channels a depthwise block of small planes computes together: one AVX-512 vector.
 constexpr int64_t kDepthwiseLanes = 16;
-
-/// The padded extent of an input axis that a depthwise block reads: every position the window
-/// reaches, from -pad_begin on.
-int64_t PaddedExtent(const Window2D& win, int axis, int64_t out_extent) {
-  return (out_extent - 1) * win.stride[axis] + (win.kernel[axis] - 1) * win.dilation[axis] + 1;
-}
 
 /// Output channels [o0, o0 + lanes) of one image of a depthwise conv2d with small planes,
 /// kDepthwiseLanes channels side by side: their input planes are interleaved into `padded`
@@ -313,13 +324,7 @@ KILN_CPU_CLONES void DepthwiseBlock(const ConvShapes& s, const float* image, con
   std::fill_n(padded, ph * pw * kL, 0.F);
   float tap_lanes[kL * 49] = {};  // taps x lanes; windows up to 7x7 take this path
   for (int64_t l = 0; l < lanes; ++l) {
-    const float* plane = image + (o0 + l) / multiplier * s.h * s.w;
-    const int64_t rows = std::min(s.h, ph - win.pad_begin[0]);
-    const int64_t cols = std::min(s.w, pw - win.pad_begin[1]);
-    for (int64_t iy = 0; iy < rows; ++iy) {
-      float* to = padded + ((iy + win.pad_begin[0]) * pw + win.pad_begin[1]) * kL + l;
-      for (int64_t ix = 0; ix < cols; ++ix) to[ix * kL] = plane[iy * s.w + ix];
-    }
+    PadPlane(s, image + (o0 + l) / multiplier * s.h * s.w, kL, padded + l);
     for (int64_t t = 0; t < taps; ++t) tap_lanes[t * kL + l] = weight[(o0 + l) * taps + t];
   }
   for (int64_t oy = 0; oy < s.oh; ++oy) {
@@ -383,9 +388,11 @@ void DepthwiseConv2D(const ConvShapes& s, const float* x, const float* weight,
   }
   const WindowRowPlan plan(s);
   runtime::ParallelFor(0, s.n * s.o, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> padded(PaddedExtent(win, 0, s.oh) * PaddedExtent(win, 1, s.ow));
     for (int64_t p = begin; p < end; ++p) {
       DepthwisePlane(s, plan, x + (p / s.o * s.c + p % s.o / multiplier) * s.h * s.w,
-                     weight + p % s.o * win.kernel[0] * win.kernel[1], y + p * spatial);
+                     weight + p % s.o * win.kernel[0] * win.kernel[1], padded.data(),
+                     y + p * spatial);
       finish(p);
     }
   });
