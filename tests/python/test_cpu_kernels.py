@@ -1107,6 +1107,8 @@ def test_pool2d(pool_size, strides, padding, dilation, ceil_mode):
     ((1, 2, 5, 6, 7), (3, 2, 3, 2), [1, 1, 1], [0] * 6, [1, 1, 1], 1),
     ((2, 4, 6, 5, 5), (6, 3, 2, 3), [2, 1, 2], [1, 0, 1, 2, 1, 0], [1, 2, 1], 2),
     ((1, 3, 4, 4, 4), (5, 1, 1, 1), [1, 1, 1], [0] * 6, [1, 1, 1], 1),
+    # Over 256 rows of im2col (two depth blocks of the GEMM) and runs across output rows.
+    ((1, 16, 6, 9, 10), (40, 3, 3, 3), [1, 1, 1], [1] * 6, [1, 1, 1], 1),
 ])
 def test_conv3d(case):
     shape, (o, kd, kh, kw), strides, padding, dilation, groups = case

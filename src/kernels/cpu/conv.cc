@@ -1,11 +1,10 @@
 // nn.conv2d, nn.conv2d_transpose (NCHW) and nn.conv3d (NCDHW), float32. All go through the
-// shared GEMM: conv2d multiplies the weights by each image group's im2col matrix, which the
-// GEMM's packing gathers from the image panel by panel (the matrix is never stored), with the
-// pixels along the tiles' vectors or, for small planes, along their rows (design §31);
-// conv2d_transpose multiplies the transposed weights by the input and scatters (col2im)
-// the products into the output; conv3d builds its im2col matrix from 2-D ones, one per depth
-// tap and output depth. Depthwise conv2d (one input channel per group) has no reduction worth
-// a GEMM and runs directly.
+// shared GEMM: conv2d and conv3d multiply the weights by each image group's im2col matrix,
+// which the GEMM's packing gathers from the image panel by panel (the matrix is never stored),
+// conv2d with the pixels along the tiles' vectors or, for small planes, along their rows
+// (design §31); conv2d_transpose multiplies the transposed weights by the input and scatters
+// (col2im) the products into the output. Depthwise conv2d (one input channel per group) has no
+// reduction worth a GEMM and runs directly.
 
 #include <kiln/ffi/registry.h>
 #include <kiln/runtime/kernel_program.h>
@@ -27,49 +26,29 @@ namespace kernels {
 namespace cpu {
 namespace {
 
-/// One line of WalkColumns: col_line[x] pairs with line[x * stride] for x in `valid`; gathering
-/// zeroes the rest of the col_line's `width` (the padding).
-template <bool kScatter, typename Image>
-void WalkLine(float* col_line, Image* line, const Range& valid, int64_t width, int64_t stride) {
-  if constexpr (kScatter) {
-    for (int64_t x = valid.begin; x < valid.end; ++x) line[x * stride] += col_line[x];
-  } else {
-    std::fill(col_line, col_line + valid.begin, 0.F);
-    std::fill(col_line + valid.end, col_line + width, 0.F);
-    if (stride == 1) {
-      std::copy(line + valid.begin, line + valid.end, col_line + valid.begin);
-      return;
-    }
-    for (int64_t x = valid.begin; x < valid.end; ++x) col_line[x] = line[x * stride];
-  }
-}
-
-/// The im2col matrix of one group: row (c, kh, kw), column (y, x) of a col_h x col_w grid
-/// pairs with image position (y * stride - pad + kh * dilation, ...). Gathering fills `col`
-/// from the image (zeros outside it, so `col` need not be initialized); scattering adds `col`
-/// into the image, col2im, which is the same walk in the other direction. Rows are
-/// `row_stride` floats apart (col_h * col_w when the matrix is this grid alone; conv3d
-/// interleaves several).
-template <bool kScatter, typename Image>
-void WalkColumns(float* col, Image* image, int64_t channels, int64_t image_h, int64_t image_w,
-                 int64_t col_h, int64_t col_w, const Window2D& window, int64_t row_stride) {
+/// col2im: adds the matrix `col` of a col_h x col_w grid into `image` (channels planes of
+/// image_h x image_w), row (c, kh, kw) and column (y, x) of `col` to image position
+/// (y * stride - pad + kh * dilation, ...), skipping those outside the image. conv2d_transpose
+/// scatters its products this way.
+void ScatterColumns(const float* col, float* image, int64_t channels, int64_t image_h,
+                    int64_t image_w, int64_t col_h, int64_t col_w, const Window2D& window) {
+  const int64_t row_stride = col_h * col_w;
   for (int64_t c = 0; c < channels; ++c) {
-    Image* plane = image + c * image_h * image_w;
+    float* plane = image + c * image_h * image_w;
     for (int64_t kh = 0; kh < window.kernel[0]; ++kh) {
       for (int64_t kw = 0; kw < window.kernel[1]; ++kw) {
-        float* col_row = col + ((c * window.kernel[0] + kh) * window.kernel[1] + kw) * row_stride;
+        const float* col_row =
+            col + ((c * window.kernel[0] + kh) * window.kernel[1] + kw) * row_stride;
         const int64_t offset_h = window.InputPos(0, 0, kh);
         const int64_t offset_w = window.InputPos(1, 0, kw);
         const Range rows = ValidOutputs(col_h, window.stride[0], offset_h, image_h);
         const Range cols = ValidOutputs(col_w, window.stride[1], offset_w, image_w);
-        if constexpr (!kScatter) {
-          std::fill(col_row, col_row + rows.begin * col_w, 0.F);
-          std::fill(col_row + rows.end * col_w, col_row + col_h * col_w, 0.F);
-        }
         for (int64_t y = rows.begin; y < rows.end; ++y) {
-          WalkLine<kScatter>(col_row + y * col_w,
-                             plane + (y * window.stride[0] + offset_h) * image_w + offset_w, cols,
-                             col_w, window.stride[1]);
+          const float* col_line = col_row + y * col_w;
+          float* line = plane + (y * window.stride[0] + offset_h) * image_w + offset_w;
+          for (int64_t x = cols.begin; x < cols.end; ++x) {
+            line[x * window.stride[1]] += col_line[x];
+          }
         }
       }
     }
@@ -104,16 +83,25 @@ struct ConvShapes {
         window(window) {}
 };
 
-/// Packs a conv2d GEMM's im2col operand straight from one group's image (implicit im2col), the
-/// matrix itself never written: row (c, kh, kw) and column (y, x) of the im2col matrix, B's
-/// panels in Gemm and A's in GemmTransposedOutput (the same layout). Each depth row is gathered
-/// whole into a line in L1, in runs as long as the image's rows, and then split into strips.
+/// Packs a convolution GEMM's im2col operand straight from one group's image (implicit im2col),
+/// the matrix itself never written: row (c, k_0, ..., k_last) and column (o_0, ..., o_last) of
+/// the im2col matrix over kRank spatial axes (conv2d: 2, conv3d: 3), B's panels in Gemm and
+/// A's in GemmTransposedOutput (the same layout). Each depth row is gathered whole into a line
+/// in L1, in runs as long as the image's rows, and then split into strips.
+template <int kRank>
 class ImagePanelPacker {
  public:
-  ImagePanelPacker(const ConvShapes& s, const float* group_data)
-      : s_(s), data_(group_data), taps_(s.window.kernel[0] * s.window.kernel[1]) {
-    for (int64_t kw = 0; kw < s.window.kernel[1]; ++kw) {
-      x_valid_.push_back(ValidOutputs(s.ow, s.window.stride[1], s.window.InputPos(1, 0, kw), s.w));
+  /// `in` and `out`: the spatial extents of the image and of the output.
+  ImagePanelPacker(const Window<kRank>& window, const std::array<int64_t, kRank>& in,
+                   const std::array<int64_t, kRank>& out, const float* group_data)
+      : win_(window), in_(in), out_(out), data_(group_data) {
+    for (int a = 0; a < kRank; ++a) {
+      taps_ *= window.kernel[a];
+      plane_ *= in[a];
+    }
+    for (int64_t k = 0; k < window.kernel[kLast]; ++k) {
+      x_valid_.push_back(
+          ValidOutputs(out[kLast], window.stride[kLast], window.InputPos(kLast, 0, k), in[kLast]));
     }
   }
 
@@ -139,20 +127,31 @@ class ImagePanelPacker {
   }
 
  private:
-  /// Output pixels x_begin <= x < x_end of output row y, at line[to + x - x_begin].
+  static constexpr int kLast = kRank - 1;
+
+  /// Output positions x_begin <= x < x_end along the last axis at `outer` along the others,
+  /// at line[to + x - x_begin].
   struct Run {
-    int64_t y, x_begin, x_end, to;
+    std::array<int64_t, kLast> outer;
+    int64_t x_begin, x_end, to;
   };
 
   /// Columns [first, first + count) of the im2col matrix cut at output row ends: the same for
-  /// every depth row, so found once per panel rather than by a division per row and run.
+  /// every depth row, so found once per panel rather than by divisions per row and run.
   std::vector<Run> RunsOf(int64_t first, int64_t count) const {
     std::vector<Run> runs;
     for (int64_t col = first; col < first + count;) {
-      const int64_t x_begin = col % s_.ow;
-      const int64_t x_end = std::min(s_.ow, x_begin + first + count - col);
-      runs.push_back({col / s_.ow, x_begin, x_end, col - first});
-      col += x_end - x_begin;
+      Run run{};
+      run.x_begin = col % out_[kLast];
+      run.x_end = std::min(out_[kLast], run.x_begin + first + count - col);
+      run.to = col - first;
+      int64_t rest = col / out_[kLast];
+      for (int a = kLast - 1; a >= 0; --a) {
+        run.outer[a] = rest % out_[a];
+        rest /= out_[a];
+      }
+      runs.push_back(run);
+      col += run.x_end - run.x_begin;
     }
     return runs;
   }
@@ -165,34 +164,45 @@ class ImagePanelPacker {
     }
   }
 
-  /// The line of im2col row `row` = (c, kh, kw) over the runs' columns.
+  /// The line of im2col row `row` = (c, k_0, ..., k_last) over the runs' columns.
   void GatherRow(int64_t row, const std::vector<Run>& runs, float* line) const {
-    const Window2D& win = s_.window;
-    const int64_t kh = row % taps_ / win.kernel[1];
-    const int64_t kw = row % win.kernel[1];
-    const float* plane = data_ + row / taps_ * s_.h * s_.w;
-    const Range& valid = x_valid_[kw];
-    const int64_t offset_w = win.InputPos(1, 0, kw);
+    std::array<int64_t, kRank> tap{};
+    for (int64_t t = row % taps_, a = kLast; a >= 0; --a) {
+      tap[a] = t % win_.kernel[a];
+      t /= win_.kernel[a];
+    }
+    const float* plane = data_ + row / taps_ * plane_;
+    const Range& valid = x_valid_[tap[kLast]];
+    const int64_t offset_x = win_.InputPos(kLast, 0, tap[kLast]);
+    const int64_t stride_x = win_.stride[kLast];
     for (const Run& run : runs) {
-      float* out = line + run.to - run.x_begin;  // out[x] is column (y, x)
-      const int64_t iy = win.InputPos(0, run.y, kh);
+      float* out = line + run.to - run.x_begin;  // out[x] is column (outer..., x)
       Range copied{std::max(run.x_begin, valid.begin), std::min(run.x_end, valid.end)};
-      if (iy < 0 || iy >= s_.h || copied.begin >= copied.end) copied = {run.x_end, run.x_end};
+      int64_t offset = 0;  // of the input row the run reads
+      for (int a = 0; a < kLast; ++a) {
+        const int64_t i = win_.InputPos(a, run.outer[a], tap[a]);
+        if (i < 0 || i >= in_[a]) copied = {run.x_end, run.x_end};
+        offset = offset * in_[a] + i;
+      }
+      if (copied.begin >= copied.end) copied = {run.x_end, run.x_end};
       // The edges are a pixel or two: loops, not library calls.
       for (int64_t x = run.x_begin; x < copied.begin; ++x) out[x] = 0.F;
-      const float* in = plane + iy * s_.w + offset_w;
-      if (win.stride[1] == 1) {
+      const float* in = plane + offset * in_[kLast] + offset_x;
+      if (stride_x == 1) {
         std::copy(in + copied.begin, in + copied.end, out + copied.begin);
       } else {
-        for (int64_t x = copied.begin; x < copied.end; ++x) out[x] = in[x * win.stride[1]];
+        for (int64_t x = copied.begin; x < copied.end; ++x) out[x] = in[x * stride_x];
       }
       for (int64_t x = copied.end; x < run.x_end; ++x) out[x] = 0.F;
     }
   }
 
-  const ConvShapes& s_;
+  Window<kRank> win_;
+  std::array<int64_t, kRank> in_;
+  std::array<int64_t, kRank> out_;
   const float* data_;
-  int64_t taps_;
+  int64_t taps_ = 1;   ///< window positions
+  int64_t plane_ = 1;  ///< floats per input channel
   std::vector<Range> x_valid_;
 };
 
@@ -496,7 +506,7 @@ void Conv2DInto(const ConvShapes& s, const float* x, const float* w,
     const int64_t image = i / s.groups;
     const int64_t group = i % s.groups;
     const float* group_data = x + (image * s.c + group * group_in) * s.h * s.w;
-    const PanelPacker image_packer = ImagePanelPacker(s, group_data);
+    const PanelPacker image_packer = ImagePanelPacker<2>(win, {s.h, s.w}, {s.oh, s.ow}, group_data);
     GemmOperand weights(gemm.Weights(w, group));
     if (prepacked.data != nullptr) {
       weights.packed = prepacked.data + group * gemm.PackedGroupSize();
@@ -588,46 +598,11 @@ void Conv2DTranspose(const KernelCall& call) {
          {x + (image * s.c + group * group_in) * spatial, spatial, 1}, col.data(), spatial);
     float* group_out_data = y + (image * s.o + group * group_out) * s.oh * s.ow;
     std::fill_n(group_out_data, group_out * s.oh * s.ow, 0.F);
-    WalkColumns<true>(col.data(), group_out_data, group_out, s.oh, s.ow, s.h, s.w, win, s.h * s.w);
+    ScatterColumns(col.data(), group_out_data, group_out, s.oh, s.ow, s.h, s.w, win);
   });
 }
 KILN_CPU_KERNEL("nn.conv2d_transpose", Conv2DTranspose);
 
-/// The im2col matrix of one 3-D group, rows ordered (kd, c, kh, kw), columns (od, oh, ow): for
-/// each depth tap and output depth, the 2-D im2col block of the input plane at that depth
-/// (zeros when it falls in the padding).
-void GatherColumns3D(float* col, const float* group_data, int64_t channels, const int64_t* in,
-                     const int64_t* out, const Window3D& win) {
-  const Window2D plane_window{{win.kernel[1], win.kernel[2]},
-                              {win.stride[1], win.stride[2]},
-                              {win.pad_begin[1], win.pad_begin[2]},
-                              {win.pad_end[1], win.pad_end[2]},
-                              {win.dilation[1], win.dilation[2]}};
-  const int64_t plane_cols = out[1] * out[2];
-  const int64_t row_stride = out[0] * plane_cols;
-  const int64_t block_rows = channels * win.kernel[1] * win.kernel[2];
-  for (int64_t kd = 0; kd < win.kernel[0]; ++kd) {
-    for (int64_t od = 0; od < out[0]; ++od) {
-      float* block = col + kd * block_rows * row_stride + od * plane_cols;
-      const int64_t depth = win.InputPos(0, od, kd);
-      if (depth < 0 || depth >= in[0]) {
-        for (int64_t r = 0; r < block_rows; ++r)
-          std::fill_n(block + r * row_stride, plane_cols, 0.F);
-        continue;
-      }
-      // Channel c's plane at `depth` is (c * in[0] + depth) planes in: pass the channel stride
-      // as a taller "image" whose rows of interest start at `depth`.
-      for (int64_t c = 0; c < channels; ++c) {
-        WalkColumns<false>(block + c * win.kernel[1] * win.kernel[2] * row_stride,
-                           group_data + (c * in[0] + depth) * in[1] * in[2], 1, in[1], in[2],
-                           out[1], out[2], plane_window, row_stride);
-      }
-    }
-  }
-}
-
-/// weight (O, C/groups, KD, KH, KW), reordered per group to (O, KD, C/groups, KH, KW) to match
-/// the im2col rows.
 void Conv3D(const KernelCall& call) {
   RequireFloat32Inputs(call);
   const Tensor data = call.input(0);
@@ -637,34 +612,24 @@ void Conv3D(const KernelCall& call) {
   const int64_t c = data.shape(1);
   const int64_t o = output.shape(1);
   const int64_t groups = call.Int("groups");
-  const int64_t in[3] = {data.shape(2), data.shape(3), data.shape(4)};
-  const int64_t out[3] = {output.shape(2), output.shape(3), output.shape(4)};
+  const std::array<int64_t, 3> in = {data.shape(2), data.shape(3), data.shape(4)};
+  const std::array<int64_t, 3> out = {output.shape(2), output.shape(3), output.shape(4)};
   const Window3D win = ReadWindow<3>(call, {weight.shape(2), weight.shape(3), weight.shape(4)});
   const int64_t group_in = c / groups;
   const int64_t group_out = o / groups;
-  const int64_t plane_taps = win.kernel[1] * win.kernel[2];
-  const int64_t depth = win.kernel[0] * group_in * plane_taps;
+  // The weights' own layout (O, I, KD, KH, KW) is the im2col rows' order: no reorder.
+  const int64_t depth = group_in * win.kernel[0] * win.kernel[1] * win.kernel[2];
   const int64_t spatial = out[0] * out[1] * out[2];
   const float* w = Data<const float>(weight);
-  std::vector<float> reordered(static_cast<size_t>(o * depth));
-  for (int64_t oc = 0; oc < o; ++oc) {
-    for (int64_t ic = 0; ic < group_in; ++ic) {
-      for (int64_t kd = 0; kd < win.kernel[0]; ++kd) {
-        std::copy_n(w + ((oc * group_in + ic) * win.kernel[0] + kd) * plane_taps, plane_taps,
-                    reordered.data() + oc * depth + (kd * group_in + ic) * plane_taps);
-      }
-    }
-  }
   const float* x = Data<const float>(data);
   float* y = Data<float>(output);
   ForEachMatrix(n * groups, [&](int64_t i) {
     const int64_t image = i / groups;
     const int64_t group = i % groups;
-    std::vector<float> col(static_cast<size_t>(depth * spatial));
-    GatherColumns3D(col.data(), x + (image * c + group * group_in) * in[0] * in[1] * in[2],
-                    group_in, in, out, win);
-    Gemm(group_out, spatial, depth, {reordered.data() + group * group_out * depth, depth, 1},
-         {col.data(), spatial, 1}, y + (image * o + group * group_out) * spatial, spatial);
+    const PanelPacker volume_packer = ImagePanelPacker<3>(
+        win, in, out, x + (image * c + group * group_in) * in[0] * in[1] * in[2]);
+    Gemm(group_out, spatial, depth, GemmOperand({w + group * group_out * depth, depth, 1}),
+         GemmOperand(&volume_packer), y + (image * o + group * group_out) * spatial, spatial);
   });
 }
 KILN_CPU_KERNEL("nn.conv3d", Conv3D);
