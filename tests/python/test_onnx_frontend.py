@@ -910,6 +910,26 @@ def test_initializer_data_must_match_its_shape_and_live_inside_the_model():
         kiln.frontend.from_onnx(constant_model(external))
 
 
+def test_raw_data_that_is_not_whole_elements_is_an_error_before_shape_inference():
+    """Found by kiln_onnx_fuzzer: Resize's scales as 10 bytes of raw_data for 4 floats made
+    ONNX 1.12's shape inference copy past its buffer (ParseData); every tensor of the model,
+    Constant values and subgraphs included, is checked against its shape first."""
+    corpus = pathlib.Path(__file__).parents[1] / "fuzz" / "corpus" / "onnx"
+    with pytest.raises(kiln.ValueError, match="tensor 's' holds 10 bytes of raw_data, but its "
+                                              "shape needs 4 elements"):
+        kiln.frontend.from_onnx(corpus / "regression_resize_scales_raw_data_not_whole_floats.onnx")
+    bad = helper.make_tensor("v", F32, [4], b"\x00" * 16, raw=True)
+    bad.raw_data = b"\x00" * 10
+    graph = helper.make_graph(
+        [node("Constant", [], ["s"], value=bad),
+         node("Resize", ["x", "", "s"], ["y"], mode="nearest")], "test",
+        [helper.make_tensor_value_info("x", F32, [1, 1, 2, 2])],
+        [helper.make_tensor_value_info("y", F32, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    with pytest.raises(kiln.ValueError, match="tensor 'v' holds 10 bytes of raw_data"):
+        kiln.frontend.from_onnx(model)
+
+
 def test_old_opset_model_with_an_undefined_output_is_a_clear_error():
     # Found by kiln_onnx_fuzzer: ONNX's version converter dereferences undefined values, so an
     # opset-6 model is checked before the upgrade.

@@ -274,6 +274,20 @@ void BindValues(onnx::GraphProto& graph, const InputValues& values, const std::s
   }
 }
 
+/// CheckTensorData on every tensor `graph` holds: its initializers and its nodes' tensor
+/// attributes (Constant's value), and those of its subgraphs (If, Loop, Scan bodies).
+void CheckTensorsOf(const onnx::GraphProto& graph) {
+  for (const onnx::TensorProto& initializer : graph.initializer()) CheckTensorData(initializer);
+  for (const onnx::NodeProto& node : graph.node()) {
+    for (const onnx::AttributeProto& attribute : node.attribute()) {
+      if (attribute.has_t()) CheckTensorData(attribute.t());
+      for (const onnx::TensorProto& tensor : attribute.tensors()) CheckTensorData(tensor);
+      if (attribute.has_g()) CheckTensorsOf(attribute.g());
+      for (const onnx::GraphProto& subgraph : attribute.graphs()) CheckTensorsOf(subgraph);
+    }
+  }
+}
+
 }  // namespace
 
 LoadedModel LoadModel(const std::string& bytes, const std::string& source,
@@ -283,10 +297,9 @@ LoadedModel LoadModel(const std::string& bytes, const std::string& source,
   OverrideShapes(*model.mutable_graph(), shapes, source);
   BindValues(*model.mutable_graph(), values, source);
   CheckInputsHaveShapes(model.graph());
-  // Before the checker, which would look for the files and fail with a less useful message.
-  for (const onnx::TensorProto& initializer : model.graph().initializer()) {
-    CheckDataInside(initializer);
-  }
+  // Before the checker, which would look for external files and fail with a less useful
+  // message, and before shape inference, which reads constants' data as it finds them.
+  CheckTensorsOf(model.graph());
   // ONNX reports failures as exceptions of its own; their messages name the node.
   try {
     onnx::checker::check_model(model);

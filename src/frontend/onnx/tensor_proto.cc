@@ -4,6 +4,7 @@
 #include <kiln/runtime/memory.h>
 #include <kiln/runtime/narrow_float.h>
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
@@ -176,13 +177,12 @@ void CheckDataInside(const TensorProto& proto) {
       << "save_as_external_data=False))";
 }
 
-Tensor TensorFromProto(const TensorProto& proto) {
-  const std::string what = "tensor '" + proto.name() + "'";
-  CheckDataInside(proto);
-  const DLDataType dtype = DTypeFromOnnx(proto.data_type(), what);
+namespace {
+
+/// ValueError naming `what` unless `proto`'s data (raw_data bytes or typed elements) are as many
+/// as its shape needs of `dtype`; the element count.
+int64_t CheckDataSize(const TensorProto& proto, DLDataType dtype, const std::string& what) {
   const int64_t count = ElementCount(proto, what);
-  // The data are checked against the shape before allocating, so a model cannot make Kiln
-  // allocate more than it holds.
   const bool raw = proto.has_raw_data();
   const auto given = static_cast<int64_t>(raw ? proto.raw_data().size() / ElementBytes(dtype)
                                               : TypedFieldSize(proto));
@@ -191,6 +191,33 @@ Tensor TensorFromProto(const TensorProto& proto) {
       << what << " holds " << (raw ? proto.raw_data().size() : TypedFieldSize(proto))
       << (raw ? " bytes of raw_data" : " elements") << ", but its shape needs " << count
       << " elements";
+  return count;
+}
+
+bool Imports(int32_t elem_type) {
+  return std::any_of(
+      std::begin(kElementTypes), std::end(kElementTypes),
+      [elem_type](const ElementTypeEntry& entry) { return entry.onnx == elem_type; });
+}
+
+}  // namespace
+
+void CheckTensorData(const TensorProto& proto) {
+  CheckDataInside(proto);
+  // Element types Kiln does not import fail with their own error when a converter reads them.
+  if (!Imports(proto.data_type())) return;
+  const std::string what = "tensor '" + proto.name() + "'";
+  CheckDataSize(proto, DTypeFromOnnx(proto.data_type(), what), what);
+}
+
+Tensor TensorFromProto(const TensorProto& proto) {
+  const std::string what = "tensor '" + proto.name() + "'";
+  CheckDataInside(proto);
+  const DLDataType dtype = DTypeFromOnnx(proto.data_type(), what);
+  // The data are checked against the shape before allocating, so a model cannot make Kiln
+  // allocate more than it holds.
+  const int64_t count = CheckDataSize(proto, dtype, what);
+  const bool raw = proto.has_raw_data();
   Tensor tensor =
       runtime::Empty(std::vector<int64_t>(proto.dims().begin(), proto.dims().end()), dtype, kHost);
   if (!raw) {

@@ -28,6 +28,13 @@ onnx::TensorProto TensorToProto(const Tensor& tensor, const std::string& name);
 /// NotImplementedError naming the tensor when its data live in an external file.
 void CheckDataInside(const onnx::TensorProto& proto);
 
+/// CheckDataInside, then ValueError naming the tensor when its data (raw_data bytes or typed
+/// elements) do not fill its shape exactly; element types Kiln does not import are left to
+/// the converter that reads them. Run on every tensor of a model before ONNX's checker and
+/// shape inference, which read initializers as they are (Debian's ONNX copies a raw_data
+/// whose size is not a multiple of the element's past the end of its buffer).
+void CheckTensorData(const onnx::TensorProto& proto);
+
 /// A host tensor holding `proto`'s elements, from raw_data or the typed fields; ValueError
 /// naming the tensor when the data do not match its shape, NotImplementedError for external
 /// data.
