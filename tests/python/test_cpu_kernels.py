@@ -1120,17 +1120,20 @@ def test_conv3d(case):
           dilation=dilation, groups=groups)
 
 
-@pytest.mark.parametrize("pool_size,strides,padding,ceil_mode", [
-    ([2, 2, 2], [2, 2, 2], [0] * 6, False),
-    ([3, 3, 2], [2, 1, 2], [1, 1, 0, 1, 1, 0], True),
+@pytest.mark.parametrize("pool_size,strides,padding,dilation,ceil_mode", [
+    ([2, 2, 2], [2, 2, 2], [0] * 6, [1, 1, 1], False),
+    ([3, 3, 2], [2, 1, 2], [1, 1, 0, 1, 1, 0], [1, 1, 1], True),
+    ([2, 3, 2], [1, 2, 1], [1, 1, 1, 1, 1, 1], [2, 1, 2], False),
 ])
-def test_pool3d(pool_size, strides, padding, ceil_mode):
+def test_pool3d(pool_size, strides, padding, dilation, ceil_mode):
     x = rand(2, 3, 7, 6, 5)
     attrs = {"pool_size": pool_size, "strides": strides, "padding": padding,
-             "dilation": [1, 1, 1], "ceil_mode": ceil_mode}
+             "dilation": dilation, "ceil_mode": ceil_mode}
     pad = tuple(padding[:3])
-    ref = F.max_pool3d(t(x), pool_size, strides, pad, 1, ceil_mode).numpy()
+    ref = F.max_pool3d(t(x), pool_size, strides, pad, dilation, ceil_mode).numpy()
     check("nn.max_pool3d", [x], ref, **attrs)
+    if dilation != [1, 1, 1]:  # average pooling has no dilation
+        return
     for include in (False, True):
         ref = F.avg_pool3d(t(x), pool_size, strides, pad, ceil_mode, include).numpy()
         check("nn.avg_pool3d", [x], ref, count_include_pad=include, **attrs)

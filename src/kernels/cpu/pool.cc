@@ -34,19 +34,11 @@ void ForEachPlane(const KernelCall& call, const Body& body) {
   });
 }
 
-/// Splits `index` into coordinates over `extents` (row-major).
-template <int kRank>
-void Unflatten(int64_t index, const int64_t* extents, int64_t* coords) {
-  for (int axis = kRank - 1; axis >= 0; --axis) {
-    coords[axis] = index % extents[axis];
-    index /= extents[axis];
-  }
-}
-
 /// How many taps of a window along one axis count for average pooling at output position
 /// `out`: those inside the input, or with count_include_pad those inside the padded input
 /// (window parts past the end padding, which ceil_mode adds, never count).
-int64_t CountedTaps(const Window2D& win, int axis, int64_t out, int64_t in_extent,
+template <int kRank>
+int64_t CountedTaps(const Window<kRank>& win, int axis, int64_t out, int64_t in_extent,
                     bool include_pad) {
   int64_t count = 0;
   for (int64_t tap = 0; tap < win.kernel[axis]; ++tap) {
@@ -56,106 +48,100 @@ int64_t CountedTaps(const Window2D& win, int axis, int64_t out, int64_t in_exten
   return count;
 }
 
-/// 2-D pooling row by row: each output row starts as the first tap's values and takes the
-/// others one window row and column at a time, over the output columns that tap reads inside
-/// the input (window.h's ValidOutputs), so the inner loop has no bounds checks.
+/// The value pooling starts from: below every value for max (integers: the lowest one; a window
+/// always holds one), zero for a sum.
 template <bool kMax, typename T>
-void Pool2DRows(const KernelCall& call, const Window2D& win, bool include_pad) {
-  const Tensor in = call.input(0);
-  const Tensor out = call.output(0);
-  const int64_t h = in.shape(2), w = in.shape(3), oh = out.shape(2), ow = out.shape(3);
-  std::vector<int64_t> counted_w(static_cast<size_t>(ow));
-  for (int64_t ox = 0; ox < ow; ++ox) counted_w[ox] = CountedTaps(win, 1, ox, w, include_pad);
-  const T initial =
-      kMax ? (std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
-                                                   : std::numeric_limits<T>::lowest())
-           : T{0};
-  ForEachPlane<T>(call, [&](const T* x, T* y) {
-    for (int64_t oy = 0; oy < oh; ++oy) {
-      T* __restrict__ out_row = y + oy * ow;
-      std::fill_n(out_row, ow, initial);
-      for (int64_t kh = 0; kh < win.kernel[0]; ++kh) {
-        const int64_t iy = win.InputPos(0, oy, kh);
-        if (iy < 0 || iy >= h) continue;
-        for (int64_t kw = 0; kw < win.kernel[1]; ++kw) {
-          const int64_t offset = win.InputPos(1, 0, kw);
-          const Range cols = ValidOutputs(ow, win.stride[1], offset, w);
-          const T* __restrict__ in_row = x + iy * w + offset;
-          for (int64_t ox = cols.begin; ox < cols.end; ++ox) {
-            const T value = in_row[ox * win.stride[1]];
-            out_row[ox] = kMax ? std::max(out_row[ox], value) : out_row[ox] + value;
-          }
+constexpr T Initial() {
+  if constexpr (!kMax) {
+    return T{0};
+  } else if constexpr (std::numeric_limits<T>::has_infinity) {
+    return -std::numeric_limits<T>::infinity();
+  } else {
+    return std::numeric_limits<T>::lowest();
+  }
+}
+
+/// The last two axes of a pooling window: the plane a 3-D window slides over at each depth.
+template <int kRank>
+Window2D PlaneWindow(const Window<kRank>& win) {
+  constexpr int kH = kRank - 2;
+  return {{win.kernel[kH], win.kernel[kH + 1]},
+          {win.stride[kH], win.stride[kH + 1]},
+          {win.pad_begin[kH], win.pad_begin[kH + 1]},
+          {win.pad_end[kH], win.pad_end[kH + 1]},
+          {win.dilation[kH], win.dilation[kH + 1]}};
+}
+
+/// Folds the 2-D window over input plane `x` (h x w) into output plane `y` (oh x ow), row by
+/// row: each window row and column is one pass over an output row, over the output columns that
+/// tap reads inside the input (window.h's ValidOutputs), so the inner loop has no bounds
+/// checks. `y` holds the values folded so far (Initial, or earlier depth taps').
+template <bool kMax, typename T>
+void FoldPlane(const Window2D& win, const T* x, int64_t h, int64_t w, T* y, int64_t oh,
+               int64_t ow) {
+  for (int64_t oy = 0; oy < oh; ++oy) {
+    T* __restrict__ out_row = y + oy * ow;
+    for (int64_t kh = 0; kh < win.kernel[0]; ++kh) {
+      const int64_t iy = win.InputPos(0, oy, kh);
+      if (iy < 0 || iy >= h) continue;
+      for (int64_t kw = 0; kw < win.kernel[1]; ++kw) {
+        const int64_t offset = win.InputPos(1, 0, kw);
+        const Range cols = ValidOutputs(ow, win.stride[1], offset, w);
+        const T* __restrict__ in_row = x + iy * w + offset;
+        for (int64_t ox = cols.begin; ox < cols.end; ++ox) {
+          const T value = in_row[ox * win.stride[1]];
+          out_row[ox] = kMax ? std::max(out_row[ox], value) : out_row[ox] + value;
         }
       }
+    }
+  }
+}
+
+/// 2-D and 3-D pooling, (n, c) volume by volume: each output plane starts at Initial and folds
+/// in the input planes its depth taps read (a 2-D window reads one), then an average divides
+/// by the taps counted along each axis.
+template <int kRank, bool kMax, typename T>
+void PoolOf(const KernelCall& call) {
+  const Window<kRank> win = ReadWindow<kRank>(call, call.Ints("pool_size"));
+  const bool include_pad = !kMax && call.Bool("count_include_pad");
+  const Tensor in = call.input(0);
+  const Tensor out = call.output(0);
+  const int64_t h = in.shape(kRank), w = in.shape(kRank + 1);
+  const int64_t oh = out.shape(kRank), ow = out.shape(kRank + 1);
+  const int64_t depth = kRank == 3 ? in.shape(2) : 1;
+  const int64_t out_depth = kRank == 3 ? out.shape(2) : 1;
+  const Window2D plane_window = PlaneWindow(win);
+  std::vector<T> counted_hw;  // averages: the taps counted in the plane, per output position
+  for (int64_t oy = 0; oy < oh && !kMax; ++oy) {
+    for (int64_t ox = 0; ox < ow; ++ox) {
+      counted_hw.push_back(static_cast<T>(CountedTaps(plane_window, 0, oy, h, include_pad) *
+                                          CountedTaps(plane_window, 1, ox, w, include_pad)));
+    }
+  }
+  ForEachPlane<T>(call, [&](const T* x, T* y) {
+    for (int64_t od = 0; od < out_depth; ++od) {
+      T* plane = y + od * oh * ow;
+      std::fill_n(plane, oh * ow, Initial<kMax, T>());
+      int64_t counted_d = 1;
+      if constexpr (kRank == 3) {
+        for (int64_t kd = 0; kd < win.kernel[0]; ++kd) {
+          const int64_t id = win.InputPos(0, od, kd);
+          if (id >= 0 && id < depth)
+            FoldPlane<kMax>(plane_window, x + id * h * w, h, w, plane, oh, ow);
+        }
+        counted_d = CountedTaps(win, 0, od, depth, include_pad);
+      } else {
+        FoldPlane<kMax>(plane_window, x, h, w, plane, oh, ow);
+      }
       if constexpr (!kMax) {
-        const auto rows = static_cast<T>(CountedTaps(win, 0, oy, h, include_pad));
-        for (int64_t ox = 0; ox < ow; ++ox) {
-          out_row[ox] /= std::max(T{1}, rows * static_cast<T>(counted_w[ox]));
+        for (int64_t i = 0; i < oh * ow; ++i) {
+          plane[i] /= std::max(T{1}, static_cast<T>(counted_d) * counted_hw[i]);
         }
       }
     }
   });
 }
 
-template <int kRank, bool kMax, typename T>
-void PoolOf(const KernelCall& call) {
-  const Window<kRank> win = ReadWindow<kRank>(call, call.Ints("pool_size"));
-  const bool include_pad = !kMax && call.Bool("count_include_pad");
-  if constexpr (kRank == 2) {
-    Pool2DRows<kMax, T>(call, win, include_pad);
-    return;
-  }
-  const Tensor in = call.input(0);
-  const Tensor out = call.output(0);
-  int64_t in_dims[kRank];
-  int64_t out_dims[kRank];
-  int64_t out_size = 1;
-  int64_t taps = 1;
-  for (int axis = 0; axis < kRank; ++axis) {
-    in_dims[axis] = in.shape(2 + axis);
-    out_dims[axis] = out.shape(2 + axis);
-    out_size *= out_dims[axis];
-    taps *= win.kernel[axis];
-  }
-  // Each tap's displacement per axis, computed once: the loop below only adds and compares.
-  std::vector<int64_t> tap_shift(static_cast<size_t>(taps * kRank));
-  for (int64_t t = 0; t < taps; ++t) {
-    int64_t tap[kRank];
-    Unflatten<kRank>(t, win.kernel, tap);
-    for (int axis = 0; axis < kRank; ++axis) {
-      tap_shift[t * kRank + axis] = tap[axis] * win.dilation[axis];
-    }
-  }
-  ForEachPlane<T>(call, [&](const T* x, T* y) {
-    int64_t position[kRank];
-    int64_t origin[kRank];
-    for (int64_t o = 0; o < out_size; ++o) {
-      Unflatten<kRank>(o, out_dims, position);
-      for (int axis = 0; axis < kRank; ++axis) origin[axis] = win.InputPos(axis, position[axis], 0);
-      // Max starts below every value (integers: the lowest one; a window always holds one).
-      T acc = kMax ? (std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
-                                                           : std::numeric_limits<T>::lowest())
-                   : T{0};
-      int64_t count = 0;
-      for (int64_t t = 0; t < taps; ++t) {
-        bool inside = true;
-        // count_include_pad counts padding, but not window parts past it (ceil_mode).
-        bool in_padded = true;
-        int64_t offset = 0;
-        for (int axis = 0; axis < kRank; ++axis) {
-          const int64_t pos = origin[axis] + tap_shift[t * kRank + axis];
-          inside = inside && pos >= 0 && pos < in_dims[axis];
-          in_padded = in_padded && pos < in_dims[axis] + win.pad_end[axis];
-          offset = offset * in_dims[axis] + pos;
-        }
-        count += (include_pad ? in_padded : inside) ? 1 : 0;
-        if (!inside) continue;
-        acc = kMax ? std::max(acc, x[offset]) : acc + x[offset];
-      }
-      y[o] = kMax ? acc : acc / static_cast<T>(std::max<int64_t>(count, 1));
-    }
-  });
-}
 /// Max pooling also takes 8-bit integers (ONNX MaxPool, opset 12); average pooling is float32.
 template <int kRank, bool kMax>
 void Pool(const KernelCall& call) {
