@@ -1,8 +1,10 @@
 // image.resize2d (ONNX Resize on the H and W axes of NCHW float32). Interpolation is
 // separable: each output row and column gets up to four (input index, weight) taps, computed
 // once per axis, and every output value is the weighted sum over the taps of both axes.
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "kernel_util.h"
 
@@ -106,6 +108,33 @@ std::vector<Taps> AxisTapsAll(const ResizeMode& mode, int64_t in, int64_t out, d
   return all;
 }
 
+/// out[ox] = the taps cols[ox] of input row `line`, ox < cols.size().
+void ResizeRow(const float* __restrict__ line, const std::vector<Taps>& cols,
+               float* __restrict__ out) {
+  for (size_t ox = 0; ox < cols.size(); ++ox) {
+    const Taps& tx = cols[ox];
+    float sum = tx.weight[0] * line[tx.index[0]];
+    for (int64_t j = 1; j < tx.count; ++j) sum += tx.weight[j] * line[tx.index[j]];
+    out[ox] = sum;
+  }
+}
+
+/// out (width floats) = the taps `ty` of the rows of `resized` (width floats apart).
+KILN_CPU_CLONES void BlendRows(const float* __restrict__ resized, const Taps& ty, int64_t width,
+                               float* __restrict__ out) {
+  const float* first = resized + ty.index[0] * width;
+  if (ty.count == 1 && ty.weight[0] == 1.F) {
+    std::copy_n(first, width, out);
+    return;
+  }
+  for (int64_t ox = 0; ox < width; ++ox) out[ox] = ty.weight[0] * first[ox];
+  for (int64_t i = 1; i < ty.count; ++i) {
+    const float* row = resized + ty.index[i] * width;
+    const float weight = ty.weight[i];
+    for (int64_t ox = 0; ox < width; ++ox) out[ox] += weight * row[ox];
+  }
+}
+
 /// Resizes input 0 into output 0 dividing output coordinates by `scales` ([H, W]; 0 where the
 /// ratio of the extents is meant).
 void ResizeWithScales(const KernelCall& call, const std::vector<double>& scales) {
@@ -122,27 +151,28 @@ void ResizeWithScales(const KernelCall& call, const std::vector<double>& scales)
   const std::vector<Taps> cols = AxisTapsAll(mode, w, ow, scales.at(1));
   const float* x = Data<const float>(in);
   float* y = Data<float>(out);
+  // Separably: each input row some output row reads, resized along the width once; then each
+  // output row a weighted sum of whole resized rows, a pass that vectorizes (and a copy for
+  // nearest).
+  std::vector<bool> read(static_cast<size_t>(h), false);
+  for (const Taps& ty : rows) {
+    for (int64_t i = 0; i < ty.count; ++i) read[ty.index[i]] = true;
+  }
   runtime::ParallelFor(0, in.shape(0) * in.shape(1), 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> resized_rows(static_cast<size_t>(h * ow));
     for (int64_t p = begin; p < end; ++p) {
       const float* plane = x + p * h * w;
+      for (int64_t iy = 0; iy < h; ++iy) {
+        if (read[iy]) ResizeRow(plane + iy * w, cols, resized_rows.data() + iy * ow);
+      }
       float* out_plane = y + p * oh * ow;
       for (int64_t oy = 0; oy < oh; ++oy) {
-        const Taps& ty = rows[oy];
-        for (int64_t ox = 0; ox < ow; ++ox) {
-          const Taps& tx = cols[ox];
-          float sum = 0.F;
-          for (int64_t i = 0; i < ty.count; ++i) {
-            const float* line = plane + ty.index[i] * w;
-            float line_sum = 0.F;
-            for (int64_t j = 0; j < tx.count; ++j) line_sum += tx.weight[j] * line[tx.index[j]];
-            sum += ty.weight[i] * line_sum;
-          }
-          out_plane[oy * ow + ox] = sum;
-        }
+        BlendRows(resized_rows.data(), rows[oy], ow, out_plane + oy * ow);
       }
     }
   });
 }
+
 void Resize2D(const KernelCall& call) {
   RequireFloat32Inputs(call);
   ResizeWithScales(call, call.OptionalFloats("scales").value_or(std::vector<double>{0.0, 0.0}));
