@@ -123,6 +123,19 @@ def interleaved(calls, x, runs):
     return {name: statistics.median(values) for name, values in times.items()}
 
 
+def parse_benchmark_args(parser, argv, runs, quick_runs):
+    """Adds the options every side-by-side benchmark takes to `parser` (--runs, --build-dir,
+    --quick, --output), parses `argv`, and settles --quick (settle_quick)."""
+    parser.add_argument("--runs", type=int, default=runs)
+    parser.add_argument("--build-dir", default=os.path.join(REPO, "build"))
+    parser.add_argument("--quick", action="store_true",
+                        help=f"{quick_runs} runs, warn on a busy machine, write no file")
+    parser.add_argument("--output", default=None)
+    args = parser.parse_args(argv)
+    args.build_dir = os.path.abspath(args.build_dir)
+    return settle_quick(args, quick_runs)
+
+
 def settle_quick(args, quick_runs):
     """--quick: at most `quick_runs` runs, the idle checks only warn (timed_phase runs the phase
     as it is), and no file unless --output names one; otherwise the table goes to

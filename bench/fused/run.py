@@ -31,7 +31,6 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "common"))
 import harness  # noqa: E402  (bench/common/harness.py: idle checks, doc sections)
-from harness import REPO  # noqa: E402
 
 harness.set_name("fused")
 
@@ -59,13 +58,7 @@ WORKLOADS = [
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=50)
-    parser.add_argument("--build-dir", default=os.path.join(REPO, "build"))
-    parser.add_argument("--quick", action="store_true",
-                        help="5 runs, warn on a busy machine, write no file")
-    parser.add_argument("--output", default=None)
-    args = parser.parse_args(argv)
-    return harness.settle_quick(args, quick_runs=5)
+    return harness.parse_benchmark_args(parser, argv, runs=50, quick_runs=5)
 
 
 def module_text(shapes, body):

@@ -32,7 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "common"))
 import harness  # noqa: E402  (bench/common/harness.py: idle checks, doc sections)
 import ort_peer  # noqa: E402  (bench/common/ort_peer.py: the peer and its venv)
-from harness import REPO, log  # noqa: E402
+from harness import log  # noqa: E402
 
 harness.set_name("recurrent")
 
@@ -48,14 +48,7 @@ def parse_args(argv):
     parser.add_argument("--models", nargs="+", choices=sorted(MODELS), default=sorted(MODELS))
     parser.add_argument("--batches", nargs="+", type=int, default=[1, 8])
     parser.add_argument("--seqs", nargs="+", type=int, default=[16, 64, 256])
-    parser.add_argument("--runs", type=int, default=20)
-    parser.add_argument("--build-dir", default=os.path.join(REPO, "build"))
-    parser.add_argument("--quick", action="store_true",
-                        help="3 runs, warn on a busy machine, write no file")
-    parser.add_argument("--output", default=None)
-    args = parser.parse_args(argv)
-    args.build_dir = os.path.abspath(args.build_dir)
-    return harness.settle_quick(args, quick_runs=3)
+    return harness.parse_benchmark_args(parser, argv, runs=20, quick_runs=3)
 
 
 def export(name, directory):

@@ -39,7 +39,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "common"))
 import harness  # noqa: E402  (bench/common/harness.py: idle checks, doc sections)
 import ort_peer  # noqa: E402  (bench/common/ort_peer.py: the peer and its venv)
-from harness import REPO, log  # noqa: E402
+from harness import log  # noqa: E402
 
 harness.set_name("symbolic")
 
@@ -57,14 +57,7 @@ def parse_args(argv):
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
     parser.add_argument("--batches", nargs="+", type=int, default=[1, 4])
     parser.add_argument("--seqs", nargs="+", type=int, default=[16, 32, 64, 128, 256, 512])
-    parser.add_argument("--runs", type=int, default=30)
-    parser.add_argument("--build-dir", default=os.path.join(REPO, "build"))
-    parser.add_argument("--quick", action="store_true",
-                        help="5 runs, warn on a busy machine, write no file")
-    parser.add_argument("--output", default=None)
-    args = parser.parse_args(argv)
-    args.build_dir = os.path.abspath(args.build_dir)
-    return harness.settle_quick(args, quick_runs=5)
+    return harness.parse_benchmark_args(parser, argv, runs=30, quick_runs=5)
 
 
 def export(model_name, directory):

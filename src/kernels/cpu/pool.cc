@@ -72,29 +72,83 @@ Window2D PlaneWindow(const Window<kRank>& win) {
           {win.dilation[kH], win.dilation[kH + 1]}};
 }
 
+/// Where a 2-D window's columns read, the same for every output row: tap kw reads
+/// in_row[ox * stride + offset[kw]] for ox in cols[kw], the output columns whose tap lies inside
+/// the input (window.h's ValidOutputs), so the inner loops have no bounds checks.
+struct ColumnTaps {
+  std::vector<int64_t> offset;
+  std::vector<Range> cols;
+
+  ColumnTaps(const Window2D& win, int64_t w, int64_t ow) {
+    for (int64_t kw = 0; kw < win.kernel[1]; ++kw) {
+      offset.push_back(win.InputPos(1, 0, kw));
+      cols.push_back(ValidOutputs(ow, win.stride[1], offset.back(), w));
+    }
+  }
+};
+
+/// out_row[ox] = max or sum of itself and in_row[ox * kStride] over `cols` (kStride 0: `stride`,
+/// known at run time); unit strides are spelled out so that the loop vectorizes.
+template <bool kMax, int64_t kStride, typename T>
+__attribute__((always_inline)) inline void FoldRow(T* __restrict__ out_row,
+                                                   const T* __restrict__ in_row, const Range& cols,
+                                                   int64_t stride) {
+  const int64_t step = kStride == 0 ? stride : kStride;
+  for (int64_t ox = cols.begin; ox < cols.end; ++ox) {
+    const T value = in_row[ox * step];
+    out_row[ox] = kMax ? std::max(out_row[ox], value) : out_row[ox] + value;
+  }
+}
+
 /// Folds the 2-D window over input plane `x` (h x w) into output plane `y` (oh x ow), row by
-/// row: each window row and column is one pass over an output row, over the output columns that
-/// tap reads inside the input (window.h's ValidOutputs), so the inner loop has no bounds
-/// checks. `y` holds the values folded so far (Initial, or earlier depth taps').
+/// row: each window row and column is one pass over an output row. `y` holds the values folded
+/// so far (Initial, or earlier depth taps').
 template <bool kMax, typename T>
-void FoldPlane(const Window2D& win, const T* x, int64_t h, int64_t w, T* y, int64_t oh,
-               int64_t ow) {
+__attribute__((always_inline)) inline void FoldPlaneOf(const Window2D& win, const ColumnTaps& taps,
+                                                       const T* x, int64_t h, int64_t w, T* y,
+                                                       int64_t oh, int64_t ow) {
+  const int64_t stride = win.stride[1];
   for (int64_t oy = 0; oy < oh; ++oy) {
-    T* __restrict__ out_row = y + oy * ow;
+    T* out_row = y + oy * ow;
     for (int64_t kh = 0; kh < win.kernel[0]; ++kh) {
       const int64_t iy = win.InputPos(0, oy, kh);
       if (iy < 0 || iy >= h) continue;
       for (int64_t kw = 0; kw < win.kernel[1]; ++kw) {
-        const int64_t offset = win.InputPos(1, 0, kw);
-        const Range cols = ValidOutputs(ow, win.stride[1], offset, w);
-        const T* __restrict__ in_row = x + iy * w + offset;
-        for (int64_t ox = cols.begin; ox < cols.end; ++ox) {
-          const T value = in_row[ox * win.stride[1]];
-          out_row[ox] = kMax ? std::max(out_row[ox], value) : out_row[ox] + value;
+        const T* in_row = x + iy * w + taps.offset[kw];
+        if (stride == 1) {
+          FoldRow<kMax, 1>(out_row, in_row, taps.cols[kw], stride);
+        } else {
+          FoldRow<kMax, 0>(out_row, in_row, taps.cols[kw], stride);
         }
       }
     }
   }
+}
+
+/// FoldPlaneOf, with an AVX-512 clone for float32 (the kernel library builds for the x86-64
+/// baseline, whose vectors hold 4 floats).
+template <bool kMax, typename T>
+void FoldPlane(const Window2D& win, const ColumnTaps& taps, const T* x, int64_t h, int64_t w, T* y,
+               int64_t oh, int64_t ow) {
+  FoldPlaneOf<kMax>(win, taps, x, h, w, y, oh, ow);
+}
+KILN_CPU_CLONES void MaxFoldPlane(const Window2D& win, const ColumnTaps& taps, const float* x,
+                                  int64_t h, int64_t w, float* y, int64_t oh, int64_t ow) {
+  FoldPlaneOf<true>(win, taps, x, h, w, y, oh, ow);
+}
+KILN_CPU_CLONES void SumFoldPlane(const Window2D& win, const ColumnTaps& taps, const float* x,
+                                  int64_t h, int64_t w, float* y, int64_t oh, int64_t ow) {
+  FoldPlaneOf<false>(win, taps, x, h, w, y, oh, ow);
+}
+template <>
+void FoldPlane<true, float>(const Window2D& win, const ColumnTaps& taps, const float* x, int64_t h,
+                            int64_t w, float* y, int64_t oh, int64_t ow) {
+  MaxFoldPlane(win, taps, x, h, w, y, oh, ow);
+}
+template <>
+void FoldPlane<false, float>(const Window2D& win, const ColumnTaps& taps, const float* x, int64_t h,
+                             int64_t w, float* y, int64_t oh, int64_t ow) {
+  SumFoldPlane(win, taps, x, h, w, y, oh, ow);
 }
 
 /// 2-D and 3-D pooling, (n, c) volume by volume: each output plane starts at Initial and folds
@@ -111,6 +165,7 @@ void PoolOf(const KernelCall& call) {
   const int64_t depth = kRank == 3 ? in.shape(2) : 1;
   const int64_t out_depth = kRank == 3 ? out.shape(2) : 1;
   const Window2D plane_window = PlaneWindow(win);
+  const ColumnTaps column_taps(plane_window, w, ow);
   std::vector<T> counted_hw;  // averages: the taps counted in the plane, per output position
   for (int64_t oy = 0; oy < oh && !kMax; ++oy) {
     for (int64_t ox = 0; ox < ow; ++ox) {
@@ -127,11 +182,11 @@ void PoolOf(const KernelCall& call) {
         for (int64_t kd = 0; kd < win.kernel[0]; ++kd) {
           const int64_t id = win.InputPos(0, od, kd);
           if (id >= 0 && id < depth)
-            FoldPlane<kMax>(plane_window, x + id * h * w, h, w, plane, oh, ow);
+            FoldPlane<kMax>(plane_window, column_taps, x + id * h * w, h, w, plane, oh, ow);
         }
         counted_d = CountedTaps(win, 0, od, depth, include_pad);
       } else {
-        FoldPlane<kMax>(plane_window, x, h, w, plane, oh, ow);
+        FoldPlane<kMax>(plane_window, column_taps, x, h, w, plane, oh, ow);
       }
       if constexpr (!kMax) {
         for (int64_t i = 0; i < oh * ow; ++i) {
