@@ -315,6 +315,31 @@ KILN_CPU_CLONES void DepthwisePlane(const ConvShapes& s, const WindowRowPlan& pl
 /// Channels a depthwise block of small planes computes together: one AVX-512 vector.
 constexpr int64_t kDepthwiseLanes = 16;
 
+/// Output columns a depthwise block computes together, sharing each tap's load.
+constexpr int64_t kDepthwiseColumns = 4;
+
+/// The kL-lane sums of kColumns outputs of a depthwise block's row from `row`, the padded input
+/// row of its first window row, into row_sums[ox...] ([x][lane]).
+template <int64_t kColumns>
+__attribute__((always_inline)) inline void DepthwiseBlockOutputs(const Window2D& win, int64_t pw,
+                                                                 const float* tap_lanes,
+                                                                 const float* row, int64_t ox,
+                                                                 float* row_sums) {
+  constexpr int64_t kL = kDepthwiseLanes;
+  float acc[kColumns][kL] = {};
+  for (int64_t kh = 0; kh < win.kernel[0]; ++kh) {
+    for (int64_t kw = 0; kw < win.kernel[1]; ++kw) {
+      const float* tap = tap_lanes + (kh * win.kernel[1] + kw) * kL;
+      const float* in =
+          row + (kh * win.dilation[0] * pw + ox * win.stride[1] + kw * win.dilation[1]) * kL;
+      for (int64_t c = 0; c < kColumns; ++c) {
+        for (int64_t l = 0; l < kL; ++l) acc[c][l] += tap[l] * in[c * win.stride[1] * kL + l];
+      }
+    }
+  }
+  std::copy_n(&acc[0][0], kColumns * kL, row_sums + ox * kL);
+}
+
 /// Output channels [o0, o0 + lanes) of one image of a depthwise conv2d with small planes,
 /// kDepthwiseLanes channels side by side: their input planes are interleaved into `padded`
 /// ([y][x][lane], zero where the window reads padding), so each output position is one
@@ -338,19 +363,14 @@ KILN_CPU_CLONES void DepthwiseBlock(const ConvShapes& s, const float* image, con
     for (int64_t t = 0; t < taps; ++t) tap_lanes[t * kL + l] = weight[(o0 + l) * taps + t];
   }
   for (int64_t oy = 0; oy < s.oh; ++oy) {
-    for (int64_t ox = 0; ox < s.ow; ++ox) {
-      float acc[kL] = {};
-      for (int64_t kh = 0; kh < win.kernel[0]; ++kh) {
-        for (int64_t kw = 0; kw < win.kernel[1]; ++kw) {
-          const float* in = padded + ((oy * win.stride[0] + kh * win.dilation[0]) * pw +
-                                      ox * win.stride[1] + kw * win.dilation[1]) *
-                                         kL;
-          const float* tap = tap_lanes + (kh * win.kernel[1] + kw) * kL;
-          for (int64_t l = 0; l < kL; ++l) acc[l] += tap[l] * in[l];
-        }
-      }
-      std::copy_n(acc, kL, sums + (oy * s.ow + ox) * kL);
+    const float* row = padded + oy * win.stride[0] * pw * kL;
+    float* row_sums = sums + oy * s.ow * kL;
+    int64_t ox = 0;
+    // Four outputs at a time share each tap's load.
+    for (; ox + kDepthwiseColumns <= s.ow; ox += kDepthwiseColumns) {
+      DepthwiseBlockOutputs<kDepthwiseColumns>(win, pw, tap_lanes, row, ox, row_sums);
     }
+    for (; ox < s.ow; ++ox) DepthwiseBlockOutputs<1>(win, pw, tap_lanes, row, ox, row_sums);
   }
   const int64_t spatial = s.oh * s.ow;
   for (int64_t l = 0; l < lanes; ++l) {
