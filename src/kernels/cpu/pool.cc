@@ -88,7 +88,7 @@ struct ColumnTaps {
 };
 
 /// out_row[ox] = max or sum of itself and in_row[ox * kStride] over `cols` (kStride 0: `stride`,
-/// known at run time); unit strides are spelled out so that the loop vectorizes.
+/// known at run time); strides 1 and 2 are spelled out so that the loop vectorizes.
 template <bool kMax, int64_t kStride, typename T>
 __attribute__((always_inline)) inline void FoldRow(T* __restrict__ out_row,
                                                    const T* __restrict__ in_row, const Range& cols,
@@ -101,25 +101,31 @@ __attribute__((always_inline)) inline void FoldRow(T* __restrict__ out_row,
 }
 
 /// Folds the 2-D window over input plane `x` (h x w) into output plane `y` (oh x ow), row by
-/// row: each window row and column is one pass over an output row. `y` holds the values folded
-/// so far (Initial, or earlier depth taps').
+/// row and separably (max and sum both are): the window's input rows are first folded into one
+/// row of the input's width (`rows`, w elements), whole rows at a time, and that row's window
+/// columns then into the output row, so a k x k window costs 2k passes, not k * k. `y` holds
+/// the values folded so far (Initial, or earlier depth taps').
 template <bool kMax, typename T>
 __attribute__((always_inline)) inline void FoldPlaneOf(const Window2D& win, const ColumnTaps& taps,
                                                        const T* x, int64_t h, int64_t w, T* y,
-                                                       int64_t oh, int64_t ow) {
+                                                       int64_t oh, int64_t ow, T* rows) {
   const int64_t stride = win.stride[1];
+  const Range whole{0, w};
   for (int64_t oy = 0; oy < oh; ++oy) {
-    T* out_row = y + oy * ow;
+    std::fill_n(rows, w, Initial<kMax, T>());
     for (int64_t kh = 0; kh < win.kernel[0]; ++kh) {
       const int64_t iy = win.InputPos(0, oy, kh);
-      if (iy < 0 || iy >= h) continue;
-      for (int64_t kw = 0; kw < win.kernel[1]; ++kw) {
-        const T* in_row = x + iy * w + taps.offset[kw];
-        if (stride == 1) {
-          FoldRow<kMax, 1>(out_row, in_row, taps.cols[kw], stride);
-        } else {
-          FoldRow<kMax, 0>(out_row, in_row, taps.cols[kw], stride);
-        }
+      if (iy >= 0 && iy < h) FoldRow<kMax, 1>(rows, x + iy * w, whole, 1);
+    }
+    T* out_row = y + oy * ow;
+    for (int64_t kw = 0; kw < win.kernel[1]; ++kw) {
+      const T* in_row = rows + taps.offset[kw];
+      if (stride == 1) {
+        FoldRow<kMax, 1>(out_row, in_row, taps.cols[kw], stride);
+      } else if (stride == 2) {
+        FoldRow<kMax, 2>(out_row, in_row, taps.cols[kw], stride);
+      } else {
+        FoldRow<kMax, 0>(out_row, in_row, taps.cols[kw], stride);
       }
     }
   }
@@ -129,26 +135,28 @@ __attribute__((always_inline)) inline void FoldPlaneOf(const Window2D& win, cons
 /// baseline, whose vectors hold 4 floats).
 template <bool kMax, typename T>
 void FoldPlane(const Window2D& win, const ColumnTaps& taps, const T* x, int64_t h, int64_t w, T* y,
-               int64_t oh, int64_t ow) {
-  FoldPlaneOf<kMax>(win, taps, x, h, w, y, oh, ow);
+               int64_t oh, int64_t ow, T* rows) {
+  FoldPlaneOf<kMax>(win, taps, x, h, w, y, oh, ow, rows);
 }
 KILN_CPU_CLONES void MaxFoldPlane(const Window2D& win, const ColumnTaps& taps, const float* x,
-                                  int64_t h, int64_t w, float* y, int64_t oh, int64_t ow) {
-  FoldPlaneOf<true>(win, taps, x, h, w, y, oh, ow);
+                                  int64_t h, int64_t w, float* y, int64_t oh, int64_t ow,
+                                  float* rows) {
+  FoldPlaneOf<true>(win, taps, x, h, w, y, oh, ow, rows);
 }
 KILN_CPU_CLONES void SumFoldPlane(const Window2D& win, const ColumnTaps& taps, const float* x,
-                                  int64_t h, int64_t w, float* y, int64_t oh, int64_t ow) {
-  FoldPlaneOf<false>(win, taps, x, h, w, y, oh, ow);
+                                  int64_t h, int64_t w, float* y, int64_t oh, int64_t ow,
+                                  float* rows) {
+  FoldPlaneOf<false>(win, taps, x, h, w, y, oh, ow, rows);
 }
 template <>
 void FoldPlane<true, float>(const Window2D& win, const ColumnTaps& taps, const float* x, int64_t h,
-                            int64_t w, float* y, int64_t oh, int64_t ow) {
-  MaxFoldPlane(win, taps, x, h, w, y, oh, ow);
+                            int64_t w, float* y, int64_t oh, int64_t ow, float* rows) {
+  MaxFoldPlane(win, taps, x, h, w, y, oh, ow, rows);
 }
 template <>
 void FoldPlane<false, float>(const Window2D& win, const ColumnTaps& taps, const float* x, int64_t h,
-                             int64_t w, float* y, int64_t oh, int64_t ow) {
-  SumFoldPlane(win, taps, x, h, w, y, oh, ow);
+                             int64_t w, float* y, int64_t oh, int64_t ow, float* rows) {
+  SumFoldPlane(win, taps, x, h, w, y, oh, ow, rows);
 }
 
 /// 2-D and 3-D pooling, (n, c) volume by volume: each output plane starts at Initial and folds
@@ -174,6 +182,7 @@ void PoolOf(const KernelCall& call) {
     }
   }
   ForEachPlane<T>(call, [&](const T* x, T* y) {
+    std::vector<T> rows(static_cast<size_t>(w));  // FoldPlane's folded window rows
     for (int64_t od = 0; od < out_depth; ++od) {
       T* plane = y + od * oh * ow;
       std::fill_n(plane, oh * ow, Initial<kMax, T>());
@@ -182,11 +191,12 @@ void PoolOf(const KernelCall& call) {
         for (int64_t kd = 0; kd < win.kernel[0]; ++kd) {
           const int64_t id = win.InputPos(0, od, kd);
           if (id >= 0 && id < depth)
-            FoldPlane<kMax>(plane_window, column_taps, x + id * h * w, h, w, plane, oh, ow);
+            FoldPlane<kMax>(plane_window, column_taps, x + id * h * w, h, w, plane, oh, ow,
+                            rows.data());
         }
         counted_d = CountedTaps(win, 0, od, depth, include_pad);
       } else {
-        FoldPlane<kMax>(plane_window, column_taps, x, h, w, plane, oh, ow);
+        FoldPlane<kMax>(plane_window, column_taps, x, h, w, plane, oh, ow, rows.data());
       }
       if constexpr (!kMax) {
         for (int64_t i = 0; i < oh * ow; ++i) {
