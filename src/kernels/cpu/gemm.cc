@@ -494,8 +494,21 @@ void GemmTransposedOutput(int64_t m, int64_t n, int64_t k, const GemmOperand& a,
     packed_b = own_b.get();
   }
   const TaskGrid plan(m, kMC, kernel.mr, n, kernel.nr);  // row blocks, column groups
+  // One row block split into column groups (a 7 x 7 plane's pixels): its A is packed once, by
+  // depth blocks in parallel, rather than by every group.
+  const int64_t m_pad = RoundUp(m, kernel.mr);
+  std::unique_ptr<float[]> shared_a;
+  if (plan.blocks == 1 && plan.groups > 1) {
+    shared_a = UninitializedFloats(m_pad * k);
+    runtime::ParallelFor(0, CeilDiv(k, kKC), 1, [&](int64_t begin, int64_t end) {
+      for (int64_t p0 = begin * kKC; p0 < std::min(k, end * kKC); p0 += kKC) {
+        PackRowsOfA(a, p0, std::min(kKC, k - p0), 0, m, kernel.mr, shared_a.get() + p0 * m_pad);
+      }
+    });
+  }
   runtime::ParallelFor(0, plan.blocks * plan.groups, 1, [&](int64_t begin, int64_t end) {
-    const std::unique_ptr<float[]> panel = UninitializedFloats(plan.block * std::min(k, kKC));
+    const std::unique_ptr<float[]> panel =
+        UninitializedFloats(shared_a ? 0 : plan.block * std::min(k, kKC));
     // The block's product, stored as is (the tiles' stores are whole vectors) and transposed
     // into C once, after the last depth block.
     const std::unique_ptr<float[]> product = UninitializedFloats(plan.block * plan.group);
@@ -506,8 +519,13 @@ void GemmTransposedOutput(int64_t m, int64_t n, int64_t k, const GemmOperand& a,
       const int64_t cols = std::min(plan.group, n - col0);
       for (int64_t p0 = 0; p0 < k; p0 += kKC) {
         const int64_t kc = std::min(kKC, k - p0);
-        PackRowsOfA(a, p0, kc, row0, rows, kernel.mr, panel.get());
-        kernel.multiply_block(panel.get(), packed_b + p0 * n_pad + col0 * kc, rows, cols, kc,
+        const float* packed_a = panel.get();
+        if (shared_a) {
+          packed_a = shared_a.get() + p0 * m_pad;
+        } else {
+          PackRowsOfA(a, p0, kc, row0, rows, kernel.mr, panel.get());
+        }
+        kernel.multiply_block(packed_a, packed_b + p0 * n_pad + col0 * kc, rows, cols, kc,
                               product.get(), plan.group, p0 > 0);
       }
       float* block = c + col0 * ldc + row0;
