@@ -930,6 +930,15 @@ def test_raw_data_that_is_not_whole_elements_is_an_error_before_shape_inference(
         kiln.frontend.from_onnx(model)
 
 
+def test_an_old_opset_gemm_of_a_declared_scalar_is_an_error_before_shape_inference():
+    """Found by kiln_onnx_fuzzer: an opset-6 Gemm whose A is declared rank 0 made ONNX 1.12's
+    Gemm shape inference, run before the upgrade, read past its dims (SEGV)."""
+    corpus = pathlib.Path(__file__).parents[1] / "fuzz" / "corpus" / "onnx"
+    with pytest.raises(kiln.ValueError, match="reads 'x' of rank 0; Gemm multiplies matrices"):
+        kiln.frontend.from_onnx(
+            corpus / "regression_gemm_opset6_rank0_input_before_inference.onnx")
+
+
 def test_old_opset_model_with_an_undefined_output_is_a_clear_error():
     # Found by kiln_onnx_fuzzer: ONNX's version converter dereferences undefined values, so an
     # opset-6 model is checked before the upgrade.

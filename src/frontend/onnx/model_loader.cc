@@ -233,6 +233,9 @@ void UpgradeOldOpset(onnx::ModelProto& model, const std::string& source) {
           << kMaxOpset << " and ONNX's version converter could not upgrade it: " << error.what();
     }
   };
+  // Declared ranks before inference too: ONNX 1.12's Gemm-6 inference indexes the first two
+  // extents of its inputs without checking their rank (found by fuzzing).
+  CheckGemmRanksForUpgrade(model.graph(), source);
   upgrade_step([&] {
     onnx::shape_inference::InferShapes(model, CheckedSchemaRegistry());
     ReshapeLegacyPReluSlopes(*model.mutable_graph());
