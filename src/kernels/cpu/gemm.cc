@@ -375,13 +375,23 @@ GemmEpilogue ReadMergedEpilogue(const KernelCall& call, bool bias_per_row, int64
   return epilogue;
 }
 
+namespace {
+
+/// A product of depth 0, `rows` x `cols` as stored (rows `ldc` apart): zeros, then `epilogue`.
+void StoreEmptyProduct(int64_t rows, int64_t cols, float* c, int64_t ldc,
+                       const GemmEpilogue& epilogue) {
+  for (int64_t i = 0; i < rows; ++i) std::fill_n(c + i * ldc, cols, 0.F);
+  if (epilogue.active()) epilogue.Apply(0, rows, 0, cols, c, ldc);
+}
+
+}  // namespace
+
 void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOperand& b, float* c,
           int64_t ldc, const GemmEpilogue& epilogue) {
   if (m == 0 || n == 0) return;
   const bool has_epilogue = epilogue.active();
   if (k == 0) {
-    for (int64_t i = 0; i < m; ++i) std::fill_n(c + i * ldc, n, 0.F);
-    if (has_epilogue) epilogue.Apply(0, m, 0, n, c, ldc);
+    StoreEmptyProduct(m, n, c, ldc, epilogue);
     return;
   }
   const GemmKernel& kernel = SelectKernel();
@@ -480,8 +490,7 @@ void GemmTransposedOutput(int64_t m, int64_t n, int64_t k, const GemmOperand& a,
   if (m == 0 || n == 0) return;
   const bool has_epilogue = epilogue.active();
   if (k == 0) {
-    for (int64_t j = 0; j < n; ++j) std::fill_n(c + j * ldc, m, 0.F);
-    if (has_epilogue) epilogue.Apply(0, n, 0, m, c, ldc);
+    StoreEmptyProduct(n, m, c, ldc, epilogue);  // C as stored: n x m
     return;
   }
   const GemmKernel& kernel = SelectKernel();
