@@ -28,10 +28,12 @@ namespace {
 const char* kPrelude =
     R"(/* Compiled as Kiln's CPU kernels are: GCC 12 vectorizes loops only from -O3 (the host
  * compiler runs -O2 -fno-math-errno), and loops with float compares only when floating-point
- * exception flags need not be kept, which generated code never reads. Each function also gets
- * an AVX-512 clone, chosen when the library loads, beside the x86-64 baseline. */
+ * exception flags need not be kept, which generated code never reads. A multiply and an add
+ * contract into a fused multiply-add, as in the kernels (C++ in GNU mode; ISO C's -std=c11
+ * would turn contraction off). Each function also gets an AVX-512 clone, chosen when the
+ * library loads, beside the x86-64 baseline. */
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("O3", "no-trapping-math")
+#pragma GCC optimize("O3", "no-trapping-math", "fp-contract=fast")
 #endif
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 #define KILN_TIR_CLONES __attribute__((target_clones("arch=x86-64-v4", "default")))

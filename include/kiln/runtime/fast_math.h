@@ -29,22 +29,21 @@ static inline float kiln_fast_erff(float x) {
   return z * p / q;
 }
 
-/* e^x for x <= 0 (softmax's inputs less their maximum), Cephes' expf: x = n ln 2 + r with
- * |r| <= ln 2 / 2, e^r by a degree-7 polynomial, 2^n from the exponent bits; within 1.5 ulp.
- * Below ln(FLT_MIN) it returns FLT_MIN-sized values instead of 0 or subnormals; NaN stays
- * NaN. */
-static inline float kiln_fast_exp_nonpositive(float x) {
+/* e^z for z in [-87.3, 88.73] or NaN, Cephes' expf: z = n ln 2 + r with |r| <= ln 2 / 2, e^r
+ * by a degree-7 polynomial, 2^n from the exponent bits; within 1.5 ulp. n reaches 128 only at
+ * the top of the range, where e^z overflows to infinity as it should. No division, so a loop of
+ * it vectorizes into multiply-adds. */
+static inline float kiln_fast_exp_in_range(float z) {
   const float log2e = 1.44269504088896341F;
-  const float z = x < -87.3F ? -87.3F : x; /* keeps NaN */
-  const float scaled = z * log2e;
-  const float t = -126.F < scaled ? scaled : -126.F; /* turns NaN into a finite n */
-  /* n = t rounded to the nearest integer, read from the bits of t + 1.5 * 2^23, whose low
-   * mantissa bits then hold it: no float-to-int conversion, which GCC 12 vectorizes for some
-   * x86 targets only. */
-  const float shifted = t + 12582912.F;
-  int32_t shifted_bits = 0;
+  /* n = z log2(e) rounded to the nearest integer, read from the bits of it + 1.5 * 2^23, whose
+   * low mantissa bits then hold it: no float-to-int conversion, which GCC 12 vectorizes for
+   * some x86 targets only. The bits are unsigned so that a NaN's (whose result is NaN anyway)
+   * wrap instead of overflowing. No select on the way: GCC's partial redundancy elimination
+   * would compute the polynomial once per side of it. */
+  const float shifted = z * log2e + 12582912.F;
+  uint32_t shifted_bits = 0;
   memcpy(&shifted_bits, &shifted, sizeof(shifted_bits));
-  const int32_t n = shifted_bits - 0x4B400000;
+  const uint32_t biased = shifted_bits - 0x4B400000U + 127U; /* n + 127 */
   const float nf = shifted - 12582912.F;
   const float r = z - nf * 0.693359375F - nf * -2.12194440e-4F;
   float p = 1.9875691500E-4F * r + 1.3981999507E-3F;
@@ -53,19 +52,28 @@ static inline float kiln_fast_exp_nonpositive(float x) {
   p = p * r + 1.6666665459E-1F;
   p = p * r + 5.0000001201E-1F;
   p = p * (r * r) + r + 1.F;
-  const uint32_t bits = (uint32_t)(n + 127) << 23;
+  /* 2^128 has no float exponent: 2^127 times 2. */
+  const uint32_t top = biased == 255U;
+  const uint32_t bits = (biased - top) << 23;
+  const uint32_t factor_bits = (127U + top) << 23;
   float scale = 0.F;
+  float factor = 0.F;
   memcpy(&scale, &bits, sizeof(scale));
-  return p * scale;
+  memcpy(&factor, &factor_bits, sizeof(factor));
+  return p * factor * scale;
 }
 
-/* e^x over the whole float32 range: kiln_fast_exp_nonpositive below 0, and above it the square
- * of 1 / e^(-x/2) (within 5 ulp), which overflows to infinity where e^x does: one evaluation
- * per element, and no branch in the loop. */
+/* e^x for x <= 0 (softmax's inputs less their maximum). Below ln(FLT_MIN) it returns
+ * FLT_MIN-sized values instead of 0 or subnormals; NaN stays NaN. */
+static inline float kiln_fast_exp_nonpositive(float x) {
+  return kiln_fast_exp_in_range(x < -87.3F ? -87.3F : x); /* keeps NaN */
+}
+
+/* e^x over the whole float32 range, within 1.5 ulp: infinity above ln(FLT_MAX), FLT_MIN-sized
+ * values below ln(FLT_MIN) (as kiln_fast_exp_nonpositive), NaN kept. */
 static inline float kiln_fast_expf(float x) {
-  const float e = kiln_fast_exp_nonpositive(x < 0.F ? x : -0.5F * x);
-  const float inverse = 1.F / e;
-  return x < 0.F ? e : inverse * inverse;
+  const float low = x < -87.3F ? -87.3F : x;                  /* keeps NaN */
+  return kiln_fast_exp_in_range(low > 88.73F ? 88.73F : low); /* e^88.73 overflows */
 }
 
 #endif /* KILN_RUNTIME_FAST_MATH_H_ */
