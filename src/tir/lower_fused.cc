@@ -39,6 +39,11 @@ constexpr size_t kMaxOps = 48;
 constexpr int64_t kMaxValueNodes = 20000;
 /// Accumulator lanes of a reduction over a long axis: 16 floats fill an AVX-512 vector.
 constexpr int64_t kReductionLanes = 16;
+/// A value cached per row (CacheSharedValue) lives on the thread's stack, as the C codegen
+/// places local buffers of up to 1024 elements; it is found by comparing subtrees of values of
+/// at most kMaxRowCacheSearch nodes.
+constexpr int64_t kMaxRowCache = 1024;
+constexpr int64_t kMaxRowCacheSearch = 2000;
 
 /// Thrown inside the lowering to decline the group; never escapes it.
 struct Declined {
@@ -244,8 +249,11 @@ class GroupLowering {
   /// the output's leading axes and reduces the others to extent 1 (softmax's maximum and sum, a
   /// layer norm's mean and variance), each is computed inside the output's loops over those
   /// axes, into a local scalar the rest of the row reads. One pass over each row replaces one
-  /// pass over the whole tensor per reduction, and no stage buffer is allocated. nullopt when
-  /// the group is not of that form (or has no reduction, or one that is an output).
+  /// pass over the whole tensor per reduction, and no stage buffer is allocated. A value that a
+  /// reduction and the output both compute is computed once into a row buffer
+  /// (CacheSharedValue), and divisions by a statistic become multiplications
+  /// (MultiplyByReciprocals). nullopt when the group is not of that form (or has no reduction,
+  /// or one that is an output).
   std::optional<Node> RowStages(const std::vector<Expr>& reductions, const Expr& output,
                                 const Node& out) {
     const Indices out_shape = ShapeOf(out);
@@ -265,15 +273,14 @@ class GroupLowering {
     if (kept == 0) return std::nullopt;
     Indices row;
     for (size_t d = 0; d < kept; ++d) row.push_back(NewLoopVar(out_shape[d]));
-    std::vector<Node> statements;
+    std::vector<Node> values;
     std::vector<Node> locals;
     std::unordered_map<const Object*, Node> local_of;  // stage placeholder -> row scalar
     for (const Expr& reduction : reductions) {
       Indices at = row;
       at.resize(out_shape.size(), arith::IntImm(0));
-      const Node value = ValueOf(reduction, at, /*materialized=*/false);
-      locals.push_back(Buffer(NewName("row"), value->dtype(), {arith::IntImm(1)}));
-      statements.push_back(StoreWithReductions(locals.back(), {arith::IntImm(0)}, value));
+      values.push_back(ValueOf(reduction, at, /*materialized=*/false));
+      locals.push_back(Buffer(NewName("row"), values.back()->dtype(), {arith::IntImm(1)}));
       const ir::TensorType type = TensorTypeOf(reduction);
       const Node stage = Buffer(NewName("stage"), type->dtype(), ShapeOf(type));
       local_of.emplace(stage.get(), locals.back());
@@ -281,34 +288,206 @@ class GroupLowering {
     }
     Indices element = row;
     for (size_t d = kept; d < out_shape.size(); ++d) element.push_back(NewLoopVar(out_shape[d]));
-    Node rest = StoreWithReductions(out, element, ValueOf(output, element, false));
-    for (size_t d = out_shape.size(); d-- > kept;) {
-      rest = For(element[d].as<arith::SizeVarObj>()->name().str(), out_shape[d], "serial", rest);
+    Node out_value = ValueOf(output, element, false);
+    const Row row_shape{
+        Indices(element.begin() + static_cast<std::ptrdiff_t>(kept), element.end()),
+        Indices(out_shape.begin() + static_cast<std::ptrdiff_t>(kept), out_shape.end())};
+    const std::optional<Node> cache = CacheSharedValue(row_shape, &values, &out_value);
+    std::vector<Node> statements;  // statement k computes reduction k
+    for (size_t k = 0; k < values.size(); ++k) {
+      statements.push_back(StoreWithReductions(locals[k], {arith::IntImm(0)}, values[k]));
     }
-    statements.push_back(rest);
-    // The rest of the row reads each statistic at the row's own element, which is the scalar.
-    bool at_row = true;
-    Node body = Mutate(Seq(statements), [&](const Node& node) -> std::optional<Node> {
-      if (!node.is("load")) return std::nullopt;
-      auto local = local_of.find(node.field_as<Node>("buffer").get());
-      if (local == local_of.end()) return std::nullopt;
-      const auto indices = node.field_as<Array<Any>>("indices");
-      for (int64_t d = 0; d < indices.size(); ++d) {
-        const auto index = indices[d].cast<SizeExpr>();
-        at_row = at_row && (static_cast<size_t>(d) < kept
-                                ? arith::StructuralEqual(index, row[static_cast<size_t>(d)])
-                                : index.as_int() == 0);
-      }
-      return Load(local->second, {arith::IntImm(0)});
-    });
-    if (!at_row) {
+    statements.push_back(
+        LoopNest(row_shape.vars, row_shape.extents, StoreWithReductions(out, element, out_value)));
+    if (!ReadRowScalars(local_of, row, &statements)) {
       for (const Expr& reduction : reductions) buffers_.erase(reduction.get());
+      fills_.clear();
       return std::nullopt;
     }
+    Node body = Seq(MultiplyByReciprocals(statements, &locals));
+    if (cache.has_value()) body = Allocate(*cache, "local", body);
     for (auto local = locals.rbegin(); local != locals.rend(); ++local) {
       body = Allocate(*local, "local", body);
     }
     return LoopNest(row, out_shape, body);
+  }
+
+  /// Makes `statements` read each statistic's row scalar (`local_of` its stage placeholder)
+  /// where they read the statistic at the row's own element; false when they read one elsewhere.
+  static bool ReadRowScalars(const std::unordered_map<const Object*, Node>& local_of,
+                             const Indices& row, std::vector<Node>* statements) {
+    bool at_row = true;
+    for (Node& statement : *statements) {
+      statement = Mutate(statement, [&](const Node& node) -> std::optional<Node> {
+        if (!node.is("load")) return std::nullopt;
+        auto local = local_of.find(node.field_as<Node>("buffer").get());
+        if (local == local_of.end()) return std::nullopt;
+        const auto indices = node.field_as<Array<Any>>("indices");
+        for (int64_t d = 0; d < indices.size(); ++d) {
+          const auto index = indices[d].cast<SizeExpr>();
+          const auto axis = static_cast<size_t>(d);
+          at_row = at_row && (axis < row.size() ? arith::StructuralEqual(index, row[axis])
+                                                : index.as_int() == 0);
+        }
+        return Load(local->second, {arith::IntImm(0)});
+      });
+    }
+    return at_row;
+  }
+
+  /// `statements` of a row, where statement k computes the row scalar `locals[k]`, with each
+  /// float division by a row scalar made a multiplication by its reciprocal, computed once right
+  /// after the scalar (and added to `locals`): a division per element costs as much as several
+  /// multiplications, and the hand-written softmax and layer norm kernels do the same. The
+  /// product may differ from the quotient in the last bit.
+  std::vector<Node> MultiplyByReciprocals(const std::vector<Node>& statements,
+                                          std::vector<Node>* locals) {
+    std::unordered_map<const Object*, size_t> scalar_index;
+    for (size_t k = 0; k < locals->size(); ++k) scalar_index.emplace((*locals)[k].get(), k);
+    std::map<size_t, Node> reciprocal_of;  // by scalar index
+    std::vector<Node> rewritten;
+    rewritten.reserve(statements.size());
+    for (const Node& statement : statements) {
+      rewritten.push_back(Mutate(statement, [&](const Node& node) -> std::optional<Node> {
+        if (!node.is("div") || node->dtype().code != kDLFloat) return std::nullopt;
+        const auto divisor = node.field_as<Node>("b");
+        if (!divisor.is("load")) return std::nullopt;
+        auto scalar = scalar_index.find(divisor.field_as<Node>("buffer").get());
+        if (scalar == scalar_index.end()) return std::nullopt;
+        auto [reciprocal, added] = reciprocal_of.try_emplace(scalar->second);
+        if (added) {
+          reciprocal->second = Buffer(NewName("reciprocal"), node->dtype(), {arith::IntImm(1)});
+        }
+        return Binary("mul", node.field_as<Node>("a"),
+                      Load(reciprocal->second, {arith::IntImm(0)}));
+      }));
+    }
+    std::vector<Node> result;
+    for (size_t i = 0; i < rewritten.size(); ++i) {
+      result.push_back(rewritten[i]);
+      for (const auto& [k, reciprocal] : reciprocal_of) {
+        if (k != i) continue;
+        const Node scalar = Load((*locals)[k], {arith::IntImm(0)});
+        result.push_back(Store(reciprocal, {arith::IntImm(0)},
+                               Binary("div", FloatImm(1.0, scalar->dtype()), scalar)));
+        locals->push_back(reciprocal);
+      }
+    }
+    return result;
+  }
+
+  /// The loops over one row of the output: its trailing axes, after the kept ones.
+  struct Row {
+    Indices vars;
+    Indices extents;
+  };
+
+  /// A value computed once per row into `buffer` (indexed by the row's variables).
+  struct SharedValue {
+    Node buffer;
+    Node value;
+  };
+
+  /// Where a reduction's source computes a value the output computes too: the row `buffer`
+  /// to hold it, the `value` at the row's variables and at the reduction's axes (`fill`), and
+  /// the `source` that reads the buffer instead.
+  struct CachedSource {
+    Node buffer;
+    Node value;
+    Node fill;
+    Node source;
+  };
+
+  /// The first value that a reduction sums (or combines otherwise) and the output also computes,
+  /// at each element of the row, when it calls an intrinsic: softmax's exponentials, summed and
+  /// then divided. The reduction's loop stores it into a row buffer as it combines it
+  /// (Accumulate, through fills_), and the output reads it from there, instead of computing it
+  /// twice per element. `reductions` and `output` are rewritten to read it. Returns the buffer;
+  /// nullopt when there is no such value, or the row is longer than a thread's stack buffer.
+  std::optional<Node> CacheSharedValue(const Row& row, std::vector<Node>* reductions,
+                                       Node* output) {
+    SizeExpr elements = arith::IntImm(1);
+    for (const SizeExpr& extent : row.extents) elements = elements * extent;
+    const std::optional<int64_t> count = arith::Analyzer().Simplify(elements).as_int();
+    std::unordered_map<const Object*, int64_t> sizes;
+    if (row.vars.empty() || !count.has_value() || *count > kMaxRowCache ||
+        TreeSize(*output, &sizes) > kMaxRowCacheSearch) {
+      return std::nullopt;
+    }
+    for (Node& reduction : *reductions) {
+      std::optional<CachedSource> cached;
+      const Node rewritten = Mutate(reduction, [&](const Node& node) -> std::optional<Node> {
+        if (cached.has_value() || !node.is("reduce")) return std::nullopt;
+        cached = FindCachedSource(row, node, *output);
+        if (!cached.has_value()) return std::nullopt;
+        const Node reduce = WithFields(node, {{"source", cached->source}});
+        fills_.emplace(reduce.get(), SharedValue{cached->buffer, cached->fill});
+        return reduce;
+      });
+      if (!cached.has_value()) continue;
+      reduction = rewritten;
+      const Node load = Load(cached->buffer, row.vars);
+      *output = Mutate(*output, [&](const Node& node) -> std::optional<Node> {
+        return StructuralEqual(node, cached->value) ? std::optional<Node>(load) : std::nullopt;
+      });
+      return cached->buffer;
+    }
+    return std::nullopt;
+  }
+
+  /// nullopt when the reduction's axes are not the row's, or its source computes no value that
+  /// calls an intrinsic and that `output` computes too.
+  std::optional<CachedSource> FindCachedSource(const Row& row, const Node& reduce,
+                                               const Node& output) {
+    const auto axes = reduce.field_as<Array<Any>>("axes");
+    const auto extents = reduce.field_as<Array<Any>>("extents");
+    if (static_cast<size_t>(axes.size()) != row.vars.size()) return std::nullopt;
+    std::map<std::string, SizeExpr> to_row;
+    std::map<std::string, SizeExpr> to_axes;
+    Indices at_axes;
+    for (size_t a = 0; a < row.vars.size(); ++a) {
+      const auto i = static_cast<int64_t>(a);
+      if (!arith::StructuralEqual(extents[i].cast<SizeExpr>(), row.extents[a])) {
+        return std::nullopt;
+      }
+      at_axes.push_back(axes[i].cast<SizeExpr>());
+      to_row.emplace(at_axes.back().as<arith::SizeVarObj>()->name().str(), row.vars[a]);
+      to_axes.emplace(row.vars[a].as<arith::SizeVarObj>()->name().str(), at_axes.back());
+    }
+    const Node at_row = SubstituteIndices(reduce.field_as<Node>("source"), to_row);
+    std::optional<Node> value;
+    Visit(at_row, [&](const Node& node) {
+      if (!value.has_value() && CallsIntrinsic(node) && Contains(output, node)) value = node;
+      return !value.has_value();
+    });
+    if (!value.has_value()) return std::nullopt;
+    const Node buffer = Buffer(NewName("cache"), (*value)->dtype(), row.extents);
+    const Node load = Load(buffer, at_axes);
+    const Node source =
+        Mutate(reduce.field_as<Node>("source"), [&](const Node& node) -> std::optional<Node> {
+          return StructuralEqual(SubstituteIndices(node, to_row), *value)
+                     ? std::optional<Node>(load)
+                     : std::nullopt;
+        });
+    return CachedSource{buffer, *value, SubstituteIndices(*value, to_axes), source};
+  }
+
+  static bool CallsIntrinsic(const Node& value) {
+    bool calls = false;
+    Visit(value, [&](const Node& node) {
+      calls = calls || node.is("call");
+      return !calls;
+    });
+    return calls;
+  }
+
+  static bool Contains(const Node& value, const Node& part) {
+    bool found = false;
+    Visit(value, [&](const Node& node) {
+      found = found || StructuralEqual(node, part);
+      return !found;
+    });
+    return found;
   }
 
   /// Where a tile of a micro-kernel's output lies: the callback's parameters, its two loops'
@@ -700,13 +879,23 @@ class GroupLowering {
     auto axis_name = [&](int64_t a) {
       return axes[a].cast<SizeExpr>().as<arith::SizeVarObj>()->name().str();
     };
+    const auto fill = fills_.find(reduction.get());
+    // One element's step, with the inner axis at its index in `at`: the row buffer's store
+    // first, when the reduction fills one.
+    auto step = [&](const Indices& lane, const std::map<std::string, SizeExpr>& at) {
+      Node combine = combined_into(lane, SubstituteIndices(source, at));
+      if (fill == fills_.end()) return combine;
+      Indices cell;
+      for (const Any& axis : axes) cell.push_back(axis.cast<SizeExpr>());
+      return Seq(
+          {SubstituteIndices(Store(fill->second.buffer, cell, fill->second.value), at), combine});
+    };
     const Node identity = ReduceIdentity(combiner, reduction->dtype());
     const int64_t inner = axes.size() - 1;
     Node init = Store(accumulator, first, identity);
     Node loop;
     if (lanes == 1) {
-      loop = combined_into(first, source);
-      loop = For(axis_name(inner), extents[inner].cast<SizeExpr>(), "serial", loop);
+      loop = For(axis_name(inner), extents[inner].cast<SizeExpr>(), "serial", step(first, {}));
     } else {
       const std::string lane = NewName("lane");
       const SizeExpr extent = extents[inner].cast<SizeExpr>();
@@ -715,29 +904,27 @@ class GroupLowering {
       const std::string tail = NewName("tail");
       const Indices at_lane{arith::SizeVar(String(lane))};
       init = For(lane, arith::IntImm(lanes), "vectorized", Store(accumulator, at_lane, identity));
-      const Node main = For(
-          chunk, chunks, "serial",
-          For(lane, arith::IntImm(lanes), "vectorized",
-              combined_into(at_lane,
-                            SubstituteIndices(
-                                source, {{axis_name(inner), arith::SizeVar(String(chunk)) * lanes +
-                                                                arith::SizeVar(String(lane))}}))));
-      const Node rest_of_axis = For(
-          tail, arith::FloorMod(extent, arith::IntImm(lanes)), "serial",
-          combined_into(
-              first, SubstituteIndices(source, {{axis_name(inner),
-                                                 chunks * lanes + arith::SizeVar(String(tail))}})));
+      const Node main =
+          For(chunk, chunks, "serial",
+              For(lane, arith::IntImm(lanes), "vectorized",
+                  step(at_lane, {{axis_name(inner), arith::SizeVar(String(chunk)) * lanes +
+                                                        arith::SizeVar(String(lane))}})));
+      const Node rest_of_axis =
+          For(tail, arith::FloorMod(extent, arith::IntImm(lanes)), "serial",
+              step(first, {{axis_name(inner), chunks * lanes + arith::SizeVar(String(tail))}}));
       loop = Seq({main, rest_of_axis});
     }
     for (int64_t a = inner; a-- > 0;) {
       loop = For(axis_name(a), extents[a].cast<SizeExpr>(), "serial", loop);
     }
     std::vector<Node> stmts{init, loop};
-    if (lanes > 1) {
+    // The lanes combine pairwise, halving each step: log2(lanes) vector steps instead of a
+    // chain of lanes - 1 dependent scalar ones, which cost as much as the loop on short rows.
+    for (int64_t half = lanes / 2; half >= 1; half /= 2) {
       const std::string other = NewName("lane");
-      stmts.push_back(For(other, arith::IntImm(lanes - 1), "serial",
-                          combined_into(first, Load(accumulator, {arith::SizeVar(String(other)) +
-                                                                  arith::IntImm(1)}))));
+      const Indices at{arith::SizeVar(String(other))};
+      stmts.push_back(For(other, arith::IntImm(half), half > 1 ? "vectorized" : "serial",
+                          combined_into(at, Load(accumulator, {at[0] + arith::IntImm(half)}))));
     }
     stmts.push_back(rest);
     return Allocate(accumulator, "local", Seq(stmts));
@@ -760,7 +947,9 @@ class GroupLowering {
   Array<Expr> args_;
   std::unordered_map<const Object*, Node> values_;   // parameters bound to immediates
   std::unordered_map<const Object*, Node> buffers_;  // parameters and computed stages
-  std::map<std::string, SizeExpr> extents_;          // loop and reduction variables
+  /// Reductions whose loop also stores a value into a row buffer (CacheSharedValue).
+  std::unordered_map<const Object*, SharedValue> fills_;
+  std::map<std::string, SizeExpr> extents_;  // loop and reduction variables
   std::map<std::string, int64_t> counts_;
 };
 

@@ -4,11 +4,15 @@
 //     (injective chains, and the inputs of a reduction);
 //   - elementwise / broadcast consumers fuse after an out-elementwise-fusable op (conv2d or
 //     dense with its epilogue) or after a reduction;
-//   - a group holds at most one op of the last two kinds, and opaque ops stay alone.
+//   - a group holds at most one op of the last two kinds (diamonds aside, below), and opaque ops
+//     stay alone.
 // Only a producer read by exactly one consumer is fused into it. Every group then has one node
 // read from outside, its last one in topological order, so no path can leave a group and come
-// back: fusion cannot create a cycle. (A producer read by several consumers, as in a diamond,
-// stays in its own group: correct, if less fused than a post-dominator analysis would get.)
+// back: fusion cannot create a cycle. A producer read by several consumers (a diamond) joins
+// their group afterwards when they all ended up in one and neither group has an
+// out-elementwise-fusable or opaque op: softmax and layer norm become one group each, with
+// several reductions. (Diamonds whose readers are in different groups stay apart: correct, if
+// less fused than a post-dominator analysis would get.)
 // Every op call ends up in some primitive function, singletons included; calls of functions
 // and nested functions are left alone.
 #include <kiln/transform/passes.h>
@@ -131,6 +135,36 @@ bool CanFuse(OpPattern producer, OpPattern consumer, OpPattern consumer_group) {
   return false;
 }
 
+/// The readers of each node (a node reading another twice is listed twice).
+std::vector<std::vector<size_t>> ReadersOf(const DataflowGraph& graph) {
+  std::vector<std::vector<size_t>> readers(graph.nodes.size());
+  for (size_t c = 0; c < graph.nodes.size(); ++c) {
+    for (const Expr& operand : Operands(graph.nodes[c])) {
+      if (auto it = graph.index.find(operand.get()); it != graph.index.end()) {
+        readers[it->second].push_back(c);
+      }
+    }
+  }
+  return readers;
+}
+
+/// Whether the group of `p`, read by several nodes that all lie in one other group, may join
+/// it: both groups hold only elementwise, broadcast, injective and reduction ops. That joins
+/// the two halves of a softmax or a layer norm (the centred input is read by a reduction and
+/// by the output) into one group, which the loop-level lowering computes row by row.
+bool CanJoinDiamond(Groups& groups, const DataflowGraph& graph,
+                    const std::vector<size_t>& readers, size_t p) {
+  if (readers.size() < 2 || readers.size() != static_cast<size_t>(graph.uses[p])) return false;
+  const size_t group = groups.Find(readers.front());
+  if (group == groups.Find(p)) return false;
+  for (size_t reader : readers) {
+    if (groups.Find(reader) != group) return false;
+  }
+  return groups.pattern(p) <= OpPattern::kCommReduce &&
+         groups.pattern(group) <= OpPattern::kCommReduce &&
+         groups.size(p) + groups.size(group) <= kMaxGroupSize;
+}
+
 Groups Partition(const DataflowGraph& graph) {
   Groups groups(graph);
   for (size_t c = 0; c < graph.nodes.size(); ++c) {
@@ -143,6 +177,13 @@ Groups Partition(const DataflowGraph& graph) {
       if (groups.size(p) + groups.size(c) > kMaxGroupSize) continue;
       if (CanFuse(groups.pattern(p), consumer, groups.pattern(c))) groups.Merge(p, c);
     }
+  }
+  // A node read several times is its group's only node read from outside; when all its readers
+  // are in one group, every path out of its group enters that one, so joining them cannot
+  // create a cycle.
+  const std::vector<std::vector<size_t>> readers = ReadersOf(graph);
+  for (size_t p = 0; p < graph.nodes.size(); ++p) {
+    if (CanJoinDiamond(groups, graph, readers[p], p)) groups.Merge(p, readers[p].front());
   }
   return groups;
 }
