@@ -1,5 +1,6 @@
 // The built-in node kinds (kiln/tir/builtin_nodes.h): their fields, dtype rules and checks,
 // registered when libkiln loads, and their builders.
+#include <kiln/arith/analyzer.h>
 #include <kiln/tir/builtin_nodes.h>
 
 #include <algorithm>
@@ -298,6 +299,16 @@ Node Buffer(const std::string& name, DLDataType dtype, const std::vector<arith::
 }
 Node PrimFunc(const std::string& name, const std::vector<Node>& params, const Node& body) {
   return MakeNode("prim_func", {String(name), Items(params), body});
+}
+
+arith::SizeExpr RowMajorOffset(const Node& buffer, const Array<Any>& indices) {
+  const auto shape = buffer.field_as<Array<Any>>("shape");
+  if (indices.size() == 0) return arith::IntImm(0);
+  arith::SizeExpr offset = indices[0].cast<arith::SizeExpr>();
+  for (int64_t d = 1; d < indices.size(); ++d) {
+    offset = offset * shape[d].cast<arith::SizeExpr>() + indices[d].cast<arith::SizeExpr>();
+  }
+  return arith::Analyzer().Simplify(offset);
 }
 
 }  // namespace tir

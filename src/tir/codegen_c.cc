@@ -7,6 +7,7 @@
 #include <kiln/arith/analyzer.h>
 #include <kiln/ffi/registry.h>
 #include <kiln/runtime/module.h>
+#include <kiln/tir/builtin_nodes.h>
 #include <kiln/tir/codegen_c.h>
 
 #include <algorithm>
@@ -214,18 +215,10 @@ std::string IndexC(const arith::SizeExpr& expr) {
   return "";
 }
 
-/// The row-major offset of `indices` in `buffer`.
-/// The row-major offset of `indices` in `buffer`, simplified as a whole: per-axis indices that
-/// split one position (floordiv(p, w) and floormod(p, w), as a convolution's epilogue writes
-/// them) fold back into it, so no division is left in the loop.
+/// The row-major offset of `indices` in `buffer` (RowMajorOffset: no division is left in the
+/// loop where the per-axis indices split one position).
 std::string OffsetC(const Node& buffer, const Array<Any>& indices) {
-  const auto shape = buffer.field_as<Array<Any>>("shape");
-  if (indices.size() == 0) return "0";
-  arith::SizeExpr offset = indices[0].cast<arith::SizeExpr>();
-  for (int64_t d = 1; d < indices.size(); ++d) {
-    offset = offset * shape[d].cast<arith::SizeExpr>() + indices[d].cast<arith::SizeExpr>();
-  }
-  return IndexC(arith::Analyzer().Simplify(offset));
+  return IndexC(RowMajorOffset(buffer, indices));
 }
 
 std::string Literal(double value, DLDataType dtype) {

@@ -80,6 +80,11 @@ KILN_API Node Buffer(const std::string& name, DLDataType dtype,
                      const std::vector<arith::SizeExpr>& shape);
 KILN_API Node PrimFunc(const std::string& name, const std::vector<Node>& params, const Node& body);
 
+/// The row-major offset of `indices` (a load's or a store's) in `buffer`, simplified as a
+/// whole: per-axis indices that split one position (floordiv(p, w) and floormod(p, w), as a
+/// convolution's epilogue or a fused loop writes them) fold back into it.
+KILN_API arith::SizeExpr RowMajorOffset(const Node& buffer, const Array<Any>& indices);
+
 }  // namespace tir
 }  // namespace kiln
 
