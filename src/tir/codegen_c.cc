@@ -230,13 +230,14 @@ std::string Literal(double value, DLDataType dtype) {
 }
 
 /// The C function a call names: a float32 intrinsic takes the float form (expf, tanhf, ...),
-/// except that on the host float32 exp and erf are the CPU kernels' vectorizable ones
+/// except that on the host float32 exp, erf and tanh are the CPU kernels' vectorizable ones
 /// (kiln/runtime/fast_math.h), so that a generated loop computes what the kernels do and still
 /// vectorizes; CUDA has its own (expf, erff).
 std::string CalleeC(const std::string& name, DLDataType dtype, Target target) {
   const bool is_float32 = dtype.code == kDLFloat && dtype.bits == 32;
   if (target == Target::kHostC && is_float32 && name == "exp") return "kiln_fast_expf";
   if (target == Target::kHostC && is_float32 && name == "erf") return "kiln_fast_erff";
+  if (target == Target::kHostC && is_float32 && name == "tanh") return "kiln_fast_tanhf";
   static const std::set<std::string> kIntrinsics{
       "exp",  "expm1", "log",  "log1p", "sqrt", "erf",  "sin",   "cos",      "tan",
       "asin", "acos",  "atan", "sinh",  "cosh", "tanh", "asinh", "acosh",    "atanh",

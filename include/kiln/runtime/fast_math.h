@@ -1,4 +1,4 @@
-/* float32 erf and exp as plain arithmetic (polynomials and a bit cast), so that the loops
+/* float32 erf, exp and tanh as plain arithmetic (polynomials and a bit cast), so that the loops
  * calling them vectorize, which libm calls do not. C and C++: Kiln's CPU kernels and the C the
  * tensor-level IR generates (kiln/tir/codegen_c.h) use these same functions, so a fused loop
  * computes what the kernels compute. */
@@ -74,6 +74,17 @@ static inline float kiln_fast_exp_nonpositive(float x) {
 static inline float kiln_fast_expf(float x) {
   const float low = x < -87.3F ? -87.3F : x;                  /* keeps NaN */
   return kiln_fast_exp_in_range(low > 88.73F ? 88.73F : low); /* e^88.73 overflows */
+}
+
+/* tanh through the exp above: (1 - e) / (1 + e) with e = e^(-2|x|) <= 1, and near 0, where
+ * that difference loses precision, its Taylor series; within 2e-7 of tanh (absolute). NaN
+ * stays NaN. */
+static inline float kiln_fast_tanhf(float x) {
+  const float a = fabsf(x);
+  const float e = kiln_fast_exp_nonpositive(-2.F * a);
+  const float x2 = x * x;
+  const float series = x * (1.F + x2 * (-1.F / 3 + x2 * (2.F / 15 + x2 * (-17.F / 315))));
+  return a < 0.0625F ? series : copysignf((1.F - e) / (1.F + e), x);
 }
 
 #endif /* KILN_RUNTIME_FAST_MATH_H_ */

@@ -40,8 +40,14 @@ void Unary(const KernelCall& call) {
   });
 }
 
+// float32 through kiln/runtime/fast_math.h, whose loops vectorize (libm's calls do not), as
+// the generated C computes them; float64 through libm.
 float ErfOf(float x) { return kiln_fast_erff(x); }
 double ErfOf(double x) { return std::erf(x); }
+float ExpOf(float x) { return kiln_fast_expf(x); }
+double ExpOf(double x) { return std::exp(x); }
+float TanhOf(float x) { return kiln_fast_tanhf(x); }
+double TanhOf(double x) { return std::tanh(x); }
 
 /// Base of functors without attributes.
 struct NoAttrs {
@@ -61,7 +67,7 @@ KILN_UNARY_FN(Negative, -x);
 KILN_UNARY_FN(Abs, x < 0 ? -x : x);
 KILN_UNARY_FN(Sign, (x > T(0)) - (x < T(0)));
 KILN_UNARY_FN(Relu, x > T(0) ? x : T(0));
-KILN_UNARY_FN(Exp, std::exp(x));
+KILN_UNARY_FN(Exp, ExpOf(x));
 KILN_UNARY_FN(Log, std::log(x));
 KILN_UNARY_FN(Sqrt, std::sqrt(x));
 KILN_UNARY_FN(Reciprocal, T(1) / x);
@@ -80,8 +86,8 @@ KILN_UNARY_FN(Cosh, std::cosh(x));
 KILN_UNARY_FN(Asinh, std::asinh(x));
 KILN_UNARY_FN(Acosh, std::acosh(x));
 KILN_UNARY_FN(Atanh, std::atanh(x));
-KILN_UNARY_FN(Tanh, std::tanh(x));
-KILN_UNARY_FN(Sigmoid, T(1) / (T(1) + std::exp(-x)));
+KILN_UNARY_FN(Tanh, TanhOf(x));
+KILN_UNARY_FN(Sigmoid, T(1) / (T(1) + ExpOf(-x)));
 KILN_UNARY_FN(LogicalNot, !x);
 // ONNX Gelu with approximate = "none".
 KILN_UNARY_FN(Gelu, T(0.5) * x * (T(1) + ErfOf(x * T(M_SQRT1_2))));

@@ -58,18 +58,8 @@ struct Activation {
   }
 };
 
-/// tanh through the kernels' vectorizable exp: (1 - e) / (1 + e) with e = exp(-2|x|) <= 1, and
-/// near 0, where that difference loses precision, its Taylor series (error below 1e-12 there).
-inline float FastTanh(float x) {
-  const float a = std::fabs(x);
-  const float e = kiln_fast_exp_nonpositive(-2.F * a);
-  const float x2 = x * x;
-  const float series = x * (1.F + x2 * (-1.F / 3 + x2 * (2.F / 15 + x2 * (-17.F / 315))));
-  return a < 0.0625F ? series : std::copysign((1.F - e) / (1.F + e), x);
-}
-
 /// v[j] = activation(clamp(v[j], -clip, clip)) for j in [0, n). One loop per function, so the
-/// common ones (Sigmoid and Tanh, through kiln_fast_expf) vectorize.
+/// common ones (Sigmoid and Tanh, through kiln/runtime/fast_math.h) vectorize.
 KILN_CPU_CLONES void Activate(const Activation& activation, float clip, float* __restrict__ v,
                               int64_t n) {
   switch (activation.kind) {
@@ -79,7 +69,7 @@ KILN_CPU_CLONES void Activate(const Activation& activation, float clip, float* _
       }
       return;
     case Activation::Kind::kTanh:
-      for (int64_t j = 0; j < n; ++j) v[j] = FastTanh(std::clamp(v[j], -clip, clip));
+      for (int64_t j = 0; j < n; ++j) v[j] = kiln_fast_tanhf(std::clamp(v[j], -clip, clip));
       return;
     default:
       for (int64_t j = 0; j < n; ++j) v[j] = activation(std::clamp(v[j], -clip, clip));

@@ -42,6 +42,18 @@ TEST(FastMathTest, NonPositiveExpIsWithinOneAndAHalfUlp) {
   EXPECT_LE(worst, 1.5);
 }
 
+TEST(FastMathTest, TanhIsWithinItsStatedAbsoluteError) {
+  double worst = 0;
+  for (float x = -10.F; x < 10.F; x += 0.0001F) {
+    worst = std::max(worst, std::fabs(kiln_fast_tanhf(x) - std::tanh(static_cast<double>(x))));
+  }
+  EXPECT_LE(worst, 2e-7);
+  EXPECT_EQ(kiln_fast_tanhf(0.F), 0.F);
+  EXPECT_EQ(kiln_fast_tanhf(50.F), 1.F);
+  EXPECT_EQ(kiln_fast_tanhf(-50.F), -1.F);
+  EXPECT_TRUE(std::isnan(kiln_fast_tanhf(std::numeric_limits<float>::quiet_NaN())));
+}
+
 TEST(FastMathTest, ErfIsWithinItsStatedAbsoluteError) {
   double worst = 0;
   for (float x = -6.F; x < 6.F; x += 0.0001F) {
