@@ -12,10 +12,15 @@ import harness
 import peer_venv
 
 # onnxruntime's own requirements are flatbuffers, numpy, packaging and protobuf; Debian gives
-# the last three. Pinned, so that every run of a benchmark measures the same peer.
-PACKAGES = ["onnxruntime==1.32.0", "flatbuffers"]
-# What must hold in the venv: ORT imports next to torch, and numpy is still Debian's.
-PROBE = ("import numpy, onnx, torch, onnxruntime; "
+# the last three. Pinned, so that every run of a benchmark measures the same peer. transformers
+# (with the requirements Debian does not give) builds bench/models' NLP models from their
+# configs; 4.44 is the last line that runs on Debian's torch 1.13.
+PACKAGES = ["onnxruntime==1.32.0", "flatbuffers", "transformers==4.44.2",
+            "huggingface-hub==0.36.2", "tokenizers==0.19.1", "safetensors==0.8.0",
+            "regex==2026.11.19", "tqdm==4.70.1", "fsspec==2026.9.0", "filelock==4.3.1"]
+# What must hold in the venv: ORT and transformers import next to torch, and numpy is still
+# Debian's.
+PROBE = ("import numpy, onnx, torch, onnxruntime, transformers; "
          "assert numpy.__file__.startswith('/usr/lib/python3/'), numpy.__file__; "
          "assert 'CPUExecutionProvider' in onnxruntime.get_available_providers(); "
          "print(onnxruntime.__version__, numpy.__version__)")

@@ -4,7 +4,9 @@
     /usr/bin/python3 bench/models/run.py [--models M ...] [--threads 1 2] [--runs 30] [--quick]
 
 1. Makes the reference models of tests/models/make_reference_models.py (random weights, seed 0,
-   batch 1) in <build-dir>/models unless they are up to date, and counts each model's FLOPs
+   batch 1; the five the tests run, and its WIDER_MODELS: seven more torchvision CNN families
+   and a ViT, an NLP encoder and a decoder from the `transformers` package, which the bench
+   venv holds) in <build-dir>/models unless they are up to date, and counts each model's FLOPs
    once: 2 x the multiply-adds of its convolutions, linear layers and attention matmuls, from
    forward hooks (elementwise ops, pooling and normalization are not counted).
 2. Measures, before any model is timed, the peak fp32 throughput at 1 thread, at each thread
@@ -49,7 +51,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "common"))
 import harness  # noqa: E402  (bench/common/harness.py: idle checks, build, doc sections)
 import ort_peer  # noqa: E402  (bench/common/ort_peer.py: ONNX Runtime, in the bench venv)
 import peak  # noqa: E402  (bench/common/peak.py: measured peak fp32 throughput)
-from harness import IDLE_LIMIT_CORES, PYTHON, REPO, log  # noqa: E402
+from harness import IDLE_LIMIT_CORES, REPO, log  # noqa: E402
 
 import chart  # noqa: E402  (bench/models/chart.py: the ratios' PNG)
 import footprint  # noqa: E402  (bench/models/footprint.py: memory, artifact size, start-up)
@@ -69,7 +71,9 @@ ATTEMPTS = 3
 
 
 def count_flops(model, x):
-    """2 x multiply-adds of Conv2d, Linear and MultiheadAttention in one forward pass.
+    """2 x multiply-adds of Conv2d, Linear (and transformers' Conv1D, GPT-2's linear layer) and
+    MultiheadAttention in one forward pass. The attention products of transformers' models are
+    functions, not modules, and go uncounted.
 
     Runs with gradients enabled: under no_grad, TransformerEncoder's fused fast path bypasses
     the modules whose hooks count. MultiheadAttention calls its output projection functionally,
@@ -83,6 +87,9 @@ def count_flops(model, x):
 
     def linear(module, inputs, output):
         macs[0] += output.numel() * module.in_features
+
+    def conv1d(module, inputs, output):  # transformers' Conv1D: weight (in, out)
+        macs[0] += output.numel() * module.weight.shape[0]
 
     def attention(module, inputs, output):
         query, key = inputs[0], inputs[1]
@@ -99,6 +106,8 @@ def count_flops(model, x):
                            (torch.nn.MultiheadAttention, attention)):
             if isinstance(module, kind):
                 hooks.append(module.register_forward_hook(hook))
+        if type(module).__name__ == "Conv1D" and hasattr(module, "nf"):
+            hooks.append(module.register_forward_hook(conv1d))
     try:
         with torch.enable_grad():
             model(x)
@@ -271,7 +280,8 @@ def worker_main(spec_json):
 
 def ensure_models(models_dir, models, opset):
     log(f"reference models in {models_dir}")
-    subprocess.run([PYTHON, harness.MODEL_GENERATOR, models_dir, "--models", *models,
+    # sys.executable: the bench venv's python, where transformers imports (bert_hf, gpt2_decoder).
+    subprocess.run([sys.executable, harness.MODEL_GENERATOR, models_dir, "--models", *models,
                     "--opsets", str(opset)],
                    check=True)
 
@@ -279,7 +289,7 @@ def ensure_models(models_dir, models, opset):
 def flops_per_model(models):
     """{model: FLOPs}, counted in a child process so that the parent, which only waits while
     the workers are timed, never holds PyTorch's threads or a model's memory."""
-    out = subprocess.run([PYTHON, os.path.abspath(__file__), "--count-flops", *models],
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--count-flops", *models],
                          check=True, stdout=subprocess.PIPE, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -463,7 +473,7 @@ def main(argv=None):
     if argv[:1] == ["--count-flops"]:
         return count_flops_main(argv[1:])
     generator = harness.load_model_generator()
-    args = parse_args(argv, list(generator.MODELS))
+    args = parse_args(argv, list(generator.ALL_MODELS))
     if not args.no_build:
         harness.build(args.build_dir, ["all"], what="Kiln")
     ort_peer.enter_venv(args.build_dir, __file__, argv)

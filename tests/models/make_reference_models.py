@@ -63,7 +63,56 @@ def _bert_style_encoder():
     return torch.nn.TransformerEncoder(layer, num_layers=4, enable_nested_tensor=False)
 
 
-# name -> (builder, input shape)
+def _vision_transformer(name):
+    """A torchvision ViT with its classifier drawn at random: torchvision zero-initialises it,
+    so every output would be 0 and any result would match."""
+    def build():
+        import torch
+
+        model = _torchvision(name)()
+        torch.nn.init.normal_(model.heads.head.weight, std=0.02)
+        return model
+
+    return build
+
+
+def _transformers(architecture, **config):
+    """A model of the `transformers` package built from its config (random weights; nothing is
+    downloaded), taking token ids and returning its first output (logits, or the last hidden
+    state) as one tensor, which is what torch.onnx and the tests expect."""
+    def build():
+        import torch
+        import transformers
+
+        family = architecture[:-len("LMHeadModel")] if architecture.endswith(
+            "LMHeadModel") else architecture[:-len("Model")]
+        inner = getattr(transformers, architecture)(
+            getattr(transformers, family + "Config")(**config))
+
+        class FirstOutput(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.inner = inner
+
+            def forward(self, ids):
+                return self.inner(input_ids=ids, use_cache=False, return_dict=False)[0]
+
+        return FirstOutput()
+
+    return build
+
+
+class Tokens:
+    """The input of a language model: token ids of `shape` below `vocab` (int64)."""
+
+    def __init__(self, shape, vocab):
+        self.shape, self.vocab = shape, vocab
+
+
+SEQUENCE_TOKENS = Tokens((1, 128), vocab=8000)
+NLP_CONFIG = {"vocab_size": 8000, "attn_implementation": "eager"}
+
+# name -> (builder, input shape or Tokens). Kiln's tests run these.
 MODELS = {
     "resnet18": (_torchvision("resnet18"), CNN_INPUT_SHAPE),
     "resnet50": (_torchvision("resnet50"), CNN_INPUT_SHAPE),
@@ -72,6 +121,26 @@ MODELS = {
     "bert_encoder": (_bert_style_encoder, ENCODER_INPUT_SHAPE),
 }
 
+# More architectures a user might bring, for bench/models only (the tests keep to MODELS): CNN
+# families (dense, grouped, large-kernel depthwise with LayerNorm, squeeze-and-excitation,
+# channel shuffle), a vision transformer, and an NLP encoder and decoder from `transformers`
+# (a PyPI package: bench/models installs it in its venv).
+WIDER_MODELS = {
+    "densenet121": (_torchvision("densenet121"), CNN_INPUT_SHAPE),
+    "resnext50_32x4d": (_torchvision("resnext50_32x4d"), CNN_INPUT_SHAPE),
+    "convnext_tiny": (_torchvision("convnext_tiny"), CNN_INPUT_SHAPE),
+    "efficientnet_b0": (_torchvision("efficientnet_b0"), CNN_INPUT_SHAPE),
+    "regnet_y_400mf": (_torchvision("regnet_y_400mf"), CNN_INPUT_SHAPE),
+    "shufflenet_v2_x1_0": (_torchvision("shufflenet_v2_x1_0"), CNN_INPUT_SHAPE),
+    "vit_b_32": (_vision_transformer("vit_b_32"), CNN_INPUT_SHAPE),
+    "bert_hf": (_transformers("BertModel", hidden_size=256, num_hidden_layers=4,
+                              num_attention_heads=4, intermediate_size=1024,
+                              max_position_embeddings=128, **NLP_CONFIG), SEQUENCE_TOKENS),
+    "gpt2_decoder": (_transformers("GPT2LMHeadModel", n_embd=256, n_layer=4, n_head=4,
+                                   n_positions=128, **NLP_CONFIG), SEQUENCE_TOKENS),
+}
+ALL_MODELS = {**MODELS, **WIDER_MODELS}
+
 
 def build_model(name):
     """The model `name` with seeded random weights and calibrated batch norms, in eval mode
@@ -79,8 +148,8 @@ def build_model(name):
     import torch
 
     torch.manual_seed(SEED)
-    model = MODELS[name][0]()
-    calibrate_batch_norm(model, MODELS[name][1])
+    model = ALL_MODELS[name][0]()
+    calibrate_batch_norm(model, ALL_MODELS[name][1])
     model.eval()
     return model
 
@@ -97,7 +166,7 @@ def calibrate_batch_norm(model, input_shape, batch=8):
     import torch
 
     norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
-    if not norms:
+    if not norms or isinstance(input_shape, Tokens):
         return
     for norm in norms:
         norm.reset_running_stats()
@@ -110,13 +179,15 @@ def calibrate_batch_norm(model, input_shape, batch=8):
 
 
 def make_input(name):
-    """The fixed float32 input of model `name`: standard normal from a generator seeded per
-    model, so adding a model never changes another model's input."""
+    """The fixed input of model `name`, from a generator seeded per model, so adding a model
+    never changes another model's input: float32 standard normal, or int64 token ids."""
     import numpy as np
 
-    shape = MODELS[name][1]
-    seed = SEED + sum(name.encode())
-    return np.random.default_rng(seed).standard_normal(shape, dtype=np.float32)
+    spec = ALL_MODELS[name][1]
+    rng = np.random.default_rng(SEED + sum(name.encode()))
+    if isinstance(spec, Tokens):
+        return rng.integers(0, spec.vocab, spec.shape, dtype=np.int64)
+    return rng.standard_normal(spec, dtype=np.float32)
 
 
 # ---- paths, fingerprints, atomic writes -----------------------------------------------------
@@ -146,9 +217,17 @@ def recipe_fingerprint():
     with open(os.path.abspath(__file__), "rb") as f:
         digest.update(f.read())
     for version in (torch.__version__, torchvision.__version__, onnx.__version__,
-                    numpy.__version__):
+                    numpy.__version__, _transformers_version()):
         digest.update(version.encode() + b"\0")
     return digest.hexdigest()
+
+
+def _transformers_version():
+    try:
+        import transformers
+    except ImportError:
+        return "none"
+    return transformers.__version__
 
 
 def read_stamp(out_dir, name):
@@ -222,8 +301,9 @@ def save_reference(model, x, path):
     import torch
 
     reference = copy.deepcopy(model).double()  # the float32 model is exported afterwards
+    x_double = torch.from_numpy(x if x.dtype == np.int64 else x.astype(np.float64))  # token ids
     with torch.enable_grad():
-        output = reference(torch.from_numpy(x).double()).detach().numpy().astype(np.float32)
+        output = reference(x_double).detach().numpy().astype(np.float32)
         output_float32 = model(torch.from_numpy(x)).detach().numpy()
 
     def write(tmp):
@@ -265,11 +345,12 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(
         description="Export Kiln's reference models (random weights, seed 0) to ONNX, with a "
                     "fixed input and PyTorch's output for it. Skips files that are up to date.",
-        epilog="Models: " + ", ".join(MODELS))
+        epilog="Models: " + ", ".join(MODELS) + "; for bench/models also: " +
+               ", ".join(WIDER_MODELS) + " (bert_hf and gpt2_decoder need transformers)")
     parser.add_argument("out_dir", metavar="OUT_DIR", help="folder for the .onnx and .npz files "
                         "(created if missing)")
-    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS),
-                        metavar="MODEL", help="models to make (default: all)")
+    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(ALL_MODELS),
+                        metavar="MODEL", help="models to make (default: the tests' models)")
     parser.add_argument("--opsets", nargs="+", type=int, default=list(DEFAULT_OPSETS),
                         metavar="N", help="ONNX opsets to export (default: 13 17)")
     args = parser.parse_args(argv)
