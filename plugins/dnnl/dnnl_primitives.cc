@@ -89,6 +89,7 @@ std::optional<Eltwise> EltwiseOf(const std::string& op, const Map<String, Any>& 
       {"sqrt", algorithm::eltwise_sqrt},
       {"abs", algorithm::eltwise_abs},
       {"nn.gelu", algorithm::eltwise_gelu_erf},
+      {"nn.silu", algorithm::eltwise_swish},  // x * sigmoid(alpha x), alpha 1
       {"nn.softplus", algorithm::eltwise_soft_relu},
       {"clip", algorithm::eltwise_clip},
       {"nn.leaky_relu", algorithm::eltwise_relu},
@@ -102,6 +103,8 @@ std::optional<Eltwise> EltwiseOf(const std::string& op, const Map<String, Any>& 
     eltwise.beta = FloatAttr(attrs, "a_max");
   } else if (op == "nn.leaky_relu" || op == "nn.elu") {
     eltwise.alpha = FloatAttr(attrs, "alpha");
+  } else if (op == "nn.silu") {
+    eltwise.alpha = 1.0F;
   }
   return eltwise;
 }

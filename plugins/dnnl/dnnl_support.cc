@@ -185,7 +185,7 @@ const std::map<std::string, Check>& Checks() {
         {"concatenate", Concatenate},
     };
     for (const char* op : {"nn.relu", "sigmoid", "tanh", "exp", "log", "sqrt", "abs", "clip",
-                           "nn.leaky_relu", "nn.elu", "nn.gelu", "nn.softplus"}) {
+                           "nn.leaky_relu", "nn.elu", "nn.gelu", "nn.silu", "nn.softplus"}) {
       table.emplace(op, Unary);
     }
     for (const char* op : {"add", "subtract", "multiply", "divide", "maximum", "minimum"}) {

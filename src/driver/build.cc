@@ -106,9 +106,10 @@ transform::Pass DefaultPipeline(const BuildOptions& options) {
       passes.push_back(MeasuredPlacement(compilers, options.codegen_options));
     }
   }
-  // After partitioning: external compilers see GELU (dnnl has a pattern) and attention as
-  // exporters spell them.
+  // After partitioning: external compilers see GELU (dnnl has a pattern), SiLU and attention
+  // as exporters spell them.
   passes.push_back(RecognizeGelu());
+  passes.push_back(RecognizeSilu());
   passes.push_back(RecognizeAttention());
   passes.push_back(FuseOps());
   passes.push_back(InferType());

@@ -54,8 +54,8 @@
 /// the serialized form do not change: what is packed depends on the CPU that loads it.
 ///
 /// Before that, a conv2d, matmul or nn.dense step followed by a bias add, a residual add,
-/// and relu, clip or nn.gelu (any prefix of that chain, each reading the one temporary the step
-/// before wrote) becomes one step, with the kEpilogue* attributes below.
+/// and relu, clip, nn.gelu or nn.silu (any prefix of that chain, each reading the one temporary
+/// the step before wrote) becomes one step, with the kEpilogue* attributes below.
 ///
 /// Serialized (SaveToBytes): the description's length as 8 little-endian bytes, the
 /// description, then each constant's compact bytes in order.
@@ -86,15 +86,16 @@ constexpr const char* kPrepackedAttrPrefix = "__packed_";
 /// only, not kept on the step.
 constexpr const char* kPrepackOutputShapeAttr = "__prepack_output_shape";
 /// The attributes of a conv2d, matmul or nn.dense step that the program merged with the
-/// elementwise steps after it (a bias add, then a residual add, then relu, clip or nn.gelu), so
-/// that they run while the product is in cache: the index of the step input holding the bias
-/// (per channel for conv2d, per column otherwise) and of the one holding the residual (shaped
-/// as the output), the clamp bounds, and whether GELU follows.
+/// elementwise steps after it (a bias add, then a residual add, then relu, clip, nn.gelu or
+/// nn.silu), so that they run while the product is in cache: the index of the step input
+/// holding the bias (per channel for conv2d, per column otherwise) and of the one holding the
+/// residual (shaped as the output), the clamp bounds, and whether GELU or SiLU follows.
 constexpr const char* kEpilogueBiasAttr = "__epilogue_bias";
 constexpr const char* kEpilogueResidualAttr = "__epilogue_residual";
 constexpr const char* kEpilogueMinAttr = "__epilogue_min";
 constexpr const char* kEpilogueMaxAttr = "__epilogue_max";
 constexpr const char* kEpilogueGeluAttr = "__epilogue_gelu";
+constexpr const char* kEpilogueSiluAttr = "__epilogue_silu";
 /// The library implementing the kind, named when an artifact needs it and it is missing.
 constexpr const char* kKernelProgramLibrary = "libkiln_kernels_cpu.so";
 

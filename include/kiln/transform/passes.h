@@ -40,6 +40,9 @@ KILN_API Pass CanonicalizeBatchNorm();
 /// any way, or with x * (1 / sqrt(2))), into one nn.gelu call. Opt level 2.
 KILN_API Pass RecognizeGelu();
 
+/// Rewrites x * sigmoid(x) (either order, x the same value) into one nn.silu call. Opt level 2.
+KILN_API Pass RecognizeSilu();
+
 /// Rewrites multi-head attention as exporters spell it (q, k, v reshaped and transposed to split
 /// their heads, q k^T scaled by a constant, an optional mask added, softmax over the keys, times
 /// v, transposed and reshaped back) into one nn.attention call over q, k and v as they were,

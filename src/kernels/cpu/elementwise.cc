@@ -91,6 +91,7 @@ KILN_UNARY_FN(Sigmoid, T(1) / (T(1) + ExpOf(-x)));
 KILN_UNARY_FN(LogicalNot, !x);
 // ONNX Gelu with approximate = "none".
 KILN_UNARY_FN(Gelu, T(0.5) * x * (T(1) + ErfOf(x * T(M_SQRT1_2))));
+KILN_UNARY_FN(Silu, x / (T(1) + ExpOf(-x)));
 // log(1 + e^x) without overflow for large x.
 KILN_UNARY_FN(Softplus, x > T(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)));
 
@@ -173,6 +174,7 @@ KILN_CPU_KERNEL("atanh", (Unary<kFloatTypes, Atanh>));
 KILN_CPU_KERNEL("tanh", (Unary<kFloatTypes, Tanh>));
 KILN_CPU_KERNEL("sigmoid", (Unary<kFloatTypes, Sigmoid>));
 KILN_CPU_KERNEL("nn.gelu", (Unary<kFloatTypes, Gelu>));
+KILN_CPU_KERNEL("nn.silu", (Unary<kFloatTypes, Silu>));
 KILN_CPU_KERNEL("nn.softplus", (Unary<kFloatTypes, Softplus>));
 KILN_CPU_KERNEL("nn.leaky_relu", (Unary<kFloatTypes, LeakyRelu>));
 KILN_CPU_KERNEL("nn.elu", (Unary<kFloatTypes, Elu>));

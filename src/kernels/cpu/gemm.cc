@@ -309,7 +309,7 @@ bool GemmEpilogue::clamps() const {
 
 bool GemmEpilogue::active() const {
   return row_bias != nullptr || col_bias != nullptr || residual != nullptr || clamps() || gelu ||
-         tile != nullptr;
+         silu || tile != nullptr;
 }
 
 namespace {
@@ -338,6 +338,9 @@ KILN_CPU_CLONES void ApplyToLine(const GemmEpilogue& epilogue, float* __restrict
     for (int64_t j = 0; j < cols; ++j) {
       line[j] = 0.5F * line[j] * (1.F + kiln_fast_erff(line[j] * static_cast<float>(M_SQRT1_2)));
     }
+  }
+  if (epilogue.silu) {
+    for (int64_t j = 0; j < cols; ++j) line[j] = line[j] / (1.F + kiln_fast_expf(-line[j]));
   }
 }
 
@@ -372,6 +375,7 @@ GemmEpilogue ReadMergedEpilogue(const KernelCall& call, bool bias_per_row, int64
   epilogue.min_value = static_cast<float>(call.FloatOr(runtime::kEpilogueMinAttr, -kInf));
   epilogue.max_value = static_cast<float>(call.FloatOr(runtime::kEpilogueMaxAttr, kInf));
   epilogue.gelu = call.BoolOr(runtime::kEpilogueGeluAttr, false);
+  epilogue.silu = call.BoolOr(runtime::kEpilogueSiluAttr, false);
   return epilogue;
 }
 

@@ -68,9 +68,8 @@ struct ProgramFunction {
 
 /// Merges the steps after each GEMM-backed step (conv2d, matmul, dense) that its epilogue can
 /// run into it (kiln/runtime/kernel_program.h): a bias add, then a residual add, then relu,
-/// clip or nn.gelu, each optional, each reading the temporary only the step before wrote, so
-/// that the function computes the same with the temporaries gone. `constants` are the
-/// program's.
+/// clip, nn.gelu or nn.silu, each optional, each reading the temporary only the step before wrote,
+/// so that the function computes the same with the temporaries gone. `constants` are the program's.
 void MergeEpilogues(ProgramFunction& func, const std::vector<Tensor>& constants);
 
 }  // namespace runtime

@@ -41,22 +41,6 @@ void BatchNorm(const KernelCall& call) {
 }
 KILN_CPU_KERNEL("nn.batch_norm", BatchNorm);
 
-/// Sum of f(x[i]) over a row in double, 16 lanes wide: independent lanes vectorize without
-/// reassociating the sum.
-template <typename Fn>
-__attribute__((always_inline)) inline double LaneSum(const float* __restrict__ x, int64_t n, Fn f) {
-  constexpr int64_t kLanes = 16;
-  double lanes[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int64_t l = 0; l < kLanes; ++l) lanes[l] += f(static_cast<double>(x[i + l]));
-  }
-  double sum = 0;
-  for (; i < n; ++i) sum += f(static_cast<double>(x[i]));
-  for (double lane : lanes) sum += lane;
-  return sum;
-}
-
 /// One row of nn.layer_norm: mean and (biased) variance in double, then scale and shift.
 KILN_CPU_CLONES void LayerNormRow(const float* __restrict__ x, float* __restrict__ y, int64_t n,
                                   const float* __restrict__ gamma, const float* __restrict__ beta,

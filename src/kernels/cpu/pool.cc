@@ -224,6 +224,13 @@ KILN_CPU_KERNEL("nn.avg_pool2d", (Pool<2, false>));
 KILN_CPU_KERNEL("nn.max_pool3d", (Pool<3, true>));
 KILN_CPU_KERNEL("nn.avg_pool3d", (Pool<3, false>));
 
+/// The mean of a plane: a sum in double lanes, which vectorizes (one running sum waited on each
+/// addition: EfficientNet's squeeze-and-excitation pools took 8% of the model).
+KILN_CPU_CLONES float PlaneMean(const float* __restrict__ x, int64_t size) {
+  const double sum = LaneSum(x, size, [](double v) { return v; });
+  return static_cast<float>(sum / static_cast<double>(std::max<int64_t>(size, 1)));
+}
+
 template <bool kMax>
 void GlobalPool2D(const KernelCall& call) {
   RequireFloat32Inputs(call);
@@ -234,9 +241,7 @@ void GlobalPool2D(const KernelCall& call) {
       *y = size == 0 ? -std::numeric_limits<float>::infinity() : *std::max_element(x, x + size);
       return;
     }
-    double sum = 0;
-    for (int64_t i = 0; i < size; ++i) sum += x[i];
-    *y = static_cast<float>(sum / static_cast<double>(std::max<int64_t>(size, 1)));
+    *y = PlaneMean(x, size);
   });
 }
 KILN_CPU_KERNEL("nn.global_max_pool2d", GlobalPool2D<true>);

@@ -102,7 +102,7 @@ bool IsEpilogueAnchor(const ProgramFunction& func, const Step& step,
   });
 }
 
-/// The epilogue attributes of an `nn.relu`, `clip` or `nn.gelu` step reading `ref`.
+/// The epilogue attributes of an `nn.relu`, `clip`, `nn.gelu` or `nn.silu` step reading `ref`.
 std::optional<Map<String, Any>> ActivationOf(const Step& step, const TensorRef& ref) {
   if (step.inputs.size() != 1 || !SameRef(step.inputs[0], ref) || step.outputs.size() != 1) {
     return std::nullopt;
@@ -110,6 +110,8 @@ std::optional<Map<String, Any>> ActivationOf(const Step& step, const TensorRef& 
   Map<String, Any> attrs;
   if (step.kernel == "nn.gelu") {
     attrs.Set(kEpilogueGeluAttr, true);
+  } else if (step.kernel == "nn.silu") {
+    attrs.Set(kEpilogueSiluAttr, true);
   } else if (step.kernel == "nn.relu") {
     attrs.Set(kEpilogueMinAttr, 0.0);
   } else if (step.kernel == "clip") {

@@ -76,6 +76,10 @@ void RegisterUnary() {
     return Binary("mul", Binary("mul", ctx.Constant(0.5), x),
                   Binary("add", ctx.Constant(1.0), erf));
   });
+  RegisterFloatUnary("nn.silu", [](const ComputeContext& ctx, const Node& x) {
+    const Node exp = Call("exp", {Binary("mul", x, ctx.Constant(-1.0))}, ctx.dtype());
+    return Binary("div", x, Binary("add", ctx.Constant(1.0), exp));
+  });
   RegisterFloatUnary("nn.softplus", [](const ComputeContext& ctx, const Node& x) {
     // log(1 + e^x) without overflow: max(x, 0) + log1p(e^-|x|).
     const Node minus_abs = Binary("mul", Call("fabs", {x}, ctx.dtype()), ctx.Constant(-1.0));
