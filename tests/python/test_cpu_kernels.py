@@ -448,6 +448,16 @@ def test_reduce_integers(op, dtype):
           keepdims=False)
 
 
+@pytest.mark.parametrize("op,dtype", [(op, np.float32) for op in sorted(REDUCE)] +
+                         [(op, np.int64) for op in ("max", "min", "prod", "sum")])
+def test_reduce_a_contiguous_axis_in_lanes_and_a_tail(op, dtype):
+    """A reduced innermost axis of 37 runs in 16 lanes (two rounds) and a tail of 5."""
+    x = rand(4, 37, dtype=dtype, low=-2, high=2) if dtype == np.int64 else rand(4, 37)
+    wide = x.astype(np.float64) if dtype == np.float32 else x
+    check(op, [x], REDUCE[op](wide, axis=1, keepdims=True).astype(dtype), rtol=1e-5, atol=1e-5,
+          axis=[1], keepdims=True)
+
+
 def test_reduce_large_is_accurate():
     x = rand(1000, 1003, low=0, high=1)
     check("sum", [x], np.float32(x.astype(np.float64).sum()).reshape(1, 1), rtol=1e-6)

@@ -78,6 +78,26 @@ MergedAxes MergeAxes(const std::vector<int64_t>& shape, const std::vector<bool>&
   return merged;
 }
 
+/// Combine over x[0, n), contiguous, in 16 lanes that combine every 16th element each, and
+/// then one another: one running accumulator would wait on every combine (a mean over a 7x7
+/// plane, a sum over a row). Max and min skip NaN in either form.
+template <typename Reducer, typename In, typename Acc>
+Acc ReduceRun(const In* __restrict__ x, int64_t n) {
+  constexpr int64_t kLanes = 16;
+  Acc lanes[kLanes];
+  std::fill_n(lanes, kLanes, Reducer::template Identity<Acc>());
+  int64_t r = 0;
+  for (; r + kLanes <= n; r += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l) {
+      lanes[l] = Reducer::Combine(lanes[l], static_cast<Acc>(x[r + l]));
+    }
+  }
+  Acc acc = Reducer::template Identity<Acc>();
+  for (; r < n; ++r) acc = Reducer::Combine(acc, static_cast<Acc>(x[r]));
+  for (Acc lane : lanes) acc = Reducer::Combine(acc, lane);
+  return acc;
+}
+
 /// y[o, i] = combine over r of x[o, r, i].
 template <typename Reducer, typename In, typename Acc>
 void ReduceAxis(const In* x, const AxisSplit& split, Acc* y) {
@@ -85,6 +105,10 @@ void ReduceAxis(const In* x, const AxisSplit& split, Acc* y) {
       std::max<int64_t>(1, kElementGrain / std::max<int64_t>(1, split.extent * split.inner));
   runtime::ParallelFor(0, split.outer, grain, [&](int64_t begin, int64_t end) {
     for (int64_t o = begin; o < end; ++o) {
+      if (split.inner == 1) {
+        y[o] = ReduceRun<Reducer, In, Acc>(x + o * split.extent, split.extent);
+        continue;
+      }
       Acc* __restrict__ acc = y + o * split.inner;
       for (int64_t i = 0; i < split.inner; ++i) acc[i] = Reducer::template Identity<Acc>();
       for (int64_t r = 0; r < split.extent; ++r) {
