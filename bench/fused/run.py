@@ -53,6 +53,9 @@ WORKLOADS = [
     ("bias + residual + relu (1, 64, 56, 56)",
      {"x": (1, 64, 56, 56), "bias": (64, 1, 1), "r": (1, 64, 56, 56)},
      "nn.relu(add(add(%x, %bias), %r))", "nn.relu(add(add(%x, %bias), %r))"),
+    ("bias + residual + relu (8, 512, 7, 7)",
+     {"x": (8, 512, 7, 7), "bias": (512, 1, 1), "r": (8, 512, 7, 7)},
+     "nn.relu(add(add(%x, %bias), %r))", "nn.relu(add(add(%x, %bias), %r))"),
 ]
 
 
