@@ -4,8 +4,10 @@
     /usr/bin/python3 tests/models/make_reference_models.py OUT_DIR [--models M ...]
                                                            [--opsets 13 17]
 
-For each model: randomly initialised weights (torch.manual_seed(0), nothing is downloaded),
-eval mode, batch 1, static shapes. Writes
+--models defaults to MODELS, the ones Kiln's tests run; WIDER_MODELS (bench/models' wider set)
+may be named too, and bert_hf and gpt2_decoder need the transformers package (bench/models runs
+this script in its venv, which has it). For each model: randomly initialised weights
+(torch.manual_seed(0), nothing is downloaded), eval mode, batch 1, static shapes. Writes
 
     OUT_DIR/<model>_opset<N>.onnx   the model exported by torch.onnx (input "input",
                                     output "output"), checked with onnx.checker
