@@ -44,6 +44,12 @@ OPS = {
     "conv2d_resnet_3x3_7": ("Conv", (1, 512, 7, 7), {"pads": [1] * 4}, (512, 512, 3, 3), {}),
     "grouped_conv_3x3": ("Conv", (1, 128, 28, 28), {"pads": [1] * 4, "group": 32},
                          (128, 4, 3, 3), {}),
+    # DenseNet's bottleneck (a 1x1 conv of the concatenated features) and its growth conv.
+    "conv2d_densenet_1x1_28": ("Conv", (1, 512, 28, 28), {}, (128, 512, 1, 1), {}),
+    "conv2d_densenet_3x3_28": ("Conv", (1, 128, 28, 28), {"pads": [1] * 4}, (32, 128, 3, 3), {}),
+    # RegNetY-400MF's grouped 3x3 (groups of 8 channels).
+    "grouped_conv_3x3_g8_14": ("Conv", (1, 208, 14, 14), {"pads": [1] * 4, "group": 26},
+                               (208, 8, 3, 3), {}),
     "depthwise_7x7_56": ("Conv", (1, 128, 56, 56), {"pads": [3] * 4, "group": 128},
                          (128, 1, 7, 7), {}),
     "depthwise_7x7_14": ("Conv", (1, 384, 14, 14), {"pads": [3] * 4, "group": 384},
