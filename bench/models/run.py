@@ -92,7 +92,9 @@ def count_flops(model, x):
         macs[0] += output.numel() * module.weight.shape[0]
 
     def attention(module, inputs, output):
-        query, key = inputs[0], inputs[1]
+        # A hook sees positional arguments only; torchvision's ViT passes query=x, key=x,
+        # value=x by keyword, self-attention, whose query and key are shaped as the output.
+        query, key = (inputs[0], inputs[1]) if len(inputs) >= 2 else (output[0], output[0])
         if not module.batch_first:
             query, key = query.transpose(0, 1), key.transpose(0, 1)
         batch, target, embed = query.shape
