@@ -152,8 +152,8 @@ std::vector<std::vector<size_t>> ReadersOf(const DataflowGraph& graph) {
 /// it: both groups hold only elementwise, broadcast, injective and reduction ops. That joins
 /// the two halves of a softmax or a layer norm (the centred input is read by a reduction and
 /// by the output) into one group, which the loop-level lowering computes row by row.
-bool CanJoinDiamond(Groups& groups, const DataflowGraph& graph,
-                    const std::vector<size_t>& readers, size_t p) {
+bool CanJoinDiamond(Groups& groups, const DataflowGraph& graph, const std::vector<size_t>& readers,
+                    size_t p) {
   if (readers.size() < 2 || readers.size() != static_cast<size_t>(graph.uses[p])) return false;
   const size_t group = groups.Find(readers.front());
   if (group == groups.Find(p)) return false;
