@@ -99,11 +99,13 @@ def @main(%x: Tensor[(n, 8), float32]) {
 
 def test_the_plugins_schedule_schedules_the_groups_holding_its_op():
     """src/swish_schedule.cc: `tir.schedule.for_op.my_ext.swish` splits the innermost loop into
-    vectors of 8 (the tail, here 13 % 8, moved out of the loop by loop_partition)."""
+    vectors of 8 (the tail, here 13 % 8, moved out of the loop by loop_partition). The per-row
+    %b keeps the row loop apart: the default schedule fuses nested loops only where the fused
+    index stays contiguous in every buffer."""
     kiln.load_plugin(PLUGIN)
     mod = kiln.ir.ParseModule("""
-def @main(%x: Tensor[(n, 13), float32]) {
-  add(my_ext.swish(%x, beta=2.0), %x)
+def @main(%x: Tensor[(n, 13), float32], %b: Tensor[(n, 1), float32]) {
+  add(my_ext.swish(%x, beta=2.0), %b)
 }""", [])
     fused = kiln.transform.run_pipeline(mod, "InferType,FuseOps,InferType")
     call = fused["main"].body
