@@ -117,5 +117,6 @@ def @main(%x: Tensor[(n, 13), float32], %b: Tensor[(n, 1), float32]) {
     executable = kiln.build(mod, generated_kernels=True)
     for rows in (1, 4):
         x = np.linspace(-3, 3, rows * 13, dtype=np.float32).reshape(rows, 13)
-        np.testing.assert_allclose(executable.run(x=x)[0], x / (1 + np.exp(-2 * x)) + x,
-                                   rtol=1e-5)
+        b = np.arange(rows, dtype=np.float32).reshape(rows, 1)
+        np.testing.assert_allclose(executable.run(x=x, b=b)[0], x / (1 + np.exp(-2 * x)) + b,
+                                   rtol=1e-5, atol=1e-6)
