@@ -382,7 +382,7 @@ class GroupLowering {
     Indices extents;
   };
 
-  /// A value computed once per row into `buffer` (indexed by the row's variables).
+  /// A value stored into the row buffer `buffer` by the reduction whose axes index it.
   struct SharedValue {
     Node buffer;
     Node value;
