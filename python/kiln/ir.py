@@ -142,6 +142,31 @@ class Function(Node):
     __slots__ = ()
 
 
+@_node_class(
+    "kiln.ir.If",
+    lambda cond, then_branch, else_branch: _ir("If")(cond, then_branch, else_branch),
+)
+class If(Node):
+    """``then_branch()`` when ``cond`` (a bool tensor of one element) holds, else
+    ``else_branch()``: both are functions of no parameters that read outer values directly."""
+
+    __slots__ = ()
+
+
+@_node_class(
+    "kiln.ir.Loop",
+    lambda trip_count, condition, initial, body, iterations: _ir("Loop")(
+        trip_count, condition, list(initial), body, iterations
+    ),
+)
+class Loop(Node):
+    """ONNX's Loop: ``body(i, condition, *carried)`` returns ``(condition, *carried,
+    *scanned)``; the value is ``(*carried, *scan_outputs)``, each scan output stacked along a
+    leading axis of ``iterations`` (an int or a size expression)."""
+
+    __slots__ = ()
+
+
 @_node_class("kiln.ir.GlobalVar", lambda name: _ir("GlobalVar")(name))
 class GlobalVar(Node):
     """The name of a function of a module: ``@main``."""

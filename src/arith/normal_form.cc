@@ -46,6 +46,32 @@ SizeExpr TermExpr(const Atoms& atoms, int64_t coeff) {
   return coeff == 1 ? expr : RawBinary(BinaryOp::kMul, expr, IntImm(coeff));
 }
 
+/// The nodes of `term` as the tree it prints as (an atom shared by several terms, or within one,
+/// counted at each use), counted up to just past kMaxProductNodes.
+size_t TreeSize(const Term& term) {
+  size_t count = 0;
+  std::vector<const SizeExprObj*> stack;
+  for (const SizeExpr& atom : term.atoms) stack.push_back(atom.get());
+  while (!stack.empty() && count <= kMaxProductNodes) {
+    const SizeExprObj* node = stack.back();
+    stack.pop_back();
+    ++count;
+    if (node->IsInstance<BinaryObj>()) {
+      const auto* binary = static_cast<const BinaryObj*>(node);
+      stack.push_back(binary->a().get());
+      stack.push_back(binary->b().get());
+    }
+  }
+  return count;
+}
+
+/// The nodes of the terms of `sum`, summed.
+size_t TreeSize(const Sum& sum) {
+  size_t total = 0;
+  for (const Term& term : sum.terms) total += TreeSize(term);
+  return total;
+}
+
 }  // namespace
 
 Sum ConstantSum(int64_t value) {
@@ -93,6 +119,10 @@ Sum Scale(const Sum& x, int64_t k) { return AddScaled(ConstantSum(0), x, k); }
 Sum Multiply(const Sum& x, const Sum& y) {
   if (x.is_const()) return Scale(y, x.constant);
   if (y.is_const()) return Scale(x, y.constant);
+  // Each term of x meets each of y (and the other's constant): the expansion's size, before
+  // any of it is built.
+  const size_t nodes = TreeSize(x) * (y.terms.size() + 1) + TreeSize(y) * (x.terms.size() + 1);
+  if (nodes > kMaxProductNodes) throw TooComplex{};
   std::map<Atoms, int64_t, AtomsLess> terms;
   auto add = [&terms](Atoms atoms, int64_t coeff) {
     if (atoms.size() > kMaxTerms) throw TooComplex{};

@@ -17,6 +17,10 @@ namespace internal {
 /// stays an atom, so (a + b + 1) * (c + d + 1) * ... cannot blow up. (A sum has at most as
 /// many terms as its input has leaves, so sums need no limit.)
 constexpr size_t kMaxTerms = 64;
+/// Nor may an expanded product hold more than this many nodes, its atoms counted as the trees
+/// they print as: terms of a product share atoms, so an atom kept whole that holds an earlier
+/// expanded product would otherwise have its text grow exponentially with each factor.
+constexpr size_t kMaxProductNodes = 4096;
 
 /// Thrown when a normal form would overflow int64 or grow past kMaxTerms; the simplifier catches
 /// it per node and keeps that node as it is.
@@ -56,7 +60,7 @@ Sum AtomSum(SizeExpr atom);
 Sum AddScaled(const Sum& x, const Sum& y, int64_t k);
 /// k * x.
 Sum Scale(const Sum& x, int64_t k);
-/// x * y, expanded; TooComplex past kMaxTerms.
+/// x * y, expanded; TooComplex past kMaxTerms or kMaxProductNodes.
 Sum Multiply(const Sum& x, const Sum& y);
 
 /// The expression of a Sum: positive terms, then negative ones subtracted, then the constant

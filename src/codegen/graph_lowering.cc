@@ -2,6 +2,7 @@
 // kernel program functions, and the graph's tensors are placed by PlanMemory.
 #include <kiln/codegen/graph_lowering.h>
 #include <kiln/ffi/registry.h>
+#include <kiln/ir/control_flow.h>
 #include <kiln/ir/function.h>
 #include <kiln/ir/op.h>
 #include <kiln/ir/type_relation.h>
@@ -206,6 +207,11 @@ class GraphLowering {
     } else if (const auto* call = expr.as<ir::CallObj>()) {
       LowerMainCall(Downcast<ir::Call>(expr), *call);
     } else {
+      KILN_CHECK(expr.as<ir::IfObj>() == nullptr && expr.as<ir::LoopObj>() == nullptr,
+                 NotImplementedError)
+          << "the model has control flow (" << (expr.as<ir::IfObj>() ? "an If" : "a Loop")
+          << " that FoldConstant could not resolve): Kiln imports and optimizes If and Loop, "
+          << "but does not compile them yet (docs/design.md §32)";
       KILN_CHECK(expr.as<ir::VarObj>() != nullptr || expr.as<ir::ConstantObj>() != nullptr,
                  ValueError)
           << "cannot lower a " << expr->GetTypeKey() << " in @main: only calls, tuples, "

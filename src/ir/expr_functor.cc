@@ -25,6 +25,14 @@ std::vector<Expr> Children(const Expr& expr) {
     const auto* function = static_cast<const FunctionObj*>(expr.get());
     for (const Var& param : function->params()) children.push_back(param);
     children.push_back(function->body());
+  } else if (expr->IsInstance<IfObj>()) {
+    const auto* node = static_cast<const IfObj*>(expr.get());
+    children = {node->cond(), node->then_branch(), node->else_branch()};
+  } else if (expr->IsInstance<LoopObj>()) {
+    const auto* loop = static_cast<const LoopObj*>(expr.get());
+    children = {loop->trip_count(), loop->condition()};
+    children.insert(children.end(), loop->initial().begin(), loop->initial().end());
+    children.push_back(loop->body());
   }
   return children;
 }
@@ -50,6 +58,15 @@ void WalkPostOrder(const Expr& root, const Done& done, const Finish& finish) {
       if (!done(*it)) stack.emplace_back(*it, false);
     }
   }
+}
+
+/// A control-flow body as rewritten: a mutator may change what it computes, not replace it with
+/// something that is not a function.
+Function AsBody(const Expr& rewritten, const char* what) {
+  KILN_CHECK(rewritten->IsInstance<FunctionObj>(), TypeError)
+      << "ExprMutator: " << what << " was rewritten to a " << rewritten->GetTypeKey()
+      << ", expected a kiln.ir.Function";
+  return Downcast<Function>(rewritten);
 }
 
 }  // namespace
@@ -87,6 +104,10 @@ void ExprVisitor::Dispatch(const Expr& expr) {
     VisitGlobalVar(Downcast<GlobalVar>(expr));
   } else if (node->IsInstance<OpObj>()) {
     VisitOp(Downcast<Op>(expr));
+  } else if (node->IsInstance<IfObj>()) {
+    VisitIf(Downcast<If>(expr));
+  } else if (node->IsInstance<LoopObj>()) {
+    VisitLoop(Downcast<Loop>(expr));
   } else {
     KILN_THROW(TypeError) << "ExprVisitor: unsupported expression " << node->GetTypeKey();
   }
@@ -100,6 +121,8 @@ void ExprVisitor::VisitTupleGetItem(const TupleGetItem&) {}
 void ExprVisitor::VisitFunction(const Function&) {}
 void ExprVisitor::VisitGlobalVar(const GlobalVar&) {}
 void ExprVisitor::VisitOp(const Op&) {}
+void ExprVisitor::VisitIf(const If&) {}
+void ExprVisitor::VisitLoop(const Loop&) {}
 
 // ----------------------------------------------------------------------------------------------
 // ExprMutator
@@ -128,6 +151,8 @@ Expr ExprMutator::Rewrite(const Expr& expr) {
   if (node->IsInstance<TupleGetItemObj>()) {
     return VisitTupleGetItem(Downcast<TupleGetItem>(expr), Downcast<TupleGetItem>(post));
   }
+  if (node->IsInstance<IfObj>()) return VisitIf(Downcast<If>(expr), Downcast<If>(post));
+  if (node->IsInstance<LoopObj>()) return VisitLoop(Downcast<Loop>(expr), Downcast<Loop>(post));
   return VisitFunction(Downcast<Function>(expr), Downcast<Function>(post));
 }
 
@@ -148,6 +173,15 @@ Expr ExprMutator::Rebuild(const Expr& expr) {
   if (node->IsInstance<TupleObj>()) return Tuple(Array<Expr>(rewritten));
   if (node->IsInstance<TupleGetItemObj>()) {
     return TupleGetItem(rewritten[0], static_cast<const TupleGetItemObj*>(node)->index());
+  }
+  if (node->IsInstance<IfObj>()) {
+    return If(rewritten[0], AsBody(rewritten[1], "the then branch of an If"),
+              AsBody(rewritten[2], "the else branch of an If"));
+  }
+  if (node->IsInstance<LoopObj>()) {
+    return Loop(rewritten[0], rewritten[1], Array<Expr>(rewritten.begin() + 2, rewritten.end() - 1),
+                AsBody(rewritten.back(), "the body of a Loop"),
+                static_cast<const LoopObj*>(node)->iterations());
   }
   KILN_CHECK(node->IsInstance<FunctionObj>(), TypeError)
       << "ExprMutator: unsupported expression " << node->GetTypeKey();
@@ -170,6 +204,8 @@ Expr ExprMutator::VisitTupleGetItem(const TupleGetItem&, const TupleGetItem& pos
 Expr ExprMutator::VisitFunction(const Function&, const Function& post) { return post; }
 Expr ExprMutator::VisitGlobalVar(const GlobalVar& gvar) { return gvar; }
 Expr ExprMutator::VisitOp(const Op& op) { return op; }
+Expr ExprMutator::VisitIf(const If&, const If& post) { return post; }
+Expr ExprMutator::VisitLoop(const Loop&, const Loop& post) { return post; }
 
 // ----------------------------------------------------------------------------------------------
 // PostOrderVisit

@@ -1,6 +1,7 @@
 // The IR's global functions for other languages: `ir.<Node>` constructors and
 // `ir.NodeField(node, field)` (scheme documented in include/kiln/ir/expr.h).
 #include <kiln/ffi/registry.h>
+#include <kiln/ir/control_flow.h>
 #include <kiln/ir/expr_functor.h>
 #include <kiln/ir/module.h>
 #include <kiln/ir/structural_equal.h>
@@ -57,6 +58,16 @@ const std::map<std::string, FieldTable>& NodeFields() {
         {"body", [](const Object* n) -> Any { return As<FunctionObj>(n).body(); }},
         {"ret_type", [](const Object* n) -> Any { return As<FunctionObj>(n).ret_type(); }},
         {"attrs", [](const Object* n) -> Any { return As<FunctionObj>(n).attrs(); }}}},
+      {IfObj::_type_key,
+       {{"cond", [](const Object* n) -> Any { return As<IfObj>(n).cond(); }},
+        {"then_branch", [](const Object* n) -> Any { return As<IfObj>(n).then_branch(); }},
+        {"else_branch", [](const Object* n) -> Any { return As<IfObj>(n).else_branch(); }}}},
+      {LoopObj::_type_key,
+       {{"trip_count", [](const Object* n) -> Any { return As<LoopObj>(n).trip_count(); }},
+        {"condition", [](const Object* n) -> Any { return As<LoopObj>(n).condition(); }},
+        {"initial", [](const Object* n) -> Any { return As<LoopObj>(n).initial(); }},
+        {"body", [](const Object* n) -> Any { return As<LoopObj>(n).body(); }},
+        {"iterations", [](const Object* n) -> Any { return As<LoopObj>(n).iterations(); }}}},
       {GlobalVarObj::_type_key,
        {{"name_hint", [](const Object* n) -> Any { return As<GlobalVarObj>(n).name_hint(); }}}},
       {OpObj::_type_key, {{"name", [](const Object* n) -> Any { return As<OpObj>(n).name(); }}}},
@@ -145,6 +156,24 @@ KILN_REGISTER_GLOBAL("ir.Function")
                        const std::optional<Type>& ret_type, const Map<String, Any>& attrs) {
       return Function(params, body, OrNull(ret_type), attrs);
     });
+KILN_REGISTER_GLOBAL("ir.If").set_body_typed([](Expr cond, Function then_branch,
+                                                Function else_branch) {
+  return If(std::move(cond), std::move(then_branch), std::move(else_branch));
+});
+// `iterations`: an int, a size expression, or its text ("n", "batch * 2").
+KILN_REGISTER_GLOBAL("ir.Loop").set_body_typed([](Expr trip_count, Expr condition,
+                                                  const Array<Expr>& initial, Function body,
+                                                  const Any& iterations) {
+  arith::SizeExpr count;
+  if (std::optional<std::string> text = iterations.as<std::string>()) {
+    count = arith::ParseSizeExpr(*text);
+  } else if (iterations.type_index() == kKilnTypeInt) {
+    count = arith::IntImm(iterations.cast<int64_t>());
+  } else {
+    count = iterations.cast<arith::SizeExpr>();
+  }
+  return Loop(std::move(trip_count), std::move(condition), initial, std::move(body), count);
+});
 KILN_REGISTER_GLOBAL("ir.GlobalVar").set_body_typed([](const String& name) {
   return GlobalVar(name);
 });

@@ -2,6 +2,7 @@
 #include <kiln/ir/structural_equal.h>
 
 #include <kiln/ffi/map.h>
+#include <kiln/ir/control_flow.h>
 #include <kiln/ir/function.h>
 #include <kiln/ir/module.h>
 #include <kiln/ir/op.h>
@@ -150,6 +151,21 @@ class EqualChecker {
     }
     if (const auto* a = As<FunctionObj>(x))
       return SameFunction(a, static_cast<const FunctionObj*>(y));
+    if (const auto* a = As<IfObj>(x)) {
+      const auto* b = static_cast<const IfObj*>(y);
+      Push(a->cond(), b->cond());
+      Push(a->then_branch(), b->then_branch());
+      Push(a->else_branch(), b->else_branch());
+      return true;
+    }
+    if (const auto* a = As<LoopObj>(x)) {
+      const auto* b = static_cast<const LoopObj*>(y);
+      Push(a->trip_count(), b->trip_count());
+      Push(a->condition(), b->condition());
+      Push(a->initial(), b->initial());
+      Push(a->body(), b->body());
+      return arith::StructuralEqual(a->iterations(), b->iterations());
+    }
     if (const auto* a = As<ConstantObj>(x)) {
       return SameTensor(a->data().get(), static_cast<const ConstantObj*>(y)->data().get());
     }
@@ -324,6 +340,13 @@ class Hasher {
       }
       return {Any(function->params()), Any(function->body()), Any(function->ret_type()),
               Any(function->attrs())};
+    }
+    if (const auto* branch = As<IfObj>(node)) {
+      return {Any(branch->cond()), Any(branch->then_branch()), Any(branch->else_branch())};
+    }
+    if (const auto* loop = As<LoopObj>(node)) {
+      return {Any(loop->trip_count()), Any(loop->condition()), Any(loop->initial()),
+              Any(loop->body()), Any(loop->iterations())};
     }
     if (const auto* type = As<TensorTypeObj>(node)) return {Any(type->shape()), Any(type->dtype())};
     if (const auto* type = As<TupleTypeObj>(node)) return {Any(type->fields())};

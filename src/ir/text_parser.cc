@@ -6,6 +6,7 @@
 // clear error instead of a stack overflow.
 #include <kiln/arith/size_expr.h>
 #include <kiln/ffi/registry.h>
+#include <kiln/ir/control_flow.h>
 #include <kiln/ir/op.h>
 #include <kiln/ir/text_format.h>
 
@@ -447,6 +448,9 @@ class Parser {
           Next();
           return ParseFunctionRest();
         }
+        if ((token.text == "if" || token.text == "loop") && PeekPunct("(", 1)) {
+          return ParseControlFlow();
+        }
         if (token.text == "const") return ParseInlineConstant();
         if (token.text == "meta") return ParseMetaConstant();
         Next();
@@ -457,6 +461,54 @@ class Parser {
       default: break;
     }
     Fail(token, "an expression");
+  }
+
+  /// `if(cond, then, else)` or `loop(trip_count, condition, initial..., body)`, whose branches
+  /// and body are functions (include/kiln/ir/control_flow.h).
+  Expr ParseControlFlow() {
+    const Token& keyword = Next();
+    Next();
+    const Token& first = Peek();
+    // C++17 lambdas cannot capture structured bindings: unpack into named locals.
+    const auto call_args = ParseCallArgs();
+    const Array<Expr>& args = call_args.first;
+    const Map<String, Any>& attrs = call_args.second;
+    const bool is_if = keyword.text == "if";
+    const std::optional<Any> iterations = attrs.Get(String("iterations"));
+    if (attrs.size() != (is_if ? 0 : 1) || (!is_if && !iterations.has_value())) {
+      Fail(first, is_if ? "no attributes: `if` takes only operands"
+                        : "`loop` with one attribute, `iterations=<size>`");
+    }
+    const int64_t num_args = args.size();
+    auto body = [&](int64_t i) -> Function {
+      const auto* function = args[i].as<FunctionObj>();
+      if (function == nullptr) {
+        ThrowAt(src_, keyword, "TypeError",
+                "operand " + std::to_string(i) + " of `" + keyword.text +
+                    "` must be a function (`fn (...) {...}`), got a " + args[i]->GetTypeKey());
+      }
+      return Downcast<Function>(args[i]);
+    };
+    if (is_if) {
+      if (num_args != 3) {
+        ThrowAt(src_, keyword, "ValueError",
+                "`if` takes a condition and two branches, got " + std::to_string(num_args) +
+                    " operands");
+      }
+      return At(keyword, [&] { return If(args[0], body(1), body(2)); });
+    }
+    if (num_args < 3) {
+      ThrowAt(src_, keyword, "ValueError",
+              "`loop` takes a trip count, a condition, the initial values and a body, got " +
+                  std::to_string(num_args) + " operands");
+    }
+    Array<Expr> initial;
+    for (int64_t i = 2; i + 1 < num_args; ++i) initial.push_back(args[i]);
+    std::optional<arith::SizeExpr> count = iterations->as<arith::SizeExpr>();
+    if (iterations->type_index() == kKilnTypeInt)
+      count = arith::IntImm(iterations->cast<int64_t>());
+    if (!count.has_value()) Fail(first, "`iterations=` a size expression");
+    return At(keyword, [&] { return Loop(args[0], args[1], initial, body(num_args - 1), *count); });
   }
 
   /// A bound name, or a free variable (annotated at its first use: `%x: Tensor[...]`).

@@ -3,6 +3,7 @@
 // Each function body is printed by an explicit-stack post-order walk, so a 100,000-node chain
 // costs no stack depth; only nested Functions recurse, once per level of function nesting.
 #include <kiln/ffi/registry.h>
+#include <kiln/ir/control_flow.h>
 #include <kiln/ir/expr_functor.h>
 #include <kiln/ir/op.h>
 #include <kiln/ir/text_format.h>
@@ -262,16 +263,8 @@ class Printer {
     };
     count(root);
     PostOrderVisit(root, [&](const Expr& node) {
-      if (const auto* call = node.as<CallObj>()) {
-        count(call->op());
-        for (const Expr& arg : call->args()) count(arg);
-      } else if (const auto* tuple = node.as<TupleObj>()) {
-        for (const Expr& field : tuple->fields()) count(field);
-      } else if (const auto* item = node.as<TupleGetItemObj>()) {
-        count(item->tuple());
-      } else if (const auto* func = node.as<FunctionObj>()) {
-        count(func->body());
-      }
+      for (const Expr& operand : DirectOperands(node)) count(operand);
+      if (const auto* func = node.as<FunctionObj>()) count(func->body());
     });
   }
 
@@ -355,6 +348,16 @@ class Printer {
       return std::vector<Expr>(tuple->fields().begin(), tuple->fields().end());
     }
     if (const auto* item = expr.as<TupleGetItemObj>()) return {item->tuple()};
+    // Bodies are operands like a called function: each prints as a `fn` before the node.
+    if (const auto* branch = expr.as<IfObj>()) {
+      return {branch->cond(), branch->then_branch(), branch->else_branch()};
+    }
+    if (const auto* loop = expr.as<LoopObj>()) {
+      std::vector<Expr> out{loop->trip_count(), loop->condition()};
+      out.insert(out.end(), loop->initial().begin(), loop->initial().end());
+      out.push_back(loop->body());
+      return out;
+    }
     return {};
   }
 
@@ -404,7 +407,7 @@ class Printer {
 
   bool NeedsTemporary(const Expr& expr) const {
     if (expr.as<CallObj>() || expr.as<TupleObj>() || expr.as<TupleGetItemObj>() ||
-        expr.as<FunctionObj>()) {
+        expr.as<FunctionObj>() || expr.as<IfObj>() || expr.as<LoopObj>()) {
       return true;
     }
     if (expr.as<ConstantObj>()) {
@@ -452,6 +455,20 @@ class Printer {
     }
     if (const auto* item = expr.as<TupleGetItemObj>()) {
       return OperandText(item->tuple()) + "." + std::to_string(item->index());
+    }
+    if (expr.as<IfObj>() != nullptr || expr.as<LoopObj>() != nullptr) {
+      // `if(%cond, %then, %else)`,
+      // `loop(%trip_count, %condition, %initial..., %body, iterations=n)`.
+      std::string out = expr.as<IfObj>() != nullptr ? "if(" : "loop(";
+      bool first = true;
+      for (const Expr& operand : DirectOperands(expr)) {
+        out += (first ? "" : ", ") + OperandText(operand);
+        first = false;
+      }
+      if (const auto* loop = expr.as<LoopObj>()) {
+        out += ", iterations=" + loop->iterations().ToString();
+      }
+      return out + ")";
     }
     if (expr.as<FunctionObj>() != nullptr) {
       std::ostringstream inner;

@@ -80,6 +80,17 @@ class ConstantFolder : public TypedMutator {
     return ir::Tuple(fields);
   }
 
+  /// An If on a constant condition is the branch it takes: the branch's body, which reads
+  /// outer values directly, so nothing is left to bind.
+  Expr RewriteIf(const ir::If& node) override {
+    const auto* cond = node->cond().as<ir::ConstantObj>();
+    if (cond == nullptr) return node;
+    // Type inference made it a bool tensor of one element: one byte.
+    const DLTensor& value = cond->data().dl_tensor();
+    const bool taken = *(static_cast<const uint8_t*>(value.data) + value.byte_offset) != 0;
+    return (taken ? node->then_branch() : node->else_branch())->body();
+  }
+
   /// A field of a literal tuple is the field itself.
   Expr RewriteTupleGetItem(const ir::TupleGetItem& item) override {
     if (const auto* tuple = item->tuple().as<ir::TupleObj>()) {

@@ -1,4 +1,5 @@
 // InferType: checked types for every node, one post-order walk per function body.
+#include <kiln/ir/control_flow.h>
 #include <kiln/ir/structural_equal.h>
 #include <kiln/ir/text_format.h>
 #include <kiln/ir/type_relation.h>
@@ -17,6 +18,9 @@ namespace {
 
 using ir::Expr;
 using ir::Type;
+
+constexpr DLDataType kBool{kDLUInt, 1, 1};
+constexpr DLDataType kInt64{kDLInt, 64, 1};
 
 std::string TypeText(const Type& type) {
   std::string text = ir::AsText(type);
@@ -94,6 +98,13 @@ class TypeInferencer {
       return std::vector<Expr>(tuple->fields().begin(), tuple->fields().end());
     }
     if (const auto* item = expr.as<ir::TupleGetItemObj>()) return {item->tuple()};
+    // Bodies are typed with their parameters bound, at the node (IfType, LoopType).
+    if (const auto* branch = expr.as<ir::IfObj>()) return {branch->cond()};
+    if (const auto* loop = expr.as<ir::LoopObj>()) {
+      std::vector<Expr> operands{loop->trip_count(), loop->condition()};
+      operands.insert(operands.end(), loop->initial().begin(), loop->initial().end());
+      return operands;
+    }
     return {};
   }
 
@@ -115,6 +126,8 @@ class TypeInferencer {
       return InferFunction(Downcast<ir::Function>(expr), {});
     }
     if (const auto* call = expr.as<ir::CallObj>()) return CallType(*call);
+    if (const auto* branch = expr.as<ir::IfObj>()) return IfType(*branch);
+    if (const auto* loop = expr.as<ir::LoopObj>()) return LoopType(*loop);
     KILN_THROW(TypeError) << "an op (" << expr->GetTypeKey() << ") is not a value: call it instead";
   }
 
@@ -161,6 +174,85 @@ class TypeInferencer {
         << "calling a value of type " << TypeText(callee) << ", which is not a function";
     CheckArguments(CalleeName(call.op()), func_type->params(), args);
     return func_type->ret();
+  }
+
+  /// `type` is a tensor of `dtype` holding one element: a condition or a trip count.
+  static bool IsScalarOf(const Type& type, DLDataType dtype) {
+    const auto* tensor = type.as<ir::TensorTypeObj>();
+    if (tensor == nullptr || !DataTypeEqual(tensor->dtype(), dtype)) return false;
+    return std::all_of(tensor->shape().begin(), tensor->shape().end(),
+                       [](const ir::Dim& dim) { return dim.as_static() == 1; });
+  }
+
+  void CheckScalar(const Expr& value, DLDataType dtype, const char* what) const {
+    const Type& type = types_.at(value.get());
+    KILN_CHECK(IsScalarOf(type, dtype), TypeError)
+        << what << " must be a " << DataTypeToString(dtype) << " tensor of one element, got "
+        << TypeText(type);
+  }
+
+  /// Whether `a` and `b` can be one type at run time: equal but for extents that are not both
+  /// static (a body's data-dependent size that the run checks against the entering extent).
+  static bool MayBeEqual(const Type& a, const Type& b) {
+    const auto* x = a.as<ir::TensorTypeObj>();
+    const auto* y = b.as<ir::TensorTypeObj>();
+    if (x == nullptr || y == nullptr) return ir::StructuralEqual(a, b);
+    if (!DataTypeEqual(x->dtype(), y->dtype()) || x->shape().size() != y->shape().size()) {
+      return false;
+    }
+    for (int64_t i = 0; i < x->shape().size(); ++i) {
+      const std::optional<int64_t> p = x->shape()[i].as_static();
+      const std::optional<int64_t> q = y->shape()[i].as_static();
+      if (p.has_value() && q.has_value() && *p != *q) return false;
+    }
+    return true;
+  }
+
+  Type IfType(const ir::IfObj& node) {
+    CheckScalar(node.cond(), kBool, "the condition of an If");
+    Type then_type = InferFunction(node.then_branch(), {})->ret();
+    const Type else_type = InferFunction(node.else_branch(), {})->ret();
+    KILN_CHECK(ir::StructuralEqual(then_type, else_type), TypeError)
+        << "the branches of an If disagree: the then branch gives " << TypeText(then_type)
+        << ", the else branch " << TypeText(else_type);
+    return then_type;
+  }
+
+  /// (carried..., scan outputs...): the carried values keep their types, and each scanned value
+  /// gains a leading axis of the loop's iteration count.
+  Type LoopType(const ir::LoopObj& loop) {
+    CheckScalar(loop.trip_count(), kInt64, "the trip count of a Loop");
+    CheckScalar(loop.condition(), kBool, "the condition of a Loop");
+    std::vector<Type> params{ir::TensorType::Static({}, kInt64), ir::TensorType::Static({}, kBool)};
+    for (const Expr& value : loop.initial()) params.push_back(types_.at(value.get()));
+    const Type ret = InferFunction(loop.body(), params)->ret();
+    const int64_t carried = loop.initial().size();
+    const auto* tuple = ret.as<ir::TupleTypeObj>();
+    KILN_CHECK(tuple != nullptr && tuple->fields().size() > carried, TypeError)
+        << "the body of a Loop must return a tuple (condition, the " << carried
+        << " carried values, scanned values...), but it returns " << TypeText(ret);
+    KILN_CHECK(IsScalarOf(tuple->fields()[0], kBool), TypeError)
+        << "the body of a Loop must return its condition first, a bool tensor of one element, "
+        << "but it returns " << TypeText(tuple->fields()[0]);
+    Array<Type> fields;
+    for (int64_t i = 0; i < carried; ++i) {
+      const Type& entering = params[static_cast<size_t>(i) + 2];
+      KILN_CHECK(MayBeEqual(tuple->fields()[i + 1], entering), TypeError)
+          << "carried value " << i << " of a Loop enters as " << TypeText(entering)
+          << " but the body returns " << TypeText(tuple->fields()[i + 1])
+          << ": a carried value must keep its type from one iteration to the next";
+      fields.push_back(entering);
+    }
+    for (int64_t i = carried + 1; i < tuple->fields().size(); ++i) {
+      const auto* scanned = tuple->fields()[i].as<ir::TensorTypeObj>();
+      KILN_CHECK(scanned != nullptr, TypeError)
+          << "scanned value " << i - carried - 1 << " of a Loop must be a tensor, got "
+          << TypeText(tuple->fields()[i]);
+      Array<ir::Dim> shape{ir::Dim::FromSizeExpr(loop.iterations())};
+      for (const ir::Dim& dim : scanned->shape()) shape.push_back(dim);
+      fields.push_back(ir::TensorType(shape, scanned->dtype()));
+    }
+    return ir::TupleType(fields);
   }
 
   static std::string CalleeName(const Expr& callee) {

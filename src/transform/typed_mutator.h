@@ -30,6 +30,8 @@ class TypedMutator : public ir::ExprMutator {
   virtual ir::Expr RewriteCall(const ir::Call& pre, const ir::Call& call) = 0;
   /// The replacement of `item` (typed, operands rewritten and typed).
   virtual ir::Expr RewriteTupleGetItem(const ir::TupleGetItem& item) { return item; }
+  /// The replacement of `node` (typed, its condition and branches rewritten and typed).
+  virtual ir::Expr RewriteIf(const ir::If& node) { return node; }
 
   /// `expr` with its checked type (set from its typed operands when missing).
   ir::Expr Typed(ir::Expr expr) const {
@@ -46,6 +48,9 @@ class TypedMutator : public ir::ExprMutator {
   ir::Expr VisitTuple(const ir::Tuple& /*pre*/, const ir::Tuple& post) final { return Typed(post); }
   ir::Expr VisitTupleGetItem(const ir::TupleGetItem& /*pre*/, const ir::TupleGetItem& post) final {
     return Typed(RewriteTupleGetItem(Downcast<ir::TupleGetItem>(Typed(post))));
+  }
+  ir::Expr VisitIf(const ir::If& /*pre*/, const ir::If& post) final {
+    return Typed(RewriteIf(Downcast<ir::If>(Typed(post))));
   }
 
   ir::IRModule mod_;

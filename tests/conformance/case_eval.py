@@ -273,11 +273,14 @@ def import_model(model_path, inputs, bound=(), shaped=()):
 
 
 def build_and_run(mod, inputs, bound):
-    """The outputs of ``mod`` on ``inputs`` (bound ones left out); CaseFailure on an error."""
+    """The outputs of ``mod`` on ``inputs`` (bound ones left out); CaseFailure on an error,
+    Unsupported where the build says a feature is not implemented."""
     import kiln
 
     try:
         ex = kiln.build(mod)
+    except kiln.NotImplementedError as exc:  # a feature Kiln says it lacks (control flow)
+        raise Unsupported("build: " + first_line(exc)) from None
     except Exception as exc:  # noqa: BLE001
         raise CaseFailure("build: " + first_line(exc)) from None
     feed = {name: value for name, value in inputs.items() if name not in bound}

@@ -30,6 +30,20 @@ def test_nodes_expose_their_fields(relu):
         call.nope
 
 
+def test_control_flow_nodes_are_built_and_read_from_python(relu):
+    cond = ir.Var("c", ir.TensorType((), "bool"))
+    x = ir.Var("x", tensor_type(3))
+    branch = ir.If(cond, ir.Function([], ir.Call(relu, [x])), ir.Function([], x))
+    assert branch.cond.same_as(cond) and branch.else_branch.body.same_as(x)
+    params = [ir.Var("i"), ir.Var("cond"), ir.Var("acc")]
+    body = ir.Function(params, ir.Tuple([params[1], ir.Call(relu, [params[2]]), params[2]]))
+    loop = ir.Loop(ir.Var("n", ir.TensorType((), "int64")), cond, [x], body, "n_iter * 2")
+    assert loop.initial[0].same_as(x) and loop.body.same_as(body)
+    assert "%0, iterations=n_iter * 2);" in repr(loop)
+    with pytest.raises(ValueError, match="takes no parameters"):
+        ir.If(cond, body, ir.Function([], x))
+
+
 def test_expressions_expose_their_checked_type():
     from kiln import transform
 

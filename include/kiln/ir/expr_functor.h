@@ -2,15 +2,16 @@
 ///
 /// Graphs of 100,000 chained nodes are common after import, so no walk recurses along the data
 /// flow. Each keeps an explicit stack and runs post-order: every child (Call: op then args;
-/// Tuple: fields; TupleGetItem: tuple; Function: params then body) is finished before its
-/// parent. A subclass customises the walk by overriding the per-node hooks below; the hooks are
-/// called by the driver, never call each other, and must not start a nested walk of their own
-/// children (the driver already did it). Each node is handled once per visitor or mutator, even
-/// when it is shared by several parents (a DAG), and the memo persists across calls on the same
-/// instance.
+/// Tuple: fields; TupleGetItem: tuple; Function: params then body; If: condition, then and else
+/// branches; Loop: trip count, condition, initial values, body) is finished before its parent. A
+/// subclass customises the walk by overriding the per-node hooks below; the hooks are called by the
+/// driver, never call each other, and must not start a nested walk of their own children (the
+/// driver already did it). Each node is handled once per visitor or mutator, even when it is shared
+/// by several parents (a DAG), and the memo persists across calls on the same instance.
 #ifndef KILN_IR_EXPR_FUNCTOR_H_
 #define KILN_IR_EXPR_FUNCTOR_H_
 
+#include <kiln/ir/control_flow.h>
 #include <kiln/ir/function.h>
 #include <kiln/ir/op.h>
 
@@ -43,6 +44,8 @@ class KILN_API ExprVisitor {
   virtual void VisitFunction(const Function& function);
   virtual void VisitGlobalVar(const GlobalVar& gvar);
   virtual void VisitOp(const Op& op);
+  virtual void VisitIf(const If& node);
+  virtual void VisitLoop(const Loop& loop);
 
  private:
   void Dispatch(const Expr& expr);
@@ -72,6 +75,8 @@ class KILN_API ExprMutator {
   virtual Expr VisitFunction(const Function& pre, const Function& post);
   virtual Expr VisitGlobalVar(const GlobalVar& gvar);
   virtual Expr VisitOp(const Op& op);
+  virtual Expr VisitIf(const If& pre, const If& post);
+  virtual Expr VisitLoop(const Loop& pre, const Loop& post);
 
  private:
   Expr Rewrite(const Expr& expr);

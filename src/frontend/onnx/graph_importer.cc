@@ -2,6 +2,7 @@
 
 #include <kiln/arith/size_expr.h>
 #include <kiln/ffi/error.h>
+#include <kiln/ir/control_flow.h>
 #include <kiln/ir/type.h>
 #include <kiln/transform/infer_type.h>
 
@@ -41,10 +42,26 @@ int64_t NodeOpset(const onnx::NodeProto& node, const std::map<std::string, int64
 /// Fails with one error listing every op of the graph without a converter (a built-in one at
 /// the model's opset for the default domain, a registered global function for other domains),
 /// so a user sees all that is missing at once rather than one op per attempt.
-void CheckSupported(const onnx::GraphProto& graph, const std::map<std::string, int64_t>& opsets) {
-  // "op (opset N)" -> NodeName of the first node using it, and a hint for custom domains
-  std::map<std::string, std::string> first_node;
+/// ONNX ops whose graph attributes become bodies of the IR's control flow
+/// (include/kiln/ir/control_flow.h): the importer converts them itself, importing each body with
+/// the enclosing graph's values in scope.
+bool IsControlFlow(const onnx::NodeProto& node) {
+  return NodeDomain(node).empty() && (node.op_type() == "If" || node.op_type() == "Loop");
+}
+
+/// Adds to `first_node` ("op (opset N)" -> where it is first used) each op of `graph` and of
+/// its subgraphs that has no converter.
+void CollectUnsupported(const onnx::GraphProto& graph, const std::map<std::string, int64_t>& opsets,
+                        std::map<std::string, std::string>& first_node) {
   for (const onnx::NodeProto& node : graph.node()) {
+    if (IsControlFlow(node)) {
+      for (const onnx::AttributeProto& attr : node.attribute()) {
+        if (attr.type() == onnx::AttributeProto::GRAPH) {
+          CollectUnsupported(attr.g(), opsets, first_node);
+        }
+      }
+      continue;
+    }
     const std::string domain = NodeDomain(node);
     const int64_t version = NodeOpset(node, opsets);
     const std::string op = (domain.empty() ? "" : domain + ".") + node.op_type() + " (opset " +
@@ -55,6 +72,11 @@ void CheckSupported(const onnx::GraphProto& graph, const std::map<std::string, i
                                  (domain.empty() ? "" : "; " + MissingCustomConverterHint(node)));
     }
   }
+}
+
+void CheckSupported(const onnx::GraphProto& graph, const std::map<std::string, int64_t>& opsets) {
+  std::map<std::string, std::string> first_node;
+  CollectUnsupported(graph, opsets, first_node);
   if (first_node.empty()) return;
   std::ostringstream message;
   message << "the model uses " << first_node.size()
@@ -205,6 +227,97 @@ class GraphImporter {
   }
 
  private:
+  /// An importer for a body graph of a node of `parent`'s graph: it sees the values of the
+  /// graphs around it, and its own names shadow theirs.
+  explicit GraphImporter(const GraphImporter* parent)
+      : opsets_(parent->opsets_), shape_values_(parent->shape_values_), parent_(parent) {}
+
+  /// What the graph input sizes are (the outermost graph's: bodies add none).
+  const GraphSizes& Sizes() const { return parent_ == nullptr ? sizes_ : parent_->Sizes(); }
+
+  /// `graph` as a function: its inputs are parameters of `param_types` (as many as it has), its
+  /// outputs its result, a tuple when there are several or `as_tuple`.
+  ir::Function ImportBody(const onnx::GraphProto& graph, const std::vector<ir::Type>& param_types,
+                          bool as_tuple) const {
+    KILN_CHECK(graph.input_size() == static_cast<int>(param_types.size()), ValueError)
+        << "the body graph '" << graph.name() << "' has " << graph.input_size()
+        << " inputs, but it is given " << param_types.size();
+    GraphImporter body(this);
+    Array<ir::Var> params;
+    for (int i = 0; i < graph.input_size(); ++i) {
+      const std::string& name = graph.input(i).name();
+      ir::Var param(name.empty() ? "input" : name, param_types[static_cast<size_t>(i)]);
+      params.push_back(param);
+      body.Define(name, param);
+    }
+    for (const onnx::TensorProto& initializer : graph.initializer()) {
+      body.Define(initializer.name(), ir::Constant(TensorFromProto(initializer)));
+    }
+    for (const onnx::NodeProto& node : graph.node()) body.ConvertNode(node);
+    Array<ir::Expr> outputs;
+    for (const onnx::ValueInfoProto& output : graph.output()) {
+      outputs.push_back(body.OutputValue(output.name()));
+    }
+    const bool tuple = as_tuple || outputs.size() != 1;
+    return ir::Function(params, tuple ? ir::Expr(ir::Tuple(outputs)) : outputs[0]);
+  }
+
+  /// If: each branch a function of no parameters.
+  ir::Expr ConvertIf(const NodeContext& node) const {
+    return ir::If(node.Input(0), ImportBody(node.GraphAttr("then_branch"), {}, false),
+                  ImportBody(node.GraphAttr("else_branch"), {}, false));
+  }
+
+  /// Loop: an omitted trip count is the largest int64, an omitted condition true.
+  ir::Expr ConvertLoop(const NodeContext& node) const {
+    const DLDataType int64{kDLInt, 64, 1};
+    const DLDataType boolean{kDLUInt, 1, 1};
+    const ir::Expr trip_count =
+        node.HasInput(0) ? node.Input(0)
+                         : ir::Constant(Int64Tensor({INT64_MAX}, std::vector<int64_t>{}));
+    const ir::Expr condition =
+        node.HasInput(1) ? node.Input(1) : ir::Constant(FilledTensor({}, boolean, 1));
+    std::vector<ir::Type> param_types{ir::TensorType::Static({}, int64),
+                                      ir::TensorType::Static({}, boolean)};
+    Array<ir::Expr> initial;
+    for (size_t i = 2; i < node.proto().input().size(); ++i) {
+      initial.push_back(node.Input(i));
+      param_types.push_back(node.Input(i)->checked_type());
+    }
+    const ir::Function body = ImportBody(node.GraphAttr("body"), param_types, true);
+    const int64_t returned = body->body().as<ir::TupleObj>()->fields().size();
+    KILN_CHECK(returned > initial.size(), ValueError)
+        << node.Describe() << ": the body must return the condition and the " << initial.size()
+        << " carried values first, but it has " << returned << " outputs";
+    return ir::Loop(trip_count, condition, initial, body, Iterations(node, body, trip_count));
+  }
+
+  /// A Loop's iteration count: its trip count when that is constant and nothing can stop it
+  /// early (its condition is constant true on entry and passed through, or returned constant
+  /// true, by the body), else a size of its own that the run defines.
+  static arith::SizeExpr Iterations(const NodeContext& node, const ir::Function& body,
+                                    const ir::Expr& trip_count) {
+    const std::optional<int64_t> trips = ConstantScalar(trip_count);
+    const ir::Expr& returned = body->body().as<ir::TupleObj>()->fields()[0];
+    const bool never_stops = (!node.HasInput(1) || IsTrue(node.Input(1))) &&
+                             (returned.same_as(body->params()[1]) || IsTrue(returned));
+    if (node.HasInput(0) && trips.has_value() && *trips >= 0 && never_stops) {
+      return arith::IntImm(*trips);
+    }
+    return node.NewSizes(1)[0];
+  }
+
+  /// The value of a constant of one element; nullopt for anything else.
+  static std::optional<int64_t> ConstantScalar(const ir::Expr& value) {
+    const auto* constant = value.as<ir::ConstantObj>();
+    if (constant == nullptr) return std::nullopt;
+    const std::vector<int64_t> elements = TensorAsInts(constant->data());
+    if (elements.size() != 1) return std::nullopt;
+    return elements[0];
+  }
+
+  static bool IsTrue(const ir::Expr& value) { return ConstantScalar(value).value_or(0) != 0; }
+
   void Define(const std::string& name, ir::Expr value) {
     transform::InferNodeType(value);
     values_[name] = std::move(value);
@@ -212,23 +325,34 @@ class GraphImporter {
 
   ir::Expr Lookup(const std::string& name) const {
     auto it = values_.find(name);
-    KILN_CHECK(it != values_.end(), ValueError) << "value '" << name << "' is never defined";
-    return it->second;
+    if (it != values_.end()) return it->second;
+    KILN_CHECK(parent_ != nullptr && FindSymbolic(name) == nullptr, ValueError)
+        << "value '" << name << "' is never defined";
+    return parent_->Lookup(name);
+  }
+
+  /// The symbolic shape value named `name` in this graph or a graph around it, or nullptr; a
+  /// name this graph defines as a tensor hides an outer one.
+  const SymbolicValue* FindSymbolic(const std::string& name) const {
+    auto it = symbolic_values_.find(name);
+    if (it != symbolic_values_.end()) return &it->second;
+    if (values_.count(name) != 0 || parent_ == nullptr) return nullptr;
+    return parent_->FindSymbolic(name);
   }
 
   /// Graph output `name`, which must be a tensor: NotImplementedError for a symbolic shape value.
   ir::Expr OutputValue(const std::string& name) const {
-    auto symbolic = symbolic_values_.find(name);
-    if (symbolic != symbolic_values_.end()) {
-      if (ir::Expr tensor = MaterializedValue(symbolic->second.value); tensor.defined()) {
+    const SymbolicValue* symbolic = FindSymbolic(name);
+    if (symbolic != nullptr) {
+      if (ir::Expr tensor = MaterializedValue(symbolic->value); tensor.defined()) {
         return tensor;
       }
     }
-    KILN_CHECK(symbolic == symbolic_values_.end(), NotImplementedError)
+    KILN_CHECK(symbolic == nullptr, NotImplementedError)
         << "graph output '" << name << "' is computed from symbolic sizes at run time (its value "
-        << symbolic->second.value.ToString() << ", by " << symbolic->second.producer
+        << symbolic->value.ToString() << ", by " << symbolic->producer
         << "), and Kiln does not materialize run-time shape values as tensors yet; "
-        << SpecializeHint(sizes_.inputs, symbolic->second.value.elements);
+        << SpecializeHint(Sizes().inputs, symbolic->value.elements);
     return Lookup(name);
   }
 
@@ -239,8 +363,8 @@ class GraphImporter {
     std::set<std::string> carrying;
     for (const arith::SizeExpr& element : value.elements) {
       for (const std::string& var : arith::FreeSizeVars(element)) {
-        auto input = sizes_.inputs.find(var);
-        if (input == sizes_.inputs.end()) return ir::Expr();
+        auto input = Sizes().inputs.find(var);
+        if (input == Sizes().inputs.end()) return ir::Expr();
         if (carrying.insert(input->second).second) carriers.push_back(Lookup(input->second));
       }
     }
@@ -256,9 +380,8 @@ class GraphImporter {
   /// What the importer has for value `name` as a node's input.
   NodeInput InputValue(const std::string& name) const {
     if (name.empty()) return {};  // an omitted optional input
-    auto symbolic = symbolic_values_.find(name);
-    if (symbolic != symbolic_values_.end()) {
-      const ShapeValue& value = symbolic->second.value;
+    if (const SymbolicValue* symbolic = FindSymbolic(name)) {
+      const ShapeValue& value = symbolic->value;
       return {ir::Expr(), std::nullopt, value, [this, value] { return MaterializedValue(value); }};
     }
     ir::Expr expr = Lookup(name);
@@ -270,13 +393,15 @@ class GraphImporter {
     std::vector<NodeInput> inputs;
     for (const std::string& name : node.input()) inputs.push_back(InputValue(name));
     const int64_t opset = NodeOpset(node, opsets_);
-    NodeContext context(node, opset, std::move(inputs), sizes_);
+    NodeContext context(node, opset, std::move(inputs), Sizes());
     try {
       if (std::optional<ShapeValue> shape_value = PropagateShapeValue(context)) {
         DefineShapeValue(context, std::move(*shape_value));
         return;
       }
-      ir::Expr value = Convert(context);
+      ir::Expr value = !IsControlFlow(node)     ? Convert(context)
+                       : node.op_type() == "If" ? ConvertIf(context)
+                                                : ConvertLoop(context);
       transform::InferNodeType(value);
       DefineOutputs(context, value);
     } catch (const Error& error) {
@@ -336,6 +461,7 @@ class GraphImporter {
   std::unordered_map<std::string, ir::Expr> values_;
   std::unordered_map<std::string, SymbolicValue> symbolic_values_;
   GraphSizes sizes_;
+  const GraphImporter* parent_ = nullptr;  ///< the graph around this body graph, if any
 };
 
 }  // namespace

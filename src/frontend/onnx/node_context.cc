@@ -239,6 +239,11 @@ const AttributeProto* NodeContext::FindAttr(const std::string& name) const {
 
 bool NodeContext::HasAttr(const std::string& name) const { return FindAttr(name) != nullptr; }
 
+const onnx::GraphProto& NodeContext::GraphAttr(const std::string& name) const {
+  KILN_CHECK(HasAttr(name), ValueError) << Describe() << ": attribute '" << name << "' is missing";
+  return AttrOfType(name, AttributeProto::GRAPH).g();
+}
+
 const AttributeProto& NodeContext::AttrOfType(const std::string& name,
                                               AttributeProto::AttributeType type) const {
   const AttributeProto* attr = FindAttr(name);

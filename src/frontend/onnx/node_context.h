@@ -146,6 +146,8 @@ class NodeContext {
   std::optional<std::vector<std::string>> Strings(const std::string& name) const;
   /// The tensor attribute `name`, or nullptr.
   const onnx::TensorProto* TensorAttr(const std::string& name) const;
+  /// The graph attribute `name` (an If's branch, a Loop's body); ValueError when it is missing.
+  const onnx::GraphProto& GraphAttr(const std::string& name) const;
 
   /// Number of outputs the node names (trailing optional outputs left out).
   size_t NumOutputs() const;
