@@ -207,11 +207,9 @@ class GraphLowering {
     } else if (const auto* call = expr.as<ir::CallObj>()) {
       LowerMainCall(Downcast<ir::Call>(expr), *call);
     } else {
-      KILN_CHECK(expr.as<ir::IfObj>() == nullptr && expr.as<ir::LoopObj>() == nullptr,
-                 NotImplementedError)
-          << "the model has control flow (" << (expr.as<ir::IfObj>() ? "an If" : "a Loop")
-          << " that FoldConstant could not resolve): Kiln imports and optimizes If and Loop, "
-          << "but does not compile them yet (docs/design.md §32)";
+      KILN_CHECK(expr.as<ir::IfObj>() == nullptr && expr.as<ir::LoopObj>() == nullptr, ValueError)
+          << "cannot lower " << (expr.as<ir::IfObj>() ? "an If" : "a Loop") << " in @main: "
+          << "kiln::Build turns them into calls of a control_flow module first";
       KILN_CHECK(expr.as<ir::VarObj>() != nullptr || expr.as<ir::ConstantObj>() != nullptr,
                  ValueError)
           << "cannot lower a " << expr->GetTypeKey() << " in @main: only calls, tuples, "

@@ -23,6 +23,8 @@
 #include <utility>
 #include <vector>
 
+#include "control_flow_internal.h"
+
 namespace kiln {
 namespace {
 
@@ -168,12 +170,17 @@ Executable BuildOptimized(const ir::IRModule& optimized, const BuildOptions& opt
   if (!options.fallback) CheckNoFallback(optimized, options.compilers);
   const std::vector<runtime::Module> external =
       codegen::RunExternalCodegen(optimized, options.codegen_options);
+  BuildOptions body_options = options;
+  body_options.params = {};  // bound in @main already
+  const driver::LoweredControlFlow control_flow = driver::LowerControlFlow(
+      optimized, [&body_options](const ir::IRModule& body) { return Build(body, body_options); });
   codegen::LoweringOptions lowering;
   lowering.generated_kernels = options.generated_kernels;
   lowering.tir_passes = options.tir_passes;
   lowering.pass_context = options.pass_context;
-  const codegen::LoweredGraph lowered = codegen::LowerToGraph(optimized, lowering);
+  const codegen::LoweredGraph lowered = codegen::LowerToGraph(control_flow.module, lowering);
   for (const runtime::Module& module : external) lowered.program.Import(module);
+  if (control_flow.runtime.has_value()) lowered.program.Import(*control_flow.runtime);
   if (!lowered.prim_funcs.empty()) lowered.program.Import(tir::BuildC(lowered.prim_funcs));
   DumpLoopLevel(lowered, options.pass_context);
   return Executable(

@@ -1,5 +1,6 @@
-// Private to libkiln_runtime: how the allocator, CopyTensor and the CPU device API write
-// tensors in error messages (the DLTensor facts themselves are in kiln/ffi/tensor.h).
+// Private to Kiln's runtime libraries: how the allocator, CopyTensor and the CPU device API
+// write tensors in error messages (the DLTensor facts themselves are in kiln/ffi/tensor.h), and
+// module functions' view of the DLTensor arguments the graph executor passes.
 #ifndef KILN_SRC_RUNTIME_TENSOR_UTIL_INTERNAL_H_
 #define KILN_SRC_RUNTIME_TENSOR_UTIL_INTERNAL_H_
 
@@ -9,6 +10,7 @@
 #include <cstdint>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace kiln {
 namespace runtime {
@@ -31,6 +33,16 @@ inline std::string DeviceToString(DLDevice device) {
 /// The first byte of `tensor`'s elements.
 inline char* DataStart(const DLTensor& tensor) {
   return static_cast<char*>(tensor.data) + tensor.byte_offset;
+}
+
+/// A Tensor over `tensor`'s memory, without ownership: valid while `tensor` is, as a module
+/// function's arguments are during the call.
+inline Tensor ViewOf(const DLTensor& tensor) {
+  std::vector<int64_t> strides;
+  if (tensor.strides != nullptr) strides.assign(tensor.strides, tensor.strides + tensor.ndim);
+  return Tensor::FromMemory(DataStart(tensor),
+                            std::vector<int64_t>(tensor.shape, tensor.shape + tensor.ndim),
+                            tensor.dtype, tensor.device, nullptr, strides);
 }
 
 }  // namespace internal

@@ -1,6 +1,12 @@
-"""ONNX If and Loop import as the IR's control flow (docs/design.md §32): each body a function
-that reads the enclosing graph's values by name. Compiling a branch or loop is not built yet;
-an If whose condition is a constant folds to its branch and runs."""
+"""ONNX If and Loop: imported as the IR's control flow, each body a function that reads the
+enclosing graph's values by name, and compiled with each body an Executable of its own that a
+control_flow module runs (docs/design.md §32). Every input is fed at run time unless a test
+binds it; results are checked against numpy."""
+
+import os
+import subprocess
+import sys
+import threading
 
 import numpy as np
 import pytest
@@ -60,10 +66,45 @@ def test_an_if_on_a_bound_condition_folds_to_its_branch_and_runs(cond):
     np.testing.assert_array_equal(y, x + x if cond else x * x)
 
 
-def test_an_if_on_a_run_time_condition_is_not_compiled_yet_and_says_so():
-    mod = kiln.frontend.from_onnx(doubling_or_squaring())
-    with pytest.raises(NotImplementedError, match="does not compile them yet"):
-        kiln.build(mod)
+def test_an_if_on_a_run_time_condition_runs_the_branch_it_picks_each_run():
+    ex = kiln.build(kiln.frontend.from_onnx(doubling_or_squaring()))
+    x = np.array([1.5, -2.0, 3.0], dtype=np.float32)
+    for cond in (True, False, True):
+        (y,) = ex.run(cond=np.array(cond), x=x)
+        np.testing.assert_array_equal(y, x + x if cond else x * x)
+
+
+def test_an_if_exports_to_one_library_and_runs_in_a_fresh_process(tmp_path):
+    path = str(tmp_path / "if.so")
+    kiln.build(kiln.frontend.from_onnx(doubling_or_squaring())).export_library(path)
+    script = (
+        "import numpy as np, kiln\n"
+        f"ex = kiln.load_module({path!r})\n"
+        "x = np.array([1.5, -2.0, 3.0], dtype=np.float32)\n"
+        "print(ex.run(cond=np.array(True), x=x)[0].tolist(),"
+        " ex.run(cond=np.array(False), x=x)[0].tolist())\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env=dict(os.environ), check=True).stdout
+    assert out.strip() == "[3.0, -4.0, 6.0] [2.25, 4.0, 9.0]"
+
+
+def test_concurrent_runs_each_take_their_own_branch():
+    ex = kiln.build(kiln.frontend.from_onnx(doubling_or_squaring()))
+    x = np.array([1.5, -2.0, 3.0], dtype=np.float32)
+    failures = []
+
+    def client(cond):
+        for _ in range(50):
+            (y,) = ex.run(cond=np.array(cond), x=x)
+            if not np.array_equal(y, x + x if cond else x * x):
+                failures.append(cond)
+
+    threads = [threading.Thread(target=client, args=(i % 2 == 0,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures
 
 
 def test_branches_that_disagree_in_rank_are_a_type_error_naming_both():
@@ -89,26 +130,39 @@ def test_unsupported_ops_inside_bodies_are_listed_with_the_others():
     assert "NoSuchOp" in str(error.value) and "AlsoMissing" in str(error.value)
 
 
-def loop_model(trip_count=None):
-    """A running sum: acc += x each iteration, with acc's values scanned; x is outer."""
+def loop_model(trip_count=None, scan=True, stop_after=None):
+    """A running sum: acc += x each iteration (x is outer), with acc's values scanned when
+    `scan`; with `stop_after`, the body's condition turns false once i reaches it."""
+    nodes = [helper.make_node("Add", ["acc_in", "x"], ["acc_out"])]
+    if stop_after is None:
+        nodes.append(helper.make_node("Identity", ["cond_in"], ["cond_out"]))
+    else:
+        limit = helper.make_tensor("limit_value", INT64, [], [stop_after])
+        nodes += [helper.make_node("Constant", [], ["limit"], value=limit),
+                  helper.make_node("Less", ["i", "limit"], ["cond_out"])]
+    outputs = [value("cond_out", BOOL, []), value("acc_out", FLOAT, [3])]
+    if scan:
+        nodes.append(helper.make_node("Identity", ["acc_out"], ["scanned"]))
+        outputs.append(value("scanned", FLOAT, [3]))
     body = helper.make_graph(
-        [helper.make_node("Add", ["acc_in", "x"], ["acc_out"]),
-         helper.make_node("Identity", ["cond_in"], ["cond_out"]),
-         helper.make_node("Identity", ["acc_out"], ["scanned"])],
-        "body",
+        nodes, "body",
         [value("i", INT64, []), value("cond_in", BOOL, []), value("acc_in", FLOAT, [3])],
-        [value("cond_out", BOOL, []), value("acc_out", FLOAT, [3]), value("scanned", FLOAT, [3])])
+        outputs)
     inputs = [value("x", FLOAT, [3]), value("acc", FLOAT, [3])]
     initializers = []
     if trip_count is None:
         inputs.append(value("n", INT64, []))
     else:
         initializers.append(helper.make_tensor("n", INT64, [], [trip_count]))
-    node = helper.make_node("Loop", ["n", "", "acc"], ["final", "all"], body=body)
-    graph = helper.make_graph([node], "loop", inputs,
-                              [value("final", FLOAT, [3]), value("all", FLOAT, [None, 3])],
-                              initializer=initializers)
+    graph_outputs = [value("final", FLOAT, [3])] + ([value("all", FLOAT, [None, 3])] if scan
+                                                     else [])
+    node = helper.make_node("Loop", ["n", "", "acc"], [o.name for o in graph_outputs], body=body)
+    graph = helper.make_graph([node], "loop", inputs, graph_outputs, initializer=initializers)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+X = np.array([1.5, -2.0, 3.0], dtype=np.float32)
+ACC = np.array([10.0, 20.0, 30.0], dtype=np.float32)
 
 
 def test_a_loop_with_a_constant_trip_count_scans_that_many_values():
@@ -125,3 +179,70 @@ def test_a_loop_with_a_run_time_trip_count_scans_a_size_of_its_own():
     iterations = ret.split("Tensor[(")[2].split(",")[0]
     assert iterations.isidentifier(), ret
     assert f"iterations={iterations}" in str(mod)
+
+
+def test_a_loop_with_a_constant_trip_count_runs_and_stacks_its_scan_output():
+    ex = kiln.build(kiln.frontend.from_onnx(loop_model(trip_count=4)))
+    final, scanned = ex.run(x=X, acc=ACC)
+    expected = np.stack([ACC + X * (k + 1) for k in range(4)])
+    np.testing.assert_allclose(scanned, expected, rtol=1e-6)
+    np.testing.assert_allclose(final, expected[-1], rtol=1e-6)
+
+
+@pytest.mark.parametrize("n", [0, 1, 5])
+def test_a_loop_with_a_run_time_trip_count_carries_its_values(n):
+    ex = kiln.build(kiln.frontend.from_onnx(loop_model(scan=False)))
+    (final,) = ex.run(x=X, acc=ACC, n=np.array(n, dtype=np.int64))
+    np.testing.assert_allclose(final, ACC + X * n, rtol=1e-6)
+
+
+def test_a_loop_stops_when_its_body_returns_false():
+    ex = kiln.build(kiln.frontend.from_onnx(loop_model(scan=False, stop_after=2)))
+    (final,) = ex.run(x=X, acc=ACC, n=np.array(100, dtype=np.int64))
+    # Iterations 0, 1 and 2 run; the third returns false.
+    np.testing.assert_allclose(final, ACC + X * 3, rtol=1e-6)
+
+
+def test_a_loop_past_the_iteration_cap_is_an_error_that_names_the_setting(monkeypatch):
+    ex = kiln.build(kiln.frontend.from_onnx(loop_model(scan=False)))
+    monkeypatch.setenv("KILN_LOOP_MAX_ITERATIONS", "10")
+    with pytest.raises(RuntimeError, match="ran 10 iterations.*KILN_LOOP_MAX_ITERATIONS"):
+        ex.run(x=X, acc=ACC, n=np.array(11, dtype=np.int64))
+    (final,) = ex.run(x=X, acc=ACC, n=np.array(10, dtype=np.int64))
+    np.testing.assert_allclose(final, ACC + X * 10, rtol=1e-6)
+
+
+def test_scan_outputs_of_a_run_time_length_are_not_compiled_yet_and_say_so():
+    with pytest.raises(NotImplementedError, match="iteration count is decided at run time"):
+        kiln.build(kiln.frontend.from_onnx(loop_model()))
+
+
+NESTED = """
+def @main(%x: Tensor[(3), float32], %n: Tensor[(), int64], %flip: Tensor[(), bool]) {
+  %0 = nn.relu(%x);
+  %1 = fn (%i: Tensor[(), int64], %cond: Tensor[(), bool], %acc: Tensor[(3), float32]) {
+    %2 = fn () { add(%acc, %0) };
+    %3 = fn () { subtract(%acc, %0) };
+    %4 = if(%flip, %2, %3);
+    (%cond, %4)
+  };
+  %5 = loop(%n, const(bool, (), [1]), %x, %1, iterations=n_steps);
+  %5.0
+}
+"""
+
+
+@pytest.mark.parametrize("flip", [True, False])
+def test_an_if_inside_a_loop_body_reads_values_of_main(flip):
+    ex = kiln.build(kiln.ir.ParseModule(NESTED, []))
+    (y,) = ex.run(x=X, n=np.array(3, dtype=np.int64), flip=np.array(flip))
+    step = np.maximum(X, 0)
+    np.testing.assert_allclose(y, X + 3 * step if flip else X - 3 * step, rtol=1e-6)
+
+
+@pytest.mark.parametrize("description", ["{", '{"version": 2, "functions": []}',
+                                         '{"version": 1, "functions": [{"name": "f"}]}'])
+def test_a_malformed_control_flow_module_is_a_value_error(description):
+    create = kiln.get_global_func("runtime.ControlFlowModuleCreate")
+    with pytest.raises(ValueError, match="control_flow module"):
+        create(description)

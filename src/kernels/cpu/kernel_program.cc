@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "../../runtime/tagged_attrs_internal.h"
+#include "../../runtime/tensor_util_internal.h"
 #include "kernel_program_internal.h"
 
 namespace kiln {
@@ -339,12 +340,7 @@ Tensor ViewOf(const AnyView& arg, const std::string& func, size_t position) {
   KILN_CHECK(tensor.has_value() && *tensor != nullptr, TypeError)
       << kPrefix << "argument " << position << " of '" << func << "' must be a DLTensor*, got "
       << arg.type_str();
-  const DLTensor& dl = **tensor;
-  std::vector<int64_t> shape(dl.shape, dl.shape + dl.ndim);
-  std::vector<int64_t> strides;
-  if (dl.strides != nullptr) strides.assign(dl.strides, dl.strides + dl.ndim);
-  return Tensor::FromMemory(static_cast<char*>(dl.data) + dl.byte_offset, shape, dl.dtype,
-                            dl.device, nullptr, strides);
+  return internal::ViewOf(**tensor);
 }
 
 /// Whether `tensor` is a compact CPU tensor of `spec`'s (static) shape and dtype.

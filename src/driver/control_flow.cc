@@ -1,0 +1,279 @@
+// LowerControlFlow (control_flow_internal.h): each If and Loop of @main becomes a call of a
+// "control_flow" module function, its bodies compiled as Executables of their own.
+#include <kiln/ir/control_flow.h>
+#include <kiln/ir/expr_functor.h>
+#include <kiln/ir/function.h>
+#include <kiln/transform/infer_type.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "control_flow_internal.h"
+
+namespace kiln {
+namespace driver {
+namespace {
+
+using ir::Expr;
+using Json = nlohmann::json;
+using NodeSet = std::unordered_set<const Object*>;
+
+constexpr DLDataType kInt64{kDLInt, 64, 1};
+constexpr DLDataType kBool{kDLUInt, 1, 1};
+
+/// The operands of `expr` that are computed where `expr` is: a call's arguments (its callee, a
+/// fused function, is not a value), a tuple's fields, and a control-flow node's condition,
+/// trip count and initial values, not its bodies.
+std::vector<Expr> LocalOperands(const Expr& expr) {
+  if (const auto* call = expr.as<ir::CallObj>()) return {call->args().begin(), call->args().end()};
+  if (const auto* tuple = expr.as<ir::TupleObj>()) {
+    return {tuple->fields().begin(), tuple->fields().end()};
+  }
+  if (const auto* item = expr.as<ir::TupleGetItemObj>()) return {item->tuple()};
+  if (const auto* branch = expr.as<ir::IfObj>()) return {branch->cond()};
+  if (const auto* loop = expr.as<ir::LoopObj>()) {
+    std::vector<Expr> operands{loop->trip_count(), loop->condition()};
+    operands.insert(operands.end(), loop->initial().begin(), loop->initial().end());
+    return operands;
+  }
+  return {};
+}
+
+/// Every child of `expr`, bodies and callees included.
+std::vector<Expr> AllChildren(const Expr& expr) {
+  std::vector<Expr> children;
+  if (const auto* call = expr.as<ir::CallObj>()) children.push_back(call->op());
+  if (const auto* function = expr.as<ir::FunctionObj>()) return {function->body()};
+  if (const auto* branch = expr.as<ir::IfObj>()) {
+    return {branch->cond(), branch->then_branch(), branch->else_branch()};
+  }
+  if (const auto* loop = expr.as<ir::LoopObj>()) {
+    std::vector<Expr> operands = LocalOperands(expr);
+    operands.push_back(loop->body());
+    return operands;
+  }
+  for (const Expr& operand : LocalOperands(expr)) children.push_back(operand);
+  return children;
+}
+
+/// The nodes @main computes itself, its parameters included: a body reads these as captures.
+NodeSet OuterNodes(const ir::Function& main) {
+  NodeSet outer;
+  for (const ir::Var& param : main->params()) outer.insert(param.get());
+  std::vector<Expr> stack{main->body()};
+  while (!stack.empty()) {
+    const Expr expr = std::move(stack.back());
+    stack.pop_back();
+    if (!outer.insert(expr.get()).second) continue;
+    for (const Expr& operand : LocalOperands(expr)) stack.push_back(operand);
+  }
+  return outer;
+}
+
+/// The values `body` reads from @main, in the order a walk first meets them: nodes @main
+/// computes, and variables that no function inside the body binds.
+std::vector<Expr> Captures(const ir::Function& body, const NodeSet& outer) {
+  std::vector<Expr> captures;
+  std::vector<Expr> free_vars;
+  NodeSet seen;
+  NodeSet bound;
+  std::vector<Expr> stack{body};
+  while (!stack.empty()) {
+    const Expr expr = std::move(stack.back());
+    stack.pop_back();
+    if (!seen.insert(expr.get()).second) continue;
+    if (outer.count(expr.get()) != 0) {
+      captures.push_back(expr);
+      continue;
+    }
+    if (expr.as<ir::VarObj>() != nullptr) free_vars.push_back(expr);
+    if (const auto* function = expr.as<ir::FunctionObj>()) {
+      for (const ir::Var& param : function->params()) bound.insert(param.get());
+    }
+    const std::vector<Expr> children = AllChildren(expr);
+    stack.insert(stack.end(), children.rbegin(), children.rend());
+  }
+  for (const Expr& var : free_vars) {
+    if (bound.count(var.get()) == 0) captures.push_back(var);
+  }
+  return captures;
+}
+
+/// A mutator that gives each node to Replacement after its operands are rewritten.
+class NodeRewriter : public ir::ExprMutator {
+ protected:
+  virtual Expr Replacement(const Expr& pre, const Expr& post) = 0;
+
+  Expr VisitVar(const ir::Var& var) override { return Replacement(var, var); }
+  Expr VisitConstant(const ir::Constant& constant) override {
+    return Replacement(constant, constant);
+  }
+  Expr VisitCall(const ir::Call& pre, const ir::Call& post) override {
+    return Replacement(pre, post);
+  }
+  Expr VisitTuple(const ir::Tuple& pre, const ir::Tuple& post) override {
+    return Replacement(pre, post);
+  }
+  Expr VisitTupleGetItem(const ir::TupleGetItem& pre, const ir::TupleGetItem& post) override {
+    return Replacement(pre, post);
+  }
+  Expr VisitIf(const ir::If& pre, const ir::If& post) override { return Replacement(pre, post); }
+  Expr VisitLoop(const ir::Loop& pre, const ir::Loop& post) override {
+    return Replacement(pre, post);
+  }
+};
+
+/// Replaces the nodes of a map, by identity.
+class Substituter : public NodeRewriter {
+ public:
+  explicit Substituter(std::unordered_map<const Object*, Expr> replacements)
+      : replacements_(std::move(replacements)) {}
+
+ protected:
+  Expr Replacement(const Expr& pre, const Expr& post) override {
+    auto it = replacements_.find(pre.get());
+    return it == replacements_.end() ? post : it->second;
+  }
+
+ private:
+  std::unordered_map<const Object*, Expr> replacements_;
+};
+
+/// A parameter for `value` in a body's module: a variable keeps its name.
+ir::Var ParamFor(const Expr& value, size_t index) {
+  const auto* var = value.as<ir::VarObj>();
+  return ir::Var(var != nullptr ? var->name_hint() : String("captured_" + std::to_string(index)),
+                 value->checked_type());
+}
+
+/// Replaces each If and Loop that @main computes with a call of a control_flow function.
+class ControlFlowOutliner : public NodeRewriter {
+ public:
+  ControlFlowOutliner(NodeSet outer, const std::function<Executable(const ir::IRModule&)>& build)
+      : outer_(std::move(outer)), build_(build) {}
+
+  Json functions = Json::array();
+  std::vector<runtime::Module> bodies;
+
+ protected:
+  Expr Replacement(const Expr& pre, const Expr& post) override {
+    if (outer_.count(pre.get()) == 0) return post;
+    if (const auto* branch = pre.as<ir::IfObj>()) return OutlineIf(pre, *branch, post);
+    if (const auto* loop = pre.as<ir::LoopObj>()) return OutlineLoop(pre, *loop, post);
+    return post;
+  }
+
+ private:
+  Expr OutlineIf(const Expr& pre, const ir::IfObj& node, const Expr& post) {
+    const std::string name = "kiln_if_" + std::to_string(functions.size());
+    std::vector<Expr> captures = Captures(node.then_branch(), outer_);
+    for (const Expr& value : Captures(node.else_branch(), outer_)) {
+      if (std::find(captures.begin(), captures.end(), value) == captures.end()) {
+        captures.push_back(value);
+      }
+    }
+    const size_t then_index = AddBody(node.then_branch(), {}, {}, captures);
+    const size_t else_index = AddBody(node.else_branch(), {}, {}, captures);
+    functions.push_back(Json{{"name", name}, {"kind", "if"}, {"bodies", {then_index, else_index}}});
+    return CallOf(name, pre, post, {post.as<ir::IfObj>()->cond()}, captures);
+  }
+
+  Expr OutlineLoop(const Expr& pre, const ir::LoopObj& loop, const Expr& post) {
+    const std::string name = "kiln_loop_" + std::to_string(functions.size());
+    const int64_t scans = loop.num_scan_outputs();
+    KILN_CHECK(scans == 0 || loop.iterations().as_int().has_value(), NotImplementedError)
+        << "a Loop whose iteration count is decided at run time (" << loop.iterations() << ") has "
+        << scans << " scan output(s), whose length Kiln cannot plan yet; a loop "
+        << "with a constant trip count, or without scan outputs, compiles";
+    const ir::Function& body = loop.body();
+    std::vector<ir::Var> leading{ir::Var("iteration", ir::TensorType::Static({}, kInt64)),
+                                 ir::Var("condition", ir::TensorType::Static({}, kBool))};
+    std::vector<Expr> old_leading(body->params().begin(), body->params().end());
+    for (size_t i = 2; i < old_leading.size(); ++i) leading.push_back(ParamFor(old_leading[i], i));
+    const std::vector<Expr> captures = Captures(body, outer_);
+    const size_t index = AddBody(body, leading, old_leading, captures);
+    functions.push_back(Json{{"name", name},
+                             {"kind", "loop"},
+                             {"bodies", {index}},
+                             {"carried", loop.initial().size()},
+                             {"scans", scans}});
+    const auto* rewritten = post.as<ir::LoopObj>();
+    std::vector<Expr> operands{rewritten->trip_count(), rewritten->condition()};
+    operands.insert(operands.end(), rewritten->initial().begin(), rewritten->initial().end());
+    return CallOf(name, pre, post, operands, captures);
+  }
+
+  /// Builds `body` as a module whose @main takes `leading` (standing for `old_leading`) then
+  /// the captures; its index among the bodies.
+  size_t AddBody(const ir::Function& body, const std::vector<ir::Var>& leading,
+                 const std::vector<Expr>& old_leading, const std::vector<Expr>& captures) {
+    std::unordered_map<const Object*, Expr> replacements;
+    Array<ir::Var> params;
+    for (size_t i = 0; i < leading.size(); ++i) {
+      replacements.emplace(old_leading[i].get(), leading[i]);
+      params.push_back(leading[i]);
+    }
+    for (size_t i = 0; i < captures.size(); ++i) {
+      const ir::Var param = ParamFor(captures[i], i);
+      replacements.emplace(captures[i].get(), param);
+      params.push_back(param);
+    }
+    ir::IRModule module = ir::IRModule::Create();
+    module.Add(ir::GlobalVar("main"),
+               ir::Function(params, Substituter(std::move(replacements)).Mutate(body->body())));
+    bodies.push_back(build_(module).module());
+    return bodies.size() - 1;
+  }
+
+  /// A call of control_flow function `name` on `operands` and the rewritten captures, typed as
+  /// `pre`, whose callee carries the node it stands for.
+  Expr CallOf(const std::string& name, const Expr& pre, const Expr& post,
+              const std::vector<Expr>& operands, const std::vector<Expr>& captures) {
+    Array<Expr> args(operands.begin(), operands.end());
+    for (const Expr& capture : captures) args.push_back(Mutate(capture));  // already rewritten
+    Array<ir::Var> params;
+    for (int64_t i = 0; i < args.size(); ++i) {
+      params.push_back(ir::Var("arg" + std::to_string(i), args[i]->checked_type()));
+    }
+    Map<String, Any> attrs{{ir::attr::kCompiler, String("control_flow")},
+                           {ir::attr::kGlobalSymbol, String(name)}};
+    ir::Call call(ir::Function(params, post, pre->checked_type(), attrs), args);
+    call->set_checked_type(pre->checked_type());
+    return call;
+  }
+
+  NodeSet outer_;
+  const std::function<Executable(const ir::IRModule&)>& build_;
+};
+
+}  // namespace
+
+LoweredControlFlow LowerControlFlow(
+    const ir::IRModule& optimized,
+    const std::function<Executable(const ir::IRModule&)>& build_body) {
+  const ir::Function main = optimized.Lookup("main");
+  ControlFlowOutliner outliner(OuterNodes(main), build_body);
+  const Expr body = outliner.Mutate(main->body());
+  if (outliner.bodies.empty()) return {optimized, std::nullopt};
+  ir::IRModule module = ir::IRModule::Create(optimized->attrs());
+  const ir::Function lowered(main->params(), body, main->ret_type(), main->attrs());
+  for (const auto& [gvar, func] : optimized->functions()) {
+    module.Add(gvar, gvar->name_hint() == "main" ? lowered : func);
+  }
+  transform::InferExprType(lowered, module);  // the nodes rebuilt around the calls
+  const Json description{{"version", 1}, {"functions", outliner.functions}};
+  runtime::Module runtime =
+      Function::GetGlobalRequired("runtime.ControlFlowModuleCreate")(String(description.dump()))
+          .cast<runtime::Module>();
+  for (const runtime::Module& module_body : outliner.bodies) runtime.Import(module_body);
+  return {module, runtime};
+}
+
+}  // namespace driver
+}  // namespace kiln

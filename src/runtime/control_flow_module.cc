@@ -1,0 +1,249 @@
+// The "control_flow" module: runs the If and Loop nodes of a graph, each body a compiled
+// Executable among the module's imports (docs/design.md §32).
+//
+// Description (its SaveToBytes, "control_flow/1"):
+//   {"version": 1, "functions": [
+//      {"name": "kiln_if_0", "kind": "if", "bodies": [0, 1]},
+//      {"name": "kiln_loop_1", "kind": "loop", "bodies": [2], "carried": 1, "scans": 1}]}
+// `bodies` index the module's imports, graph executors whose inputs are, for a branch, the
+// values it captures and, for a loop body, (iteration, condition, carried..., captures...).
+// A function's arguments follow the graph's calling convention, inputs then outputs:
+//   If:   (cond, captures..., outputs...)
+//   Loop: (trip_count, condition, initial..., captures..., carried outputs..., scan outputs...)
+#include <kiln/ffi/registry.h>
+#include <kiln/runtime/executable.h>
+#include <kiln/runtime/memory.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tensor_util_internal.h"
+
+namespace kiln {
+namespace runtime {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr const char* kControlFlowKind = "control_flow";
+constexpr DLDataType kInt64{kDLInt, 64, 1};
+constexpr DLDataType kBool{kDLUInt, 1, 1};
+
+/// Loops stop with an error past this many iterations unless KILN_LOOP_MAX_ITERATIONS says
+/// otherwise: ONNX's Loop may have no trip count, and a condition that never turns false should
+/// be an error, not a hang.
+constexpr int64_t kDefaultMaxIterations = 1000000;
+
+int64_t MaxIterations() {
+  const char* text = std::getenv("KILN_LOOP_MAX_ITERATIONS");
+  if (text == nullptr || *text == '\0') return kDefaultMaxIterations;
+  char* end = nullptr;
+  const long long value = std::strtoll(text, &end, 10);
+  KILN_CHECK(*end == '\0' && value > 0, ValueError)
+      << "KILN_LOOP_MAX_ITERATIONS must be a positive integer, got '" << text << "'";
+  return value;
+}
+
+struct ControlFlowFunction {
+  std::string name;
+  bool is_loop = false;
+  std::vector<size_t> bodies;  ///< indices into the module's imports
+  size_t carried = 0;          ///< a loop's carried values
+  size_t scans = 0;            ///< a loop's scan outputs
+};
+
+/// The element at the start of a host tensor of one element, as an int64.
+int64_t ScalarOf(const Tensor& tensor, const char* what) {
+  KILN_CHECK(tensor.NumElements() == 1 && tensor.device().device_type == kDLCPU, ValueError)
+      << what << " must be one element in host memory, got " << tensor.NumElements() << " elements";
+  const DLTensor& t = tensor.dl_tensor();
+  const char* data = static_cast<const char*>(t.data) + t.byte_offset;
+  if (t.dtype.code == kDLInt && t.dtype.bits == 64) {
+    int64_t value = 0;
+    std::memcpy(&value, data, sizeof(value));
+    return value;
+  }
+  return *reinterpret_cast<const uint8_t*>(data);  // bool
+}
+
+Tensor HostScalar(int64_t value, DLDataType dtype) {
+  Tensor tensor = Empty({}, dtype, DLDevice{kDLCPU, 0});
+  char* data = static_cast<char*>(tensor.data());
+  if (dtype.bits == 64) {
+    std::memcpy(data, &value, sizeof(value));
+  } else {
+    *reinterpret_cast<uint8_t*>(data) = value != 0 ? 1 : 0;
+  }
+  return tensor;
+}
+
+/// `source` copied into row `row` of `stacked` (whose rows each hold one source).
+void CopyRow(const Tensor& source, const Tensor& stacked, int64_t row, size_t scan) {
+  const Shape stacked_shape = stacked.shape();
+  const std::vector<int64_t> shape(stacked_shape.begin(), stacked_shape.end());
+  KILN_CHECK(!shape.empty() && row < shape[0], ValueError)
+      << "scan output " << scan << " holds " << (shape.empty() ? 0 : shape[0])
+      << " iterations, but the loop ran more";
+  std::vector<int64_t> row_shape(shape.begin() + 1, shape.end());
+  const Shape source_shape = source.shape();
+  KILN_CHECK(std::vector<int64_t>(source_shape.begin(), source_shape.end()) == row_shape,
+             ValueError)
+      << "scanned value " << scan << " of iteration " << row << " has a shape other than the "
+      << "scan output's rows";
+  const int64_t row_bytes = source.NumBytes();
+  const DLTensor& out = stacked.dl_tensor();
+  const Tensor view = Tensor::FromMemory(
+      out.data, row_shape, out.dtype, out.device, [stacked] {}, {},
+      out.byte_offset + static_cast<uint64_t>(row * row_bytes));
+  CopyTensor(source, view);
+}
+
+class ControlFlowModuleObj : public ModuleObj {
+ public:
+  explicit ControlFlowModuleObj(std::string description) : description_(std::move(description)) {
+    const Json json = Json::parse(description_);
+    KILN_CHECK(json.value("version", 0) == 1, ValueError)
+        << "a control_flow module of version " << json.value("version", 0)
+        << ", this Kiln reads version 1";
+    for (const Json& entry : json.at("functions")) {
+      ControlFlowFunction function;
+      function.name = entry.at("name").get<std::string>();
+      function.is_loop = entry.at("kind").get<std::string>() == "loop";
+      function.bodies = entry.at("bodies").get<std::vector<size_t>>();
+      function.carried = entry.value("carried", 0);
+      function.scans = entry.value("scans", 0);
+      KILN_CHECK(function.bodies.size() == (function.is_loop ? 1U : 2U), ValueError)
+          << "control_flow function '" << function.name << "' has " << function.bodies.size()
+          << " bodies";
+      functions_.push_back(std::move(function));
+    }
+  }
+
+  std::string kind() const override { return kControlFlowKind; }
+
+  std::optional<Function> GetFunction(const std::string& name) override {
+    for (const ControlFlowFunction& function : functions_) {
+      if (function.name != name) continue;
+      std::vector<Executable> bodies;
+      for (size_t index : function.bodies) bodies.push_back(Body(index, name));
+      return Function::FromPacked(
+          [function, bodies](const AnyView* args, int32_t num_args, Any* /*result*/) {
+            std::vector<Tensor> tensors;
+            tensors.reserve(static_cast<size_t>(num_args));
+            for (int32_t i = 0; i < num_args; ++i) {
+              tensors.push_back(internal::ViewOf(*args[i].cast<DLTensor*>()));
+            }
+            if (function.is_loop) {
+              RunLoop(function, bodies[0], tensors);
+            } else {
+              RunIf(bodies, tensors);
+            }
+          });
+    }
+    return std::nullopt;
+  }
+
+  std::vector<std::string> ListFunctions() const override {
+    std::vector<std::string> names;
+    for (const ControlFlowFunction& function : functions_) names.push_back(function.name);
+    return names;
+  }
+
+  std::optional<Bytes> SaveToBytes() const override {
+    return Bytes(description_.data(), description_.size());
+  }
+
+ private:
+  Executable Body(size_t index, const std::string& name) const {
+    const std::vector<Module> imports =
+        Module(ObjectPtr<ModuleObj>::FromBorrowed(const_cast<ControlFlowModuleObj*>(this)))
+            .imports();
+    KILN_CHECK(index < imports.size(), ValueError)
+        << "control_flow function '" << name << "' runs body " << index << ", but the module "
+        << "imports " << imports.size() << " modules";
+    return Executable(imports[index]);
+  }
+
+  /// The branch the condition picks, writing its values into the node's outputs.
+  static void RunIf(const std::vector<Executable>& branches, const std::vector<Tensor>& args) {
+    const Executable& branch = branches[ScalarOf(args[0], "the condition of an If") ? 0 : 1];
+    const size_t num_inputs = static_cast<size_t>(branch.num_inputs());
+    KILN_CHECK(args.size() == 1 + num_inputs + branch.num_outputs(), ValueError)
+        << "an If node passes " << args.size() << " tensors, its branch needs 1 + " << num_inputs
+        << " inputs + " << branch.num_outputs() << " outputs";
+    const std::vector<Tensor> inputs(args.begin() + 1, args.begin() + 1 + num_inputs);
+    const std::vector<Tensor> outputs(args.begin() + 1 + num_inputs, args.end());
+    branch.invoke(inputs, outputs);
+  }
+
+  static void RunLoop(const ControlFlowFunction& loop, const Executable& body,
+                      const std::vector<Tensor>& args) {
+    const size_t num_outputs = loop.carried + loop.scans;
+    KILN_CHECK(args.size() >= 2 + loop.carried + num_outputs, ValueError)
+        << "a Loop node passes " << args.size() << " tensors";
+    const int64_t trip_count = ScalarOf(args[0], "the trip count of a Loop");
+    bool condition = ScalarOf(args[1], "the condition of a Loop") != 0;
+    std::vector<Tensor> carried(args.begin() + 2, args.begin() + 2 + loop.carried);
+    const std::vector<Tensor> captures(args.begin() + 2 + loop.carried, args.end() - num_outputs);
+    const std::vector<Tensor> outputs(args.end() - num_outputs, args.end());
+    const int64_t limit = MaxIterations();
+    int64_t iteration = 0;
+    for (; iteration < trip_count && condition; ++iteration) {
+      KILN_CHECK(iteration < limit, RuntimeError)
+          << "a Loop ran " << limit << " iterations without stopping (trip count " << trip_count
+          << "); raise KILN_LOOP_MAX_ITERATIONS if it should run longer";
+      std::vector<Tensor> inputs{HostScalar(iteration, kInt64), HostScalar(condition, kBool)};
+      inputs.insert(inputs.end(), carried.begin(), carried.end());
+      inputs.insert(inputs.end(), captures.begin(), captures.end());
+      std::vector<Tensor> results;
+      try {
+        results = body.invoke(inputs);
+      } catch (const Error& error) {
+        throw error.WithContext("in iteration " + std::to_string(iteration) + " of a Loop");
+      }
+      condition = ScalarOf(results[0], "the condition a Loop body returns") != 0;
+      for (size_t i = 0; i < loop.carried; ++i) carried[i] = results[1 + i];
+      for (size_t s = 0; s < loop.scans; ++s) {
+        CopyRow(results[1 + loop.carried + s], outputs[loop.carried + s], iteration, s);
+      }
+    }
+    for (size_t s = 0; s < loop.scans; ++s) {
+      const int64_t rows = outputs[loop.carried + s].shape()[0];
+      KILN_CHECK(rows == iteration, ValueError)
+          << "scan output " << s << " of a Loop holds " << rows << " iterations, but the loop ran "
+          << iteration;
+    }
+    for (size_t i = 0; i < loop.carried; ++i) CopyTensor(carried[i], outputs[i]);
+  }
+
+  std::string description_;
+  std::vector<ControlFlowFunction> functions_;
+};
+
+Module CreateControlFlowModule(const std::string& description) {
+  try {
+    return Module(make_object<ControlFlowModuleObj>(description));
+  } catch (const Json::exception& error) {
+    KILN_THROW(ValueError) << "a control_flow module's description is malformed: " << error.what();
+  }
+}
+
+KILN_REGISTER_GLOBAL("runtime.ControlFlowModuleCreate").set_body_typed([](const String& json) {
+  return CreateControlFlowModule(json.str());
+});
+
+KILN_REGISTER_GLOBAL("runtime.module.load_bytes.control_flow")
+    .set_body_typed([](const Bytes& bytes) {
+      return CreateControlFlowModule(std::string(bytes.view()));
+    });
+
+}  // namespace
+}  // namespace runtime
+}  // namespace kiln
