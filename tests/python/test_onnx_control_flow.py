@@ -246,3 +246,82 @@ def test_a_malformed_control_flow_module_is_a_value_error(description):
     create = kiln.get_global_func("runtime.ControlFlowModuleCreate")
     with pytest.raises(ValueError, match="control_flow module"):
         create(description)
+
+
+def scripted_loop_and_branch():
+    """A TorchScript module whose loop count and branch depend on its inputs."""
+    torch = pytest.importorskip("torch")
+
+    class LoopThenBranch(torch.nn.Module):
+        def forward(self, x, n):
+            for _ in range(int(n)):
+                x = torch.relu(x * 2.0 - 1.0)
+            if bool(x.sum() > 10.0):
+                y = x * 3.0
+            else:
+                y = x - 1.0
+            return y
+
+    return torch, LoopThenBranch()
+
+
+def test_a_scripted_pytorch_loop_and_branch_match_pytorch_after_export_and_reload(tmp_path):
+    torch, module = scripted_loop_and_branch()
+    onnx_path, library = str(tmp_path / "scripted.onnx"), str(tmp_path / "scripted.so")
+    torch.onnx.export(torch.jit.script(module), (torch.ones(2, 3), torch.tensor(2)), onnx_path,
+                      input_names=["x", "n"], output_names=["y"], opset_version=13)
+    kiln.build(kiln.frontend.from_onnx(onnx_path)).export_library(library)
+    rng = np.random.default_rng(0)
+    cases = [(rng.standard_normal((2, 3)).astype(np.float32) * 3, n) for n in (0, 1, 3, 6)]
+    inputs = str(tmp_path / "inputs.npz")
+    np.savez(inputs, **{f"x{i}": x for i, (x, _) in enumerate(cases)})
+    script = (
+        "import numpy as np, kiln\n"
+        f"ex = kiln.load_module({library!r})\n"
+        f"data = np.load({inputs!r})\n"
+        f"ns = {[n for _, n in cases]!r}\n"
+        "ys = [ex.run(x=data[f'x{i}'], n=np.array(n, dtype=np.int64))[0] for i, n in enumerate(ns)]\n"
+        f"np.savez({str(tmp_path / 'outputs.npz')!r}, *ys)\n")
+    subprocess.run([sys.executable, "-c", script], env=dict(os.environ), check=True)
+    outputs = np.load(str(tmp_path / "outputs.npz"))
+    taken = set()
+    for i, (x, n) in enumerate(cases):
+        expected = module(torch.from_numpy(x), torch.tensor(n)).numpy()
+        np.testing.assert_allclose(outputs[f"arr_{i}"], expected, rtol=1e-6, atol=1e-6)
+        looped = x
+        for _ in range(n):
+            looped = np.maximum(looped * 2 - 1, 0)
+        taken.add(bool(looped.sum() > 10.0))
+    assert taken == {True, False}, "the cases should take both branches"
+
+
+def scan_model(axis, direction):
+    """Scan over `axis` of x (3, 4), in `direction` (1: reverse): the state sums the rows seen
+    so far, and each step scans the state times 2."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["sum_in", "row"], ["sum_out"]),
+         helper.make_node("Add", ["sum_out", "sum_out"], ["doubled"])],
+        "body", [value("sum_in", FLOAT, [None]), value("row", FLOAT, [None])],
+        [value("sum_out", FLOAT, [None]), value("doubled", FLOAT, [None])])
+    length = 4 if axis == 1 else 3
+    node = helper.make_node("Scan", ["init", "x"], ["total", "steps"], body=body,
+                            num_scan_inputs=1, scan_input_axes=[axis],
+                            scan_input_directions=[direction])
+    graph = helper.make_graph(
+        [node], "scan", [value("init", FLOAT, [7 - length]), value("x", FLOAT, [3, 4])],
+        [value("total", FLOAT, [7 - length]), value("steps", FLOAT, [length, 7 - length])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize("axis,direction", [(0, 0), (1, 0), (1, 1)])
+def test_scan_runs_as_a_loop_over_its_axis_in_either_direction(axis, direction):
+    ex = kiln.build(kiln.frontend.from_onnx(scan_model(axis, direction)))
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    rows = list(np.moveaxis(x, axis, 0))
+    if direction:
+        rows.reverse()
+    init = np.ones(rows[0].shape, dtype=np.float32)
+    total, steps = ex.run(init=init, x=x)
+    running = np.cumsum(rows, axis=0) + init
+    np.testing.assert_allclose(steps, running * 2, rtol=1e-6)
+    np.testing.assert_allclose(total, running[-1], rtol=1e-6)

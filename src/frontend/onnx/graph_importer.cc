@@ -24,6 +24,9 @@ namespace frontend {
 namespace onnx_import {
 namespace {
 
+constexpr DLDataType kInt64{kDLInt, 64, 1};
+constexpr DLDataType kBool{kDLUInt, 1, 1};
+
 /// The opset version the model imports for each domain ("" for the default domain).
 std::map<std::string, int64_t> DomainOpsets(const onnx::ModelProto& model) {
   std::map<std::string, int64_t> opsets;
@@ -46,7 +49,8 @@ int64_t NodeOpset(const onnx::NodeProto& node, const std::map<std::string, int64
 /// (include/kiln/ir/control_flow.h): the importer converts them itself, importing each body with
 /// the enclosing graph's values in scope.
 bool IsControlFlow(const onnx::NodeProto& node) {
-  return NodeDomain(node).empty() && (node.op_type() == "If" || node.op_type() == "Loop");
+  return NodeDomain(node).empty() &&
+         (node.op_type() == "If" || node.op_type() == "Loop" || node.op_type() == "Scan");
 }
 
 /// Adds to `first_node` ("op (opset N)" -> where it is first used) each op of `graph` and of
@@ -235,61 +239,150 @@ class GraphImporter {
   /// What the graph input sizes are (the outermost graph's: bodies add none).
   const GraphSizes& Sizes() const { return parent_ == nullptr ? sizes_ : parent_->Sizes(); }
 
-  /// `graph` as a function: its inputs are parameters of `param_types` (as many as it has), its
-  /// outputs its result, a tuple when there are several or `as_tuple`.
-  ir::Function ImportBody(const onnx::GraphProto& graph, const std::vector<ir::Type>& param_types,
-                          bool as_tuple) const {
-    KILN_CHECK(graph.input_size() == static_cast<int>(param_types.size()), ValueError)
+  /// The values of `graph`'s outputs, its inputs bound to `inputs` (one each).
+  std::vector<ir::Expr> ImportBodyGraph(const onnx::GraphProto& graph,
+                                        const std::vector<ir::Expr>& inputs) const {
+    KILN_CHECK(graph.input_size() == static_cast<int>(inputs.size()), ValueError)
         << "the body graph '" << graph.name() << "' has " << graph.input_size()
-        << " inputs, but it is given " << param_types.size();
+        << " inputs, but it is given " << inputs.size();
     GraphImporter body(this);
-    Array<ir::Var> params;
     for (int i = 0; i < graph.input_size(); ++i) {
-      const std::string& name = graph.input(i).name();
-      ir::Var param(name.empty() ? "input" : name, param_types[static_cast<size_t>(i)]);
-      params.push_back(param);
-      body.Define(name, param);
+      body.Define(graph.input(i).name(), inputs[static_cast<size_t>(i)]);
     }
     for (const onnx::TensorProto& initializer : graph.initializer()) {
       body.Define(initializer.name(), ir::Constant(TensorFromProto(initializer)));
     }
     for (const onnx::NodeProto& node : graph.node()) body.ConvertNode(node);
-    Array<ir::Expr> outputs;
+    std::vector<ir::Expr> outputs;
     for (const onnx::ValueInfoProto& output : graph.output()) {
       outputs.push_back(body.OutputValue(output.name()));
     }
-    const bool tuple = as_tuple || outputs.size() != 1;
-    return ir::Function(params, tuple ? ir::Expr(ir::Tuple(outputs)) : outputs[0]);
+    return outputs;
+  }
+
+  /// Parameters named after `graph`'s inputs from `first` on, one per type.
+  static std::vector<ir::Expr> BodyParams(const onnx::GraphProto& graph, int first,
+                                          const std::vector<ir::Type>& types) {
+    std::vector<ir::Expr> params;
+    for (size_t i = 0; i < types.size(); ++i) {
+      const int input = first + static_cast<int>(i);
+      const std::string name = input < graph.input_size() ? graph.input(input).name() : "";
+      params.push_back(ir::Var(name.empty() ? "input" : name, types[i]));
+    }
+    return params;
+  }
+
+  static ir::Function BodyFunction(const std::vector<ir::Expr>& params,
+                                   const Array<ir::Expr>& result) {
+    Array<ir::Var> vars;
+    for (const ir::Expr& param : params) vars.push_back(Downcast<ir::Var>(param));
+    return ir::Function(vars, ir::Tuple(result));
   }
 
   /// If: each branch a function of no parameters.
   ir::Expr ConvertIf(const NodeContext& node) const {
-    return ir::If(node.Input(0), ImportBody(node.GraphAttr("then_branch"), {}, false),
-                  ImportBody(node.GraphAttr("else_branch"), {}, false));
+    auto branch = [&](const char* name) {
+      const std::vector<ir::Expr> outputs = ImportBodyGraph(node.GraphAttr(name), {});
+      return ir::Function({},
+                          outputs.size() == 1 ? outputs[0] : ir::Tuple(Array<ir::Expr>(outputs)));
+    };
+    return ir::If(node.Input(0), branch("then_branch"), branch("else_branch"));
   }
 
   /// Loop: an omitted trip count is the largest int64, an omitted condition true.
   ir::Expr ConvertLoop(const NodeContext& node) const {
-    const DLDataType int64{kDLInt, 64, 1};
-    const DLDataType boolean{kDLUInt, 1, 1};
     const ir::Expr trip_count =
         node.HasInput(0) ? node.Input(0)
                          : ir::Constant(Int64Tensor({INT64_MAX}, std::vector<int64_t>{}));
     const ir::Expr condition =
-        node.HasInput(1) ? node.Input(1) : ir::Constant(FilledTensor({}, boolean, 1));
-    std::vector<ir::Type> param_types{ir::TensorType::Static({}, int64),
-                                      ir::TensorType::Static({}, boolean)};
+        node.HasInput(1) ? node.Input(1) : ir::Constant(FilledTensor({}, kBool, 1));
+    std::vector<ir::Type> param_types{ir::TensorType::Static({}, kInt64),
+                                      ir::TensorType::Static({}, kBool)};
     Array<ir::Expr> initial;
     for (size_t i = 2; i < node.proto().input().size(); ++i) {
       initial.push_back(node.Input(i));
       param_types.push_back(node.Input(i)->checked_type());
     }
-    const ir::Function body = ImportBody(node.GraphAttr("body"), param_types, true);
-    const int64_t returned = body->body().as<ir::TupleObj>()->fields().size();
-    KILN_CHECK(returned > initial.size(), ValueError)
+    const onnx::GraphProto& graph = node.GraphAttr("body");
+    const std::vector<ir::Expr> params = BodyParams(graph, 0, param_types);
+    const std::vector<ir::Expr> outputs = ImportBodyGraph(graph, params);
+    KILN_CHECK(outputs.size() > static_cast<size_t>(initial.size()), ValueError)
         << node.Describe() << ": the body must return the condition and the " << initial.size()
-        << " carried values first, but it has " << returned << " outputs";
+        << " carried values first, but it has " << outputs.size() << " outputs";
+    const ir::Function body = BodyFunction(params, Array<ir::Expr>(outputs));
     return ir::Loop(trip_count, condition, initial, body, Iterations(node, body, trip_count));
+  }
+
+  /// Scan (opset 9 on) as a Loop over the scan axis: the body takes row i of each scan input
+  /// (row extent - 1 - i when it runs in reverse) and carries the states; its scanned values
+  /// stack along axis 0, which is where Scan puts them by default.
+  ir::Expr ConvertScan(const NodeContext& node) const {
+    KILN_CHECK(node.opset() >= 9, NotImplementedError)
+        << node.Describe() << ": Scan before opset 9 (with a batch axis and sequence_lens) is "
+        << "not supported; re-export the model at opset 9 or later";
+    const size_t num_inputs = node.proto().input().size();
+    const int64_t num_scan_inputs = node.Int("num_scan_inputs", 0);
+    KILN_CHECK(num_scan_inputs >= 1 && static_cast<size_t>(num_scan_inputs) <= num_inputs,
+               ValueError)
+        << node.Describe() << ": num_scan_inputs is " << num_scan_inputs << " but the node has "
+        << num_inputs << " inputs";
+    const size_t num_states = num_inputs - static_cast<size_t>(num_scan_inputs);
+    for (const char* attr : {"scan_output_axes", "scan_output_directions"}) {
+      const std::vector<int64_t> values = node.Ints(attr).value_or(std::vector<int64_t>{});
+      KILN_CHECK(std::all_of(values.begin(), values.end(), [](int64_t v) { return v == 0; }),
+                 NotImplementedError)
+          << node.Describe() << ": " << attr << " other than 0 is not supported yet";
+    }
+    const std::vector<int64_t> axes =
+        node.Ints("scan_input_axes").value_or(std::vector<int64_t>(num_scan_inputs, 0));
+    const std::vector<int64_t> directions =
+        node.Ints("scan_input_directions").value_or(std::vector<int64_t>(num_scan_inputs, 0));
+    KILN_CHECK(axes.size() == static_cast<size_t>(num_scan_inputs) &&
+                   directions.size() == static_cast<size_t>(num_scan_inputs),
+               ValueError)
+        << node.Describe() << ": scan_input_axes and scan_input_directions need one entry per "
+        << "scan input (" << num_scan_inputs << ")";
+    std::optional<int64_t> extent;
+    for (size_t k = 0; k < axes.size(); ++k) {
+      const size_t input = num_states + k;
+      const int64_t rank = static_cast<int64_t>(node.InputRank(input));
+      KILN_CHECK(axes[k] >= -rank && axes[k] < rank, ValueError)
+          << node.Describe() << ": scan axis " << axes[k] << " of input " << input
+          << " is out of range for rank " << rank;
+      const std::optional<int64_t> length =
+          node.InputExtents(input)[static_cast<size_t>(axes[k] < 0 ? axes[k] + rank : axes[k])];
+      KILN_CHECK(length.has_value(), NotImplementedError)
+          << node.Describe() << ": the scan axis of input " << input << " has a symbolic "
+          << "length; Kiln scans static lengths only so far";
+      KILN_CHECK(!extent.has_value() || *extent == *length, ValueError)
+          << node.Describe() << ": the scan inputs have lengths " << *extent << " and " << *length;
+      extent = length;
+    }
+    std::vector<ir::Type> state_types;
+    Array<ir::Expr> initial;
+    for (size_t i = 0; i < num_states; ++i) {
+      initial.push_back(node.Input(i));
+      state_types.push_back(node.Input(i)->checked_type());
+    }
+    const onnx::GraphProto& graph = node.GraphAttr("body");
+    std::vector<ir::Expr> inputs = BodyParams(graph, 0, state_types);
+    std::vector<ir::Expr> params{ir::Var("iteration", ir::TensorType::Static({}, kInt64)),
+                                 ir::Var("condition", ir::TensorType::Static({}, kBool))};
+    params.insert(params.end(), inputs.begin(), inputs.end());
+    const ir::Expr reversed = MakeCall(
+        "subtract", {ir::Constant(Int64Tensor({*extent - 1}, std::vector<int64_t>{})), params[0]});
+    for (size_t k = 0; k < axes.size(); ++k) {
+      const ir::Expr row =
+          MakeCall("take", {node.Input(num_states + k), directions[k] != 0 ? reversed : params[0]},
+                   {{"axis", axes[k]}});
+      transform::InferNodeType(row);
+      inputs.push_back(row);
+    }
+    Array<ir::Expr> result{params[1]};
+    for (const ir::Expr& output : ImportBodyGraph(graph, inputs)) result.push_back(output);
+    const ir::Expr trips = ir::Constant(Int64Tensor({*extent}, std::vector<int64_t>{}));
+    const ir::Expr always = ir::Constant(FilledTensor({}, kBool, 1));
+    return ir::Loop(trips, always, initial, BodyFunction(params, result), arith::IntImm(*extent));
   }
 
   /// A Loop's iteration count: its trip count when that is constant and nothing can stop it
@@ -399,9 +492,10 @@ class GraphImporter {
         DefineShapeValue(context, std::move(*shape_value));
         return;
       }
-      ir::Expr value = !IsControlFlow(node)     ? Convert(context)
-                       : node.op_type() == "If" ? ConvertIf(context)
-                                                : ConvertLoop(context);
+      ir::Expr value = !IsControlFlow(node)       ? Convert(context)
+                       : node.op_type() == "If"   ? ConvertIf(context)
+                       : node.op_type() == "Loop" ? ConvertLoop(context)
+                                                  : ConvertScan(context);
       transform::InferNodeType(value);
       DefineOutputs(context, value);
     } catch (const Error& error) {
