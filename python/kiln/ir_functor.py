@@ -28,6 +28,10 @@ def _children(expr):
         return [expr.tuple]
     if isinstance(expr, _ir.Function):
         return list(expr.params) + [expr.body]
+    if isinstance(expr, _ir.If):
+        return [expr.cond, expr.then_branch, expr.else_branch]
+    if isinstance(expr, _ir.Loop):
+        return [expr.trip_count, expr.condition] + list(expr.initial) + [expr.body]
     return []
 
 
@@ -59,16 +63,18 @@ class _Walker:
         for kind, method in ((_ir.Call, "visit_call"), (_ir.Tuple, "visit_tuple"),
                              (_ir.TupleGetItem, "visit_tuple_get_item"),
                              (_ir.Function, "visit_function"), (_ir.Var, "visit_var"),
-                             (_ir.Constant, "visit_constant")):
+                             (_ir.Constant, "visit_constant"), (_ir.If, "visit_if"),
+                             (_ir.Loop, "visit_loop")):
             if isinstance(node, kind):
                 return getattr(self, method)(node)
         return self.visit_other(node)
 
 
 class ExprVisitor(_Walker):
-    """Visits every node under an expression once, children first; override ``visit_call``,
-    ``visit_tuple``, ``visit_tuple_get_item``, ``visit_function``, ``visit_var``,
-    ``visit_constant`` or ``visit_other`` (ops, global variables) to look at them."""
+    """Visits every node under an expression once, children first (the bodies of an If or a
+    Loop included); override ``visit_call``, ``visit_tuple``, ``visit_tuple_get_item``,
+    ``visit_function``, ``visit_var``, ``visit_constant``, ``visit_if``, ``visit_loop`` or
+    ``visit_other`` (ops, global variables) to look at them."""
 
     def visit_call(self, call):
         pass
@@ -86,6 +92,12 @@ class ExprVisitor(_Walker):
         pass
 
     def visit_constant(self, constant):
+        pass
+
+    def visit_if(self, node):
+        pass
+
+    def visit_loop(self, loop):
         pass
 
     def visit_other(self, node):
@@ -129,6 +141,16 @@ class ExprMutator(_Walker):
 
     def visit_constant(self, constant):
         return constant
+
+    def visit_if(self, node):
+        children, changed = self._changed([node.cond, node.then_branch, node.else_branch])
+        return _ir.If(*children) if changed else node
+
+    def visit_loop(self, loop):
+        children, changed = self._changed(_children(loop))
+        if not changed:
+            return loop
+        return _ir.Loop(children[0], children[1], children[2:-1], children[-1], loop.iterations)
 
     def visit_other(self, node):
         return node

@@ -325,3 +325,32 @@ def test_scan_runs_as_a_loop_over_its_axis_in_either_direction(axis, direction):
     running = np.cumsum(rows, axis=0) + init
     np.testing.assert_allclose(steps, running * 2, rtol=1e-6)
     np.testing.assert_allclose(total, running[-1], rtol=1e-6)
+
+
+def test_python_mutators_rewrite_inside_if_and_loop_bodies():
+    class ReluToSigmoid(kiln.ir.ExprMutator):
+        def visit_call(self, call):
+            call = super().visit_call(call)
+            if call.op.name == "nn.relu":
+                return kiln.ir.Call("sigmoid", list(call.args))
+            return call
+
+    class CountBodies(kiln.ir.ExprVisitor):
+        def __init__(self):
+            super().__init__()
+            self.ifs, self.loops = 0, 0
+
+        def visit_if(self, node):
+            self.ifs += 1
+
+        def visit_loop(self, loop):
+            self.loops += 1
+
+    text = NESTED.replace("add(%acc, %0)", "add(%acc, nn.relu(%acc))")
+    main = kiln.ir.ParseModule(text, [])["main"]
+    rewritten = ReluToSigmoid().visit(main.body)
+    assert "nn.relu" not in repr(rewritten) and repr(rewritten).count("sigmoid(") == 2
+    assert "iterations=n_steps" in repr(rewritten)
+    counter = CountBodies()
+    counter.visit(rewritten)
+    assert (counter.ifs, counter.loops) == (1, 1)

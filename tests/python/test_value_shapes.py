@@ -294,3 +294,30 @@ def test_nonzero_counts_negative_zero_as_zero_in_every_float_type():
         ex = kiln.build(kiln.frontend.from_onnx(
             helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])))
         np.testing.assert_array_equal(ex.run(x=data)[0], [[1]])
+
+
+def test_a_size_the_data_decides_becomes_a_tensor_where_a_model_computes_with_it():
+    """TopK's k as min(3, how many elements are nonzero), as detection models compute it:
+    the count is a size NonZero's result carries, read back from that result's shape."""
+    nodes = [
+        helper.make_node("NonZero", ["x"], ["where"]),
+        helper.make_node("Shape", ["where"], ["where_shape"]),
+        helper.make_node("Gather", ["where_shape", "one"], ["count"], axis=0),
+        helper.make_node("Concat", ["three", "count"], ["candidates"], axis=0),
+        helper.make_node("ReduceMin", ["candidates"], ["k"], keepdims=1),
+        helper.make_node("TopK", ["x", "k"], ["top", "top_indices"]),
+    ]
+    initializers = [helper.make_tensor("one", INT64, [1], [1]),
+                    helper.make_tensor("three", INT64, [1], [3])]
+    graph = helper.make_graph(
+        nodes, "k_from_data", [helper.make_tensor_value_info("x", FLOAT, [6])],
+        [helper.make_tensor_value_info("k", INT64, [1]),
+         helper.make_tensor_value_info("top", FLOAT, [None])], initializer=initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    ex = kiln.build(kiln.frontend.from_onnx(model))
+    for x in ([1, -2, 3, 4, 5, -6], [0, 0, 3, 0, -5, 0], [0, 0, 2, 0, 0, 0], [0] * 6):
+        x = np.array(x, dtype=np.float32)
+        k, top = ex.run(x=x)
+        expected_k = min(3, int((x != 0).sum()))
+        assert k.tolist() == [expected_k]
+        np.testing.assert_array_equal(top, np.sort(x)[::-1][:expected_k])

@@ -413,7 +413,34 @@ class GraphImporter {
 
   void Define(const std::string& name, ir::Expr value) {
     transform::InferNodeType(value);
+    NoteCarriedSizes(value);
     values_[name] = std::move(value);
+  }
+
+  /// Records `value` as the carrier of each size variable that is one of its dimensions and that
+  /// no graph input's shape gives (a size computed from tensor values, docs/design.md §22), so
+  /// that a shape value using the size can be computed from `value`'s shape at run time.
+  void NoteCarriedSizes(const ir::Expr& value) {
+    const auto* tensor = value->checked_type().as<ir::TensorTypeObj>();
+    if (tensor == nullptr) return;
+    for (const ir::Dim& dim : tensor->shape()) {
+      const auto* var = dim.AsSizeExpr().as<arith::SizeVarObj>();
+      if (var == nullptr || Sizes().inputs.count(var->name().str()) != 0 ||
+          FindCarrier(var->name().str()).defined()) {
+        continue;
+      }
+      carriers_.emplace(var->name().str(), value);
+    }
+  }
+
+  /// The value whose shape gives size variable `var` (a graph input's, or a carrier noted in
+  /// this graph or one around it); null when there is none.
+  ir::Expr FindCarrier(const std::string& var) const {
+    auto input = Sizes().inputs.find(var);
+    if (input != Sizes().inputs.end()) return Lookup(input->second);
+    auto carrier = carriers_.find(var);
+    if (carrier != carriers_.end()) return carrier->second;
+    return parent_ == nullptr ? ir::Expr() : parent_->FindCarrier(var);
   }
 
   ir::Expr Lookup(const std::string& name) const {
@@ -450,15 +477,15 @@ class GraphImporter {
   }
 
   /// `value` as a tensor computed at run time (size_values), for a converter that needs it as
-  /// one; null when a size in it comes from no graph input's shape.
+  /// one; null when a size in it has no carrier (FindCarrier).
   ir::Expr MaterializedValue(const ShapeValue& value) const {
     Array<ir::Expr> carriers;
-    std::set<std::string> carrying;
+    std::set<const Object*> carrying;
     for (const arith::SizeExpr& element : value.elements) {
       for (const std::string& var : arith::FreeSizeVars(element)) {
-        auto input = Sizes().inputs.find(var);
-        if (input == Sizes().inputs.end()) return ir::Expr();
-        if (carrying.insert(input->second).second) carriers.push_back(Lookup(input->second));
+        const ir::Expr carrier = FindCarrier(var);
+        if (!carrier.defined()) return ir::Expr();
+        if (carrying.insert(carrier.get()).second) carriers.push_back(carrier);
       }
     }
     ir::Expr tensor = MakeCall("size_values", {ir::Tuple(carriers)},
@@ -554,6 +581,7 @@ class GraphImporter {
   const PropagatedValues& shape_values_;
   std::unordered_map<std::string, ir::Expr> values_;
   std::unordered_map<std::string, SymbolicValue> symbolic_values_;
+  std::unordered_map<std::string, ir::Expr> carriers_;  ///< NoteCarriedSizes
   GraphSizes sizes_;
   const GraphImporter* parent_ = nullptr;  ///< the graph around this body graph, if any
 };

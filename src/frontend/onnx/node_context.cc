@@ -40,7 +40,8 @@ const ir::Expr& NodeContext::Input(size_t index) const {
   if (!input.expr.defined() && input.materialize) input.expr = input.materialize();
   if (!input.expr.defined()) {
     ThrowSymbolicInput(index, "as a tensor",
-                       "some of which no graph input's shape gives, so Kiln cannot make it one");
+                       "some of which neither a graph input's shape nor an earlier value's gives, "
+                       "so Kiln cannot make it one");
   }
   return input.expr;
 }
