@@ -148,6 +148,7 @@ struct GraphNode {
   std::string func;
   std::vector<int64_t> inputs;
   std::vector<int64_t> outputs;
+  int64_t returns = 0;  ///< trailing outputs the function allocates and returns
 };
 
 class GraphLowering {
@@ -326,6 +327,32 @@ class GraphLowering {
       inputs.insert(inputs.end(), entries.begin(), entries.end());
     }
     entries_of_[call.get()] = AddGraphNode(symbol->str(), call->checked_type(), inputs);
+    if (std::optional<int64_t> returns = callee.GetAttr<int64_t>(kReturnsOutputsAttr)) {
+      DefineByReturn(*returns);
+    }
+  }
+
+  /// The last node returns its last `count` outputs (codegen::kReturnsOutputsAttr); each of
+  /// their extents that is a size variable nothing has defined yet is defined by that output's
+  /// shape.
+  void DefineByReturn(int64_t count) {
+    GraphNode& node = nodes_.back();
+    node.returns = count;
+    for (size_t k = node.outputs.size() - static_cast<size_t>(count); k < node.outputs.size();
+         ++k) {
+      const runtime::SymbolicShape& shape = entries_[node.outputs[k]].shape;
+      Json sizes = Json::array();
+      Json axes = Json::array();
+      for (size_t axis = 0; axis < shape.size(); ++axis) {
+        const auto* var = shape[axis].as<arith::SizeVarObj>();
+        if (var == nullptr || !defined_by_return_.insert(var->name().str()).second) continue;
+        sizes.push_back(var->name().str());
+        axes.push_back(axis);
+      }
+      if (sizes.empty()) continue;
+      size_definitions_.push_back(
+          Json{{"entry", node.outputs[k]}, {"sizes", sizes}, {"axes", axes}});
+    }
   }
 
   /// A fused function whose ops all have compute rules is one graph node calling a generated
@@ -599,6 +626,7 @@ class GraphLowering {
                            {"func", node.func},
                            {"inputs", node.inputs},
                            {"outputs", node.outputs}});
+      if (node.returns > 0) nodes.back()["returns"] = node.returns;
     }
     graph["entries"] = entries;
     graph["inputs"] = inputs;
@@ -649,6 +677,7 @@ class GraphLowering {
   std::unordered_map<const Object*, std::vector<int64_t>> entries_of_;
   Json functions_ = Json::array();
   Json size_definitions_ = Json::array();
+  std::set<std::string> defined_by_return_;  ///< sizes DefineByReturn has defined
   std::vector<Tensor> constants_;
   Json constant_specs_ = Json::array();
   std::unordered_map<const Object*, size_t> constant_ids_;

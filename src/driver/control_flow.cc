@@ -1,5 +1,6 @@
 // LowerControlFlow (control_flow_internal.h): each If and Loop of @main becomes a call of a
 // "control_flow" module function, its bodies compiled as Executables of their own.
+#include <kiln/codegen/graph_lowering.h>
 #include <kiln/ir/control_flow.h>
 #include <kiln/ir/expr_functor.h>
 #include <kiln/ir/function.h>
@@ -187,10 +188,8 @@ class ControlFlowOutliner : public NodeRewriter {
   Expr OutlineLoop(const Expr& pre, const ir::LoopObj& loop, const Expr& post) {
     const std::string name = "kiln_loop_" + std::to_string(functions.size());
     const int64_t scans = loop.num_scan_outputs();
-    KILN_CHECK(scans == 0 || loop.iterations().as_int().has_value(), NotImplementedError)
-        << "a Loop whose iteration count is decided at run time (" << loop.iterations() << ") has "
-        << scans << " scan output(s), whose length Kiln cannot plan yet; a loop "
-        << "with a constant trip count, or without scan outputs, compiles";
+    // Scan outputs of a length only the run decides are allocated by the loop and returned.
+    const bool returns_scans = scans > 0 && !loop.iterations().as_int().has_value();
     const ir::Function& body = loop.body();
     std::vector<ir::Var> leading{ir::Var("iteration", ir::TensorType::Static({}, kInt64)),
                                  ir::Var("condition", ir::TensorType::Static({}, kBool))};
@@ -202,11 +201,12 @@ class ControlFlowOutliner : public NodeRewriter {
                              {"kind", "loop"},
                              {"bodies", {index}},
                              {"carried", loop.initial().size()},
-                             {"scans", scans}});
+                             {"scans", scans},
+                             {"returns_scans", returns_scans}});
     const auto* rewritten = post.as<ir::LoopObj>();
     std::vector<Expr> operands{rewritten->trip_count(), rewritten->condition()};
     operands.insert(operands.end(), rewritten->initial().begin(), rewritten->initial().end());
-    return CallOf(name, pre, post, operands, captures);
+    return CallOf(name, pre, post, operands, captures, returns_scans ? scans : 0);
   }
 
   /// Builds `body` as a module whose @main takes `leading` (standing for `old_leading`) then
@@ -234,7 +234,8 @@ class ControlFlowOutliner : public NodeRewriter {
   /// A call of control_flow function `name` on `operands` and the rewritten captures, typed as
   /// `pre`, whose callee carries the node it stands for.
   Expr CallOf(const std::string& name, const Expr& pre, const Expr& post,
-              const std::vector<Expr>& operands, const std::vector<Expr>& captures) {
+              const std::vector<Expr>& operands, const std::vector<Expr>& captures,
+              int64_t returns = 0) {
     Array<Expr> args(operands.begin(), operands.end());
     for (const Expr& capture : captures) args.push_back(Mutate(capture));  // already rewritten
     Array<ir::Var> params;
@@ -243,6 +244,7 @@ class ControlFlowOutliner : public NodeRewriter {
     }
     Map<String, Any> attrs{{ir::attr::kCompiler, String("control_flow")},
                            {ir::attr::kGlobalSymbol, String(name)}};
+    if (returns > 0) attrs.Set(codegen::kReturnsOutputsAttr, returns);
     ir::Call call(ir::Function(params, post, pre->checked_type(), attrs), args);
     call->set_checked_type(pre->checked_type());
     return call;

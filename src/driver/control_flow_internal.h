@@ -24,8 +24,8 @@ struct LoweredControlFlow {
 
 /// Lowers the control flow of @main of `optimized` (typed): each body becomes a module of its
 /// own, whose @main takes the values the body captures (and, for a loop, the iteration, the
-/// condition and the carried values first), compiled by `build_body`. NotImplementedError for a
-/// Loop with scan outputs whose iteration count is decided at run time.
+/// condition and the carried values first), compiled by `build_body`. A Loop whose iteration
+/// count only the run decides returns its scan outputs (codegen::kReturnsOutputsAttr).
 LoweredControlFlow LowerControlFlow(
     const ir::IRModule& optimized,
     const std::function<Executable(const ir::IRModule&)>& build_body);

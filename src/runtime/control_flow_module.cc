@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -57,6 +58,7 @@ struct ControlFlowFunction {
   std::vector<size_t> bodies;  ///< indices into the module's imports
   size_t carried = 0;          ///< a loop's carried values
   size_t scans = 0;            ///< a loop's scan outputs
+  bool returns_scans = false;  ///< allocated and returned, not written into given outputs
 };
 
 /// The element at the start of a host tensor of one element, as an int64.
@@ -119,6 +121,7 @@ class ControlFlowModuleObj : public ModuleObj {
       function.bodies = entry.at("bodies").get<std::vector<size_t>>();
       function.carried = entry.value("carried", 0);
       function.scans = entry.value("scans", 0);
+      function.returns_scans = entry.value("returns_scans", false);
       KILN_CHECK(function.bodies.size() == (function.is_loop ? 1U : 2U), ValueError)
           << "control_flow function '" << function.name << "' has " << function.bodies.size()
           << " bodies";
@@ -134,14 +137,15 @@ class ControlFlowModuleObj : public ModuleObj {
       std::vector<Executable> bodies;
       for (size_t index : function.bodies) bodies.push_back(Body(index, name));
       return Function::FromPacked(
-          [function, bodies](const AnyView* args, int32_t num_args, Any* /*result*/) {
+          [function, bodies](const AnyView* args, int32_t num_args, Any* result) {
             std::vector<Tensor> tensors;
             tensors.reserve(static_cast<size_t>(num_args));
             for (int32_t i = 0; i < num_args; ++i) {
               tensors.push_back(internal::ViewOf(*args[i].cast<DLTensor*>()));
             }
             if (function.is_loop) {
-              RunLoop(function, bodies[0], tensors);
+              std::vector<Tensor> returned = RunLoop(function, bodies[0], tensors);
+              if (function.returns_scans) *result = Array<Tensor>(returned.begin(), returned.end());
             } else {
               RunIf(bodies, tensors);
             }
@@ -183,16 +187,18 @@ class ControlFlowModuleObj : public ModuleObj {
     branch.invoke(inputs, outputs);
   }
 
-  static void RunLoop(const ControlFlowFunction& loop, const Executable& body,
-                      const std::vector<Tensor>& args) {
-    const size_t num_outputs = loop.carried + loop.scans;
-    KILN_CHECK(args.size() >= 2 + loop.carried + num_outputs, ValueError)
+  /// Runs the loop; returns the scan outputs it allocated when the function returns them.
+  static std::vector<Tensor> RunLoop(const ControlFlowFunction& loop, const Executable& body,
+                                     const std::vector<Tensor>& args) {
+    const size_t given = loop.carried + (loop.returns_scans ? 0 : loop.scans);
+    KILN_CHECK(args.size() >= 2 + loop.carried + given, ValueError)
         << "a Loop node passes " << args.size() << " tensors";
     const int64_t trip_count = ScalarOf(args[0], "the trip count of a Loop");
     bool condition = ScalarOf(args[1], "the condition of a Loop") != 0;
     std::vector<Tensor> carried(args.begin() + 2, args.begin() + 2 + loop.carried);
-    const std::vector<Tensor> captures(args.begin() + 2 + loop.carried, args.end() - num_outputs);
-    const std::vector<Tensor> outputs(args.end() - num_outputs, args.end());
+    const std::vector<Tensor> captures(args.begin() + 2 + loop.carried, args.end() - given);
+    const std::vector<Tensor> outputs(args.end() - given, args.end());
+    std::vector<std::vector<Tensor>> rows(loop.returns_scans ? loop.scans : 0);
     const int64_t limit = MaxIterations();
     int64_t iteration = 0;
     for (; iteration < trip_count && condition; ++iteration) {
@@ -211,16 +217,51 @@ class ControlFlowModuleObj : public ModuleObj {
       condition = ScalarOf(results[0], "the condition a Loop body returns") != 0;
       for (size_t i = 0; i < loop.carried; ++i) carried[i] = results[1 + i];
       for (size_t s = 0; s < loop.scans; ++s) {
-        CopyRow(results[1 + loop.carried + s], outputs[loop.carried + s], iteration, s);
+        const Tensor& scanned = results[1 + loop.carried + s];
+        if (loop.returns_scans) {
+          rows[s].push_back(scanned);
+        } else {
+          CopyRow(scanned, outputs[loop.carried + s], iteration, s);
+        }
       }
     }
-    for (size_t s = 0; s < loop.scans; ++s) {
-      const int64_t rows = outputs[loop.carried + s].shape()[0];
-      KILN_CHECK(rows == iteration, ValueError)
-          << "scan output " << s << " of a Loop holds " << rows << " iterations, but the loop ran "
-          << iteration;
-    }
     for (size_t i = 0; i < loop.carried; ++i) CopyTensor(carried[i], outputs[i]);
+    if (loop.returns_scans) return StackRows(loop, body, rows, iteration);
+    for (size_t s = 0; s < loop.scans; ++s) {
+      const int64_t planned = outputs[loop.carried + s].shape()[0];
+      KILN_CHECK(planned == iteration, ValueError)
+          << "scan output " << s << " of a Loop holds " << planned << " iterations, but the loop "
+          << "ran " << iteration;
+    }
+    return {};
+  }
+
+  /// Each scan output: its rows stacked along a new leading axis. With no iteration, its rows
+  /// are shaped as the body's output info says (a symbolic extent as 0: there are no rows).
+  static std::vector<Tensor> StackRows(const ControlFlowFunction& loop, const Executable& body,
+                                       const std::vector<std::vector<Tensor>>& rows,
+                                       int64_t iterations) {
+    const Map<String, Any> info = body.output_info();
+    std::vector<Tensor> stacked;
+    for (size_t s = 0; s < loop.scans; ++s) {
+      std::vector<int64_t> shape{iterations};
+      DLDataType dtype{};
+      if (iterations > 0) {
+        const Shape row = rows[s][0].shape();
+        shape.insert(shape.end(), row.begin(), row.end());
+        dtype = rows[s][0].dtype();
+      } else {
+        const auto output = static_cast<int64_t>(1 + loop.carried + s);
+        for (int64_t extent : info.at("shapes").cast<Array<Shape>>()[output]) {
+          shape.push_back(std::max<int64_t>(extent, 0));  // -1: symbolic
+        }
+        dtype = info.at("dtypes").cast<Array<DLDataType>>()[output];
+      }
+      const Tensor out = Empty(shape, dtype, DLDevice{kDLCPU, 0});
+      for (int64_t i = 0; i < iterations; ++i) CopyRow(rows[s][static_cast<size_t>(i)], out, i, s);
+      stacked.push_back(out);
+    }
+    return stacked;
   }
 
   std::string description_;

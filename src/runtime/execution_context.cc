@@ -29,14 +29,19 @@ int64_t TotalBytes(const Graph& graph) {
 
 }  // namespace
 
+/// The entries a node passes as arguments, in order: its inputs, then the outputs it does not
+/// return.
+std::vector<int64_t> ArgumentEntries(const GraphNode& node) {
+  std::vector<int64_t> entries = node.inputs;
+  entries.insert(entries.end(), node.outputs.begin(), node.outputs.end() - node.returns);
+  return entries;
+}
+
 EntryUses FindEntryUses(const Graph& graph) {
   EntryUses uses(graph.entries.size());
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    const GraphNode& node = graph.nodes[i];
     size_t slot = 0;
-    for (const std::vector<int64_t>* ids : {&node.inputs, &node.outputs}) {
-      for (int64_t entry : *ids) uses[entry].emplace_back(i, slot++);
-    }
+    for (int64_t entry : ArgumentEntries(graph.nodes[i])) uses[entry].emplace_back(i, slot++);
   }
   return uses;
 }
@@ -72,9 +77,7 @@ void ExecutionContext::Use(std::shared_ptr<const ShapePlan> plan) {
   args_.clear();
   for (const GraphNode& node : graph_.nodes) {
     std::vector<AnyView>& args = args_.emplace_back();
-    for (const std::vector<int64_t>* ids : {&node.inputs, &node.outputs}) {
-      for (int64_t entry : *ids) args.emplace_back(TensorArg(bound_[entry]));
-    }
+    for (int64_t entry : ArgumentEntries(node)) args.emplace_back(TensorArg(bound_[entry]));
   }
 }
 
@@ -99,7 +102,9 @@ void ExecutionContext::Run(const Graph& graph, const std::vector<Function>& func
   }
   for (size_t i = 0; i < args_.size(); ++i) {
     try {
-      funcs[i].CallPacked(args_[i].data(), static_cast<int32_t>(args_[i].size()));
+      const Any result =
+          funcs[i].CallPacked(args_[i].data(), static_cast<int32_t>(args_[i].size()));
+      if (graph.nodes[i].returns > 0) BindReturned(graph.nodes[i], result);
       for (int64_t d : graph.definitions_after_node[i]) ReadDefinition(d, sizes);
     } catch (const Error& error) {
       throw error.WithContext("while running " + DescribeNode(graph, i) + ", which calls '" +
@@ -108,8 +113,36 @@ void ExecutionContext::Run(const Graph& graph, const std::vector<Function>& func
   }
 }
 
+void ExecutionContext::BindReturned(const GraphNode& node, const Any& result) {
+  const std::optional<Array<Tensor>> returned = result.as<Array<Tensor>>();
+  KILN_CHECK(returned.has_value() && returned->size() == node.returns, TypeError)
+      << "the function returns " << result.type_str() << ", but the graph expects " << node.returns
+      << " tensors it allocated";
+  for (int64_t k = 0; k < node.returns; ++k) {
+    const int64_t entry = node.outputs[node.outputs.size() - static_cast<size_t>(node.returns - k)];
+    const Tensor& tensor = (*returned)[k];
+    const GraphEntry& spec = graph_.entries[entry];
+    KILN_CHECK(DataTypeEqual(tensor.dtype(), spec.dtype) &&
+                   tensor.shape().size() == static_cast<int64_t>(spec.shape.size()),
+               TypeError)
+        << "returned tensor " << k << " is " << DataTypeToString(tensor.dtype()) << " of rank "
+        << tensor.shape().size() << ", but entry " << entry << " is "
+        << DataTypeToString(spec.dtype) << " " << SymbolicShapeToString(spec.shape);
+    Bind(entry, tensor);
+    late_bound_.push_back(entry);
+  }
+}
+
 void ExecutionContext::ReadDefinition(size_t d, std::map<std::string, int64_t>& sizes) {
   const SizeDefinition& definition = graph_.size_definitions[d];
+  if (!definition.axes.empty()) {
+    const Shape shape = bound_[definition.entry].shape();
+    for (size_t i = 0; i < definition.sizes.size(); ++i) {
+      sizes[definition.sizes[i]] = shape[definition.axes[i]];
+    }
+    ReadDefinedSizes(d, sizes);
+    return;
+  }
   Tensor values = bound_[definition.entry];
   if (values.device().device_type != kDLCPU) {
     Tensor on_host =
@@ -124,13 +157,18 @@ void ExecutionContext::ReadDefinition(size_t d, std::map<std::string, int64_t>& 
         << definition.entry << ", element " << i << "); a size cannot be negative";
     sizes[definition.sizes[i]] = data[i];
   }
+  ReadDefinedSizes(d, sizes);
+}
+
+void ExecutionContext::ReadDefinedSizes(size_t d, const std::map<std::string, int64_t>& sizes) {
+  const SizeDefinition& definition = graph_.size_definitions[d];
   for (size_t i = 0; i < graph_.checks.size(); ++i) {
     if (graph_.check_definition[i] != static_cast<int64_t>(d)) continue;
     const GraphCheck& check = graph_.checks[i];
     CheckHolds(check, arith::Evaluate(check.lhs, sizes), arith::Evaluate(check.rhs, sizes));
   }
   for (size_t e = 0; e < graph_.entries.size(); ++e) {
-    if (graph_.entry_definition[e] != static_cast<int64_t>(d)) continue;
+    if (graph_.entry_definition[e] != static_cast<int64_t>(d) || graph_.returned[e]) continue;
     const GraphEntry& entry = graph_.entries[e];
     std::vector<int64_t> shape;
     int64_t bytes = ElementBytes(entry.dtype);

@@ -72,8 +72,11 @@ class ExecutionContext {
   std::vector<Tensor> planned_;
   std::vector<Tensor> bound_;
   /// Reads size definition `d` of the graph into `sizes`, then allocates the entries and
-  /// evaluates the checks that were waiting for it.
+  /// evaluates the checks that were waiting for it (ReadDefinedSizes).
   void ReadDefinition(size_t d, std::map<std::string, int64_t>& sizes);
+  void ReadDefinedSizes(size_t d, const std::map<std::string, int64_t>& sizes);
+  /// Binds the outputs `node` returned (`result`, an Array<Tensor>) to their entries.
+  void BindReturned(const GraphNode& node, const Any& result);
 
   std::vector<std::vector<AnyView>> args_;  // per node: DLTensor* of its inputs, then outputs
   std::vector<int64_t> late_bound_;         // late entries bound by the last run

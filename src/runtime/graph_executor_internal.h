@@ -32,12 +32,15 @@ struct GraphInput {
   int64_t entry = 0;
 };
 
-/// One call: `func(inputs..., outputs...)`, each argument an entry.
+/// One call: `func(inputs..., outputs...)`, each argument an entry. The last `returns` outputs
+/// are not arguments: the function allocates them and returns them (an Array<Tensor>), for
+/// outputs whose extents only the call decides (a loop's scan outputs).
 struct GraphNode {
   std::string name;
   std::string func;
   std::vector<int64_t> inputs;
   std::vector<int64_t> outputs;
+  int64_t returns = 0;
 };
 
 /// A size constraint the compiler could not decide, checked once per signature: `lhs relation
@@ -50,10 +53,12 @@ struct GraphCheck {
 };
 
 /// Sizes that a tensor's values decide (docs/design.md §22): once the node writing `entry` (an
-/// int64 vector of one element per size) has run, element i is the value of `sizes[i]`.
+/// int64 vector of one element per size) has run, element i is the value of `sizes[i]`. With
+/// `axes`, `entry` is an output a node returns and `sizes[i]` is its extent at `axes[i]`.
 struct SizeDefinition {
   int64_t entry = 0;
   std::vector<std::string> sizes;
+  std::vector<int64_t> axes;
 };
 
 /// A validated graph: every id is in range, every entry fits its storage, every entry a node
@@ -79,6 +84,8 @@ struct Graph {
   std::vector<std::vector<int64_t>> definitions_after_node;
   std::vector<int64_t> definitions_before_run;
   bool is_late(int64_t entry) const { return entry_definition[entry] >= 0; }
+  /// Per entry: a node returns it (GraphNode::returns), so no run allocates it.
+  std::vector<bool> returned;
   /// Per entry, the node that writes it and the last node that reads it (-1 and nodes.size()
   /// for what lives the whole run); first_use is kUnused for an entry nothing touches.
   std::vector<int64_t> first_use;

@@ -200,7 +200,7 @@ GraphInput ParseInput(const Json& value, const std::string& path, size_t num_ent
 }
 
 GraphNode ParseNode(const Json& value, const std::string& path, size_t num_entries) {
-  CheckObject(value, path, {"name", "func", "inputs", "outputs"});
+  CheckObject(value, path, {"name", "func", "inputs", "outputs", "returns"});
   GraphNode node;
   node.name = ReadString(Required(value, path, "name"), At(path, "name"));
   // Node names are for people; errors from here on say which node ("nodes[2] ('relu0')").
@@ -209,6 +209,12 @@ GraphNode ParseNode(const Json& value, const std::string& path, size_t num_entri
   node.inputs = ReadIds(Required(value, path, "inputs"), At(named, "inputs"), num_entries, "entry");
   node.outputs =
       ReadIds(Required(value, path, "outputs"), At(named, "outputs"), num_entries, "entry");
+  if (value.contains("returns")) {
+    node.returns = ReadInt(value.at("returns"), At(named, "returns"), 0);
+    KILN_CHECK(node.returns <= static_cast<int64_t>(node.outputs.size()), ValueError)
+        << "graph JSON: " << At(named, "returns") << " is " << node.returns << ", but the node has "
+        << node.outputs.size() << " outputs";
+  }
   return node;
 }
 
@@ -360,7 +366,7 @@ GraphCheck ParseCheck(const Json& value, const std::string& path) {
 }
 
 SizeDefinition ParseSizeDefinition(const Json& value, const std::string& path, size_t num_entries) {
-  CheckObject(value, path, {"entry", "sizes"});
+  CheckObject(value, path, {"entry", "sizes", "axes"});
   SizeDefinition definition;
   definition.entry =
       ReadId(Required(value, path, "entry"), At(path, "entry"), num_entries, "entry");
@@ -368,7 +374,33 @@ SizeDefinition ParseSizeDefinition(const Json& value, const std::string& path, s
   for (size_t i = 0; i < sizes.size(); ++i) {
     definition.sizes.push_back(ReadString(sizes[i], At(At(path, "sizes"), i)));
   }
+  if (value.contains("axes")) {
+    const Json& axes = ReadArray(value.at("axes"), At(path, "axes"));
+    for (size_t i = 0; i < axes.size(); ++i) {
+      definition.axes.push_back(ReadInt(axes[i], At(At(path, "axes"), i), 0));
+    }
+    KILN_CHECK(definition.axes.size() == definition.sizes.size(), ValueError)
+        << "graph JSON: " << At(path, "axes") << " needs one axis per size ("
+        << definition.sizes.size() << "), got " << definition.axes.size();
+  }
   return definition;
+}
+
+/// Checks a definition by the shape of a returned output: each size is the bare extent of its
+/// axis, which only that output's node can decide.
+void CheckShapeDefinition(const Graph& graph, const SizeDefinition& definition,
+                          const std::string& path) {
+  const GraphEntry& entry = graph.entries[definition.entry];
+  KILN_CHECK(graph.returned[definition.entry], ValueError)
+      << path << " reads sizes from the entry's shape, so a node must return it (\"returns\")";
+  for (size_t i = 0; i < definition.axes.size(); ++i) {
+    const int64_t axis = definition.axes[i];
+    KILN_CHECK(axis < static_cast<int64_t>(entry.shape.size()) &&
+                   entry.shape[axis].ToString() == definition.sizes[i],
+               ValueError)
+        << path << " defines the size '" << definition.sizes[i] << "' as the extent of axis "
+        << axis << " of " << DescribeEntry(entry) << ", which is not that size";
+  }
 }
 
 /// Checks the size definitions and orders them as a run reads them (by the node writing their
@@ -386,11 +418,16 @@ void ReadSizeDefinitions(Graph& graph) {
     const GraphEntry& entry = graph.entries[definition.entry];
     const std::string path =
         "graph JSON: the size definition of entry " + std::to_string(definition.entry);
-    KILN_CHECK(DataTypeEqual(entry.dtype, DLDataType{kDLInt, 64, 1}) && entry.shape.size() == 1 &&
-                   entry.shape[0].as_int() == static_cast<int64_t>(definition.sizes.size()),
-               ValueError)
-        << path << " defines " << definition.sizes.size() << " sizes, so the entry must be int64 ("
-        << definition.sizes.size() << ",), got " << DescribeEntry(entry);
+    if (!definition.axes.empty()) {
+      CheckShapeDefinition(graph, definition, path);
+    } else {
+      KILN_CHECK(DataTypeEqual(entry.dtype, DLDataType{kDLInt, 64, 1}) && entry.shape.size() == 1 &&
+                     entry.shape[0].as_int() == static_cast<int64_t>(definition.sizes.size()),
+                 ValueError)
+          << path << " defines " << definition.sizes.size()
+          << " sizes, so the entry must be int64 (" << definition.sizes.size() << ",), got "
+          << DescribeEntry(entry);
+    }
     KILN_CHECK(graph.first_use[definition.entry] != Graph::kUnused, ValueError)
         << path << ": no node writes the entry and no input names it";
     for (const std::string& name : definition.sizes) {
@@ -443,7 +480,9 @@ void ReadSignature(Graph& graph) {
     graph.entry_definition.push_back(needed);
     if (needed < 0 || graph.first_use[i] == Graph::kUnused) continue;
     const int64_t defined_by = graph.first_use[graph.size_definitions[needed].entry];
-    KILN_CHECK(graph.first_use[i] > defined_by, ValueError)
+    // A returned output is written by the call that decides its sizes.
+    const bool own = graph.returned[i] && graph.first_use[i] == defined_by;
+    KILN_CHECK(graph.first_use[i] > defined_by || own, ValueError)
         << what << " of shape " << SymbolicShapeToString(graph.entries[i].shape)
         << " is written before its sizes are defined (by entry "
         << graph.size_definitions[needed].entry << ")";
@@ -512,6 +551,13 @@ Graph ParseGraphJson(std::string_view json) {
 
   CheckInputs(graph);
   CheckDataflow(graph);
+  graph.returned.assign(graph.entries.size(), false);
+  for (const GraphNode& node : graph.nodes) {
+    for (size_t k = node.outputs.size() - static_cast<size_t>(node.returns);
+         k < node.outputs.size(); ++k) {
+      graph.returned[node.outputs[k]] = true;
+    }
+  }
   if (graph.planned_ahead) CheckMemoryPlan(graph);
   ReadSignature(graph);
   return graph;
@@ -561,6 +607,7 @@ std::string GraphToJson(const Graph& graph, DLDevice device) {
                              {"func", node.func},
                              {"inputs", node.inputs},
                              {"outputs", node.outputs}});
+    if (node.returns > 0) root["nodes"].back()["returns"] = node.returns;
   }
   root["outputs"] = graph.outputs;
   if (!graph.checks.empty()) {
@@ -577,6 +624,7 @@ std::string GraphToJson(const Graph& graph, DLDevice device) {
     for (const SizeDefinition& definition : graph.size_definitions) {
       root["size_definitions"].push_back(
           {{"entry", definition.entry}, {"sizes", definition.sizes}});
+      if (!definition.axes.empty()) root["size_definitions"].back()["axes"] = definition.axes;
     }
   }
   return root.dump();

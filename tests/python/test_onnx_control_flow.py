@@ -212,9 +212,18 @@ def test_a_loop_past_the_iteration_cap_is_an_error_that_names_the_setting(monkey
     np.testing.assert_allclose(final, ACC + X * 10, rtol=1e-6)
 
 
-def test_scan_outputs_of_a_run_time_length_are_not_compiled_yet_and_say_so():
-    with pytest.raises(NotImplementedError, match="iteration count is decided at run time"):
-        kiln.build(kiln.frontend.from_onnx(loop_model()))
+@pytest.mark.parametrize("n", [0, 1, 4])
+def test_scan_outputs_of_a_run_time_length_are_sized_by_the_loop_and_feed_later_nodes(n):
+    model = loop_model()
+    model.graph.node.append(helper.make_node("Add", ["all", "all"], ["twice"]))
+    model.graph.output.append(value("twice", FLOAT, [None, 3]))
+    ex = kiln.build(kiln.frontend.from_onnx(model))
+    final, scanned, twice = ex.run(x=X, acc=ACC, n=np.array(n, dtype=np.int64))
+    expected = np.array([ACC + X * (k + 1) for k in range(n)], dtype=np.float32).reshape(n, 3)
+    assert scanned.shape == (n, 3) and twice.shape == (n, 3)
+    np.testing.assert_allclose(scanned, expected, rtol=1e-6)
+    np.testing.assert_allclose(twice, expected * 2, rtol=1e-6)
+    np.testing.assert_allclose(final, ACC + X * n, rtol=1e-6)
 
 
 NESTED = """

@@ -23,6 +23,12 @@
 namespace kiln {
 namespace codegen {
 
+/// Int attribute of a function taken by an external compiler: its module function allocates
+/// and returns its last that many outputs (an Array<Tensor>) instead of writing into them, for
+/// outputs whose extents only the call decides (a loop's scan outputs); each extent of theirs
+/// that is a size variable is defined by their shapes for the rest of the graph.
+constexpr const char* kReturnsOutputsAttr = "ReturnsOutputs";
+
 struct LoweringOptions {
   /// Fused groups whose ops all have compute rules (kiln/tir/compute.h) become one generated C
   /// function each (kiln/tir/lower.h) instead of a kernel program function calling one kernel

@@ -58,6 +58,19 @@ class KernelsObj : public ModuleObj {
           },
           name);
     }
+    if (name == "positives_returned") {  // positives, allocating its output
+      return Function::FromPacked([](const AnyView* args, int32_t, Any* result) {
+        const auto* x = args[0].cast<DLTensor*>();
+        std::vector<float> kept;
+        for (int64_t i = 0; i < Count(x); ++i) {
+          if (Floats(const_cast<DLTensor*>(x))[i] > 0)
+            kept.push_back(Floats(const_cast<DLTensor*>(x))[i]);
+        }
+        Tensor out = Empty({static_cast<int64_t>(kept.size())}, kFloat32, kCpu);
+        std::copy(kept.begin(), kept.end(), static_cast<float*>(out.data()));
+        *result = Array<Tensor>{out};
+      });
+    }
     if (name == "double") {
       return Function::FromTyped(
           [](DLTensor* x, DLTensor* out) {
@@ -68,7 +81,7 @@ class KernelsObj : public ModuleObj {
     return std::nullopt;
   }
   std::vector<std::string> ListFunctions() const override {
-    return {"count", "positives", "double"};
+    return {"count", "positives", "positives_returned", "double"};
   }
 
  private:
@@ -197,6 +210,55 @@ TEST(LateSizesTest, SavedGraphKeepsItsDefinitions) {
   EXPECT_NE(saved.find(R"("size_definitions":[{"entry":1,"sizes":["n"]}])"), std::string::npos)
       << saved;
   EXPECT_EQ(Invoke(Executor(0, saved), {2, -1}), (std::vector<float>{4}));
+}
+
+/// x (batch,) -> positives_returned -> p (n,), allocated and returned by the node, whose shape
+/// defines n; p -> double -> y (n,), allocated once n is read.
+const char* kReturnedGraph = R"({
+  "version": 1,
+  "entries": [
+    {"shape": ["batch"], "dtype": "float32"},
+    {"shape": ["n"], "dtype": "float32"},
+    {"shape": ["n"], "dtype": "float32"}
+  ],
+  "inputs": [{"name": "x", "entry": 0}],
+  "nodes": [
+    {"name": "positives", "func": "positives_returned", "inputs": [0], "outputs": [1],
+     "returns": 1},
+    {"name": "double", "func": "double", "inputs": [1], "outputs": [2]}
+  ],
+  "outputs": [2, 1],
+  "size_definitions": [{"entry": 1, "sizes": ["n"], "axes": [0]}]
+})";
+
+TEST(LateSizesTest, ANodeMayReturnAnOutputWhoseShapeDefinesItsSizes) {
+  const Module executor = Executor(0, kReturnedGraph);
+  EXPECT_EQ(Invoke(executor, {1, -2, 3, -4}), (std::vector<float>{2, 6}));
+  EXPECT_EQ(Invoke(executor, {-1, -1}), (std::vector<float>{}));
+  EXPECT_EQ(Invoke(executor, {5, 1, 2}), (std::vector<float>{10, 2, 4}));
+  // Saved and read back, the graph keeps what the node returns and how n is read.
+  const std::string saved(executor->SaveToBytes()->view());
+  EXPECT_NE(saved.find(R"("returns":1)"), std::string::npos) << saved;
+  EXPECT_NE(saved.find(R"("axes":[0])"), std::string::npos) << saved;
+  EXPECT_EQ(Invoke(Executor(0, saved), {7}), (std::vector<float>{14}));
+}
+
+TEST(LateSizesTest, GraphValidationNamesBadReturnedOutputs) {
+  auto replaced = [](const std::string& from, const std::string& to) {
+    std::string text = kReturnedGraph;
+    return text.replace(text.find(from), from.size(), to);
+  };
+  test_util::ExpectError([&] { Executor(0, replaced(R"("returns": 1)", R"("returns": 2)")); },
+                         "ValueError", {"returns", "is 2", "1 outputs"});
+  test_util::ExpectError(
+      [&] {
+        Executor(0, replaced(R"(,
+     "returns": 1)",
+                             ""));
+      },
+      "ValueError", {"reads sizes from the entry's shape", "must return it"});
+  test_util::ExpectError([&] { Executor(0, replaced(R"("axes": [0])", R"("axes": [1])")); },
+                         "ValueError", {"axis 1", "not that size"});
 }
 
 }  // namespace
