@@ -338,6 +338,17 @@ class GraphLowering {
   void DefineByReturn(int64_t count) {
     GraphNode& node = nodes_.back();
     node.returns = count;
+    std::set<std::string>& defined = defined_by_return_;
+    if (defined.empty()) {  // the sizes the inputs give, or earlier definitions
+      for (const auto& [name, entry] : inputs_) {
+        for (const arith::SizeExpr& extent : entries_[entry].shape) {
+          for (const std::string& var : arith::FreeSizeVars(extent)) defined.insert(var);
+        }
+      }
+    }
+    for (const Json& definition : size_definitions_) {
+      for (const Json& size : definition.at("sizes")) defined.insert(size.get<std::string>());
+    }
     for (size_t k = node.outputs.size() - static_cast<size_t>(count); k < node.outputs.size();
          ++k) {
       const runtime::SymbolicShape& shape = entries_[node.outputs[k]].shape;
@@ -345,7 +356,7 @@ class GraphLowering {
       Json axes = Json::array();
       for (size_t axis = 0; axis < shape.size(); ++axis) {
         const auto* var = shape[axis].as<arith::SizeVarObj>();
-        if (var == nullptr || !defined_by_return_.insert(var->name().str()).second) continue;
+        if (var == nullptr || !defined.insert(var->name().str()).second) continue;
         sizes.push_back(var->name().str());
         axes.push_back(axis);
       }
@@ -677,7 +688,7 @@ class GraphLowering {
   std::unordered_map<const Object*, std::vector<int64_t>> entries_of_;
   Json functions_ = Json::array();
   Json size_definitions_ = Json::array();
-  std::set<std::string> defined_by_return_;  ///< sizes DefineByReturn has defined
+  std::set<std::string> defined_by_return_;  ///< sizes defined when DefineByReturn last ran
   std::vector<Tensor> constants_;
   Json constant_specs_ = Json::array();
   std::unordered_map<const Object*, size_t> constant_ids_;

@@ -94,7 +94,7 @@ void ExecutionContext::Bind(int64_t entry, const Tensor& tensor) {
 
 void ExecutionContext::Run(const Graph& graph, const std::vector<Function>& funcs) {
   std::map<std::string, int64_t> sizes;  // the signature's, then the late ones as they are read
-  if (!graph.size_definitions.empty()) {
+  if (!graph.size_definitions.empty() || graph.has_returns) {
     ReleaseLate();
     const std::vector<std::string>& variables = graph.signature.variables();
     for (size_t i = 0; i < variables.size(); ++i) sizes[variables[i]] = plan_->signature[i];
@@ -104,7 +104,7 @@ void ExecutionContext::Run(const Graph& graph, const std::vector<Function>& func
     try {
       const Any result =
           funcs[i].CallPacked(args_[i].data(), static_cast<int32_t>(args_[i].size()));
-      if (graph.nodes[i].returns > 0) BindReturned(graph.nodes[i], result);
+      if (graph.nodes[i].returns > 0) BindReturned(graph.nodes[i], result, sizes);
       for (int64_t d : graph.definitions_after_node[i]) ReadDefinition(d, sizes);
     } catch (const Error& error) {
       throw error.WithContext("while running " + DescribeNode(graph, i) + ", which calls '" +
@@ -113,21 +113,43 @@ void ExecutionContext::Run(const Graph& graph, const std::vector<Function>& func
   }
 }
 
-void ExecutionContext::BindReturned(const GraphNode& node, const Any& result) {
+void ExecutionContext::BindReturned(const GraphNode& node, const Any& result,
+                                    const std::map<std::string, int64_t>& sizes) {
   const std::optional<Array<Tensor>> returned = result.as<Array<Tensor>>();
   KILN_CHECK(returned.has_value() && returned->size() == node.returns, TypeError)
       << "the function returns " << result.type_str() << ", but the graph expects " << node.returns
       << " tensors it allocated";
   for (int64_t k = 0; k < node.returns; ++k) {
     const int64_t entry = node.outputs[node.outputs.size() - static_cast<size_t>(node.returns - k)];
-    const Tensor& tensor = (*returned)[k];
+    Tensor tensor = (*returned)[k];
     const GraphEntry& spec = graph_.entries[entry];
+    const Shape shape = tensor.shape();
     KILN_CHECK(DataTypeEqual(tensor.dtype(), spec.dtype) &&
-                   tensor.shape().size() == static_cast<int64_t>(spec.shape.size()),
+                   shape.size() == static_cast<int64_t>(spec.shape.size()),
                TypeError)
         << "returned tensor " << k << " is " << DataTypeToString(tensor.dtype()) << " of rank "
-        << tensor.shape().size() << ", but entry " << entry << " is "
-        << DataTypeToString(spec.dtype) << " " << SymbolicShapeToString(spec.shape);
+        << shape.size() << ", but entry " << entry << " is " << DataTypeToString(spec.dtype) << " "
+        << SymbolicShapeToString(spec.shape);
+    // Extents the graph already knows must agree; an empty tensor takes them (a loop that ran
+    // no iteration cannot know its rows' shape).
+    std::vector<int64_t> known(shape.begin(), shape.end());
+    bool agrees = true;
+    for (size_t axis = 0; axis < known.size(); ++axis) {
+      const std::vector<std::string> vars = arith::FreeSizeVars(spec.shape[axis]);
+      if (!std::all_of(vars.begin(), vars.end(),
+                       [&](const std::string& var) { return sizes.count(var) != 0; })) {
+        continue;
+      }
+      const int64_t extent = arith::Evaluate(spec.shape[axis], sizes);
+      agrees = agrees && extent == known[axis];
+      known[axis] = extent;
+    }
+    if (!agrees) {
+      KILN_CHECK(tensor.NumElements() == 0, ValueError)
+          << "returned tensor " << k << " has shape " << shape << ", but entry " << entry << " is "
+          << SymbolicShapeToString(spec.shape) << " = " << Shape(known);
+      tensor = Empty(known, spec.dtype, device_);
+    }
     Bind(entry, tensor);
     late_bound_.push_back(entry);
   }

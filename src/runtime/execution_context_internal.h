@@ -75,8 +75,10 @@ class ExecutionContext {
   /// evaluates the checks that were waiting for it (ReadDefinedSizes).
   void ReadDefinition(size_t d, std::map<std::string, int64_t>& sizes);
   void ReadDefinedSizes(size_t d, const std::map<std::string, int64_t>& sizes);
-  /// Binds the outputs `node` returned (`result`, an Array<Tensor>) to their entries.
-  void BindReturned(const GraphNode& node, const Any& result);
+  /// Binds the outputs `node` returned (`result`, an Array<Tensor>) to their entries, checking
+  /// the extents `sizes` already give.
+  void BindReturned(const GraphNode& node, const Any& result,
+                    const std::map<std::string, int64_t>& sizes);
 
   std::vector<std::vector<AnyView>> args_;  // per node: DLTensor* of its inputs, then outputs
   std::vector<int64_t> late_bound_;         // late entries bound by the last run

@@ -86,6 +86,7 @@ struct Graph {
   bool is_late(int64_t entry) const { return entry_definition[entry] >= 0; }
   /// Per entry: a node returns it (GraphNode::returns), so no run allocates it.
   std::vector<bool> returned;
+  bool has_returns = false;
   /// Per entry, the node that writes it and the last node that reads it (-1 and nodes.size()
   /// for what lives the whole run); first_use is kUnused for an entry nothing touches.
   std::vector<int64_t> first_use;

@@ -556,6 +556,7 @@ Graph ParseGraphJson(std::string_view json) {
     for (size_t k = node.outputs.size() - static_cast<size_t>(node.returns);
          k < node.outputs.size(); ++k) {
       graph.returned[node.outputs[k]] = true;
+      graph.has_returns = true;
     }
   }
   if (graph.planned_ahead) CheckMemoryPlan(graph);

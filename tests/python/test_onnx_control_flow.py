@@ -130,9 +130,10 @@ def test_unsupported_ops_inside_bodies_are_listed_with_the_others():
     assert "NoSuchOp" in str(error.value) and "AlsoMissing" in str(error.value)
 
 
-def loop_model(trip_count=None, scan=True, stop_after=None):
+def loop_model(trip_count=None, scan=True, stop_after=None, width=3):
     """A running sum: acc += x each iteration (x is outer), with acc's values scanned when
-    `scan`; with `stop_after`, the body's condition turns false once i reaches it."""
+    `scan`; with `stop_after`, the body's condition turns false once i reaches it. x and acc
+    have `width` elements (a number, or a dim_param's name)."""
     nodes = [helper.make_node("Add", ["acc_in", "x"], ["acc_out"])]
     if stop_after is None:
         nodes.append(helper.make_node("Identity", ["cond_in"], ["cond_out"]))
@@ -140,22 +141,22 @@ def loop_model(trip_count=None, scan=True, stop_after=None):
         limit = helper.make_tensor("limit_value", INT64, [], [stop_after])
         nodes += [helper.make_node("Constant", [], ["limit"], value=limit),
                   helper.make_node("Less", ["i", "limit"], ["cond_out"])]
-    outputs = [value("cond_out", BOOL, []), value("acc_out", FLOAT, [3])]
+    outputs = [value("cond_out", BOOL, []), value("acc_out", FLOAT, [width])]
     if scan:
         nodes.append(helper.make_node("Identity", ["acc_out"], ["scanned"]))
-        outputs.append(value("scanned", FLOAT, [3]))
+        outputs.append(value("scanned", FLOAT, [width]))
     body = helper.make_graph(
         nodes, "body",
-        [value("i", INT64, []), value("cond_in", BOOL, []), value("acc_in", FLOAT, [3])],
+        [value("i", INT64, []), value("cond_in", BOOL, []), value("acc_in", FLOAT, [width])],
         outputs)
-    inputs = [value("x", FLOAT, [3]), value("acc", FLOAT, [3])]
+    inputs = [value("x", FLOAT, [width]), value("acc", FLOAT, [width])]
     initializers = []
     if trip_count is None:
         inputs.append(value("n", INT64, []))
     else:
         initializers.append(helper.make_tensor("n", INT64, [], [trip_count]))
-    graph_outputs = [value("final", FLOAT, [3])] + ([value("all", FLOAT, [None, 3])] if scan
-                                                     else [])
+    graph_outputs = [value("final", FLOAT, [width])] + ([value("all", FLOAT, [None, width])]
+                                                         if scan else [])
     node = helper.make_node("Loop", ["n", "", "acc"], [o.name for o in graph_outputs], body=body)
     graph = helper.make_graph([node], "loop", inputs, graph_outputs, initializer=initializers)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
@@ -363,3 +364,15 @@ def test_python_mutators_rewrite_inside_if_and_loop_bodies():
     counter = CountBodies()
     counter.visit(rewritten)
     assert (counter.ifs, counter.loops) == (1, 1)
+
+
+def test_scanned_rows_may_have_a_symbolic_width_besides_the_run_time_length():
+    ex = kiln.build(kiln.frontend.from_onnx(loop_model(width="w")))
+    for width, n in ((3, 2), (5, 3), (1, 0)):
+        x = np.arange(width, dtype=np.float32)
+        acc = np.ones(width, dtype=np.float32)
+        final, scanned = ex.run(x=x, acc=acc, n=np.array(n, dtype=np.int64))
+        assert scanned.shape == (n, width)
+        np.testing.assert_allclose(final, acc + x * n, rtol=1e-6)
+        for k in range(n):
+            np.testing.assert_allclose(scanned[k], acc + x * (k + 1), rtol=1e-6)

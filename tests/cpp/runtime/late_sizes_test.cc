@@ -261,6 +261,24 @@ TEST(LateSizesTest, GraphValidationNamesBadReturnedOutputs) {
                          "ValueError", {"axis 1", "not that size"});
 }
 
+TEST(LateSizesTest, AReturnedOutputMustAgreeWithTheExtentsTheGraphKnows) {
+  // The returned output is (batch,): positives_returned agrees only when every x is positive.
+  std::string graph = kReturnedGraph;
+  for (const std::string& from : {std::string(R"(["n"])"), std::string(R"(["n"])")}) {
+    graph.replace(graph.find(from), from.size(), R"(["batch"])");
+  }
+  const std::string definitions = R"(,
+  "size_definitions": [{"entry": 1, "sizes": ["n"], "axes": [0]}])";
+  graph.replace(graph.find(definitions), definitions.size(), "");
+  const Module executor = Executor(0, graph);
+  EXPECT_EQ(Invoke(executor, {1, 2}), (std::vector<float>{2, 4}));
+  test_util::ExpectError(
+      [&] {
+        Invoke(executor, {1, -2, 3});
+      },
+      "ValueError", {"returned tensor 0 has shape (2,)", "(batch,) = (3,)"});
+}
+
 }  // namespace
 }  // namespace runtime
 }  // namespace kiln
