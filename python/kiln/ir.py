@@ -144,11 +144,15 @@ class Function(Node):
 
 @_node_class(
     "kiln.ir.If",
-    lambda cond, then_branch, else_branch: _ir("If")(cond, then_branch, else_branch),
+    lambda cond, then_branch, else_branch, sizes=(): _ir("If")(
+        cond, then_branch, else_branch, list(sizes)
+    ),
 )
 class If(Node):
     """``then_branch()`` when ``cond`` (a bool tensor of one element) holds, else
-    ``else_branch()``: both are functions of no parameters that read outer values directly."""
+    ``else_branch()``: both are functions of no parameters that read outer values directly.
+    ``sizes`` (size expressions or their texts) name the extents where the branches' types
+    disagree."""
 
     __slots__ = ()
 

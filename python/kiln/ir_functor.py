@@ -144,7 +144,7 @@ class ExprMutator(_Walker):
 
     def visit_if(self, node):
         children, changed = self._changed([node.cond, node.then_branch, node.else_branch])
-        return _ir.If(*children) if changed else node
+        return _ir.If(*children, list(node.sizes)) if changed else node
 
     def visit_loop(self, loop):
         children, changed = self._changed(_children(loop))

@@ -261,6 +261,11 @@ class GraphLowering {
       }
       param_refs.push_back(refs);
     }
+    std::vector<ir::Type> types{call->checked_type()};
+    if (callee.defined()) {
+      for (const Expr& expr : PostOrder(callee->body())) types.push_back(expr->checked_type());
+    }
+    AddSizeCarriers(types, node_inputs);
     if (callee.defined()) {
       FunctionBuilder builder(NewFunctionName(FusedName(callee)), node_inputs.size());
       KILN_CHECK(callee->params().size() == static_cast<int64_t>(param_refs.size()), ValueError)
@@ -282,6 +287,44 @@ class GraphLowering {
     const Refs results = builder.AddStep(*op, node.attrs(), inputs, call->checked_type());
     NoteKernel(op->name().str());
     entries_of_[call.get()] = AddNode(builder, results, call->checked_type(), node_inputs);
+  }
+
+  /// Appends to a node's inputs an entry for each size that `types` (its function's results
+  /// and temporaries) use but its inputs' extents do not give: the kernel program binds sizes
+  /// from its arguments' extents only (a fused expand to a size a later Shape computed).
+  void AddSizeCarriers(const std::vector<ir::Type>& types, std::vector<int64_t>& node_inputs) {
+    std::set<std::string> given;
+    auto note = [&given](const runtime::SymbolicShape& shape) {
+      for (const arith::SizeExpr& extent : shape) {
+        for (const std::string& var : arith::FreeSizeVars(extent)) given.insert(var);
+      }
+    };
+    for (int64_t entry : node_inputs) note(entries_[entry].shape);
+    for (const ir::Type& type : types) {
+      if (!type.defined()) continue;
+      for (const ir::TensorType& tensor : FlattenTensorTypes(type, "a temporary")) {
+        for (const ir::Dim& dim : tensor->shape()) {
+          for (const std::string& var : arith::FreeSizeVars(dim.AsSizeExpr())) {
+            if (given.count(var) != 0) continue;
+            const std::optional<int64_t> carrier = EntryWithExtent(var);
+            if (!carrier.has_value()) continue;  // the kernel program names it
+            node_inputs.push_back(*carrier);
+            note(entries_[*carrier].shape);
+          }
+        }
+      }
+    }
+  }
+
+  /// An entry one of whose extents is exactly size `var`.
+  std::optional<int64_t> EntryWithExtent(const std::string& var) const {
+    for (size_t e = 0; e < entries_.size(); ++e) {
+      for (const arith::SizeExpr& extent : entries_[e].shape) {
+        const auto* size = extent.as<arith::SizeVarObj>();
+        if (size != nullptr && size->name().str() == var) return static_cast<int64_t>(e);
+      }
+    }
+    return std::nullopt;
   }
 
   /// A define_sizes call, alone or as the whole body of a fused function, is no node: its value

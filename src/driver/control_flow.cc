@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -63,25 +65,53 @@ std::vector<Expr> AllChildren(const Expr& expr) {
   return children;
 }
 
-/// The nodes @main computes itself, its parameters included: a body reads these as captures.
-NodeSet OuterNodes(const ir::Function& main) {
-  NodeSet outer;
-  for (const ir::Var& param : main->params()) outer.insert(param.get());
-  std::vector<Expr> stack{main->body()};
-  while (!stack.empty()) {
-    const Expr expr = std::move(stack.back());
-    stack.pop_back();
-    if (!outer.insert(expr.get()).second) continue;
-    for (const Expr& operand : LocalOperands(expr)) stack.push_back(operand);
+/// The size variables that are an extent of a value of `type` (a tensor, or a tuple's).
+std::vector<std::string> ExtentVars(const ir::Type& type) {
+  std::vector<std::string> vars;
+  if (const auto* tuple = type.as<ir::TupleTypeObj>()) {
+    for (const ir::Type& field : tuple->fields()) {
+      for (std::string& var : ExtentVars(field)) vars.push_back(std::move(var));
+    }
+  } else if (const auto* tensor = type.as<ir::TensorTypeObj>()) {
+    for (const ir::Dim& dim : tensor->shape()) {
+      if (const auto* var = dim.AsSizeExpr().as<arith::SizeVarObj>())
+        vars.push_back(var->name().str());
+    }
   }
-  return outer;
+  return vars;
 }
 
+/// What @main computes itself, its parameters included: a body reads these as captures. A
+/// size @main knows reaches a body only as an extent of a tensor it captures, so each size
+/// has a carrier, the first of these values that has it as an extent.
+struct OuterValues {
+  NodeSet nodes;
+  std::map<std::string, Expr> carrier_of_size;
+
+  explicit OuterValues(const ir::Function& main) {
+    std::vector<Expr> stack{main->body()};
+    for (const ir::Var& param : main->params()) stack.push_back(param);
+    while (!stack.empty()) {
+      const Expr expr = std::move(stack.back());
+      stack.pop_back();
+      if (!nodes.insert(expr.get()).second) continue;
+      if (expr->checked_type().as<ir::TensorTypeObj>() != nullptr) {
+        for (const std::string& var : ExtentVars(expr->checked_type())) {
+          carrier_of_size.emplace(var, expr);
+        }
+      }
+      for (const Expr& operand : LocalOperands(expr)) stack.push_back(operand);
+    }
+  }
+};
+
 /// The values `body` reads from @main, in the order a walk first meets them: nodes @main
-/// computes, and variables that no function inside the body binds.
-std::vector<Expr> Captures(const ir::Function& body, const NodeSet& outer) {
+/// computes, variables that no function inside the body binds, and a carrier for each size of
+/// @main that the body's types use but no other capture has as an extent.
+std::vector<Expr> Captures(const ir::Function& body, const OuterValues& outer) {
   std::vector<Expr> captures;
   std::vector<Expr> free_vars;
+  std::set<std::string> sizes_used;
   NodeSet seen;
   NodeSet bound;
   std::vector<Expr> stack{body};
@@ -89,9 +119,12 @@ std::vector<Expr> Captures(const ir::Function& body, const NodeSet& outer) {
     const Expr expr = std::move(stack.back());
     stack.pop_back();
     if (!seen.insert(expr.get()).second) continue;
-    if (outer.count(expr.get()) != 0) {
+    if (outer.nodes.count(expr.get()) != 0) {
       captures.push_back(expr);
       continue;
+    }
+    if (expr->checked_type().defined()) {
+      for (const std::string& var : ExtentVars(expr->checked_type())) sizes_used.insert(var);
     }
     if (expr.as<ir::VarObj>() != nullptr) free_vars.push_back(expr);
     if (const auto* function = expr.as<ir::FunctionObj>()) {
@@ -102,6 +135,16 @@ std::vector<Expr> Captures(const ir::Function& body, const NodeSet& outer) {
   }
   for (const Expr& var : free_vars) {
     if (bound.count(var.get()) == 0) captures.push_back(var);
+  }
+  for (const Expr& capture : captures) {
+    for (const std::string& var : ExtentVars(capture->checked_type())) sizes_used.erase(var);
+  }
+  for (const std::string& var : sizes_used) {
+    auto carrier = outer.carrier_of_size.find(var);
+    if (carrier == outer.carrier_of_size.end()) continue;  // a size the body defines itself
+    if (std::find(captures.begin(), captures.end(), carrier->second) == captures.end()) {
+      captures.push_back(carrier->second);
+    }
   }
   return captures;
 }
@@ -146,6 +189,32 @@ class Substituter : public NodeRewriter {
   std::unordered_map<const Object*, Expr> replacements_;
 };
 
+/// How many tensors a value of `type` is: one, or its tuple's, flattened.
+int64_t NumTensors(const ir::Type& type) {
+  const auto* tuple = type.as<ir::TupleTypeObj>();
+  if (tuple == nullptr) return 1;
+  int64_t count = 0;
+  for (const ir::Type& field : tuple->fields()) count += NumTensors(field);
+  return count;
+}
+
+bool IsTuple(const Expr& value) { return value->checked_type().as<ir::TupleTypeObj>() != nullptr; }
+
+/// `value` as the tensors a graph passes: itself, or its tuple's fields (typed).
+std::vector<Expr> TensorsOf(const Expr& value) {
+  const auto* tuple = value->checked_type().as<ir::TupleTypeObj>();
+  if (tuple == nullptr) return {value};
+  std::vector<Expr> fields;
+  for (int64_t i = 0; i < tuple->fields().size(); ++i) {
+    KILN_CHECK(tuple->fields()[i].as<ir::TensorTypeObj>() != nullptr, NotImplementedError)
+        << "a control-flow body reads a tuple of tuples from outside, which Kiln cannot pass yet";
+    const Expr field = ir::TupleGetItem(value, i);
+    transform::InferNodeType(field);
+    fields.push_back(field);
+  }
+  return fields;
+}
+
 /// A parameter for `value` in a body's module: a variable keeps its name.
 ir::Var ParamFor(const Expr& value, size_t index) {
   const auto* var = value.as<ir::VarObj>();
@@ -156,7 +225,8 @@ ir::Var ParamFor(const Expr& value, size_t index) {
 /// Replaces each If and Loop that @main computes with a call of a control_flow function.
 class ControlFlowOutliner : public NodeRewriter {
  public:
-  ControlFlowOutliner(NodeSet outer, const std::function<Executable(const ir::IRModule&)>& build)
+  ControlFlowOutliner(OuterValues outer,
+                      const std::function<Executable(const ir::IRModule&)>& build)
       : outer_(std::move(outer)), build_(build) {}
 
   Json functions = Json::array();
@@ -164,7 +234,7 @@ class ControlFlowOutliner : public NodeRewriter {
 
  protected:
   Expr Replacement(const Expr& pre, const Expr& post) override {
-    if (outer_.count(pre.get()) == 0) return post;
+    if (outer_.nodes.count(pre.get()) == 0) return post;
     if (const auto* branch = pre.as<ir::IfObj>()) return OutlineIf(pre, *branch, post);
     if (const auto* loop = pre.as<ir::LoopObj>()) return OutlineLoop(pre, *loop, post);
     return post;
@@ -181,8 +251,14 @@ class ControlFlowOutliner : public NodeRewriter {
     }
     const size_t then_index = AddBody(node.then_branch(), {}, {}, captures);
     const size_t else_index = AddBody(node.else_branch(), {}, {}, captures);
-    functions.push_back(Json{{"name", name}, {"kind", "if"}, {"bodies", {then_index, else_index}}});
-    return CallOf(name, pre, post, {post.as<ir::IfObj>()->cond()}, captures);
+    // Outputs whose extents depend on the branch taken are allocated by the branch, returned.
+    const bool returns = !node.sizes().empty();
+    functions.push_back(Json{{"name", name},
+                             {"kind", "if"},
+                             {"bodies", {then_index, else_index}},
+                             {"returns", returns}});
+    return CallOf(name, pre, post, {post.as<ir::IfObj>()->cond()}, captures,
+                  returns ? NumTensors(pre->checked_type()) : 0);
   }
 
   Expr OutlineLoop(const Expr& pre, const ir::LoopObj& loop, const Expr& post) {
@@ -220,9 +296,15 @@ class ControlFlowOutliner : public NodeRewriter {
       params.push_back(leading[i]);
     }
     for (size_t i = 0; i < captures.size(); ++i) {
-      const ir::Var param = ParamFor(captures[i], i);
-      replacements.emplace(captures[i].get(), param);
-      params.push_back(param);
+      // A graph passes tensors: a captured tuple comes field by field, put back together inside.
+      Array<Expr> fields;
+      for (const Expr& field : TensorsOf(captures[i])) {
+        const ir::Var param = ParamFor(field, params.size());
+        fields.push_back(param);
+        params.push_back(param);
+      }
+      replacements.emplace(captures[i].get(),
+                           IsTuple(captures[i]) ? Expr(ir::Tuple(fields)) : fields[0]);
     }
     ir::IRModule module = ir::IRModule::Create();
     module.Add(ir::GlobalVar("main"),
@@ -237,7 +319,9 @@ class ControlFlowOutliner : public NodeRewriter {
               const std::vector<Expr>& operands, const std::vector<Expr>& captures,
               int64_t returns = 0) {
     Array<Expr> args(operands.begin(), operands.end());
-    for (const Expr& capture : captures) args.push_back(Mutate(capture));  // already rewritten
+    for (const Expr& capture : captures) {
+      for (const Expr& field : TensorsOf(Mutate(capture))) args.push_back(field);  // rewritten
+    }
     Array<ir::Var> params;
     for (int64_t i = 0; i < args.size(); ++i) {
       params.push_back(ir::Var("arg" + std::to_string(i), args[i]->checked_type()));
@@ -250,7 +334,7 @@ class ControlFlowOutliner : public NodeRewriter {
     return call;
   }
 
-  NodeSet outer_;
+  OuterValues outer_;
   const std::function<Executable(const ir::IRModule&)>& build_;
 };
 
@@ -260,7 +344,7 @@ LoweredControlFlow LowerControlFlow(
     const ir::IRModule& optimized,
     const std::function<Executable(const ir::IRModule&)>& build_body) {
   const ir::Function main = optimized.Lookup("main");
-  ControlFlowOutliner outliner(OuterNodes(main), build_body);
+  ControlFlowOutliner outliner(OuterValues(main), build_body);
   const Expr body = outliner.Mutate(main->body());
   if (outliner.bodies.empty()) return {optimized, std::nullopt};
   ir::IRModule module = ir::IRModule::Create(optimized->attrs());

@@ -12,14 +12,16 @@ IfObj::~IfObj() {
   detail::ReleaseIteratively(std::move(else_branch_));
 }
 
-If::If(Expr cond, Function then_branch, Function else_branch) {
+If::If(Expr cond, Function then_branch, Function else_branch, Array<arith::SizeExpr> sizes) {
   KILN_CHECK(cond.defined(), ValueError) << "If: the condition is null";
   KILN_CHECK(then_branch.defined() && else_branch.defined(), ValueError) << "If: a branch is null";
   KILN_CHECK(then_branch->params().empty() && else_branch->params().empty(), ValueError)
       << "If: a branch takes no parameters (it reads outer values directly), but the "
       << (then_branch->params().empty() ? "else" : "then") << " branch takes "
       << (then_branch->params().empty() ? else_branch : then_branch)->params().size();
-  data_ = make_object<IfObj>(std::move(cond), std::move(then_branch), std::move(else_branch));
+  CheckNoNullElement(sizes, "If", "size");
+  data_ = make_object<IfObj>(std::move(cond), std::move(then_branch), std::move(else_branch),
+                             std::move(sizes));
 }
 
 LoopObj::~LoopObj() {

@@ -176,7 +176,8 @@ Expr ExprMutator::Rebuild(const Expr& expr) {
   }
   if (node->IsInstance<IfObj>()) {
     return If(rewritten[0], AsBody(rewritten[1], "the then branch of an If"),
-              AsBody(rewritten[2], "the else branch of an If"));
+              AsBody(rewritten[2], "the else branch of an If"),
+              static_cast<const IfObj*>(node)->sizes());
   }
   if (node->IsInstance<LoopObj>()) {
     return Loop(rewritten[0], rewritten[1], Array<Expr>(rewritten.begin() + 2, rewritten.end() - 1),

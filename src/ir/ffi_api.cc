@@ -61,7 +61,8 @@ const std::map<std::string, FieldTable>& NodeFields() {
       {IfObj::_type_key,
        {{"cond", [](const Object* n) -> Any { return As<IfObj>(n).cond(); }},
         {"then_branch", [](const Object* n) -> Any { return As<IfObj>(n).then_branch(); }},
-        {"else_branch", [](const Object* n) -> Any { return As<IfObj>(n).else_branch(); }}}},
+        {"else_branch", [](const Object* n) -> Any { return As<IfObj>(n).else_branch(); }},
+        {"sizes", [](const Object* n) -> Any { return As<IfObj>(n).sizes(); }}}},
       {LoopObj::_type_key,
        {{"trip_count", [](const Object* n) -> Any { return As<LoopObj>(n).trip_count(); }},
         {"condition", [](const Object* n) -> Any { return As<LoopObj>(n).condition(); }},
@@ -120,6 +121,13 @@ Any OpSchemaAsMap(const Op& op) {
   return result;
 }
 
+/// A size given from another language: an int, a size expression, or its text.
+arith::SizeExpr SizeOf(const Any& size) {
+  if (std::optional<std::string> text = size.as<std::string>()) return arith::ParseSizeExpr(*text);
+  if (size.type_index() == kKilnTypeInt) return arith::IntImm(size.cast<int64_t>());
+  return size.cast<arith::SizeExpr>();
+}
+
 // A None type in Python is a null Type here.
 Type OrNull(const std::optional<Type>& type) { return type.value_or(Type()); }
 
@@ -156,23 +164,19 @@ KILN_REGISTER_GLOBAL("ir.Function")
                        const std::optional<Type>& ret_type, const Map<String, Any>& attrs) {
       return Function(params, body, OrNull(ret_type), attrs);
     });
+// `sizes`: size expressions or their texts, for the extents where the branches disagree.
 KILN_REGISTER_GLOBAL("ir.If").set_body_typed([](Expr cond, Function then_branch,
-                                                Function else_branch) {
-  return If(std::move(cond), std::move(then_branch), std::move(else_branch));
+                                                Function else_branch, const Array<Any>& sizes) {
+  Array<arith::SizeExpr> parsed;
+  for (const Any& size : sizes) parsed.push_back(SizeOf(size));
+  return If(std::move(cond), std::move(then_branch), std::move(else_branch), parsed);
 });
 // `iterations`: an int, a size expression, or its text ("n", "batch * 2").
 KILN_REGISTER_GLOBAL("ir.Loop").set_body_typed([](Expr trip_count, Expr condition,
                                                   const Array<Expr>& initial, Function body,
                                                   const Any& iterations) {
-  arith::SizeExpr count;
-  if (std::optional<std::string> text = iterations.as<std::string>()) {
-    count = arith::ParseSizeExpr(*text);
-  } else if (iterations.type_index() == kKilnTypeInt) {
-    count = arith::IntImm(iterations.cast<int64_t>());
-  } else {
-    count = iterations.cast<arith::SizeExpr>();
-  }
-  return Loop(std::move(trip_count), std::move(condition), initial, std::move(body), count);
+  return Loop(std::move(trip_count), std::move(condition), initial, std::move(body),
+              SizeOf(iterations));
 });
 KILN_REGISTER_GLOBAL("ir.GlobalVar").set_body_typed([](const String& name) {
   return GlobalVar(name);

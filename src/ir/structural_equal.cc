@@ -156,6 +156,7 @@ class EqualChecker {
       Push(a->cond(), b->cond());
       Push(a->then_branch(), b->then_branch());
       Push(a->else_branch(), b->else_branch());
+      Push(a->sizes(), b->sizes());
       return true;
     }
     if (const auto* a = As<LoopObj>(x)) {
@@ -342,7 +343,8 @@ class Hasher {
               Any(function->attrs())};
     }
     if (const auto* branch = As<IfObj>(node)) {
-      return {Any(branch->cond()), Any(branch->then_branch()), Any(branch->else_branch())};
+      return {Any(branch->cond()), Any(branch->then_branch()), Any(branch->else_branch()),
+              Any(branch->sizes())};
     }
     if (const auto* loop = As<LoopObj>(node)) {
       return {Any(loop->trip_count()), Any(loop->condition()), Any(loop->initial()),

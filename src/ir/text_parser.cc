@@ -475,8 +475,10 @@ class Parser {
     const Map<String, Any>& attrs = call_args.second;
     const bool is_if = keyword.text == "if";
     const std::optional<Any> iterations = attrs.Get(String("iterations"));
-    if (attrs.size() != (is_if ? 0 : 1) || (!is_if && !iterations.has_value())) {
-      Fail(first, is_if ? "no attributes: `if` takes only operands"
+    const std::optional<Any> sizes = attrs.Get(String("sizes"));
+    if (is_if ? attrs.size() != (sizes.has_value() ? 1U : 0U)
+              : attrs.size() != 1 || !iterations.has_value()) {
+      Fail(first, is_if ? "`if` with no attribute but `sizes=[...]`"
                         : "`loop` with one attribute, `iterations=<size>`");
     }
     const int64_t num_args = args.size();
@@ -495,7 +497,21 @@ class Parser {
                 "`if` takes a condition and two branches, got " + std::to_string(num_args) +
                     " operands");
       }
-      return At(keyword, [&] { return If(args[0], body(1), body(2)); });
+      Array<arith::SizeExpr> extents;
+      if (sizes.has_value()) {
+        const std::optional<Array<Any>> items = sizes->as<Array<Any>>();
+        if (!items.has_value()) Fail(first, "`sizes=` a list of size expressions");
+        for (const Any& item : *items) {
+          if (item.type_index() == kKilnTypeInt) {
+            extents.push_back(arith::IntImm(item.cast<int64_t>()));
+          } else if (std::optional<arith::SizeExpr> extent = item.as<arith::SizeExpr>()) {
+            extents.push_back(*extent);
+          } else {
+            Fail(first, "`sizes=` a list of size expressions");
+          }
+        }
+      }
+      return At(keyword, [&] { return If(args[0], body(1), body(2), extents); });
     }
     if (num_args < 3) {
       ThrowAt(src_, keyword, "ValueError",

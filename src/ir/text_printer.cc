@@ -457,7 +457,7 @@ class Printer {
       return OperandText(item->tuple()) + "." + std::to_string(item->index());
     }
     if (expr.as<IfObj>() != nullptr || expr.as<LoopObj>() != nullptr) {
-      // `if(%cond, %then, %else)`,
+      // `if(%cond, %then, %else[, sizes=[...]])`,
       // `loop(%trip_count, %condition, %initial..., %body, iterations=n)`.
       std::string out = expr.as<IfObj>() != nullptr ? "if(" : "loop(";
       bool first = true;
@@ -467,6 +467,9 @@ class Printer {
       }
       if (const auto* loop = expr.as<LoopObj>()) {
         out += ", iterations=" + loop->iterations().ToString();
+      }
+      if (const auto* branch = expr.as<IfObj>(); branch != nullptr && !branch->sizes().empty()) {
+        out += ", sizes=" + AttrValueText(branch->sizes());
       }
       return out + ")";
     }

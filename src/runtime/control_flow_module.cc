@@ -59,6 +59,7 @@ struct ControlFlowFunction {
   size_t carried = 0;          ///< a loop's carried values
   size_t scans = 0;            ///< a loop's scan outputs
   bool returns_scans = false;  ///< allocated and returned, not written into given outputs
+  bool returns = false;        ///< an If's outputs: the branch's, returned
 };
 
 /// The element at the start of a host tensor of one element, as an int64.
@@ -122,6 +123,7 @@ class ControlFlowModuleObj : public ModuleObj {
       function.carried = entry.value("carried", 0);
       function.scans = entry.value("scans", 0);
       function.returns_scans = entry.value("returns_scans", false);
+      function.returns = entry.value("returns", false);
       KILN_CHECK(function.bodies.size() == (function.is_loop ? 1U : 2U), ValueError)
           << "control_flow function '" << function.name << "' has " << function.bodies.size()
           << " bodies";
@@ -146,8 +148,11 @@ class ControlFlowModuleObj : public ModuleObj {
             if (function.is_loop) {
               std::vector<Tensor> returned = RunLoop(function, bodies[0], tensors);
               if (function.returns_scans) *result = Array<Tensor>(returned.begin(), returned.end());
+            } else if (function.returns) {
+              std::vector<Tensor> returned = RunIf(bodies, tensors, true);
+              *result = Array<Tensor>(returned.begin(), returned.end());
             } else {
-              RunIf(bodies, tensors);
+              RunIf(bodies, tensors, false);
             }
           });
     }
@@ -175,16 +180,20 @@ class ControlFlowModuleObj : public ModuleObj {
     return Executable(imports[index]);
   }
 
-  /// The branch the condition picks, writing its values into the node's outputs.
-  static void RunIf(const std::vector<Executable>& branches, const std::vector<Tensor>& args) {
+  /// The branch the condition picks: its values written into the node's outputs, or, when
+  /// `returns` (their extents depend on the branch), returned.
+  static std::vector<Tensor> RunIf(const std::vector<Executable>& branches,
+                                   const std::vector<Tensor>& args, bool returns) {
     const Executable& branch = branches[ScalarOf(args[0], "the condition of an If") ? 0 : 1];
     const size_t num_inputs = static_cast<size_t>(branch.num_inputs());
-    KILN_CHECK(args.size() == 1 + num_inputs + branch.num_outputs(), ValueError)
+    const size_t num_outputs = returns ? 0 : static_cast<size_t>(branch.num_outputs());
+    KILN_CHECK(args.size() == 1 + num_inputs + num_outputs, ValueError)
         << "an If node passes " << args.size() << " tensors, its branch needs 1 + " << num_inputs
-        << " inputs + " << branch.num_outputs() << " outputs";
+        << " inputs + " << num_outputs << " outputs";
     const std::vector<Tensor> inputs(args.begin() + 1, args.begin() + 1 + num_inputs);
-    const std::vector<Tensor> outputs(args.begin() + 1 + num_inputs, args.end());
-    branch.invoke(inputs, outputs);
+    if (returns) return branch.invoke(inputs);
+    branch.invoke(inputs, std::vector<Tensor>(args.begin() + 1 + num_inputs, args.end()));
+    return {};
   }
 
   /// Runs the loop; returns the scan outputs it allocated when the function returns them.

@@ -28,6 +28,46 @@ std::string TypeText(const Type& type) {
   return text;
 }
 
+/// The type of an If whose branches give `a` and `b`: theirs, with the next of `sizes` (when
+/// given) where they disagree in an extent; `used` counts those extents. TypeError when the
+/// branches disagree in anything else.
+Type UnifyBranches(const Type& a, const Type& b, const Array<arith::SizeExpr>* sizes,
+                   size_t* used) {
+  const auto disagree = [&] {
+    return Error("TypeError", "the branches of an If disagree: the then branch gives " +
+                                  TypeText(a) + ", the else branch " + TypeText(b));
+  };
+  if (const auto* x = a.as<ir::TupleTypeObj>()) {
+    const auto* y = b.as<ir::TupleTypeObj>();
+    if (y == nullptr || y->fields().size() != x->fields().size()) throw disagree();
+    Array<Type> fields;
+    for (int64_t i = 0; i < x->fields().size(); ++i) {
+      fields.push_back(UnifyBranches(x->fields()[i], y->fields()[i], sizes, used));
+    }
+    return ir::TupleType(fields);
+  }
+  const auto* x = a.as<ir::TensorTypeObj>();
+  const auto* y = b.as<ir::TensorTypeObj>();
+  if (x == nullptr || y == nullptr) {
+    if (!ir::StructuralEqual(a, b)) throw disagree();
+    return a;
+  }
+  if (!DataTypeEqual(x->dtype(), y->dtype()) || x->shape().size() != y->shape().size()) {
+    throw disagree();
+  }
+  Array<ir::Dim> shape;
+  for (int64_t i = 0; i < x->shape().size(); ++i) {
+    if (ir::StructuralEqual(x->shape()[i], y->shape()[i])) {
+      shape.push_back(x->shape()[i]);
+      continue;
+    }
+    const size_t index = (*used)++;
+    if (sizes == nullptr || index >= static_cast<size_t>(sizes->size())) continue;
+    shape.push_back(ir::Dim::FromSizeExpr((*sizes)[static_cast<int64_t>(index)]));
+  }
+  return shape.size() == x->shape().size() ? Type(ir::TensorType(shape, x->dtype())) : a;
+}
+
 class TypeInferencer {
  public:
   /// With `reuse_checked_types`, an operand that already has a checked type is taken as typed
@@ -210,12 +250,15 @@ class TypeInferencer {
 
   Type IfType(const ir::IfObj& node) {
     CheckScalar(node.cond(), kBool, "the condition of an If");
-    Type then_type = InferFunction(node.then_branch(), {})->ret();
+    const Type then_type = InferFunction(node.then_branch(), {})->ret();
     const Type else_type = InferFunction(node.else_branch(), {})->ret();
-    KILN_CHECK(ir::StructuralEqual(then_type, else_type), TypeError)
-        << "the branches of an If disagree: the then branch gives " << TypeText(then_type)
-        << ", the else branch " << TypeText(else_type);
-    return then_type;
+    size_t used = 0;
+    Type type = UnifyBranches(then_type, else_type, &node.sizes(), &used);
+    KILN_CHECK(used == static_cast<size_t>(node.sizes().size()), TypeError)
+        << "the branches of an If disagree in " << used << " extents, but it names "
+        << node.sizes().size() << " sizes for them (then " << TypeText(then_type) << ", else "
+        << TypeText(else_type) << ")";
+    return type;
   }
 
   /// (carried..., scan outputs...): the carried values keep their types, and each scanned value
@@ -376,6 +419,12 @@ ir::Type InferExprType(const ir::Expr& expr, const ir::IRModule& mod) {
 
 ir::Type InferNodeType(const ir::Expr& node, const ir::IRModule& mod) {
   return TypeInferencer(mod.defined() ? mod : ir::IRModule::Create(), true).Infer(node);
+}
+
+size_t CountDisagreeingExtents(const ir::Type& then_type, const ir::Type& else_type) {
+  size_t used = 0;
+  UnifyBranches(then_type, else_type, nullptr, &used);
+  return used;
 }
 
 Pass InferType() {

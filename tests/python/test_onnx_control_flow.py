@@ -376,3 +376,24 @@ def test_scanned_rows_may_have_a_symbolic_width_besides_the_run_time_length():
         np.testing.assert_allclose(final, acc + x * n, rtol=1e-6)
         for k in range(n):
             np.testing.assert_allclose(scanned[k], acc + x * (k + 1), rtol=1e-6)
+
+
+def test_branches_of_different_extents_give_an_output_sized_by_the_branch_taken():
+    """then: x (3,); else: an empty tensor (0,), as torchvision's batched NMS returns when
+    there are no boxes. The If's extent is a size the run defines."""
+    empty = helper.make_tensor("empty_value", FLOAT, [0], [])
+    model = if_model(branch("then", [helper.make_node("Identity", ["x"], ["same"])], "same"),
+                     branch("else", [helper.make_node("Constant", [], ["none"], value=empty)],
+                            "none", shape=(0,)),
+                     outputs=(("y", FLOAT, [None]),))
+    model.graph.node.append(helper.make_node("Add", ["y", "y"], ["twice"]))
+    model.graph.output.append(value("twice", FLOAT, [None]))
+    mod = kiln.frontend.from_onnx(model)
+    assert "sizes=[" in str(mod)
+    ex = kiln.build(mod)
+    x = np.array([1.5, -2.0, 3.0], dtype=np.float32)
+    y, twice = ex.run(cond=np.array(True), x=x)
+    np.testing.assert_array_equal(y, x)
+    np.testing.assert_array_equal(twice, x * 2)
+    y, twice = ex.run(cond=np.array(False), x=x)
+    assert y.shape == (0,) and twice.shape == (0,)

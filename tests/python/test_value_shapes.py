@@ -321,3 +321,19 @@ def test_a_size_the_data_decides_becomes_a_tensor_where_a_model_computes_with_it
         expected_k = min(3, int((x != 0).sum()))
         assert k.tolist() == [expected_k]
         np.testing.assert_array_equal(top, np.sort(x)[::-1][:expected_k])
+
+
+def test_a_fused_group_whose_temporaries_alone_use_a_size_gets_the_size_from_another_value():
+    """Shape -> ConstantOfShape -> ReduceSum: the fused expand-and-sum takes only a constant and
+    gives a scalar, so none of its own tensors has extent n; the graph input x does."""
+    ones = helper.make_tensor("one", FLOAT, [1], [1.0])
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("ConstantOfShape", ["shape"], ["ones"], value=ones),
+             helper.make_node("ReduceSum", ["ones"], ["count"], keepdims=0)]
+    graph = helper.make_graph(nodes, "count", [helper.make_tensor_value_info("x", FLOAT, ["n"])],
+                              [helper.make_tensor_value_info("count", FLOAT, [])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    ex = kiln.build(kiln.frontend.from_onnx(model))
+    for n in (1, 5, 9):
+        (count,) = ex.run(x=np.zeros(n, dtype=np.float32))
+        assert float(count) == n

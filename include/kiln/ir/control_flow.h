@@ -5,8 +5,11 @@
 /// enclosing function only through a body belongs to that body and runs only when the body
 /// runs. ONNX's Scan imports as a Loop, so these two kinds are all there is.
 ///
-///   If(cond, then_branch, else_branch)   the value of then_branch() when cond holds, else of
-///                                        else_branch(); both take no parameters.
+///   If(cond, then_branch, else_branch, sizes)
+///       the value of then_branch() when cond holds, else of else_branch(); both take no
+///       parameters. Where the branches' types disagree in an extent (ONNX allows it: one branch
+///       may return an empty tensor), the If's type has the next size variable of `sizes`
+///       there, a size the run defines (docs/design.md §22).
 ///   Loop(trip_count, condition, initial, body, iterations)
 ///       carried = initial; i = 0
 ///       while i < trip_count and condition:
@@ -32,27 +35,32 @@ class IfObj : public ExprObj {
   static constexpr bool _type_final = true;
   KILN_DECLARE_OBJECT_INFO(IfObj, ExprObj);
 
-  IfObj(Expr cond, Function then_branch, Function else_branch)
+  IfObj(Expr cond, Function then_branch, Function else_branch, Array<arith::SizeExpr> sizes)
       : cond_(std::move(cond)),
         then_branch_(std::move(then_branch)),
-        else_branch_(std::move(else_branch)) {}
+        else_branch_(std::move(else_branch)),
+        sizes_(std::move(sizes)) {}
   KILN_API ~IfObj();
   /// A boolean tensor of one element.
   const Expr& cond() const { return cond_; }
   const Function& then_branch() const { return then_branch_; }
   const Function& else_branch() const { return else_branch_; }
+  /// The extents of the result where the branches disagree, in order; usually empty.
+  const Array<arith::SizeExpr>& sizes() const { return sizes_; }
 
  private:
   Expr cond_;
   Function then_branch_;
   Function else_branch_;
+  Array<arith::SizeExpr> sizes_;
 };
 
 class If : public Expr {
  public:
   KILN_DEFINE_OBJECT_REF_METHODS(If, Expr, IfObj);
   /// ValueError when an argument is null or a branch has parameters.
-  KILN_API If(Expr cond, Function then_branch, Function else_branch);
+  KILN_API If(Expr cond, Function then_branch, Function else_branch,
+              Array<arith::SizeExpr> sizes = Array<arith::SizeExpr>());
 };
 
 class LoopObj : public ExprObj {

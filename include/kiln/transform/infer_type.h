@@ -22,6 +22,11 @@ KILN_API ir::Type InferExprType(const ir::Expr& expr, const ir::IRModule& mod = 
 /// from typed parts); only operands without one are walked. Sets node's checked_type.
 KILN_API ir::Type InferNodeType(const ir::Expr& node, const ir::IRModule& mod = ir::IRModule());
 
+/// How many extents an If whose branches have types `then_type` and `else_type` must name
+/// (ir::If's `sizes`): those where the branches disagree. TypeError when they disagree in
+/// anything else (structure, dtype, rank).
+KILN_API size_t CountDisagreeingExtents(const ir::Type& then_type, const ir::Type& else_type);
+
 }  // namespace transform
 }  // namespace kiln
 

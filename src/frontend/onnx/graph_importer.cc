@@ -286,7 +286,15 @@ class GraphImporter {
       return ir::Function({},
                           outputs.size() == 1 ? outputs[0] : ir::Tuple(Array<ir::Expr>(outputs)));
     };
-    return ir::If(node.Input(0), branch("then_branch"), branch("else_branch"));
+    const ir::Function then_branch = branch("then_branch");
+    const ir::Function else_branch = branch("else_branch");
+    // ONNX lets the branches' extents differ: each such extent becomes a size the run defines.
+    const size_t disagreeing =
+        transform::CountDisagreeingExtents(transform::InferNodeType(then_branch->body()),
+                                           transform::InferNodeType(else_branch->body()));
+    const std::vector<arith::SizeExpr> sizes = node.NewSizes(disagreeing);
+    return ir::If(node.Input(0), then_branch, else_branch,
+                  Array<arith::SizeExpr>(sizes.begin(), sizes.end()));
   }
 
   /// Loop: an omitted trip count is the largest int64, an omitted condition true.

@@ -102,6 +102,32 @@ def @main(%c: Tensor[(2), bool], %x: Tensor[(3), float32]) {
       "TypeError", {"condition of an If must be a bool tensor of one element", "(2)"});
 }
 
+TEST(ControlFlowTest, BranchesThatDisagreeInExtentsGiveTheSizesTheIfNames) {
+  const std::string text = R"(def @main(%c: Tensor[(), bool], %x: Tensor[(3, 2), float32]) {
+  %0 = fn () {
+    %x
+  };
+  %1 = fn () {
+    const(float32, (0, 2), [])
+  };
+  %2 = if(%c, %0, %1, sizes=[rows]);
+  %2
+}
+)";
+  EXPECT_EQ(TypeText(TypeOfMain(text)), "Tensor[(rows, 2), float32]");
+  const IRModule module = ParseModule(text);
+  EXPECT_EQ(AsText(module), text);  // the sizes print back
+  EXPECT_EQ(transform::CountDisagreeingExtents(F32({3, 2}), F32({0, 2})), 1U);
+  std::string unnamed = text;
+  unnamed.replace(unnamed.find(", sizes=[rows]"), 14, "");
+  ExpectError([&] { TypeOfMain(unnamed); }, "TypeError",
+              {"disagree in 1 extents, but it names 0 sizes"});
+  std::string too_many = text;
+  too_many.replace(too_many.find("[rows]"), 6, "[rows, cols]");
+  ExpectError([&] { TypeOfMain(too_many); }, "TypeError",
+              {"disagree in 1 extents, but it names 2 sizes"});
+}
+
 TEST(ControlFlowTest, ACarriedValueThatChangesTypeIsATypeError) {
   ExpectError(
       [] {
