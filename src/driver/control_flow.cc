@@ -105,13 +105,36 @@ struct OuterValues {
   }
 };
 
+/// Adds to `defined` the sizes `expr` defines from what it computes: define_sizes' (the
+/// importer's data-dependent sizes), a loop's iteration count, an If's disagreeing extents.
+void NoteSizesDefined(const Expr& expr, std::set<std::string>& defined) {
+  std::vector<arith::SizeExpr> sizes;
+  if (const auto* call = expr.as<ir::CallObj>()) {
+    const auto* op = call->op().as<ir::OpObj>();
+    if (op == nullptr || op->name().str() != "define_sizes") return;
+    for (const Any& size : call->attrs().at(String("sizes")).cast<Array<Any>>()) {
+      if (std::optional<arith::SizeExpr> extent = size.as<arith::SizeExpr>())
+        sizes.push_back(*extent);
+    }
+  } else if (const auto* loop = expr.as<ir::LoopObj>()) {
+    sizes.push_back(loop->iterations());
+  } else if (const auto* branch = expr.as<ir::IfObj>()) {
+    sizes.assign(branch->sizes().begin(), branch->sizes().end());
+  }
+  for (const arith::SizeExpr& size : sizes) {
+    for (const std::string& var : arith::FreeSizeVars(size)) defined.insert(var);
+  }
+}
+
 /// The values `body` reads from @main, in the order a walk first meets them: nodes @main
 /// computes, variables that no function inside the body binds, and a carrier for each size of
-/// @main that the body's types use but no other capture has as an extent.
+/// @main that the body's types use but neither defines nor receives as another capture's
+/// extent.
 std::vector<Expr> Captures(const ir::Function& body, const OuterValues& outer) {
   std::vector<Expr> captures;
   std::vector<Expr> free_vars;
   std::set<std::string> sizes_used;
+  std::set<std::string> defined_inside;
   NodeSet seen;
   NodeSet bound;
   std::vector<Expr> stack{body};
@@ -126,6 +149,7 @@ std::vector<Expr> Captures(const ir::Function& body, const OuterValues& outer) {
     if (expr->checked_type().defined()) {
       for (const std::string& var : ExtentVars(expr->checked_type())) sizes_used.insert(var);
     }
+    NoteSizesDefined(expr, defined_inside);
     if (expr.as<ir::VarObj>() != nullptr) free_vars.push_back(expr);
     if (const auto* function = expr.as<ir::FunctionObj>()) {
       for (const ir::Var& param : function->params()) bound.insert(param.get());
@@ -139,6 +163,7 @@ std::vector<Expr> Captures(const ir::Function& body, const OuterValues& outer) {
   for (const Expr& capture : captures) {
     for (const std::string& var : ExtentVars(capture->checked_type())) sizes_used.erase(var);
   }
+  for (const std::string& var : defined_inside) sizes_used.erase(var);
   for (const std::string& var : sizes_used) {
     auto carrier = outer.carrier_of_size.find(var);
     if (carrier == outer.carrier_of_size.end()) continue;  // a size the body defines itself
@@ -249,8 +274,10 @@ class ControlFlowOutliner : public NodeRewriter {
         captures.push_back(value);
       }
     }
-    const size_t then_index = AddBody(node.then_branch(), {}, {}, captures);
-    const size_t else_index = AddBody(node.else_branch(), {}, {}, captures);
+    const size_t then_index =
+        AddBody("the then branch of " + name, node.then_branch(), {}, {}, captures);
+    const size_t else_index =
+        AddBody("the else branch of " + name, node.else_branch(), {}, {}, captures);
     // Outputs whose extents depend on the branch taken are allocated by the branch, returned.
     const bool returns = !node.sizes().empty();
     functions.push_back(Json{{"name", name},
@@ -272,7 +299,7 @@ class ControlFlowOutliner : public NodeRewriter {
     std::vector<Expr> old_leading(body->params().begin(), body->params().end());
     for (size_t i = 2; i < old_leading.size(); ++i) leading.push_back(ParamFor(old_leading[i], i));
     const std::vector<Expr> captures = Captures(body, outer_);
-    const size_t index = AddBody(body, leading, old_leading, captures);
+    const size_t index = AddBody("the body of " + name, body, leading, old_leading, captures);
     functions.push_back(Json{{"name", name},
                              {"kind", "loop"},
                              {"bodies", {index}},
@@ -285,10 +312,11 @@ class ControlFlowOutliner : public NodeRewriter {
     return CallOf(name, pre, post, operands, captures, returns_scans ? scans : 0);
   }
 
-  /// Builds `body` as a module whose @main takes `leading` (standing for `old_leading`) then
-  /// the captures; its index among the bodies.
-  size_t AddBody(const ir::Function& body, const std::vector<ir::Var>& leading,
-                 const std::vector<Expr>& old_leading, const std::vector<Expr>& captures) {
+  /// Builds `body` (`what`, for errors) as a module whose @main takes `leading` (standing for
+  /// `old_leading`) then the captures; its index among the bodies.
+  size_t AddBody(const std::string& what, const ir::Function& body,
+                 const std::vector<ir::Var>& leading, const std::vector<Expr>& old_leading,
+                 const std::vector<Expr>& captures) {
     std::unordered_map<const Object*, Expr> replacements;
     Array<ir::Var> params;
     for (size_t i = 0; i < leading.size(); ++i) {
@@ -309,7 +337,11 @@ class ControlFlowOutliner : public NodeRewriter {
     ir::IRModule module = ir::IRModule::Create();
     module.Add(ir::GlobalVar("main"),
                ir::Function(params, Substituter(std::move(replacements)).Mutate(body->body())));
-    bodies.push_back(build_(module).module());
+    try {
+      bodies.push_back(build_(module).module());
+    } catch (const Error& error) {
+      throw error.WithContext("while compiling " + what);
+    }
     return bodies.size() - 1;
   }
 

@@ -397,3 +397,19 @@ def test_branches_of_different_extents_give_an_output_sized_by_the_branch_taken(
     np.testing.assert_array_equal(twice, x * 2)
     y, twice = ex.run(cond=np.array(False), x=x)
     assert y.shape == (0,) and twice.shape == (0,)
+
+
+def test_a_branch_using_a_size_of_main_gets_it_from_a_captured_carrier():
+    """Neither branch reads a tensor of main, but both build one of main's extent n: the
+    branch's module needs a tensor that has n as an extent (here x) to know it."""
+    text = """
+def @main(%x: Tensor[(n), float32], %c: Tensor[(), bool]) {
+  %0 = fn () { expand(const(float32, (), [1]), shape=[n]) };
+  %1 = fn () { expand(const(float32, (), [2]), shape=[n]) };
+  if(%c, %0, %1)
+}
+"""
+    ex = kiln.build(kiln.ir.ParseModule(text, []))
+    for n, cond in ((3, True), (5, False)):
+        (y,) = ex.run(x=np.zeros(n, dtype=np.float32), c=np.array(cond))
+        np.testing.assert_array_equal(y, np.full(n, 1.0 if cond else 2.0, dtype=np.float32))
