@@ -39,13 +39,7 @@ std::vector<Expr> LocalOperands(const Expr& expr) {
     return {tuple->fields().begin(), tuple->fields().end()};
   }
   if (const auto* item = expr.as<ir::TupleGetItemObj>()) return {item->tuple()};
-  if (const auto* branch = expr.as<ir::IfObj>()) return {branch->cond()};
-  if (const auto* loop = expr.as<ir::LoopObj>()) {
-    std::vector<Expr> operands{loop->trip_count(), loop->condition()};
-    operands.insert(operands.end(), loop->initial().begin(), loop->initial().end());
-    return operands;
-  }
-  return {};
+  return ir::OuterOperands(expr);
 }
 
 /// Every child of `expr`, bodies and callees included.

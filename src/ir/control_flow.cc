@@ -58,5 +58,14 @@ Loop::Loop(Expr trip_count, Expr condition, Array<Expr> initial, Function body,
                                std::move(body), std::move(iterations));
 }
 
+std::vector<Expr> OuterOperands(const Expr& node) {
+  if (const auto* branch = node.as<IfObj>()) return {branch->cond()};
+  const auto* loop = node.as<LoopObj>();
+  if (loop == nullptr) return {};
+  std::vector<Expr> operands{loop->trip_count(), loop->condition()};
+  operands.insert(operands.end(), loop->initial().begin(), loop->initial().end());
+  return operands;
+}
+
 }  // namespace ir
 }  // namespace kiln

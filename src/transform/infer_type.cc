@@ -139,13 +139,7 @@ class TypeInferencer {
     }
     if (const auto* item = expr.as<ir::TupleGetItemObj>()) return {item->tuple()};
     // Bodies are typed with their parameters bound, at the node (IfType, LoopType).
-    if (const auto* branch = expr.as<ir::IfObj>()) return {branch->cond()};
-    if (const auto* loop = expr.as<ir::LoopObj>()) {
-      std::vector<Expr> operands{loop->trip_count(), loop->condition()};
-      operands.insert(operands.end(), loop->initial().begin(), loop->initial().end());
-      return operands;
-    }
-    return {};
+    return ir::OuterOperands(expr);
   }
 
   Type TypeOf(const Expr& expr) {

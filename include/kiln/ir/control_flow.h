@@ -26,6 +26,8 @@
 #include <kiln/arith/size_expr.h>
 #include <kiln/ir/function.h>
 
+#include <vector>
+
 namespace kiln {
 namespace ir {
 
@@ -107,6 +109,10 @@ class Loop : public Expr {
   KILN_API Loop(Expr trip_count, Expr condition, Array<Expr> initial, Function body,
                 arith::SizeExpr iterations);
 };
+
+/// The operands of an If or a Loop that are computed where the node is, not in its bodies: an
+/// If's condition; a Loop's trip count, condition and initial values. Empty for other kinds.
+KILN_API std::vector<Expr> OuterOperands(const Expr& node);
 
 }  // namespace ir
 }  // namespace kiln
