@@ -132,6 +132,31 @@ std::vector<Expr> PostOrder(const Expr& root) {
   return order;
 }
 
+/// The size variables `types` use.
+std::set<std::string> SizesUsed(const std::vector<ir::Type>& types) {
+  std::set<std::string> used;
+  for (const ir::Type& type : types) {
+    if (!type.defined() || type.as<ir::FuncTypeObj>() != nullptr) continue;
+    for (const ir::TensorType& tensor : FlattenTensorTypes(type, "a value")) {
+      for (const ir::Dim& dim : tensor->shape()) {
+        for (const std::string& var : arith::FreeSizeVars(dim.AsSizeExpr())) used.insert(var);
+      }
+    }
+  }
+  return used;
+}
+
+/// The types of a call and of what its function computes inside.
+std::vector<ir::Type> TypesOfCall(const Expr& expr) {
+  std::vector<ir::Type> types{expr->checked_type()};
+  const auto* call = expr.as<ir::CallObj>();
+  const auto* callee = call == nullptr ? nullptr : call->op().as<ir::FunctionObj>();
+  if (callee != nullptr) {
+    for (const Expr& inner : PostOrder(callee->body())) types.push_back(inner->checked_type());
+  }
+  return types;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The lowering
 // ---------------------------------------------------------------------------------------------
@@ -261,11 +286,7 @@ class GraphLowering {
       }
       param_refs.push_back(refs);
     }
-    std::vector<ir::Type> types{call->checked_type()};
-    if (callee.defined()) {
-      for (const Expr& expr : PostOrder(callee->body())) types.push_back(expr->checked_type());
-    }
-    AddSizeCarriers(types, node_inputs);
+    AddSizeCarriers(TypesOfCall(call), node_inputs);
     if (callee.defined()) {
       FunctionBuilder builder(NewFunctionName(FusedName(callee)), node_inputs.size());
       KILN_CHECK(callee->params().size() == static_cast<int64_t>(param_refs.size()), ValueError)
@@ -293,26 +314,19 @@ class GraphLowering {
   /// and temporaries) use but its inputs' extents do not give: the kernel program binds sizes
   /// from its arguments' extents only (a fused expand to a size a later Shape computed).
   void AddSizeCarriers(const std::vector<ir::Type>& types, std::vector<int64_t>& node_inputs) {
-    std::set<std::string> given;
+    std::set<std::string> given;  // an extent gives its size only on its own (n, not n + m)
     auto note = [&given](const runtime::SymbolicShape& shape) {
       for (const arith::SizeExpr& extent : shape) {
-        for (const std::string& var : arith::FreeSizeVars(extent)) given.insert(var);
+        if (const auto* var = extent.as<arith::SizeVarObj>()) given.insert(var->name().str());
       }
     };
     for (int64_t entry : node_inputs) note(entries_[entry].shape);
-    for (const ir::Type& type : types) {
-      if (!type.defined()) continue;
-      for (const ir::TensorType& tensor : FlattenTensorTypes(type, "a temporary")) {
-        for (const ir::Dim& dim : tensor->shape()) {
-          for (const std::string& var : arith::FreeSizeVars(dim.AsSizeExpr())) {
-            if (given.count(var) != 0) continue;
-            const std::optional<int64_t> carrier = EntryWithExtent(var);
-            if (!carrier.has_value()) continue;  // the kernel program names it
-            node_inputs.push_back(*carrier);
-            note(entries_[*carrier].shape);
-          }
-        }
-      }
+    for (const std::string& var : SizesUsed(types)) {
+      if (given.count(var) != 0) continue;
+      const std::optional<int64_t> carrier = EntryWithExtent(var);
+      if (!carrier.has_value()) continue;  // the kernel program names it
+      node_inputs.push_back(*carrier);
+      note(entries_[*carrier].shape);
     }
   }
 

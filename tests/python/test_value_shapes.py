@@ -337,3 +337,24 @@ def test_a_fused_group_whose_temporaries_alone_use_a_size_gets_the_size_from_ano
     for n in (1, 5, 9):
         (count,) = ex.run(x=np.zeros(n, dtype=np.float32))
         assert float(count) == n
+
+
+def test_an_extent_that_sums_sizes_does_not_give_them_one_by_one():
+    """The fused add reads only the softmax of the concatenation, of extent n + m, but sums a
+    tensor of extent n: the kernel program needs a tensor of extent n itself (here a)."""
+    text = """
+def @main(%a: Tensor[(n), float32], %b: Tensor[(m), float32]) {
+  %0 = concatenate((%a, %b));
+  %1 = nn.softmax(%0);
+  %2 = expand(const(float32, (), [1]), shape=[n]);
+  %3 = sum(%2, keepdims=false);
+  add(%1, %3)
+}
+"""
+    ex = kiln.build(kiln.ir.ParseModule(text, []))
+    for n, m in ((2, 3), (4, 1)):
+        a, b = np.zeros(n, dtype=np.float32), np.ones(m, dtype=np.float32)
+        (y,) = ex.run(a=a, b=b)
+        joined = np.concatenate([a, b])
+        softmax = np.exp(joined - joined.max()) / np.exp(joined - joined.max()).sum()
+        np.testing.assert_allclose(y, softmax + n, rtol=1e-5)
