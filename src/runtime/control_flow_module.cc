@@ -224,7 +224,10 @@ class ControlFlowModuleObj : public ModuleObj {
         throw error.WithContext("in iteration " + std::to_string(iteration) + " of a Loop");
       }
       condition = ScalarOf(results[0], "the condition a Loop body returns") != 0;
-      for (size_t i = 0; i < loop.carried; ++i) carried[i] = results[1 + i];
+      for (size_t i = 0; i < loop.carried; ++i) {
+        CheckCarriedShape(carried[i], results[1 + i], i, iteration);
+        carried[i] = results[1 + i];
+      }
       for (size_t s = 0; s < loop.scans; ++s) {
         const Tensor& scanned = results[1 + loop.carried + s];
         if (loop.returns_scans) {
@@ -243,6 +246,17 @@ class ControlFlowModuleObj : public ModuleObj {
           << "ran " << iteration;
     }
     return {};
+  }
+
+  /// A carried value keeps its shape: the body was compiled for the one it entered with.
+  static void CheckCarriedShape(const Tensor& entered, const Tensor& returned, size_t index,
+                                int64_t iteration) {
+    const Shape before = entered.shape();
+    const Shape after = returned.shape();
+    KILN_CHECK(std::equal(before.begin(), before.end(), after.begin(), after.end()), ValueError)
+        << "carried value " << index << " of a Loop entered iteration " << iteration
+        << " with shape " << before << " and the body returned " << after
+        << "; Kiln runs loops whose carried values keep their shape";
   }
 
   /// Each scan output: its rows stacked along a new leading axis. With no iteration, its rows

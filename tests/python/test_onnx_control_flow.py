@@ -413,3 +413,30 @@ def @main(%x: Tensor[(n), float32], %c: Tensor[(), bool]) {
     for n, cond in ((3, True), (5, False)):
         (y,) = ex.run(x=np.zeros(n, dtype=np.float32), c=np.array(cond))
         np.testing.assert_array_equal(y, np.full(n, 1.0 if cond else 2.0, dtype=np.float32))
+
+
+def test_a_carried_value_that_changes_shape_at_run_time_is_an_error_naming_it():
+    """The body returns x[:i + 2] as the carried value that entered as (1,): its type cannot
+    tell (a Slice to a run-time end), the run can."""
+    constant = [("two", [], [2]), ("axes", [1], [0]), ("starts", [1], [0])]
+    body = helper.make_graph(
+        [helper.make_node("Constant", [], [name], value=helper.make_tensor(name, INT64, dims, vals))
+         for name, dims, vals in constant] +
+        [helper.make_node("Add", ["i", "two"], ["end"]),
+         helper.make_node("Unsqueeze", ["end", "axes"], ["ends"]),
+         helper.make_node("Slice", ["x", "starts", "ends"], ["y_out"]),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"])],
+        "body", [value("i", INT64, []), value("cond_in", BOOL, []), value("y_in", FLOAT, [None])],
+        [value("cond_out", BOOL, []), value("y_out", FLOAT, [None])])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["n", "", "y"], ["final"], body=body)], "grow",
+        [value("x", FLOAT, [5]), value("y", FLOAT, [1]), value("n", INT64, [])],
+        [value("final", FLOAT, [None])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    ex = kiln.build(kiln.frontend.from_onnx(model))
+    x, y = np.arange(5, dtype=np.float32), np.zeros(1, dtype=np.float32)
+    (final,) = ex.run(x=x, y=y, n=np.array(0, dtype=np.int64))
+    np.testing.assert_array_equal(final, y)
+    with pytest.raises(ValueError, match=r"carried value 0 of a Loop entered iteration 0 with "
+                                         r"shape \(1,\) and the body returned \(2,\)"):
+        ex.run(x=x, y=y, n=np.array(3, dtype=np.int64))
