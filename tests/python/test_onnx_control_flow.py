@@ -440,3 +440,20 @@ def test_a_carried_value_that_changes_shape_at_run_time_is_an_error_naming_it():
     with pytest.raises(ValueError, match=r"carried value 0 of a Loop entered iteration 0 with "
                                          r"shape \(1,\) and the body returned \(2,\)"):
         ex.run(x=x, y=y, n=np.array(3, dtype=np.int64))
+
+
+@pytest.mark.parametrize("trips", [1, 4])
+def test_unroll_loops_replaces_a_small_constant_loop_with_its_body_and_keeps_its_values(trips):
+    mod = kiln.frontend.from_onnx(loop_model(trip_count=trips))
+    unrolled = transform.run_pipeline(mod, "InferType,UnrollLoops")
+    assert "loop(" not in str(unrolled)
+    pipeline = "InferType,UnrollLoops,SimplifyExpr,FoldConstant,FuseOps,InferType"
+    ex = kiln.build(mod, pipeline=pipeline)
+    final, scanned = ex.run(x=X, acc=ACC)
+    expected = np.stack([ACC + X * (k + 1) for k in range(trips)])
+    np.testing.assert_allclose(scanned, expected, rtol=1e-6)
+    np.testing.assert_allclose(final, expected[-1], rtol=1e-6)
+    # Past the limit (a config key of the pass context), the loop stays a loop.
+    kept = transform.run_pipeline(mod, "InferType,UnrollLoops",
+                                  **{"transform.unroll_loops.max_trip_count": trips - 1})
+    assert "loop(" in str(kept)

@@ -51,6 +51,13 @@ KILN_API Pass RecognizeSilu();
 /// the chain's intermediates. Opt level 2.
 KILN_API Pass RecognizeAttention();
 
+/// Replaces a Loop whose trip count is a constant of at most
+/// `transform.unroll_loops.max_trip_count` (default 8), whose condition is constant true and
+/// whose body passes its condition through (or returns constant true), with its body repeated:
+/// each iteration's carried values feed the next, and each scan output is the concatenation of
+/// its rows. Not in the default pipeline. Opt level 2.
+KILN_API Pass UnrollLoops();
+
 /// Groups the op calls of each function into primitive functions (attribute Primitive=1) by
 /// their pattern kinds: injective chains, producers of reductions, and elementwise epilogues
 /// of conv2d / dense / reductions (fuse_ops.cc has the rules). Every op call ends up in one;
