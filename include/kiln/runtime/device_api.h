@@ -103,8 +103,9 @@ class DeviceAPI {
 /// and lives for the process (backends are never unloaded).
 #define KILN_REGISTER_DEVICE_API(Name, ApiType)                           \
   KILN_REGISTER_GLOBAL("device_api." Name).set_body_typed([]() -> void* { \
-    static ApiType* api = new ApiType();                                  \
-    return const_cast<KilnDeviceApi*>(api->c_api());                      \
+    /* Filled once: concurrent lookups only read the table. */            \
+    static const KilnDeviceApi* table = (new ApiType())->c_api();         \
+    return const_cast<KilnDeviceApi*>(table);                             \
   })
 
 /// The caller's view of a device kind's API. Looked up at each call of Find, never cached
