@@ -36,6 +36,20 @@ const char* Bytes(const Tensor& data) {
 
 }  // namespace
 
+std::optional<int64_t> ScalarInt(const ir::Expr& value) {
+  const auto* constant = value.as<ir::ConstantObj>();
+  if (constant == nullptr || constant->data().NumElements() != 1) return std::nullopt;
+  const DLTensor& tensor = constant->data().dl_tensor();
+  const char* data = static_cast<const char*>(tensor.data) + tensor.byte_offset;
+  if (tensor.dtype.code == kDLInt && tensor.dtype.bits == 64) {
+    int64_t result = 0;
+    std::memcpy(&result, data, sizeof(result));
+    return result;
+  }
+  if (tensor.dtype.code == kDLUInt && tensor.dtype.bits == 1) return data[0] != 0 ? 1 : 0;
+  return std::nullopt;
+}
+
 std::optional<double> UniformValue(const ir::Constant& constant) {
   const Tensor& data = constant->data();
   const int64_t n = data.NumElements();

@@ -14,6 +14,10 @@ namespace transform {
 /// is a float or integer type of 8 to 64 bits; nullopt otherwise.
 std::optional<double> UniformValue(const ir::Constant& constant);
 
+/// The value of `value` when it is a constant of one element of dtype int64 or bool (0 or 1);
+/// nullopt for anything else: a condition, a trip count.
+std::optional<int64_t> ScalarInt(const ir::Expr& value);
+
 /// The elements of a float32 constant; nullopt for any other dtype.
 std::optional<std::vector<float>> Float32Values(const ir::Constant& constant);
 

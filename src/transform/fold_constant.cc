@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "constant_util.h"
 #include "typed_mutator.h"
 
 namespace kiln {
@@ -83,12 +84,9 @@ class ConstantFolder : public TypedMutator {
   /// An If on a constant condition is the branch it takes: the branch's body, which reads
   /// outer values directly, so nothing is left to bind.
   Expr RewriteIf(const ir::If& node) override {
-    const auto* cond = node->cond().as<ir::ConstantObj>();
-    if (cond == nullptr) return node;
-    // Type inference made it a bool tensor of one element: one byte.
-    const DLTensor& value = cond->data().dl_tensor();
-    const bool taken = *(static_cast<const uint8_t*>(value.data) + value.byte_offset) != 0;
-    return (taken ? node->then_branch() : node->else_branch())->body();
+    const std::optional<int64_t> cond = ScalarInt(node->cond());
+    if (!cond.has_value()) return node;
+    return (*cond != 0 ? node->then_branch() : node->else_branch())->body();
   }
 
   /// A field of a literal tuple is the field itself.

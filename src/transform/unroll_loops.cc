@@ -7,12 +7,13 @@
 #include <kiln/transform/pass_context.h>
 #include <kiln/transform/passes.h>
 
-#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "constant_util.h"
 
 namespace kiln {
 namespace transform {
@@ -22,22 +23,6 @@ using ir::Expr;
 
 constexpr const char* kMaxTripCount = "transform.unroll_loops.max_trip_count";
 KILN_REGISTER_PASS_CONFIG(kMaxTripCount, int64_t, 8);
-
-/// The value of a constant of one element as an int64 (a bool reads as 0 or 1); nullopt for
-/// anything else.
-std::optional<int64_t> ScalarOf(const Expr& value) {
-  const auto* constant = value.as<ir::ConstantObj>();
-  if (constant == nullptr || constant->data().NumElements() != 1) return std::nullopt;
-  const DLTensor& tensor = constant->data().dl_tensor();
-  const char* data = static_cast<const char*>(tensor.data) + tensor.byte_offset;
-  if (tensor.dtype.code == kDLInt && tensor.dtype.bits == 64) {
-    int64_t result = 0;
-    std::memcpy(&result, data, sizeof(result));
-    return result;
-  }
-  if (tensor.dtype.code == kDLUInt && tensor.dtype.bits == 1) return data[0] != 0 ? 1 : 0;
-  return std::nullopt;
-}
 
 /// A constant of shape () holding `value`: an int64, or a bool (one byte).
 Expr ScalarConstant(int64_t value, DLDataType dtype) {
@@ -57,14 +42,14 @@ class LoopUnroller : public ir::ExprMutator {
 
  protected:
   Expr VisitLoop(const ir::Loop& /*pre*/, const ir::Loop& post) override {
-    const std::optional<int64_t> trips = ScalarOf(post->trip_count());
+    const std::optional<int64_t> trips = ScalarInt(post->trip_count());
     if (!trips.has_value() || *trips < 0 || *trips > max_trip_count_) return post;
-    if (ScalarOf(post->condition()) != 1) return post;
+    if (ScalarInt(post->condition()) != 1) return post;
     const ir::Function& body = post->body();
     const auto* result = body->body().as<ir::TupleObj>();
     if (result == nullptr) return post;
     const Expr& returned = result->fields()[0];
-    if (!returned.same_as(body->params()[1]) && ScalarOf(returned) != 1) return post;
+    if (!returned.same_as(body->params()[1]) && ScalarInt(returned) != 1) return post;
     const int64_t carried_count = post->initial().size();
     const int64_t scans = result->fields().size() - 1 - carried_count;
     if (scans > 0 && *trips == 0) return post;  // no row to give the empty scan its shape
