@@ -3,6 +3,7 @@
 #include <kiln/codegen/graph_lowering.h>
 #include <kiln/ffi/registry.h>
 #include <kiln/ir/control_flow.h>
+#include <kiln/ir/expr_functor.h>
 #include <kiln/ir/function.h>
 #include <kiln/ir/op.h>
 #include <kiln/ir/type_relation.h>
@@ -94,44 +95,6 @@ std::pair<size_t, size_t> FieldRange(const ir::Type& tuple_type, int64_t index) 
   return {start, FlattenTensorTypes(tuple->fields()[index], "a tuple field").size()};
 }
 
-/// The direct operands lowering looks through; functions are not entered (a called function
-/// is lowered as a whole).
-std::vector<Expr> Operands(const Expr& expr) {
-  if (const auto* call = expr.as<ir::CallObj>()) {
-    std::vector<Expr> operands(call->args().begin(), call->args().end());
-    return operands;
-  }
-  if (const auto* tuple = expr.as<ir::TupleObj>()) {
-    return std::vector<Expr>(tuple->fields().begin(), tuple->fields().end());
-  }
-  if (const auto* item = expr.as<ir::TupleGetItemObj>()) return {item->tuple()};
-  return {};
-}
-
-/// The nodes under `root` (not inside called functions), children before parents, each once.
-/// Iterative: a model's graph can be deeper than the stack.
-std::vector<Expr> PostOrder(const Expr& root) {
-  std::vector<Expr> order;
-  std::set<const Object*> done;
-  std::vector<std::pair<Expr, bool>> stack{{root, false}};
-  while (!stack.empty()) {
-    const Expr expr = std::move(stack.back().first);
-    const bool expanded = stack.back().second;
-    stack.pop_back();
-    if (done.count(expr.get()) != 0) continue;
-    if (expanded) {
-      done.insert(expr.get());
-      order.push_back(expr);
-      continue;
-    }
-    stack.emplace_back(expr, true);
-    for (const Expr& operand : Operands(expr)) {
-      if (done.count(operand.get()) == 0) stack.emplace_back(operand, false);
-    }
-  }
-  return order;
-}
-
 /// The size variables `types` use.
 std::set<std::string> SizesUsed(const std::vector<ir::Type>& types) {
   std::set<std::string> used;
@@ -152,7 +115,8 @@ std::vector<ir::Type> TypesOfCall(const Expr& expr) {
   const auto* call = expr.as<ir::CallObj>();
   const auto* callee = call == nullptr ? nullptr : call->op().as<ir::FunctionObj>();
   if (callee != nullptr) {
-    for (const Expr& inner : PostOrder(callee->body())) types.push_back(inner->checked_type());
+    for (const Expr& inner : ir::DataflowPostOrder(callee->body()))
+      types.push_back(inner->checked_type());
   }
   return types;
 }
@@ -193,7 +157,12 @@ class GraphLowering {
       inputs_.emplace_back(param->name_hint().str(), entry);
       entries_of_[param.get()] = {entry};
     }
-    for (const Expr& expr : PostOrder(main->body())) LowerMainNode(expr);
+    const std::map<std::string, Expr> definers = SizeDefiners(main->body());
+    auto definers_of_sizes_used = [&definers](const Expr& expr) {
+      return DefinersOfSizesUsed(expr, definers);
+    };
+    for (const Expr& expr : ir::DataflowPostOrder(main->body(), definers_of_sizes_used))
+      LowerMainNode(expr);
     ReportMissingKernels();
     const std::vector<int64_t> outputs = EntriesOf(main->body());
     for (int64_t entry : outputs) entries_[entry].pinned = true;
@@ -258,13 +227,69 @@ class GraphLowering {
     return outputs;
   }
 
-  void LowerMainCall(const ir::Call& call, const ir::CallObj& node) {
-    ir::Function callee;
+  /// The function `node` calls; undefined for an op.
+  ir::Function CalleeOf(const ir::CallObj& node) const {
     if (const auto* gvar = node.op().as<ir::GlobalVarObj>()) {
-      callee = mod_.Lookup(gvar->name_hint().str());
-    } else if (node.op().as<ir::FunctionObj>() != nullptr) {
-      callee = Downcast<ir::Function>(node.op());
+      return mod_.Lookup(gvar->name_hint().str());
     }
+    if (node.op().as<ir::FunctionObj>() != nullptr) return Downcast<ir::Function>(node.op());
+    return ir::Function();
+  }
+
+  /// The define_sizes call that `node` is, or that the whole body of `callee` (its function)
+  /// is; null for any other call.
+  static const ir::CallObj* AsDefineSizes(const ir::CallObj& node, const ir::Function& callee) {
+    const ir::CallObj* define = callee.defined() ? callee->body().as<ir::CallObj>() : &node;
+    const auto* op = define == nullptr ? nullptr : define->op().as<ir::OpObj>();
+    return op != nullptr && op->name().str() == "define_sizes" ? define : nullptr;
+  }
+
+  /// The call of @main that defines each size a run decides (docs/design.md §22): the
+  /// define_sizes naming it, else the first call whose function returns an output with that
+  /// extent (kReturnsOutputsAttr). A size reaches its readers through types only, so nothing
+  /// else puts, say, an expand to the extent a NonZero decided after that NonZero.
+  std::map<std::string, Expr> SizeDefiners(const Expr& body) const {
+    std::map<std::string, Expr> definers;
+    for (const Expr& expr : ir::DataflowPostOrder(body)) {
+      const auto* node = expr.as<ir::CallObj>();
+      if (node == nullptr) continue;
+      const ir::Function callee = CalleeOf(*node);
+      if (const ir::CallObj* define = AsDefineSizes(*node, callee)) {
+        for (const Any& size : define->attrs().at(String("sizes")).cast<Array<Any>>()) {
+          definers[size.cast<arith::SizeExpr>().ToString()] = expr;
+        }
+        continue;
+      }
+      const std::optional<int64_t> returns =
+          callee.defined() ? callee.GetAttr<int64_t>(kReturnsOutputsAttr) : std::nullopt;
+      if (!returns.has_value()) continue;
+      const std::vector<ir::TensorType> outputs =
+          FlattenTensorTypes(expr->checked_type(), "a call returning outputs");
+      for (size_t k = outputs.size() - static_cast<size_t>(*returns); k < outputs.size(); ++k) {
+        for (const arith::SizeExpr& extent : ShapeOf(outputs[k])) {
+          if (const auto* var = extent.as<arith::SizeVarObj>()) {
+            definers.emplace(var->name().str(), expr);
+          }
+        }
+      }
+    }
+    return definers;
+  }
+
+  /// The definers (SizeDefiners) of the sizes `expr`'s types use, as operands to lower first.
+  static std::vector<Expr> DefinersOfSizesUsed(const Expr& expr,
+                                               const std::map<std::string, Expr>& definers) {
+    std::vector<Expr> operands;
+    if (expr.as<ir::CallObj>() == nullptr) return operands;
+    for (const std::string& var : SizesUsed(TypesOfCall(expr))) {
+      auto it = definers.find(var);
+      if (it != definers.end() && it->second.get() != expr.get()) operands.push_back(it->second);
+    }
+    return operands;
+  }
+
+  void LowerMainCall(const ir::Call& call, const ir::CallObj& node) {
+    const ir::Function callee = CalleeOf(node);
     if (LowerDefineSizes(call, node, callee)) return;
     if (callee.defined() && callee->attrs().count(String(ir::attr::kCompiler)) != 0) {
       LowerExternalCall(call, callee);
@@ -310,45 +335,40 @@ class GraphLowering {
     entries_of_[call.get()] = AddNode(builder, results, call->checked_type(), node_inputs);
   }
 
-  /// Appends to a node's inputs an entry for each size that `types` (its function's results
-  /// and temporaries) use but its inputs' extents do not give: the kernel program binds sizes
-  /// from its arguments' extents only (a fused expand to a size a later Shape computed).
+  /// Appends to a node's inputs a size carrier for each size that `types` (its function's
+  /// results and temporaries) use but its inputs' extents do not give: the kernel program binds
+  /// sizes from its arguments' extents only (a fused expand to a size a NonZero decided).
   void AddSizeCarriers(const std::vector<ir::Type>& types, std::vector<int64_t>& node_inputs) {
     std::set<std::string> given;  // an extent gives its size only on its own (n, not n + m)
-    auto note = [&given](const runtime::SymbolicShape& shape) {
-      for (const arith::SizeExpr& extent : shape) {
+    for (int64_t entry : node_inputs) {
+      for (const arith::SizeExpr& extent : entries_[entry].shape) {
         if (const auto* var = extent.as<arith::SizeVarObj>()) given.insert(var->name().str());
       }
-    };
-    for (int64_t entry : node_inputs) note(entries_[entry].shape);
+    }
     for (const std::string& var : SizesUsed(types)) {
-      if (given.count(var) != 0) continue;
-      const std::optional<int64_t> carrier = EntryWithExtent(var);
-      if (!carrier.has_value()) continue;  // the kernel program names it
-      node_inputs.push_back(*carrier);
-      note(entries_[*carrier].shape);
+      if (given.count(var) == 0) node_inputs.push_back(SizeCarrier(var));
     }
   }
 
-  /// An entry one of whose extents is exactly size `var`.
-  std::optional<int64_t> EntryWithExtent(const std::string& var) const {
-    for (size_t e = 0; e < entries_.size(); ++e) {
-      for (const arith::SizeExpr& extent : entries_[e].shape) {
-        const auto* size = extent.as<arith::SizeVarObj>();
-        if (size != nullptr && size->name().str() == var) return static_cast<int64_t>(e);
-      }
+  /// The entry of shape (var, 0) that carries size `var` into kernel programs: it holds no
+  /// element, so no node writes it (the graph reader lets a node read an empty entry unwritten)
+  /// and it takes no memory, whatever the lifetime of what it is read with.
+  int64_t SizeCarrier(const std::string& var) {
+    auto [it, added] = size_carriers_.emplace(var, 0);
+    if (added) {
+      entries_.push_back(
+          GraphEntry{{arith::SizeVar(String(var)), arith::IntImm(0)}, DLDataType{kDLUInt, 8, 1}});
+      it->second = static_cast<int64_t>(entries_.size()) - 1;
     }
-    return std::nullopt;
+    return it->second;
   }
 
   /// A define_sizes call, alone or as the whole body of a fused function, is no node: its value
   /// is its data's entry, and its values' entry defines its sizes (docs/design.md §22). False
   /// for any other call.
   bool LowerDefineSizes(const ir::Call& call, const ir::CallObj& node, const ir::Function& callee) {
-    const ir::CallObj* define = &node;
-    if (callee.defined()) define = callee->body().as<ir::CallObj>();
-    const auto* op = define == nullptr ? nullptr : define->op().as<ir::OpObj>();
-    if (op == nullptr || op->name().str() != "define_sizes") return false;
+    const ir::CallObj* define = AsDefineSizes(node, callee);
+    if (define == nullptr) return false;
     // The arguments of the call; in a fused function, the call's arguments its parameters are.
     auto argument = [&](size_t i) -> Expr {
       const Expr& arg = define->args()[static_cast<int64_t>(i)];
@@ -530,7 +550,7 @@ class GraphLowering {
 
   /// Adds `body`'s op calls as steps of `builder`; returns the refs of its result.
   Refs LowerBody(FunctionBuilder& builder, const Expr& body) {
-    for (const Expr& expr : PostOrder(body)) {
+    for (const Expr& expr : ir::DataflowPostOrder(body)) {
       if (builder.Find(expr.get()).has_value()) continue;
       builder.Bind(expr.get(), LowerBodyNode(builder, expr));
     }
@@ -607,7 +627,7 @@ class GraphLowering {
   /// "fused_nn_conv2d_add_nn_relu" from the ops a primitive function calls, in order.
   static std::string FusedName(const ir::Function& func) {
     std::string name = "fused";
-    for (const Expr& expr : PostOrder(func->body())) {
+    for (const Expr& expr : ir::DataflowPostOrder(func->body())) {
       const auto* call = expr.as<ir::CallObj>();
       const auto* op = call != nullptr ? call->op().as<ir::OpObj>() : nullptr;
       if (op == nullptr || name.size() > 48) continue;
@@ -745,7 +765,8 @@ class GraphLowering {
   std::unordered_map<const Object*, std::vector<int64_t>> entries_of_;
   Json functions_ = Json::array();
   Json size_definitions_ = Json::array();
-  std::set<std::string> defined_by_return_;  ///< sizes defined when DefineByReturn last ran
+  std::set<std::string> defined_by_return_;       ///< sizes defined when DefineByReturn last ran
+  std::map<std::string, int64_t> size_carriers_;  ///< size -> its SizeCarrier entry
   std::vector<Tensor> constants_;
   Json constant_specs_ = Json::array();
   std::unordered_map<const Object*, size_t> constant_ids_;

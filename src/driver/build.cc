@@ -98,8 +98,9 @@ transform::Pass DefaultPipeline(const std::vector<std::string>& compilers) {
 transform::Pass DefaultPipeline(const BuildOptions& options) {
   using namespace transform;  // NOLINT(google-build-using-namespace): the list reads as a recipe
   const std::vector<std::string>& compilers = options.compilers;
-  std::vector<Pass> passes = {InferType(), SimplifyExpr(), FoldConstant(), CanonicalizeBatchNorm(),
-                              FoldConstant()};
+  std::vector<Pass> passes = {InferType(),    SimplifyExpr(),
+                              FoldConstant(), CanonicalizeBatchNorm(),
+                              FoldConstant(), OutlineControlFlow()};
   if (!compilers.empty()) {
     const Array<String> names(compilers.begin(), compilers.end());
     passes.insert(passes.end(), {MergeComposite(names), AnnotateTarget(compilers),

@@ -54,7 +54,7 @@ class DotWriter {
            << "];\n";
       sources_[param.get()] = {id};
     }
-    ir::PostOrderVisit(main->body(), [this](const ir::Expr& expr) { Visit(expr); });
+    for (const ir::Expr& expr : ir::DataflowPostOrder(main->body())) Visit(expr);
     WriteLegend();
     out_ << "}\n";
     return out_.str();

@@ -1,6 +1,7 @@
 // Iterative post-order drivers behind ExprVisitor, ExprMutator and PostOrderVisit.
 #include <kiln/ir/expr_functor.h>
 
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -220,6 +221,47 @@ void PostOrderVisit(const Expr& expr, const std::function<void(const Expr&)>& fn
         visited.insert(node);
         fn(node);
       });
+}
+
+std::vector<Expr> DataflowPostOrder(const Expr& expr, const ExtraOperands& extra) {
+  auto operands_of = [&extra](const Expr& node) {
+    std::vector<Expr> operands;
+    if (const auto* call = node.as<CallObj>()) {
+      operands.assign(call->args().begin(), call->args().end());
+    } else if (const auto* tuple = node.as<TupleObj>()) {
+      operands.assign(tuple->fields().begin(), tuple->fields().end());
+    } else if (const auto* item = node.as<TupleGetItemObj>()) {
+      operands.push_back(item->tuple());
+    } else {
+      operands = OuterOperands(node);
+    }
+    if (extra) {
+      for (Expr& operand : extra(node)) operands.push_back(std::move(operand));
+    }
+    return operands;
+  };
+  std::vector<Expr> order;
+  std::unordered_set<const Object*> done;
+  std::unordered_set<const Object*> entered;  // on the current path, not yet done
+  std::vector<std::pair<Expr, bool>> stack{{expr, false}};
+  while (!stack.empty()) {
+    const Expr node = std::move(stack.back().first);
+    const bool expanded = stack.back().second;
+    stack.pop_back();
+    if (done.count(node.get()) != 0) continue;
+    if (expanded) {
+      done.insert(node.get());
+      entered.erase(node.get());
+      order.push_back(node);
+      continue;
+    }
+    if (!entered.insert(node.get()).second) continue;
+    stack.emplace_back(node, true);
+    for (const Expr& operand : operands_of(node)) {
+      if (done.count(operand.get()) == 0) stack.emplace_back(operand, false);
+    }
+  }
+  return order;
 }
 
 namespace {

@@ -128,6 +128,12 @@ std::string DescribeEntry(const GraphEntry& entry) {
   return os.str();
 }
 
+/// Whether `entry` holds no element whatever its sizes: one of its extents is 0.
+bool HasNoElement(const GraphEntry& entry) {
+  return std::any_of(entry.shape.begin(), entry.shape.end(),
+                     [](const arith::SizeExpr& extent) { return extent.as_int() == 0; });
+}
+
 /// The compact size of a static `shape` of `dtype`; a ValueError when it does not fit in an
 /// int64.
 int64_t CompactBytes(const std::vector<int64_t>& shape, DLDataType dtype, const std::string& path) {
@@ -273,6 +279,10 @@ void CheckDataflow(Graph& graph) {
     const GraphNode& node = graph.nodes[i];
     const auto index = static_cast<int64_t>(i);
     for (int64_t entry : node.inputs) {
+      // An empty entry has nothing to write: a size carrier (a (n, 0) tensor a kernel program
+      // reads n from) is read unwritten, from the first node that reads it.
+      if (first[entry] == Graph::kUnused && HasNoElement(graph.entries[entry]))
+        first[entry] = index;
       KILN_CHECK(first[entry] != Graph::kUnused, ValueError)
           << "graph JSON: " << DescribeNode(graph, i) << " reads entry " << entry
           << " before any node writes it (and no input names it)";

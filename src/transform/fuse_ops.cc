@@ -51,13 +51,17 @@ std::vector<Expr> Operands(const Expr& expr) {
   return {};
 }
 
+/// Op calls, tuples and fields group; a call of a function (an external region, control flow,
+/// a group fused before) is a node too, never joined (it is opaque), so that it is rebuilt
+/// reading what its arguments became.
 bool IsDataflowNode(const Expr& expr) {
-  return IsOpCall(expr) || expr.as<ir::TupleObj>() != nullptr ||
+  return expr.as<ir::CallObj>() != nullptr || expr.as<ir::TupleObj>() != nullptr ||
          expr.as<ir::TupleGetItemObj>() != nullptr;
 }
 
 OpPattern PatternOf(const Expr& expr) {
   if (IsOpCall(expr)) return Downcast<ir::Op>(expr.as<ir::CallObj>()->op()).pattern();
+  if (expr.as<ir::CallObj>() != nullptr) return OpPattern::kOpaque;
   if (expr.as<ir::TupleObj>() != nullptr) return OpPattern::kTuple;
   return OpPattern::kInjective;  // TupleGetItem: reads a field, computes nothing
 }
@@ -69,11 +73,11 @@ struct DataflowGraph {
   std::vector<int> uses;
 
   explicit DataflowGraph(const Expr& body) {
-    ir::PostOrderVisit(body, [this](const Expr& expr) {
-      if (!IsDataflowNode(expr) || index.count(expr.get())) return;
+    for (const Expr& expr : ir::DataflowPostOrder(body)) {
+      if (!IsDataflowNode(expr)) continue;
       index.emplace(expr.get(), nodes.size());
       nodes.push_back(expr);
-    });
+    }
     uses.assign(nodes.size(), 0);
     for (const Expr& node : nodes) {
       for (const Expr& operand : Operands(node)) {

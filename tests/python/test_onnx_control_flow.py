@@ -457,3 +457,63 @@ def test_unroll_loops_replaces_a_small_constant_loop_with_its_body_and_keeps_its
     kept = transform.run_pipeline(mod, "InferType,UnrollLoops",
                                   **{"transform.unroll_loops.max_trip_count": trips - 1})
     assert "loop(" in str(kept)
+
+
+def ssdlite_with_calibrated_statistics(torch, torchvision):
+    """torchvision's SSDlite (MobileNetV3 backbone, 5 classes) with random weights: batch-norm
+    statistics taken from random images and the head drawn at random, so that scores depend on
+    the image and are all distinct (untrained statistics give every anchor the same score)."""
+    torch.manual_seed(0)
+    model = torchvision.models.detection.ssdlite320_mobilenet_v3_large(
+        weights=None, weights_backbone=None, num_classes=5)
+    for parameter in model.head.parameters():
+        torch.nn.init.normal_(parameter, std=0.05)
+    for module in model.modules():
+        if isinstance(module, torch.nn.BatchNorm2d):
+            module.momentum = None  # a plain average over the calibration batch
+            module.reset_running_stats()
+    model.train()
+    with torch.no_grad():
+        features = model.backbone(torch.rand(4, 3, 320, 320))
+        model.head(list(features.values()))
+    return model.eval()
+
+
+def test_torchvision_ssdlite_detects_what_pytorch_detects_after_export_and_reload(tmp_path):
+    """The whole detector, post-processing included: per-class score thresholds (NonZero), top
+    candidates (TopK of a data-decided k), batched NMS behind an If on whether any box is left,
+    and labels expanded to each class's data-decided count; exported to one library and run in
+    a fresh process. Detections whose scores nearly tie may come in another order, so each of
+    Kiln's detections is matched to one of PyTorch's."""
+    torch = pytest.importorskip("torch")
+    torchvision = pytest.importorskip("torchvision")
+    model = ssdlite_with_calibrated_statistics(torch, torchvision)
+    onnx_path, library = str(tmp_path / "ssdlite.onnx"), str(tmp_path / "ssdlite.so")
+    torch.onnx.export(model, ([torch.rand(3, 320, 320)],), onnx_path, opset_version=13,
+                      input_names=["images"], output_names=["boxes", "scores", "labels"])
+    kiln.build(kiln.frontend.from_onnx(onnx_path)).export_library(library)
+    torch.manual_seed(1)
+    images = [torch.rand(3, 320, 320) for _ in range(3)]
+    inputs, outputs = str(tmp_path / "images.npz"), str(tmp_path / "detections.npz")
+    np.savez(inputs, *[image.numpy() for image in images])
+    script = (
+        "import numpy as np, kiln\n"
+        f"ex = kiln.load_module({library!r})\n"
+        f"data = np.load({inputs!r})\n"
+        "found = [ex.run(images=data[f'arr_{i}']) for i in range(len(data.files))]\n"
+        f"np.savez({outputs!r}, *[t for detections in found for t in detections])\n")
+    subprocess.run([sys.executable, "-c", script], env=dict(os.environ), check=True)
+    found = np.load(outputs)
+    for i, image in enumerate(images):
+        with torch.no_grad():
+            expected = model([image])[0]
+        boxes, scores, labels = (found[f"arr_{3 * i + k}"] for k in range(3))
+        ref_boxes, ref_scores = expected["boxes"].numpy(), expected["scores"].numpy()
+        ref_labels = expected["labels"].numpy()
+        assert boxes.shape == ref_boxes.shape and scores.shape == ref_scores.shape
+        np.testing.assert_allclose(np.sort(scores), np.sort(ref_scores), atol=1e-4)
+        cutoff = ref_scores.min() + 1e-4  # the last places may go to nearly tied candidates
+        for box, score, label in zip(boxes, scores, labels):
+            same = ((ref_labels == label) & (np.abs(ref_scores - score) < 1e-4)
+                    & (np.abs(ref_boxes - box).max(axis=1) < 1e-2))
+            assert same.any() or score < cutoff, (box, score, label)

@@ -358,3 +358,39 @@ def @main(%a: Tensor[(n), float32], %b: Tensor[(m), float32]) {
         joined = np.concatenate([a, b])
         softmax = np.exp(joined - joined.max()) / np.exp(joined - joined.max()).sum()
         np.testing.assert_allclose(y, softmax + n, rtol=1e-5)
+
+
+def test_values_sized_by_a_data_decided_size_come_after_the_node_that_decides_it():
+    """Detection heads give each class's boxes a label: Expand(class, Shape(NonZero(scores)))
+    per class, concatenated. The expands read no value NonZero computes, only its size, and the
+    labels are the last output, which lowering meets first: the size still orders them."""
+    nodes, labels = [], []
+    for c in (1, 2):
+        nodes += [
+            helper.make_node("Greater", [f"x{c}", "threshold"], [f"keep{c}"]),
+            helper.make_node("NonZero", [f"keep{c}"], [f"where{c}"]),
+            helper.make_node("Shape", [f"where{c}"], [f"shape{c}"]),
+            helper.make_node("Gather", [f"shape{c}", "one"], [f"count{c}"], axis=0),
+            helper.make_node("Expand", [f"class{c}", f"count{c}"], [f"labels{c}"]),
+        ]
+        labels.append(f"labels{c}")
+    nodes.append(helper.make_node("Concat", labels, ["labels"], axis=0))
+    initializers = [helper.make_tensor("one", INT64, [1], [1]),
+                    helper.make_tensor("threshold", FLOAT, [], [0.5]),
+                    helper.make_tensor("class1", INT64, [], [1]),
+                    helper.make_tensor("class2", INT64, [], [2])]
+    graph = helper.make_graph(
+        nodes, "labels", [helper.make_tensor_value_info(f"x{c}", FLOAT, [5]) for c in (1, 2)],
+        [helper.make_tensor_value_info("where1", INT64, [1, None]),
+         helper.make_tensor_value_info("where2", INT64, [1, None]),
+         helper.make_tensor_value_info("labels", INT64, [None])], initializer=initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    ex = kiln.build(kiln.frontend.from_onnx(model))
+    rng = np.random.default_rng(3)
+    for _ in range(4):
+        x1, x2 = rng.random(5, dtype=np.float32), rng.random(5, dtype=np.float32)
+        where1, where2, got = ex.run(x1=x1, x2=x2)
+        np.testing.assert_array_equal(where1[0], np.nonzero(x1 > 0.5)[0])
+        np.testing.assert_array_equal(where2[0], np.nonzero(x2 > 0.5)[0])
+        expected = [1] * int((x1 > 0.5).sum()) + [2] * int((x2 > 0.5).sum())
+        assert got.tolist() == expected

@@ -88,6 +88,16 @@ class KILN_API ExprMutator {
 /// Calls `fn` once on every node reachable from `expr`, children before parents.
 KILN_API void PostOrderVisit(const Expr& expr, const std::function<void(const Expr&)>& fn);
 
+/// More operands of a node that a walk must finish before it (DataflowPostOrder).
+using ExtraOperands = std::function<std::vector<Expr>(const Expr&)>;
+
+/// The nodes that `expr`'s function computes to produce it, children before parents, each once:
+/// a call's arguments, a tuple's fields, a field's tuple, an If's or a Loop's OuterOperands,
+/// but not callees or bodies, which are other functions. `extra` adds operands of a node; one
+/// that would close a cycle (it depends on the node waiting for it) is left out.
+KILN_API std::vector<Expr> DataflowPostOrder(const Expr& expr,
+                                             const ExtraOperands& extra = nullptr);
+
 /// `expr` with the variables in `values` (keyed by their object) replaced: a function's
 /// parameters by a call's arguments, or by constants.
 KILN_API Expr SubstituteVars(const Expr& expr,

@@ -51,6 +51,19 @@ KILN_API Pass RecognizeSilu();
 /// the chain's intermediates. Opt level 2.
 KILN_API Pass RecognizeAttention();
 
+/// The external compiler name of the functions OutlineControlFlow makes; kiln::Build compiles
+/// them itself (docs/design.md §32).
+constexpr const char* kControlFlowCompiler = "control_flow";
+
+/// Replaces each If and Loop that @main computes with a call of a closed function tagged
+/// Compiler="control_flow" (and a global_symbol, kiln_if_N or kiln_loop_N) that holds it: the
+/// call's arguments are the node's operands, then every value its bodies read from @main,
+/// which the bodies then read as the function's parameters. Passes that regroup @main's
+/// dataflow see those reads as uses. A branch or loop whose outputs' extents only the run
+/// decides returns them (codegen::kReturnsOutputsAttr). Required; in the default pipeline after
+/// FoldConstant, which folds an If on a constant condition.
+KILN_API Pass OutlineControlFlow();
+
 /// Replaces a Loop whose trip count is a constant of at most
 /// `transform.unroll_loops.max_trip_count` (default 8), whose condition is constant true and
 /// whose body passes its condition through (or returns constant true), with its body repeated:
