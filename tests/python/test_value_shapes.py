@@ -361,36 +361,47 @@ def @main(%a: Tensor[(n), float32], %b: Tensor[(m), float32]) {
 
 
 def test_values_sized_by_a_data_decided_size_come_after_the_node_that_decides_it():
-    """Detection heads give each class's boxes a label: Expand(class, Shape(NonZero(scores)))
-    per class, concatenated. The expands read no value NonZero computes, only its size, and the
-    labels are the last output, which lowering meets first: the size still orders them."""
-    nodes, labels = [], []
+    """Detection heads label each class's top boxes: per class, k = min(2, how many scores pass
+    the threshold), TopK of k, and Expand(class, Shape(top)); the labels are concatenated. The
+    expands read no value TopK computes, only its size k, and the labels are the last output,
+    which lowering meets first: the size still orders them after each TopK's size is defined."""
+    nodes, labels, tops = [], [], []
     for c in (1, 2):
         nodes += [
             helper.make_node("Greater", [f"x{c}", "threshold"], [f"keep{c}"]),
             helper.make_node("NonZero", [f"keep{c}"], [f"where{c}"]),
-            helper.make_node("Shape", [f"where{c}"], [f"shape{c}"]),
-            helper.make_node("Gather", [f"shape{c}", "one"], [f"count{c}"], axis=0),
-            helper.make_node("Expand", [f"class{c}", f"count{c}"], [f"labels{c}"]),
+            helper.make_node("Shape", [f"where{c}"], [f"where_shape{c}"]),
+            helper.make_node("Gather", [f"where_shape{c}", "one"], [f"count{c}"], axis=0),
+            helper.make_node("Concat", ["two", f"count{c}"], [f"candidates{c}"], axis=0),
+            helper.make_node("ReduceMin", [f"candidates{c}"], [f"k{c}"], keepdims=1),
+            helper.make_node("TopK", [f"x{c}", f"k{c}"], [f"top{c}", f"top_indices{c}"]),
+            helper.make_node("Shape", [f"top{c}"], [f"top_shape{c}"]),
+            helper.make_node("Expand", [f"class{c}", f"top_shape{c}"], [f"labels{c}"]),
         ]
         labels.append(f"labels{c}")
-    nodes.append(helper.make_node("Concat", labels, ["labels"], axis=0))
+        tops.append(f"top{c}")
+    # NonZero fuses with nothing: the group of the expands then reads no tensor at all.
+    nodes += [helper.make_node("Concat", labels, ["concatenated"], axis=0),
+              helper.make_node("Greater", ["concatenated", "zero"], ["positive"]),
+              helper.make_node("NonZero", ["positive"], ["labels"])]
     initializers = [helper.make_tensor("one", INT64, [1], [1]),
+                    helper.make_tensor("two", INT64, [1], [2]),
                     helper.make_tensor("threshold", FLOAT, [], [0.5]),
-                    helper.make_tensor("class1", INT64, [], [1]),
+                    helper.make_tensor("zero", INT64, [], [0]),
+                    helper.make_tensor("class1", INT64, [], [-1]),
                     helper.make_tensor("class2", INT64, [], [2])]
     graph = helper.make_graph(
         nodes, "labels", [helper.make_tensor_value_info(f"x{c}", FLOAT, [5]) for c in (1, 2)],
-        [helper.make_tensor_value_info("where1", INT64, [1, None]),
-         helper.make_tensor_value_info("where2", INT64, [1, None]),
-         helper.make_tensor_value_info("labels", INT64, [None])], initializer=initializers)
+        [helper.make_tensor_value_info(top, FLOAT, [None]) for top in tops]
+        + [helper.make_tensor_value_info("labels", INT64, [1, None])], initializer=initializers)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     ex = kiln.build(kiln.frontend.from_onnx(model))
     rng = np.random.default_rng(3)
     for _ in range(4):
         x1, x2 = rng.random(5, dtype=np.float32), rng.random(5, dtype=np.float32)
-        where1, where2, got = ex.run(x1=x1, x2=x2)
-        np.testing.assert_array_equal(where1[0], np.nonzero(x1 > 0.5)[0])
-        np.testing.assert_array_equal(where2[0], np.nonzero(x2 > 0.5)[0])
-        expected = [1] * int((x1 > 0.5).sum()) + [2] * int((x2 > 0.5).sum())
-        assert got.tolist() == expected
+        top1, top2, got = ex.run(x1=x1, x2=x2)
+        k1, k2 = min(2, int((x1 > 0.5).sum())), min(2, int((x2 > 0.5).sum()))
+        np.testing.assert_array_equal(top1, np.sort(x1)[::-1][:k1])
+        np.testing.assert_array_equal(top2, np.sort(x2)[::-1][:k2])
+        # Class 1 is labelled -1 and class 2 is labelled 2: the positive ones are class 2's.
+        assert got.tolist() == [list(range(k1, k1 + k2))]
