@@ -230,6 +230,15 @@ def build_type(build_dir):
     return "unknown build type"
 
 
+def use_build_plugins(build_dir):
+    """Makes the build's plugins loadable by name (the "Kiln + dnnl" variants), and OpenMP
+    threads (oneDNN's) sleep when idle instead of spinning through the next variant's turn, as
+    bench/models runs them. Call before ort_peer.enter_venv, which re-executes with this
+    environment."""
+    os.environ.setdefault("KILN_PLUGIN_PATH", os.path.join(build_dir, "lib", "kiln", "plugins"))
+    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+
+
 def publish_section(output, section_text, section):
     """Prints the section and writes it into `output` (None: --quick, nothing written)."""
     print(section_text)

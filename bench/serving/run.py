@@ -266,11 +266,7 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     generator = harness.load_model_generator()
     args = parse_args(argv, list(generator.MODELS))
-    # The build's plugins (Kiln + dnnl), and OpenMP threads (oneDNN's) that sleep when idle
-    # instead of spinning through the next variant's cell, as bench/models runs them.
-    os.environ.setdefault("KILN_PLUGIN_PATH",
-                          os.path.join(args.build_dir, "lib", "kiln", "plugins"))
-    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+    harness.use_build_plugins(args.build_dir)
     ort_peer.enter_venv(args.build_dir, __file__, argv)
 
     log(f"reference models in {args.models_dir}")

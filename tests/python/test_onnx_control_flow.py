@@ -4,6 +4,7 @@ control_flow module runs (docs/design.md §32). Every input is fed at run time u
 binds it; results are checked against numpy."""
 
 import os
+import pathlib
 import subprocess
 import sys
 import threading
@@ -17,6 +18,9 @@ from onnx import TensorProto, helper  # noqa: E402
 import kiln  # noqa: E402
 import kiln.frontend  # noqa: E402
 from kiln import transform  # noqa: E402
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "models"))
+import detection  # noqa: E402  (tests/models/detection.py: SSDlite for tests and benchmarks)
 
 FLOAT, BOOL, INT64 = TensorProto.FLOAT, TensorProto.BOOL, TensorProto.INT64
 
@@ -459,26 +463,6 @@ def test_unroll_loops_replaces_a_small_constant_loop_with_its_body_and_keeps_its
     assert "loop(" in str(kept)
 
 
-def ssdlite_with_calibrated_statistics(torch, torchvision):
-    """torchvision's SSDlite (MobileNetV3 backbone, 5 classes) with random weights: batch-norm
-    statistics taken from random images and the head drawn at random, so that scores depend on
-    the image and are all distinct (untrained statistics give every anchor the same score)."""
-    torch.manual_seed(0)
-    model = torchvision.models.detection.ssdlite320_mobilenet_v3_large(
-        weights=None, weights_backbone=None, num_classes=5)
-    for parameter in model.head.parameters():
-        torch.nn.init.normal_(parameter, std=0.05)
-    for module in model.modules():
-        if isinstance(module, torch.nn.BatchNorm2d):
-            module.momentum = None  # a plain average over the calibration batch
-            module.reset_running_stats()
-    model.train()
-    with torch.no_grad():
-        features = model.backbone(torch.rand(4, 3, 320, 320))
-        model.head(list(features.values()))
-    return model.eval()
-
-
 def test_torchvision_ssdlite_detects_what_pytorch_detects_after_export_and_reload(tmp_path):
     """The whole detector, post-processing included: per-class score thresholds (NonZero), top
     candidates (TopK of a data-decided k), batched NMS behind an If on whether any box is left,
@@ -487,10 +471,9 @@ def test_torchvision_ssdlite_detects_what_pytorch_detects_after_export_and_reloa
     Kiln's detections is matched to one of PyTorch's."""
     torch = pytest.importorskip("torch")
     torchvision = pytest.importorskip("torchvision")
-    model = ssdlite_with_calibrated_statistics(torch, torchvision)
+    model = detection.ssdlite_with_calibrated_statistics(torch, torchvision)
     onnx_path, library = str(tmp_path / "ssdlite.onnx"), str(tmp_path / "ssdlite.so")
-    torch.onnx.export(model, ([torch.rand(3, 320, 320)],), onnx_path, opset_version=13,
-                      input_names=["images"], output_names=["boxes", "scores", "labels"])
+    detection.export_ssdlite(torch, model, onnx_path)
     kiln.build(kiln.frontend.from_onnx(onnx_path)).export_library(library)
     torch.manual_seed(1)
     images = [torch.rand(3, 320, 320) for _ in range(3)]
