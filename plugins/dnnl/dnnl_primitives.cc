@@ -89,7 +89,8 @@ std::optional<Eltwise> EltwiseOf(const std::string& op, const Map<String, Any>& 
       {"sqrt", algorithm::eltwise_sqrt},
       {"abs", algorithm::eltwise_abs},
       {"nn.gelu", algorithm::eltwise_gelu_erf},
-      {"nn.silu", algorithm::eltwise_swish},  // x * sigmoid(alpha x), alpha 1
+      {"nn.silu", algorithm::eltwise_swish},           // x * sigmoid(alpha x), alpha 1
+      {"nn.hardswish", algorithm::eltwise_hardswish},  // x * relu6(x + 3) / 6
       {"nn.softplus", algorithm::eltwise_soft_relu},
       {"clip", algorithm::eltwise_clip},
       {"nn.leaky_relu", algorithm::eltwise_relu},

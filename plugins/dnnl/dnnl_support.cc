@@ -184,8 +184,9 @@ const std::map<std::string, Check>& Checks() {
         {"strided_slice", StridedSlice},
         {"concatenate", Concatenate},
     };
-    for (const char* op : {"nn.relu", "sigmoid", "tanh", "exp", "log", "sqrt", "abs", "clip",
-                           "nn.leaky_relu", "nn.elu", "nn.gelu", "nn.silu", "nn.softplus"}) {
+    for (const char* op :
+         {"nn.relu", "sigmoid", "tanh", "exp", "log", "sqrt", "abs", "clip", "nn.leaky_relu",
+          "nn.elu", "nn.gelu", "nn.silu", "nn.hardswish", "nn.softplus"}) {
       table.emplace(op, Unary);
     }
     for (const char* op : {"add", "subtract", "multiply", "divide", "maximum", "minimum"}) {

@@ -1,10 +1,13 @@
 // RecognizeSilu: ONNX has no SiLU (swish), so exporters spell it x * sigmoid(x), two ops and
 // two passes over memory after the convolution that usually produces x (EfficientNet, YOLO,
 // MobileNetV3's relatives). nn.silu is one elementwise op, which FuseOps fuses with that
-// convolution and the kernel program then runs in its epilogue.
+// convolution and the kernel program then runs in its epilogue. Its hard variant, MobileNetV3's
+// hard-swish, is spelled x * HardSigmoid(x) (alpha 1/6, beta 1/2) before ONNX opset 14 gave it
+// an op, and becomes nn.hardswish the same way.
 #include <kiln/ir/structural_equal.h>
 #include <kiln/transform/passes.h>
 
+#include <cmath>
 #include <optional>
 
 #include "expr_util.h"
@@ -17,12 +20,24 @@ namespace {
 using ir::Call;
 using ir::Expr;
 
-/// x when `product` is multiply(x, sigmoid(x)) or multiply(sigmoid(x), x), x the same node.
-std::optional<Expr> SiluInput(const ir::CallObj& product) {
+/// Whether `gate` is the hard sigmoid of hard-swish: alpha 1/6, beta 1/2 (as float32 holds them).
+bool IsHardSwishGate(const ir::CallObj& gate) {
+  const double alpha = gate.attrs().at(String("alpha")).cast<double>();
+  const double beta = gate.attrs().at(String("beta")).cast<double>();
+  return std::abs(alpha - 1.0 / 6.0) < 1e-7 && beta == 0.5;
+}
+
+/// x when `product` is multiply(x, gate(x)) or multiply(gate(x), x), x the same node, for
+/// the op named `gate_op` (and, for nn.hard_sigmoid, hard-swish's constants).
+std::optional<Expr> GatedInput(const ir::CallObj& product, const char* gate_op) {
   for (int side = 0; side < 2; ++side) {
     const Expr& x = product.args()[side];
-    const ir::CallObj* sigmoid = AsCallOf(product.args()[1 - side], "sigmoid");
-    if (sigmoid != nullptr && sigmoid->args()[0].same_as(x)) return x;
+    const ir::CallObj* gate = AsCallOf(product.args()[1 - side], gate_op);
+    if (gate == nullptr || !gate->args()[0].same_as(x)) continue;
+    if (gate->op().as<ir::OpObj>()->name() == "nn.hard_sigmoid" && !IsHardSwishGate(*gate)) {
+      continue;
+    }
+    return x;
   }
   return std::nullopt;
 }
@@ -34,11 +49,14 @@ class SiluRecognizer : public TypedMutator {
  protected:
   Expr RewriteCall(const Call& /*pre*/, const Call& call) override {
     if (AsCallOf(call, "multiply") == nullptr) return call;
-    const std::optional<Expr> x = SiluInput(*call.get());
-    if (!x.has_value() || !ir::StructuralEqual(x.value()->checked_type(), call->checked_type())) {
-      return call;
+    for (const auto& [gate, op] :
+         {std::pair("sigmoid", "nn.silu"), std::pair("nn.hard_sigmoid", "nn.hardswish")}) {
+      const std::optional<Expr> x = GatedInput(*call.get(), gate);
+      if (x.has_value() && ir::StructuralEqual(x.value()->checked_type(), call->checked_type())) {
+        return Typed(Call(ir::Op::Get(op), {*x}));
+      }
     }
-    return Typed(Call(ir::Op::Get("nn.silu"), {*x}));
+    return call;
   }
 };
 

@@ -141,6 +141,7 @@ UNARY = {
     "nn.relu": lambda x: np.maximum(x, 0),
     "nn.gelu": lambda x: F.gelu(t(x)).numpy(),
     "nn.silu": lambda x: F.silu(t(x)).numpy(),
+    "nn.hardswish": lambda x: F.hardswish(t(x)).numpy(),
     "nn.softplus": lambda x: F.softplus(t(x)).numpy(),
     "nn.leaky_relu": lambda x: np.where(x >= 0, x, 0.01 * x),
     "nn.elu": lambda x: F.elu(t(x)).numpy(),
@@ -751,7 +752,8 @@ def _epilogue(product, bias, residual, activation):
     out = out + residual if residual is not None else out
     return {None: lambda v: v, "relu": lambda v: np.maximum(v, 0),
             "clip": lambda v: np.clip(v, -0.5, 0.75), "gelu": _gelu,
-            "silu": lambda v: F.silu(t(v)).numpy()}[activation](out)
+            "silu": lambda v: F.silu(t(v)).numpy(),
+            "hardswish": lambda v: F.hardswish(t(v)).numpy()}[activation](out)
 
 
 def _epilogue_attrs(num_inputs, bias, residual, activation):
@@ -766,13 +768,14 @@ def _epilogue_attrs(num_inputs, bias, residual, activation):
         attrs["__epilogue_min"] = 0.0
     elif activation == "clip":
         attrs.update(__epilogue_min=-0.5, __epilogue_max=0.75)
-    elif activation in ("gelu", "silu"):
+    elif activation in ("gelu", "silu", "hardswish"):
         attrs[f"__epilogue_{activation}"] = True
     return attrs
 
 
 EPILOGUES = [(True, False, None), (True, True, None), (True, False, "gelu"), (False, True, "relu"),
-             (True, True, "clip"), (False, False, "gelu"), (True, False, "silu")]
+             (True, True, "clip"), (False, False, "gelu"), (True, False, "silu"),
+             (True, True, "hardswish")]
 
 
 @pytest.mark.parametrize("has_bias,has_residual,activation", EPILOGUES)
@@ -908,9 +911,10 @@ def _conv_step(inputs, output):
 
 
 @pytest.mark.parametrize("bias_shape", [(6, 1, 1), (1, 6, 1, 1), (1, 6, 9, 1)])
-@pytest.mark.parametrize("activation", [None, "nn.relu", "clip", "nn.silu", "negative"])
+@pytest.mark.parametrize("activation",
+                         [None, "nn.relu", "clip", "nn.silu", "nn.hardswish", "negative"])
 def test_program_merges_conv_epilogues(bias_shape, activation):
-    """conv2d -> add(bias) -> relu/clip/silu, as FuseOps groups them, computes the same whether the
+    """conv2d -> add(bias) -> relu/clip/silu/hardswish, as FuseOps groups them, computes the same whether the
     program merges the steps (a per-channel bias) or not (any other bias, other ops)."""
     x, w, bias = rand(1, 4, 9, 7, low=-1, high=1), rand(6, 4, 3, 3), rand(*bias_shape)
     out_shape = (1, 6, 9, 7)
@@ -922,7 +926,8 @@ def test_program_merges_conv_epilogues(bias_shape, activation):
         attrs = {"a_min": {"float": -0.5}, "a_max": {"float": 1.5}} if activation == "clip" else {}
         steps.append({"kernel": activation, "attrs": attrs, "inputs": ["t1"], "outputs": ["o0"]})
         ref = {"nn.relu": np.maximum(ref, 0), "clip": np.clip(ref, -0.5, 1.5),
-               "nn.silu": F.silu(t(ref)).numpy(), "negative": -ref}[activation]
+               "nn.silu": F.silu(t(ref)).numpy(), "nn.hardswish": F.hardswish(t(ref)).numpy(),
+               "negative": -ref}[activation]
     f = _program(steps, [out_shape, out_shape], [w, bias])
     y = kiln.empty(list(out_shape), "float32")
     f(kiln.tensor(x), y)

@@ -288,7 +288,7 @@ UNARY = {
     "clip(%x, a_min=-0.5, a_max=0.7)": lambda t: t.clamp(-0.5, 0.7),
     "nn.leaky_relu(%x, alpha=0.2)": lambda t: F.leaky_relu(t, 0.2),
     "nn.elu(%x, alpha=0.5)": lambda t: F.elu(t, 0.5), "nn.gelu(%x)": F.gelu,
-    "nn.softplus(%x)": F.softplus, "nn.silu(%x)": F.silu,
+    "nn.softplus(%x)": F.softplus, "nn.silu(%x)": F.silu, "nn.hardswish(%x)": F.hardswish,
 }
 
 

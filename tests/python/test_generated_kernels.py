@@ -65,7 +65,7 @@ def sample(op, shape, dtype="float32"):
 
 UNARY = ["exp", "log", "sqrt", "erf", "floor", "ceil", "round", "sin", "cos", "tan", "asin",
          "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "tanh", "negative", "abs",
-         "sign", "reciprocal", "sigmoid", "nn.relu", "nn.gelu", "nn.silu", "nn.softplus",
+         "sign", "reciprocal", "sigmoid", "nn.relu", "nn.gelu", "nn.silu", "nn.hardswish", "nn.softplus",
          "nn.leaky_relu(alpha=0.1)", "nn.elu(alpha=0.5)", "nn.hard_sigmoid",
          "clip(a_min=-0.5, a_max=1.5)",
          "cast(dtype=\"int32\")", "cast(dtype=\"bool\")", "cast(dtype=\"float64\")"]

@@ -96,6 +96,7 @@ constexpr const char* kEpilogueMinAttr = "__epilogue_min";
 constexpr const char* kEpilogueMaxAttr = "__epilogue_max";
 constexpr const char* kEpilogueGeluAttr = "__epilogue_gelu";
 constexpr const char* kEpilogueSiluAttr = "__epilogue_silu";
+constexpr const char* kEpilogueHardSwishAttr = "__epilogue_hardswish";
 /// The library implementing the kind, named when an artifact needs it and it is missing.
 constexpr const char* kKernelProgramLibrary = "libkiln_kernels_cpu.so";
 

@@ -40,7 +40,9 @@ KILN_API Pass CanonicalizeBatchNorm();
 /// any way, or with x * (1 / sqrt(2))), into one nn.gelu call. Opt level 2.
 KILN_API Pass RecognizeGelu();
 
-/// Rewrites x * sigmoid(x) (either order, x the same value) into one nn.silu call. Opt level 2.
+/// Rewrites x * sigmoid(x) (either order, x the same value) into one nn.silu call, and
+/// x * hard_sigmoid(x) with alpha 1/6 and beta 1/2 (hard-swish as exported before ONNX opset 14)
+/// into one nn.hardswish call. Opt level 2.
 KILN_API Pass RecognizeSilu();
 
 /// Rewrites multi-head attention as exporters spell it (q, k, v reshaped and transposed to split

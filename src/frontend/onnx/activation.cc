@@ -38,11 +38,10 @@ ir::Expr ConvertThresholdedRelu(const NodeContext& node) {
                             Scalar(node, 0.0)});
 }
 
-// x * hard_sigmoid(x) with ONNX's fixed alpha = 1/6, beta = 0.5.
+// x * hard_sigmoid(x) with ONNX's fixed alpha = 1/6, beta = 0.5: one op, which fuses into a
+// convolution's epilogue.
 ir::Expr ConvertHardSwish(const NodeContext& node) {
-  const ir::Expr& x = node.Input(0);
-  return MakeCall("multiply",
-                  {x, MakeCall("nn.hard_sigmoid", {x}, {{"alpha", 1.0 / 6.0}, {"beta", 0.5}})});
+  return MakeCall("nn.hardswish", {node.Input(0)});
 }
 
 // x < -lambd: x + bias; x > lambd: x - bias; 0 between.

@@ -92,6 +92,7 @@ KILN_UNARY_FN(LogicalNot, !x);
 // ONNX Gelu with approximate = "none".
 KILN_UNARY_FN(Gelu, T(0.5) * x * (T(1) + ErfOf(x * T(M_SQRT1_2))));
 KILN_UNARY_FN(Silu, x / (T(1) + ExpOf(-x)));
+KILN_UNARY_FN(HardSwish, x* std::min(T(1), std::max(T(0), x / T(6) + T(0.5))));
 // log(1 + e^x) without overflow for large x.
 KILN_UNARY_FN(Softplus, x > T(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)));
 
@@ -175,6 +176,7 @@ KILN_CPU_KERNEL("tanh", (Unary<kFloatTypes, Tanh>));
 KILN_CPU_KERNEL("sigmoid", (Unary<kFloatTypes, Sigmoid>));
 KILN_CPU_KERNEL("nn.gelu", (Unary<kFloatTypes, Gelu>));
 KILN_CPU_KERNEL("nn.silu", (Unary<kFloatTypes, Silu>));
+KILN_CPU_KERNEL("nn.hardswish", (Unary<kFloatTypes, HardSwish>));
 KILN_CPU_KERNEL("nn.softplus", (Unary<kFloatTypes, Softplus>));
 KILN_CPU_KERNEL("nn.leaky_relu", (Unary<kFloatTypes, LeakyRelu>));
 KILN_CPU_KERNEL("nn.elu", (Unary<kFloatTypes, Elu>));

@@ -309,7 +309,7 @@ bool GemmEpilogue::clamps() const {
 
 bool GemmEpilogue::active() const {
   return row_bias != nullptr || col_bias != nullptr || residual != nullptr || clamps() || gelu ||
-         silu || tile != nullptr;
+         silu || hardswish || tile != nullptr;
 }
 
 namespace {
@@ -341,6 +341,11 @@ KILN_CPU_CLONES void ApplyToLine(const GemmEpilogue& epilogue, float* __restrict
   }
   if (epilogue.silu) {
     for (int64_t j = 0; j < cols; ++j) line[j] = line[j] / (1.F + kiln_fast_expf(-line[j]));
+  }
+  if (epilogue.hardswish) {
+    for (int64_t j = 0; j < cols; ++j) {
+      line[j] *= std::min(1.F, std::max(0.F, line[j] / 6.F + 0.5F));
+    }
   }
 }
 
@@ -376,6 +381,7 @@ GemmEpilogue ReadMergedEpilogue(const KernelCall& call, bool bias_per_row, int64
   epilogue.max_value = static_cast<float>(call.FloatOr(runtime::kEpilogueMaxAttr, kInf));
   epilogue.gelu = call.BoolOr(runtime::kEpilogueGeluAttr, false);
   epilogue.silu = call.BoolOr(runtime::kEpilogueSiluAttr, false);
+  epilogue.hardswish = call.BoolOr(runtime::kEpilogueHardSwishAttr, false);
   return epilogue;
 }
 

@@ -47,7 +47,7 @@ struct GemmOperand {
 /// What a fused function does to a product after it, while C is in cache: per element,
 ///   c = act(c + row_bias[row] + col_bias[col] + residual[row, col]),
 /// act clamping to [min_value, max_value] and then, if `gelu`, GELU (erf form), if `silu`,
-/// x * sigmoid(x); then `tile`.
+/// x * sigmoid(x), if `hardswish`, x * clamp(x / 6 + 1 / 2, 0, 1); then `tile`.
 /// Absent parts are skipped.
 struct GemmEpilogue {
   const float* row_bias = nullptr;  ///< one per row of C, or none
@@ -58,6 +58,7 @@ struct GemmEpilogue {
   float max_value = std::numeric_limits<float>::infinity();
   bool gelu = false;
   bool silu = false;
+  bool hardswish = false;
   /// Generated code's epilogue, called with (row0 + tile_row_offset, rows, col0, cols) of each
   /// finished tile after the parts above, preceded by `tile_image` when that is not negative (a
   /// convolution's GEMMs run per image and group); it reads and writes C itself. Or none.

@@ -102,7 +102,8 @@ bool IsEpilogueAnchor(const ProgramFunction& func, const Step& step,
   });
 }
 
-/// The epilogue attributes of an `nn.relu`, `clip`, `nn.gelu` or `nn.silu` step reading `ref`.
+/// The epilogue attributes of an `nn.relu`, `clip`, `nn.gelu`, `nn.silu` or `nn.hardswish` step
+/// reading `ref`.
 std::optional<Map<String, Any>> ActivationOf(const Step& step, const TensorRef& ref) {
   if (step.inputs.size() != 1 || !SameRef(step.inputs[0], ref) || step.outputs.size() != 1) {
     return std::nullopt;
@@ -112,6 +113,8 @@ std::optional<Map<String, Any>> ActivationOf(const Step& step, const TensorRef& 
     attrs.Set(kEpilogueGeluAttr, true);
   } else if (step.kernel == "nn.silu") {
     attrs.Set(kEpilogueSiluAttr, true);
+  } else if (step.kernel == "nn.hardswish") {
+    attrs.Set(kEpilogueHardSwishAttr, true);
   } else if (step.kernel == "nn.relu") {
     attrs.Set(kEpilogueMinAttr, 0.0);
   } else if (step.kernel == "clip") {

@@ -44,7 +44,8 @@ KILN_REGISTER_UNARY_OP("tanh");
 KILN_REGISTER_UNARY_OP("logical_not");
 KILN_REGISTER_UNARY_OP("nn.relu");
 KILN_REGISTER_UNARY_OP("nn.gelu");
-KILN_REGISTER_UNARY_OP("nn.silu");  // x * sigmoid(x), also called swish
+KILN_REGISTER_UNARY_OP("nn.silu");       // x * sigmoid(x), also called swish
+KILN_REGISTER_UNARY_OP("nn.hardswish");  // x * clamp(x / 6 + 1 / 2, 0, 1) (MobileNetV3)
 KILN_REGISTER_UNARY_OP("nn.softplus");
 KILN_REGISTER_UNARY_OP("nn.leaky_relu").add_attr("alpha", AttrKind::kFloat, 0.01);
 KILN_REGISTER_UNARY_OP("nn.elu").add_attr("alpha", AttrKind::kFloat, 1.0);

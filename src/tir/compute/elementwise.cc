@@ -80,6 +80,11 @@ void RegisterUnary() {
     const Node exp = Call("exp", {Binary("mul", x, ctx.Constant(-1.0))}, ctx.dtype());
     return Binary("div", x, Binary("add", ctx.Constant(1.0), exp));
   });
+  RegisterFloatUnary("nn.hardswish", [](const ComputeContext& ctx, const Node& x) {
+    const Node gate = Binary("add", Binary("div", x, ctx.Constant(6.0)), ctx.Constant(0.5));
+    return Binary("mul", x,
+                  Binary("min", ctx.Constant(1.0), Binary("max", ctx.Constant(0.0), gate)));
+  });
   RegisterFloatUnary("nn.softplus", [](const ComputeContext& ctx, const Node& x) {
     // log(1 + e^x) without overflow: max(x, 0) + log1p(e^-|x|).
     const Node minus_abs = Binary("mul", Call("fabs", {x}, ctx.dtype()), ctx.Constant(-1.0));

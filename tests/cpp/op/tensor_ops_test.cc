@@ -20,15 +20,15 @@ constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
 
 TEST(ElemwiseOpTest, UnaryOpsKeepTheType) {
-  for (const char* name : {"negative",    "abs",           "exp",     "log",
-                           "sqrt",        "reciprocal",    "erf",     "floor",
-                           "ceil",        "round",         "sign",    "sin",
-                           "cos",         "tan",           "asin",    "acos",
-                           "atan",        "sinh",          "cosh",    "asinh",
-                           "acosh",       "atanh",         "sigmoid", "tanh",
-                           "logical_not", "nn.relu",       "nn.gelu", "nn.silu",
-                           "nn.softplus", "nn.leaky_relu", "nn.elu",  "nn.hard_sigmoid",
-                           "clip"}) {
+  for (const char* name : {"negative",     "abs",           "exp",     "log",
+                           "sqrt",         "reciprocal",    "erf",     "floor",
+                           "ceil",         "round",         "sign",    "sin",
+                           "cos",          "tan",           "asin",    "acos",
+                           "atan",         "sinh",          "cosh",    "asinh",
+                           "acosh",        "atanh",         "sigmoid", "tanh",
+                           "logical_not",  "nn.relu",       "nn.gelu", "nn.silu",
+                           "nn.softplus",  "nn.leaky_relu", "nn.elu",  "nn.hard_sigmoid",
+                           "nn.hardswish", "clip"}) {
     ExpectType(T({2, 3}), name, {T({2, 3})});
     EXPECT_EQ(ir::Op::Get(name).pattern(), ir::OpPattern::kElemWise) << name;
   }
