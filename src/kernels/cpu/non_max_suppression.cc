@@ -38,18 +38,61 @@ Corners ToCorners(const float* box, bool center_point_box) {
           std::max(box[0], box[2])};
 }
 
-/// Whether `a` and `b` overlap by more than `iou_threshold`; boxes without area never do.
-bool Overlaps(const Corners& a, const Corners& b, float iou_threshold) {
-  const float width = std::min(a.x_max, b.x_max) - std::max(a.x_min, b.x_min);
-  const float height = std::min(a.y_max, b.y_max) - std::max(a.y_min, b.y_min);
-  if (!(width > 0 && height > 0)) return false;
-  const float intersection = width * height;
-  const float area_a = a.Area();
-  const float area_b = b.Area();
-  const float union_area = area_a + area_b - intersection;
-  if (!(intersection > 0 && area_a > 0 && area_b > 0 && union_area > 0)) return false;
-  return intersection / union_area > iou_threshold;
-}
+/// The boxes kept so far, field by field, so that a candidate is compared with many at once.
+class KeptBoxes {
+ public:
+  void Clear() {
+    for (std::vector<float>* field : {&x_min_, &x_max_, &y_min_, &y_max_, &area_}) field->clear();
+  }
+  void Add(const Corners& box) {
+    x_min_.push_back(box.x_min);
+    x_max_.push_back(box.x_max);
+    y_min_.push_back(box.y_min);
+    y_max_.push_back(box.y_max);
+    area_.push_back(box.Area());
+  }
+  int64_t size() const { return static_cast<int64_t>(area_.size()); }
+
+  /// Whether `box` overlaps one of them by more than `iou_threshold`; boxes without area never
+  /// do. The scan goes by blocks, each compared branch-free so that it vectorizes, and stops at
+  /// the first block holding an overlap.
+  bool AnyOverlaps(const Corners& box, float iou_threshold) const {
+    constexpr int64_t kBlock = 64;
+    if (!(box.Area() > 0)) return false;
+    for (int64_t begin = 0; begin < size(); begin += kBlock) {
+      const int64_t count = std::min(size() - begin, kBlock);
+      if (BlockOverlaps(box, iou_threshold, x_min_.data() + begin, x_max_.data() + begin,
+                        y_min_.data() + begin, y_max_.data() + begin, area_.data() + begin,
+                        count)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+ private:
+  KILN_CPU_CLONES static bool BlockOverlaps(const Corners& box, float iou_threshold,
+                                            const float* __restrict__ x_min,
+                                            const float* __restrict__ x_max,
+                                            const float* __restrict__ y_min,
+                                            const float* __restrict__ y_max,
+                                            const float* __restrict__ area, int64_t count) {
+    const float box_area = box.Area();
+    int any = 0;
+    for (int64_t k = 0; k < count; ++k) {
+      const float width = std::min(box.x_max, x_max[k]) - std::max(box.x_min, x_min[k]);
+      const float height = std::min(box.y_max, y_max[k]) - std::max(box.y_min, y_min[k]);
+      const float intersection = width * height;
+      const float union_area = box_area + area[k] - intersection;
+      const bool overlaps = width > 0 && height > 0 && intersection > 0 && area[k] > 0 &&
+                            union_area > 0 && intersection / union_area > iou_threshold;
+      any |= overlaps ? 1 : 0;
+    }
+    return any != 0;
+  }
+
+  std::vector<float> x_min_, x_max_, y_min_, y_max_, area_;
+};
 
 /// The one value of scalar input `index`, or nullopt when it has no elements (the ONNX node
 /// omits it).
@@ -112,7 +155,7 @@ void SelectBoxes(const KernelCall& call, const Select& select) {
   const Problem p = ReadProblem(call);
   std::vector<Corners> corners(p.boxes_per_batch);
   std::vector<int64_t> candidates;
-  std::vector<int64_t> kept;
+  KeptBoxes kept;
   for (int64_t batch = 0; batch < p.batches; ++batch) {
     for (int64_t box = 0; box < p.boxes_per_batch; ++box) {
       corners[box] = ToCorners(p.boxes + (batch * p.boxes_per_batch + box) * 4, p.center_point_box);
@@ -131,14 +174,11 @@ void SelectBoxes(const KernelCall& call, const Select& select) {
       std::sort(candidates.begin(), candidates.end(), [&](int64_t a, int64_t b) {
         return scores[a] > scores[b] || (scores[a] == scores[b] && a < b);
       });
-      kept.clear();
+      kept.Clear();
       for (int64_t box : candidates) {
-        if (static_cast<int64_t>(kept.size()) >= p.max_per_class) break;
-        const bool suppressed = std::any_of(kept.begin(), kept.end(), [&](int64_t other) {
-          return Overlaps(corners[box], corners[other], p.iou_threshold);
-        });
-        if (suppressed) continue;
-        kept.push_back(box);
+        if (kept.size() >= p.max_per_class) break;
+        if (kept.AnyOverlaps(corners[box], p.iou_threshold)) continue;
+        kept.Add(corners[box]);
         select(batch, cls, box);
       }
     }
