@@ -268,8 +268,10 @@ int64_t PaddedExtent(const Window2D& win, int axis, int64_t out_extent) {
   return (out_extent - 1) * win.stride[axis] + (win.kernel[axis] - 1) * win.dilation[axis] + 1;
 }
 
-/// Copies the part of `plane` a window reads into `padded` (PaddedExtent rows and columns,
-/// zero where the window reads padding), each element `lanes` floats after the previous.
+/// Copies the part of `plane` a window reads into `padded` (PaddedExtent rows and columns),
+/// each element `lanes` floats after the previous. It writes the same positions for every plane
+/// of a conv, so the rest of `padded`, where the window reads padding, stays as zero as the
+/// buffer was made.
 void PadPlane(const ConvShapes& s, const float* plane, int64_t lanes, float* padded) {
   const Window2D& win = s.window;
   const int64_t ph = PaddedExtent(win, 0, s.oh);
@@ -278,20 +280,23 @@ void PadPlane(const ConvShapes& s, const float* plane, int64_t lanes, float* pad
   const int64_t cols = std::min(s.w, pw - win.pad_begin[1]);
   for (int64_t iy = 0; iy < rows; ++iy) {
     float* to = padded + ((iy + win.pad_begin[0]) * pw + win.pad_begin[1]) * lanes;
+    if (lanes == 1) {
+      std::copy_n(plane + iy * s.w, cols, to);
+      continue;
+    }
     for (int64_t ix = 0; ix < cols; ++ix) to[ix * lanes] = plane[iy * s.w + ix];
   }
 }
 
 /// One output plane of a depthwise conv2d, row by row, from the input plane padded once (so no
 /// tap needs an edge of its own): each window row is one pass over the output row, which stays
-/// in L1.
+/// in L1. `padded` starts zero and is passed from plane to plane (PadPlane).
 KILN_CPU_CLONES void DepthwisePlane(const ConvShapes& s, const WindowRowPlan& plan,
                                     const float* plane, const float* taps, float* padded,
                                     float* out) {
   const Window2D& win = s.window;
   const int64_t pw = PaddedExtent(win, 1, s.ow);
   const int64_t stride = win.stride[1];
-  std::fill_n(padded, PaddedExtent(win, 0, s.oh) * pw, 0.F);
   PadPlane(s, plane, 1, padded);
   std::fill_n(out, s.oh * s.ow, 0.F);
   for (int64_t oy = 0; oy < s.oh; ++oy) {
@@ -344,7 +349,8 @@ __attribute__((always_inline)) inline void DepthwiseBlockOutputs(const Window2D&
 /// kDepthwiseLanes channels side by side: their input planes are interleaved into `padded`
 /// ([y][x][lane], zero where the window reads padding), so each output position is one
 /// vector multiply-add per tap with no edges to handle, and the sums are written back plane
-/// by plane. A row-by-row pass (DepthwisePlane) over planes a few vectors wide spends its time
+/// by plane; `padded` starts zero and is passed from block to block (PadPlane). A row-by-row
+/// pass (DepthwisePlane) over planes a few vectors wide spends its time
 /// on loop edges: bench/kernels/run.py's 7x7 row (960 channels) took 264 us that way and 77 us
 /// in blocks, at 1 thread.
 KILN_CPU_CLONES void DepthwiseBlock(const ConvShapes& s, const float* image, const float* weight,
@@ -352,11 +358,9 @@ KILN_CPU_CLONES void DepthwiseBlock(const ConvShapes& s, const float* image, con
                                     float* __restrict__ sums, float* out) {
   constexpr int64_t kL = kDepthwiseLanes;
   const Window2D& win = s.window;
-  const int64_t ph = PaddedExtent(win, 0, s.oh);
   const int64_t pw = PaddedExtent(win, 1, s.ow);
   const int64_t taps = win.kernel[0] * win.kernel[1];
   const int64_t multiplier = s.o / s.c;
-  std::fill_n(padded, ph * pw * kL, 0.F);
   float tap_lanes[kL * 49] = {};  // taps x lanes; windows up to 7x7 take this path
   for (int64_t l = 0; l < lanes; ++l) {
     PadPlane(s, image + (o0 + l) / multiplier * s.h * s.w, kL, padded + l);
@@ -403,7 +407,7 @@ void DepthwiseConv2D(const ConvShapes& s, const float* x, const float* weight,
     const int64_t padded_size =
         PaddedExtent(win, 0, s.oh) * PaddedExtent(win, 1, s.ow) * kDepthwiseLanes;
     runtime::ParallelFor(0, s.n * blocks, 1, [&](int64_t begin, int64_t end) {
-      std::vector<float> padded(padded_size);
+      std::vector<float> padded(padded_size);  // zero where windows read padding, for good
       std::vector<float> sums(spatial * kDepthwiseLanes);
       for (int64_t b = begin; b < end; ++b) {
         const int64_t image = b / blocks;
@@ -418,7 +422,7 @@ void DepthwiseConv2D(const ConvShapes& s, const float* x, const float* weight,
   }
   const WindowRowPlan plan(s);
   runtime::ParallelFor(0, s.n * s.o, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> padded(PaddedExtent(win, 0, s.oh) * PaddedExtent(win, 1, s.ow));
+    std::vector<float> padded(PaddedExtent(win, 0, s.oh) * PaddedExtent(win, 1, s.ow));  // zeros
     for (int64_t p = begin; p < end; ++p) {
       DepthwisePlane(s, plan, x + (p / s.o * s.c + p % s.o / multiplier) * s.h * s.w,
                      weight + p % s.o * win.kernel[0] * win.kernel[1], padded.data(),
