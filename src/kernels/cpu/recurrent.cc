@@ -294,14 +294,25 @@ class Recurrence {
   Tensor packed_;
 };
 
+/// From this many batch entries on, a step's gates run on the thread pool, entries split
+/// between the threads: each body touches its own entry's rows only.
+constexpr int64_t kParallelBatch = 4;
+
 /// Calls body(b, t, x) for each batch entry still running after `s` steps of a direction
 /// (`reverse` or not): t is its step and x its row of `projected` (`width` floats).
 template <typename Body>
 void ForEachRunning(const Sequence& sq, int64_t s, bool reverse,
-                    const std::vector<float>& projected, int64_t width, Body body) {
-  for (int64_t b = 0; b < sq.batch; ++b) {
-    const int64_t t = sq.Step(s, b, reverse);
-    if (t >= 0) body(b, t, projected.data() + sq.Row(t, b) * width);
+                    const std::vector<float>& projected, int64_t width, const Body& body) {
+  auto entries = [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) {
+      const int64_t t = sq.Step(s, b, reverse);
+      if (t >= 0) body(b, t, projected.data() + sq.Row(t, b) * width);
+    }
+  };
+  if (sq.batch >= kParallelBatch) {
+    runtime::ParallelFor(0, sq.batch, 1, entries);
+  } else {
+    entries(0, sq.batch);
   }
 }
 
@@ -359,20 +370,19 @@ void Lstm(const KernelCall& call) {
     const Activation& f = acts[d * 3];
     const Activation& g = acts[d * 3 + 1];
     const Activation& act_h = acts[d * 3 + 2];
-    std::vector<float> gate(static_cast<size_t>(4 * H));
     const bool reverse = IsReverse(call, d);
     for (int64_t s = 0; s < sq.seq; ++s) {
       recurrence.Apply(h.data(), recurrent.data());
       ForEachRunning(sq, s, reverse, projected, 4 * H, [&](int64_t b, int64_t t, const float* x) {
-        const float* rh = recurrent.data() + b * 4 * H;
         float* hb = h.data() + b * H;
         float* cb = c.data() + b * H;
-        // ONNX's gate order: input, output, forget, cell; peepholes: input, output, forget.
-        float* i = gate.data();
+        // The gates, over the entry's recurrent product. ONNX's gate order: input, output,
+        // forget, cell; peepholes: input, output, forget.
+        float* i = recurrent.data() + b * 4 * H;
         float* o = i + H;
         float* forget = i + 2 * H;
         float* cell = i + 3 * H;
-        for (int64_t j = 0; j < 4 * H; ++j) i[j] = x[j] + rh[j];
+        for (int64_t j = 0; j < 4 * H; ++j) i[j] += x[j];
         for (int64_t j = 0; j < H; ++j) {
           i[j] += peep[j] * cb[j];
           forget[j] += peep[2 * H + j] * cb[j];
@@ -425,7 +435,6 @@ void Gru(const KernelCall& call) {
     std::vector<float> h = InitialState(call, 5, sq, d);
     const Activation& f = acts[d * 2];
     const Activation& g = acts[d * 2 + 1];
-    std::vector<float> gate(static_cast<size_t>(2 * H));
     const bool reverse = IsReverse(call, d);
     for (int64_t s = 0; s < sq.seq; ++s) {
       gates.Apply(h.data(), recurrent.data());
@@ -441,11 +450,12 @@ void Gru(const KernelCall& call) {
       candidate_gate.Apply(linear_before_reset ? h.data() : reset_h.data(), candidate.data());
       ForEachRunning(sq, s, reverse, projected, 3 * H, [&](int64_t b, int64_t t, const float* x) {
         float* hb = h.data() + b * H;
-        float* z = gate.data();
-        float* candidate_value = z + H;
+        // The update gate and the candidate, over the entry's recurrent products.
+        float* z = recurrent.data() + b * 2 * H;
+        float* candidate_value = candidate.data() + b * H;
         for (int64_t j = 0; j < H; ++j) {
-          z[j] = x[j] + recurrent[b * 2 * H + j];
-          const float rec = candidate[b * H + j];
+          z[j] += x[j];
+          const float rec = candidate_value[j];
           candidate_value[j] = linear_before_reset
                                    ? x[2 * H + j] + reset[b * H + j] * (rec + rb_h[j])
                                    : x[2 * H + j] + rec;
