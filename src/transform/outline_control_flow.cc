@@ -241,11 +241,18 @@ std::vector<Expr> TensorsOf(const Expr& value) {
   return fields;
 }
 
-/// A parameter for `value` in a body's module: a variable keeps its name.
-ir::Var ParamFor(const Expr& value, size_t index) {
+/// A parameter for `value` in a body's module: a variable keeps its name, unless `taken`
+/// (the names of the module's other parameters, which a graph's inputs must not repeat) holds
+/// it; the name is added to `taken`.
+ir::Var ParamFor(const Expr& value, size_t index, std::set<std::string>& taken) {
   const auto* var = value.as<ir::VarObj>();
-  return ir::Var(var != nullptr ? var->name_hint() : String("captured_" + std::to_string(index)),
-                 value->checked_type());
+  const std::string base =
+      var != nullptr ? var->name_hint().str() : "captured_" + std::to_string(index);
+  std::string name = base;
+  for (int suffix = 1; !taken.insert(name).second; ++suffix) {
+    name = base + "_" + std::to_string(suffix);
+  }
+  return ir::Var(name, value->checked_type());
 }
 
 /// Replaces each If and Loop that @main computes with a call of a closed control_flow
@@ -272,7 +279,8 @@ class ControlFlowOutliner : public NodeRewriter {
       }
     }
     const ir::Var cond("cond", node.cond()->checked_type());
-    Closure closure = Close(captures);
+    std::set<std::string> taken;
+    Closure closure = Close(captures, taken);
     const ir::If closed(cond, Rebind(node.then_branch(), {}, {}, closure),
                         Rebind(node.else_branch(), {}, {}, closure), node.sizes());
     // Outputs whose extents depend on the branch taken are allocated by the branch, returned.
@@ -287,16 +295,20 @@ class ControlFlowOutliner : public NodeRewriter {
     std::vector<ir::Var> leading{ir::Var("iteration", ir::TensorType::Static({}, kInt64)),
                                  ir::Var("condition", ir::TensorType::Static({}, kBool))};
     std::vector<Expr> old_leading(body->params().begin(), body->params().end());
-    for (size_t i = 2; i < old_leading.size(); ++i) leading.push_back(ParamFor(old_leading[i], i));
-    Closure closure = Close(Captures(body, outer_));
+    std::set<std::string> taken{"iteration", "condition"};
+    for (size_t i = 2; i < old_leading.size(); ++i) {
+      leading.push_back(ParamFor(old_leading[i], i, taken));
+    }
+    Closure closure = Close(Captures(body, outer_), taken);
     const auto* rewritten = post.as<ir::LoopObj>();
     std::vector<Expr> operands{rewritten->trip_count(), rewritten->condition()};
     operands.insert(operands.end(), rewritten->initial().begin(), rewritten->initial().end());
     std::vector<ir::Var> params{ir::Var("trip_count", loop.trip_count()->checked_type()),
                                 ir::Var("cond", loop.condition()->checked_type())};
     Array<Expr> initial;
+    std::set<std::string> own_names{"trip_count", "cond"};  // the closed function's parameters
     for (int64_t i = 0; i < loop.initial().size(); ++i) {
-      params.push_back(ParamFor(loop.initial()[i], static_cast<size_t>(2 + i)));
+      params.push_back(ParamFor(loop.initial()[i], static_cast<size_t>(2 + i), own_names));
       initial.push_back(params.back());
     }
     const ir::Loop closed(params[0], params[1], initial,
@@ -315,7 +327,8 @@ class ControlFlowOutliner : public NodeRewriter {
     std::unordered_map<const Object*, Expr> replacements;
   };
 
-  Closure Close(const std::vector<Expr>& captures) {
+  /// `taken`: the names of the body's other parameters.
+  Closure Close(const std::vector<Expr>& captures, std::set<std::string>& taken) {
     Closure closure;
     for (const Expr& capture : captures) {
       const Expr rewritten = Mutate(capture);  // typed only where nothing under it changed
@@ -325,7 +338,7 @@ class ControlFlowOutliner : public NodeRewriter {
         closure.arguments.push_back(IsTuple(capture)
                                         ? Expr(ir::TupleGetItem(rewritten, static_cast<int64_t>(i)))
                                         : rewritten);
-        closure.params.push_back(ParamFor(typed_fields[i], closure.params.size()));
+        closure.params.push_back(ParamFor(typed_fields[i], closure.params.size(), taken));
         fields.push_back(closure.params.back());
       }
       closure.replacements.emplace(capture.get(),

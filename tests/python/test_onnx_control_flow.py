@@ -341,6 +341,43 @@ def test_scan_runs_as_a_loop_over_its_axis_in_either_direction(axis, direction):
     np.testing.assert_allclose(total, running[-1], rtol=1e-6)
 
 
+def scan8_model(direction, with_lengths=False):
+    """Scan before opset 9: x (2, 3, 4) has a batch axis and a sequence axis; per batch entry,
+    the state sums the rows of its sequence (in `direction`) and each step scans it times 2."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["sum_in", "row"], ["sum_out"]),
+         helper.make_node("Add", ["sum_out", "sum_out"], ["doubled"])],
+        "body", [value("sum_in", FLOAT, [4]), value("row", FLOAT, [4])],
+        [value("sum_out", FLOAT, [4]), value("doubled", FLOAT, [4])])
+    inputs = ["lengths" if with_lengths else "", "init", "x"]
+    node = helper.make_node("Scan", inputs, ["total", "steps"], body=body, num_scan_inputs=1,
+                            directions=[direction])
+    graph_inputs = [value("init", FLOAT, [2, 4]), value("x", FLOAT, [2, 3, 4])]
+    if with_lengths:
+        graph_inputs.insert(0, value("lengths", INT64, [2]))
+    graph = helper.make_graph(
+        [node], "scan8", graph_inputs,
+        [value("total", FLOAT, [2, 4]), value("steps", FLOAT, [2, 3, 4])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 8)])
+
+
+@pytest.mark.parametrize("direction", [0, 1])
+def test_scan8_scans_each_batch_entry_on_its_own(direction):
+    ex = kiln.build(kiln.frontend.from_onnx(scan8_model(direction)))
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    init = np.stack([np.ones(4, np.float32), np.full(4, -5, np.float32)])
+    total, steps = ex.run(init=init, x=x)
+    rows = x[:, ::-1] if direction else x
+    running = np.cumsum(rows, axis=1) + init[:, None, :]
+    np.testing.assert_allclose(steps, running * 2, rtol=1e-6)
+    np.testing.assert_allclose(total, running[:, -1], rtol=1e-6)
+
+
+def test_scan8_with_sequence_lengths_names_what_is_missing():
+    with pytest.raises(kiln.NotImplementedError, match="sequence_lens"):
+        kiln.frontend.from_onnx(scan8_model(0, with_lengths=True))
+
+
 def test_python_mutators_rewrite_inside_if_and_loop_bodies():
     class ReluToSigmoid(kiln.ir.ExprMutator):
         def visit_call(self, call):

@@ -299,15 +299,12 @@ class GraphImporter {
 
   /// Loop: an omitted trip count is the largest int64, an omitted condition true.
   ir::Expr ConvertLoop(const NodeContext& node) const {
-    const ir::Expr trip_count =
-        node.HasInput(0) ? node.Input(0)
-                         : ir::Constant(Int64Tensor({INT64_MAX}, std::vector<int64_t>{}));
-    const ir::Expr condition =
-        node.HasInput(1) ? node.Input(1) : ir::Constant(FilledTensor({}, kBool, 1));
+    const ir::Expr trip_count = node.HasInput(0) ? node.Input(0) : ScalarInt64(INT64_MAX);
+    const ir::Expr condition = node.HasInput(1) ? node.Input(1) : ScalarTrue();
     std::vector<ir::Type> param_types{ir::TensorType::Static({}, kInt64),
                                       ir::TensorType::Static({}, kBool)};
     Array<ir::Expr> initial;
-    for (size_t i = 2; i < node.proto().input().size(); ++i) {
+    for (size_t i = 2; i < static_cast<size_t>(node.proto().input().size()); ++i) {
       initial.push_back(node.Input(i));
       param_types.push_back(node.Input(i)->checked_type());
     }
@@ -321,77 +318,141 @@ class GraphImporter {
     return ir::Loop(trip_count, condition, initial, body, Iterations(node, body, trip_count));
   }
 
-  /// Scan (opset 9 on) as a Loop over the scan axis: the body takes row i of each scan input
-  /// (row extent - 1 - i when it runs in reverse) and carries the states; its scanned values
-  /// stack along axis 0, which is where Scan puts them by default.
+  /// Scan as a Loop over the scan axis (ScanLoop). Before opset 9, every input has a leading
+  /// batch axis that the body does not see: that Scan is a Loop over the batch entries, each
+  /// iteration scanning its entry and returning the final states and the scanned values as
+  /// rows, which stack into the batch axis.
   ir::Expr ConvertScan(const NodeContext& node) const {
-    KILN_CHECK(node.opset() >= 9, NotImplementedError)
-        << node.Describe() << ": Scan before opset 9 (with a batch axis and sequence_lens) is "
-        << "not supported; re-export the model at opset 9 or later";
+    const bool batched = node.opset() < 9;
+    const size_t first = batched ? 1 : 0;  // Scan-8's first input is sequence_lens
+    KILN_CHECK(!batched || !node.HasInput(0), NotImplementedError)
+        << node.Describe() << ": Scan before opset 9 with sequence_lens (entries of different "
+        << "lengths) is not supported; re-export the model at opset 9 or later";
     const size_t num_inputs = node.proto().input().size();
     const int64_t num_scan_inputs = node.Int("num_scan_inputs", 0);
-    KILN_CHECK(num_scan_inputs >= 1 && static_cast<size_t>(num_scan_inputs) <= num_inputs,
+    KILN_CHECK(num_scan_inputs >= 1 && first + static_cast<size_t>(num_scan_inputs) <= num_inputs,
                ValueError)
         << node.Describe() << ": num_scan_inputs is " << num_scan_inputs << " but the node has "
-        << num_inputs << " inputs";
-    const size_t num_states = num_inputs - static_cast<size_t>(num_scan_inputs);
+        << num_inputs - first << " states and scan inputs";
+    const size_t num_states = num_inputs - first - static_cast<size_t>(num_scan_inputs);
     for (const char* attr : {"scan_output_axes", "scan_output_directions"}) {
       const std::vector<int64_t> values = node.Ints(attr).value_or(std::vector<int64_t>{});
       KILN_CHECK(std::all_of(values.begin(), values.end(), [](int64_t v) { return v == 0; }),
                  NotImplementedError)
           << node.Describe() << ": " << attr << " other than 0 is not supported yet";
     }
-    const std::vector<int64_t> axes =
-        node.Ints("scan_input_axes").value_or(std::vector<int64_t>(num_scan_inputs, 0));
-    const std::vector<int64_t> directions =
-        node.Ints("scan_input_directions").value_or(std::vector<int64_t>(num_scan_inputs, 0));
-    KILN_CHECK(axes.size() == static_cast<size_t>(num_scan_inputs) &&
-                   directions.size() == static_cast<size_t>(num_scan_inputs),
+    // Scan-8 scans axis 1 (after the batch axis) in its `directions`.
+    ScanAxes scan{
+        node.Ints("scan_input_axes").value_or(std::vector<int64_t>(num_scan_inputs, batched)),
+        node.Ints(batched ? "directions" : "scan_input_directions")
+            .value_or(std::vector<int64_t>(num_scan_inputs, 0)),
+        0};
+    KILN_CHECK(scan.axes.size() == static_cast<size_t>(num_scan_inputs) &&
+                   scan.directions.size() == static_cast<size_t>(num_scan_inputs),
                ValueError)
-        << node.Describe() << ": scan_input_axes and scan_input_directions need one entry per "
-        << "scan input (" << num_scan_inputs << ")";
-    std::optional<int64_t> extent;
-    for (size_t k = 0; k < axes.size(); ++k) {
-      const size_t input = num_states + k;
-      const int64_t rank = static_cast<int64_t>(node.InputRank(input));
-      KILN_CHECK(axes[k] >= -rank && axes[k] < rank, ValueError)
-          << node.Describe() << ": scan axis " << axes[k] << " of input " << input
-          << " is out of range for rank " << rank;
-      const std::optional<int64_t> length =
-          node.InputExtents(input)[static_cast<size_t>(axes[k] < 0 ? axes[k] + rank : axes[k])];
-      KILN_CHECK(length.has_value(), NotImplementedError)
-          << node.Describe() << ": the scan axis of input " << input << " has a symbolic "
-          << "length; Kiln scans static lengths only so far";
-      KILN_CHECK(!extent.has_value() || *extent == *length, ValueError)
-          << node.Describe() << ": the scan inputs have lengths " << *extent << " and " << *length;
-      extent = length;
+        << node.Describe() << ": the scan axes and directions need one entry per scan input ("
+        << num_scan_inputs << ")";
+    for (size_t k = 0; k < scan.axes.size(); ++k) {
+      scan.length = CheckedScanLength(node, first + num_states + k, scan);
+      if (batched) --scan.axes[k];  // once the batch entry is taken
     }
+    std::vector<ir::Expr> states;
+    std::vector<ir::Expr> scanned;
+    for (size_t i = first; i < num_inputs; ++i) {
+      (i < first + num_states ? states : scanned).push_back(node.Input(i));
+    }
+    if (!batched) return ScanLoop(node, states, scanned, scan);
+    return BatchLoop(node, states, scanned, scan);
+  }
+
+  /// The scan axis of each scan input, its direction (1: from the end), and their one length.
+  struct ScanAxes {
+    std::vector<int64_t> axes;
+    std::vector<int64_t> directions;
+    int64_t length;
+  };
+
+  /// The static length of the scan axis of input `input` (scan input number input - first of
+  /// `scan`), normalized in place; a ValueError when it differs from the length found so far.
+  static int64_t CheckedScanLength(const NodeContext& node, size_t input, ScanAxes& scan) {
+    const size_t k = input - (node.proto().input().size() - scan.axes.size());
+    const int64_t rank = static_cast<int64_t>(node.InputRank(input));
+    int64_t& axis = scan.axes[k];
+    KILN_CHECK(axis >= -rank && axis < rank, ValueError)
+        << node.Describe() << ": scan axis " << axis << " of input " << input
+        << " is out of range for rank " << rank;
+    if (axis < 0) axis += rank;
+    const std::optional<int64_t> length = node.InputExtents(input)[static_cast<size_t>(axis)];
+    KILN_CHECK(length.has_value(), NotImplementedError)
+        << node.Describe() << ": the scan axis of input " << input << " has a symbolic "
+        << "length; Kiln scans static lengths only so far";
+    KILN_CHECK(k == 0 || scan.length == *length, ValueError)
+        << node.Describe() << ": the scan inputs have lengths " << scan.length << " and "
+        << *length;
+    return *length;
+  }
+
+  /// A Loop over the scan axis of `scanned`: the body takes row i of each (row length - 1 - i
+  /// in reverse), carries `states`, and its scanned values stack along axis 0, which is where
+  /// Scan puts them by default.
+  ir::Expr ScanLoop(const NodeContext& node, const std::vector<ir::Expr>& states,
+                    const std::vector<ir::Expr>& scanned, const ScanAxes& scan) const {
     std::vector<ir::Type> state_types;
-    Array<ir::Expr> initial;
-    for (size_t i = 0; i < num_states; ++i) {
-      initial.push_back(node.Input(i));
-      state_types.push_back(node.Input(i)->checked_type());
-    }
+    for (const ir::Expr& state : states) state_types.push_back(state->checked_type());
     const onnx::GraphProto& graph = node.GraphAttr("body");
     std::vector<ir::Expr> inputs = BodyParams(graph, 0, state_types);
     std::vector<ir::Expr> params{ir::Var("iteration", ir::TensorType::Static({}, kInt64)),
                                  ir::Var("condition", ir::TensorType::Static({}, kBool))};
     params.insert(params.end(), inputs.begin(), inputs.end());
-    const ir::Expr reversed = MakeCall(
-        "subtract", {ir::Constant(Int64Tensor({*extent - 1}, std::vector<int64_t>{})), params[0]});
-    for (size_t k = 0; k < axes.size(); ++k) {
+    const ir::Expr reversed = MakeCall("subtract", {ScalarInt64(scan.length - 1), params[0]});
+    for (size_t k = 0; k < scanned.size(); ++k) {
       const ir::Expr row =
-          MakeCall("take", {node.Input(num_states + k), directions[k] != 0 ? reversed : params[0]},
-                   {{"axis", axes[k]}});
+          MakeCall("take", {scanned[k], scan.directions[k] != 0 ? reversed : params[0]},
+                   {{"axis", scan.axes[k]}});
       transform::InferNodeType(row);
       inputs.push_back(row);
     }
     Array<ir::Expr> result{params[1]};
     for (const ir::Expr& output : ImportBodyGraph(graph, inputs)) result.push_back(output);
-    const ir::Expr trips = ir::Constant(Int64Tensor({*extent}, std::vector<int64_t>{}));
-    const ir::Expr always = ir::Constant(FilledTensor({}, kBool, 1));
-    return ir::Loop(trips, always, initial, BodyFunction(params, result), arith::IntImm(*extent));
+    return ir::Loop(ScalarInt64(scan.length), ScalarTrue(),
+                    Array<ir::Expr>(states.begin(), states.end()), BodyFunction(params, result),
+                    arith::IntImm(scan.length));
   }
+
+  /// Scan-8: a Loop over the batch axis whose body scans entry b of the states and scan inputs
+  /// (ScanLoop) and returns its final states and scanned values, as rows of the outputs.
+  ir::Expr BatchLoop(const NodeContext& node, const std::vector<ir::Expr>& states,
+                     const std::vector<ir::Expr>& scanned, const ScanAxes& scan) const {
+    const std::optional<int64_t> batch = node.InputExtents(node.proto().input().size() - 1)[0];
+    KILN_CHECK(batch.has_value(), NotImplementedError)
+        << node.Describe() << ": the batch axis has a symbolic length; Kiln scans static "
+        << "batches only so far";
+    const ir::Var entry("entry", ir::TensorType::Static({}, kInt64));
+    const ir::Var condition("condition", ir::TensorType::Static({}, kBool));
+    auto entry_of = [&entry](const ir::Expr& value) {
+      const ir::Expr row = MakeCall("take", {value, entry}, {{"axis", int64_t{0}}});
+      transform::InferNodeType(row);
+      return row;
+    };
+    std::vector<ir::Expr> entry_states;
+    std::vector<ir::Expr> entry_scanned;
+    for (const ir::Expr& state : states) entry_states.push_back(entry_of(state));
+    for (const ir::Expr& input : scanned) entry_scanned.push_back(entry_of(input));
+    const ir::Expr inner = ScanLoop(node, entry_states, entry_scanned, scan);
+    const ir::Type inner_type = transform::InferNodeType(inner);
+    Array<ir::Expr> result{condition};
+    const auto* fields = inner_type.as<ir::TupleTypeObj>();
+    for (int64_t i = 0; i < fields->fields().size(); ++i) {
+      result.push_back(ir::TupleGetItem(inner, i));
+    }
+    return ir::Loop(ScalarInt64(*batch), ScalarTrue(), {}, BodyFunction({entry, condition}, result),
+                    arith::IntImm(*batch));
+  }
+
+  static ir::Expr ScalarInt64(int64_t value) {
+    return ir::Constant(Int64Tensor({value}, std::vector<int64_t>{}));
+  }
+  static ir::Expr ScalarTrue() { return ir::Constant(FilledTensor({}, kBool, 1)); }
 
   /// A Loop's iteration count: its trip count when that is constant and nothing can stop it
   /// early (its condition is constant true on entry and passed through, or returned constant
