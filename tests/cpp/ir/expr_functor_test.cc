@@ -1,7 +1,9 @@
 #include <kiln/ir/expr_functor.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <vector>
 
 #include "ir_test_util.h"
 
@@ -67,6 +69,37 @@ TEST(PostOrderVisitTest, CallsOnEveryNodeOnceIncludingFunctionParts) {
     }
   });
   EXPECT_EQ(count, 5);  // x, constant, tuple, item, function
+}
+
+TEST(DataflowPostOrderTest, StaysOutOfFunctionsAndHonoursExtraOperands) {
+  // out = (a, b), a = x + x, b = f(x) for a function f of its own nodes; b must come after a.
+  const Var x("x", F32({2}));
+  const Var p("p", F32({2}));
+  const Call inside = Add(p, p);
+  const Call a = Add(x, x);
+  const Call b(Function({p}, inside), {x});
+  const Tuple out({b, a});
+  const std::vector<Expr> plain = DataflowPostOrder(out);
+  EXPECT_EQ(plain.size(), 4u);  // x, a, b, out: not p, nor the call inside f
+  EXPECT_TRUE(std::find(plain.begin(), plain.end(), inside) == plain.end());
+  auto position = [](const std::vector<Expr>& order, const Expr& e) {
+    return std::find(order.begin(), order.end(), e) - order.begin();
+  };
+  const std::vector<Expr> ordered = DataflowPostOrder(out, [&](const Expr& e) {
+    return e.same_as(b) ? std::vector<Expr>{a} : std::vector<Expr>{};
+  });
+  EXPECT_LT(position(ordered, a), position(ordered, b));
+  // An extra operand that closes a cycle (a waits for b, which waits for a) is left out:
+  // every node still comes once, after its own operands.
+  const std::vector<Expr> cyclic = DataflowPostOrder(out, [&](const Expr& e) {
+    if (e.same_as(b)) return std::vector<Expr>{a};
+    if (e.same_as(a)) return std::vector<Expr>{b};
+    return std::vector<Expr>{};
+  });
+  EXPECT_EQ(cyclic.size(), 4u);
+  EXPECT_LT(position(cyclic, x), position(cyclic, a));
+  EXPECT_LT(position(cyclic, x), position(cyclic, b));
+  EXPECT_EQ(position(cyclic, out), 3);
 }
 
 /// Replaces test.functor.add by test.functor.mul.
