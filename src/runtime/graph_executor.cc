@@ -338,7 +338,7 @@ Array<Tensor> GraphExecutorObj::Invoke(const Array<Tensor>& inputs, const AnyVie
   for (size_t i = 0; i < results.size(); ++i) {
     const int64_t entry = graph_.outputs[i];
     std::optional<Tensor>& result = results[i];
-    if (graph_.is_late(entry)) continue;  // allocated by the run; handed over or copied after
+    if (graph_.allocated_by_run(entry)) continue;  // handed over or copied after the run
     if (!result) result = Empty(plan->shapes[entry], graph_.entries[entry].dtype, device_);
     if (is_input[entry] || is_bound[entry] || !IsCompactOn(*result, device_)) {
       copies.emplace_back(entry, *result);
@@ -351,7 +351,7 @@ Array<Tensor> GraphExecutorObj::Invoke(const Array<Tensor>& inputs, const AnyVie
   for (const auto& [entry, to] : copies) CopyTensor(context->bound(entry), to);
   for (size_t i = 0; i < results.size(); ++i) {
     const int64_t entry = graph_.outputs[i];
-    if (!graph_.is_late(entry)) continue;
+    if (!graph_.allocated_by_run(entry)) continue;
     const Tensor& value = context->bound(entry);
     if (!results[i]) {
       results[i] = value;  // allocated for this run alone

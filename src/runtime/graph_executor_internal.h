@@ -87,6 +87,10 @@ struct Graph {
   /// Per entry: a node returns it (GraphNode::returns), so no run allocates it.
   std::vector<bool> returned;
   bool has_returns = false;
+  /// Whether a run, not the plan, provides the entry's tensor: late, or returned by its node.
+  bool allocated_by_run(int64_t entry) const {
+    return is_late(entry) || returned[static_cast<size_t>(entry)];
+  }
   /// Per entry, the node that writes it and the last node that reads it (-1 and nodes.size()
   /// for what lives the whole run); first_use is kUnused for an entry nothing touches.
   std::vector<int64_t> first_use;

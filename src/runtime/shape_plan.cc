@@ -86,7 +86,8 @@ ShapePlan PlanForSignature(const Graph& graph, std::vector<int64_t> signature) {
     }
     std::vector<int64_t> shape = graph.signature.Evaluate(
         entry.shape, plan.signature, "entry " + std::to_string(i) + " of the graph");
-    int64_t bytes = ElementBytes(entry.dtype);
+    // A returned entry's node allocates it: it takes no bytes of the plan.
+    int64_t bytes = graph.returned[i] ? 0 : ElementBytes(entry.dtype);
     for (int64_t extent : shape) {
       KILN_CHECK(!__builtin_mul_overflow(bytes, extent, &bytes), OverflowError)
           << "entry " << i << " of the graph, of shape " << Shape(shape)

@@ -378,6 +378,31 @@ def test_scan8_with_sequence_lengths_names_what_is_missing():
         kiln.frontend.from_onnx(scan8_model(0, with_lengths=True))
 
 
+@pytest.mark.parametrize("direction", [0, 1])
+def test_scan_over_a_symbolic_length_runs_every_length(direction):
+    """x ("n", 4): the trip count is n, read from x's shape at run time, and the scanned
+    values are allocated by the loop, n rows."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["sum_in", "row"], ["sum_out"]),
+         helper.make_node("Add", ["sum_out", "sum_out"], ["doubled"])],
+        "body", [value("sum_in", FLOAT, [4]), value("row", FLOAT, [4])],
+        [value("sum_out", FLOAT, [4]), value("doubled", FLOAT, [4])])
+    node = helper.make_node("Scan", ["init", "x"], ["total", "steps"], body=body,
+                            num_scan_inputs=1, scan_input_directions=[direction])
+    graph = helper.make_graph(
+        [node], "scan", [value("init", FLOAT, [4]), value("x", FLOAT, ["n", 4])],
+        [value("total", FLOAT, [4]), value("steps", FLOAT, ["n", 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    ex = kiln.build(kiln.frontend.from_onnx(model))
+    init = np.ones(4, dtype=np.float32)
+    for n in (1, 3, 6):
+        x = np.arange(n * 4, dtype=np.float32).reshape(n, 4)
+        total, steps = ex.run(init=init, x=x)
+        running = np.cumsum(x[::-1] if direction else x, axis=0) + init
+        np.testing.assert_allclose(steps, running * 2, rtol=1e-6)
+        np.testing.assert_allclose(total, running[-1], rtol=1e-6)
+
+
 def test_python_mutators_rewrite_inside_if_and_loop_bodies():
     class ReluToSigmoid(kiln.ir.ExprMutator):
         def visit_call(self, call):
@@ -438,6 +463,33 @@ def test_branches_of_different_extents_give_an_output_sized_by_the_branch_taken(
     np.testing.assert_array_equal(twice, x * 2)
     y, twice = ex.run(cond=np.array(False), x=x)
     assert y.shape == (0,) and twice.shape == (0,)
+
+
+def test_an_output_whose_extents_the_branches_agree_on_is_returned_with_its_values():
+    """The If returns both of its outputs (one has extents the branches disagree on), and the
+    one whose shape the graph knows ahead, (3,), must still be the branch's value, not a tensor
+    the run allocated for it beforehand."""
+    empty = helper.make_tensor("empty_value", FLOAT, [0], [])
+
+    def two_outputs(name, nodes, second, second_shape):
+        return helper.make_graph(nodes, name, [], [value("scaled_" + name, FLOAT, [3]),
+                                                   value(second, FLOAT, list(second_shape))])
+
+    then_graph = two_outputs("then", [helper.make_node("Add", ["x", "x"], ["scaled_then"]),
+                                      helper.make_node("Identity", ["x"], ["same"])],
+                             "same", (3,))
+    else_graph = two_outputs("else", [helper.make_node("Mul", ["x", "x"], ["scaled_else"]),
+                                      helper.make_node("Constant", [], ["none"], value=empty)],
+                             "none", (0,))
+    model = if_model(then_graph, else_graph, outputs=(("y", FLOAT, [3]), ("z", FLOAT, [None])))
+    ex = kiln.build(kiln.frontend.from_onnx(model))
+    x = np.array([1.5, -2.0, 3.0], dtype=np.float32)
+    y, z = ex.run(cond=np.array(True), x=x)
+    np.testing.assert_array_equal(y, x + x)
+    np.testing.assert_array_equal(z, x)
+    y, z = ex.run(cond=np.array(False), x=x)
+    np.testing.assert_array_equal(y, x * x)
+    assert z.shape == (0,)
 
 
 def test_a_branch_using_a_size_of_main_gets_it_from_a_captured_carrier():

@@ -346,7 +346,7 @@ class GraphImporter {
         node.Ints("scan_input_axes").value_or(std::vector<int64_t>(num_scan_inputs, batched)),
         node.Ints(batched ? "directions" : "scan_input_directions")
             .value_or(std::vector<int64_t>(num_scan_inputs, 0)),
-        0};
+        arith::IntImm(0)};
     KILN_CHECK(scan.axes.size() == static_cast<size_t>(num_scan_inputs) &&
                    scan.directions.size() == static_cast<size_t>(num_scan_inputs),
                ValueError)
@@ -369,12 +369,12 @@ class GraphImporter {
   struct ScanAxes {
     std::vector<int64_t> axes;
     std::vector<int64_t> directions;
-    int64_t length;
+    arith::SizeExpr length;
   };
 
-  /// The static length of the scan axis of input `input` (scan input number input - first of
-  /// `scan`), normalized in place; a ValueError when it differs from the length found so far.
-  static int64_t CheckedScanLength(const NodeContext& node, size_t input, ScanAxes& scan) {
+  /// The length (static or symbolic) of the scan axis of input `input`, that axis normalized
+  /// in place; a ValueError when it differs from the length found so far.
+  static arith::SizeExpr CheckedScanLength(const NodeContext& node, size_t input, ScanAxes& scan) {
     const size_t k = input - (node.proto().input().size() - scan.axes.size());
     const int64_t rank = static_cast<int64_t>(node.InputRank(input));
     int64_t& axis = scan.axes[k];
@@ -382,14 +382,26 @@ class GraphImporter {
         << node.Describe() << ": scan axis " << axis << " of input " << input
         << " is out of range for rank " << rank;
     if (axis < 0) axis += rank;
-    const std::optional<int64_t> length = node.InputExtents(input)[static_cast<size_t>(axis)];
-    KILN_CHECK(length.has_value(), NotImplementedError)
-        << node.Describe() << ": the scan axis of input " << input << " has a symbolic "
-        << "length; Kiln scans static lengths only so far";
-    KILN_CHECK(k == 0 || scan.length == *length, ValueError)
-        << node.Describe() << ": the scan inputs have lengths " << scan.length << " and "
-        << *length;
-    return *length;
+    const arith::SizeExpr length = ExtentOf(node.Input(input), axis);
+    KILN_CHECK(k == 0 || scan.length.ToString() == length.ToString(), ValueError)
+        << node.Describe() << ": the scan inputs have lengths " << scan.length.ToString() << " and "
+        << length.ToString();
+    return length;
+  }
+
+  /// Extent `axis` of typed tensor `value`.
+  static arith::SizeExpr ExtentOf(const ir::Expr& value, int64_t axis) {
+    return value->checked_type().as<ir::TensorTypeObj>()->shape()[axis].AsSizeExpr();
+  }
+
+  /// `length` as an int64 scalar: a constant, or computed at run time from the extents of
+  /// `carrier` (size_values), which has it as an extent.
+  static ir::Expr LengthValue(const arith::SizeExpr& length, const ir::Expr& carrier) {
+    if (std::optional<int64_t> value = length.as_int()) return ScalarInt64(*value);
+    ir::Expr computed = MakeCall("size_values", {ir::Tuple({carrier})},
+                                 {{"sizes", SizesAttr({length})}, {"scalar", true}});
+    transform::InferNodeType(computed);
+    return computed;
   }
 
   /// A Loop over the scan axis of `scanned`: the body takes row i of each (row length - 1 - i
@@ -404,7 +416,8 @@ class GraphImporter {
     std::vector<ir::Expr> params{ir::Var("iteration", ir::TensorType::Static({}, kInt64)),
                                  ir::Var("condition", ir::TensorType::Static({}, kBool))};
     params.insert(params.end(), inputs.begin(), inputs.end());
-    const ir::Expr reversed = MakeCall("subtract", {ScalarInt64(scan.length - 1), params[0]});
+    const ir::Expr reversed =
+        MakeCall("subtract", {LengthValue(scan.length - 1, scanned[0]), params[0]});
     for (size_t k = 0; k < scanned.size(); ++k) {
       const ir::Expr row =
           MakeCall("take", {scanned[k], scan.directions[k] != 0 ? reversed : params[0]},
@@ -414,19 +427,16 @@ class GraphImporter {
     }
     Array<ir::Expr> result{params[1]};
     for (const ir::Expr& output : ImportBodyGraph(graph, inputs)) result.push_back(output);
-    return ir::Loop(ScalarInt64(scan.length), ScalarTrue(),
+    return ir::Loop(LengthValue(scan.length, scanned[0]), ScalarTrue(),
                     Array<ir::Expr>(states.begin(), states.end()), BodyFunction(params, result),
-                    arith::IntImm(scan.length));
+                    scan.length);
   }
 
   /// Scan-8: a Loop over the batch axis whose body scans entry b of the states and scan inputs
   /// (ScanLoop) and returns its final states and scanned values, as rows of the outputs.
   ir::Expr BatchLoop(const NodeContext& node, const std::vector<ir::Expr>& states,
                      const std::vector<ir::Expr>& scanned, const ScanAxes& scan) const {
-    const std::optional<int64_t> batch = node.InputExtents(node.proto().input().size() - 1)[0];
-    KILN_CHECK(batch.has_value(), NotImplementedError)
-        << node.Describe() << ": the batch axis has a symbolic length; Kiln scans static "
-        << "batches only so far";
+    const arith::SizeExpr batch = ExtentOf(scanned[0], 0);
     const ir::Var entry("entry", ir::TensorType::Static({}, kInt64));
     const ir::Var condition("condition", ir::TensorType::Static({}, kBool));
     auto entry_of = [&entry](const ir::Expr& value) {
@@ -445,8 +455,8 @@ class GraphImporter {
     for (int64_t i = 0; i < fields->fields().size(); ++i) {
       result.push_back(ir::TupleGetItem(inner, i));
     }
-    return ir::Loop(ScalarInt64(*batch), ScalarTrue(), {}, BodyFunction({entry, condition}, result),
-                    arith::IntImm(*batch));
+    return ir::Loop(LengthValue(batch, scanned[0]), ScalarTrue(), {},
+                    BodyFunction({entry, condition}, result), batch);
   }
 
   static ir::Expr ScalarInt64(int64_t value) {
