@@ -403,6 +403,35 @@ def test_scan_over_a_symbolic_length_runs_every_length(direction):
         np.testing.assert_allclose(total, running[-1], rtol=1e-6)
 
 
+@pytest.mark.parametrize("out_axis,out_direction", [(1, 0), (0, 1), (-1, 1)])
+def test_scan_outputs_go_along_the_axis_and_in_the_direction_asked(out_axis, out_direction):
+    """Scan over axis 0 of x (3, 4); the scanned running sums (3, 4) are reversed along the scan
+    axis when scan_output_directions says 1, and stacked along scan_output_axes."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["sum_in", "row"], ["sum_out"]),
+         helper.make_node("Identity", ["sum_out"], ["step"])],
+        "body", [value("sum_in", FLOAT, [4]), value("row", FLOAT, [4])],
+        [value("sum_out", FLOAT, [4]), value("step", FLOAT, [4])])
+    node = helper.make_node("Scan", ["init", "x"], ["total", "steps"], body=body,
+                            num_scan_inputs=1, scan_output_axes=[out_axis],
+                            scan_output_directions=[out_direction])
+    shape = [3, 4] if out_axis == 0 else [4, 3]
+    graph = helper.make_graph(
+        [node], "scan", [value("init", FLOAT, [4]), value("x", FLOAT, [3, 4])],
+        [value("total", FLOAT, [4]), value("steps", FLOAT, shape)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    ex = kiln.build(kiln.frontend.from_onnx(model))
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    total, steps = ex.run(init=np.zeros(4, np.float32), x=x)
+    expected = np.cumsum(x, axis=0)
+    if out_direction:
+        expected = expected[::-1]
+    if out_axis != 0:
+        expected = expected.T
+    np.testing.assert_allclose(steps, expected, rtol=1e-6)
+    np.testing.assert_allclose(total, x.sum(axis=0), rtol=1e-6)
+
+
 def test_python_mutators_rewrite_inside_if_and_loop_bodies():
     class ReluToSigmoid(kiln.ir.ExprMutator):
         def visit_call(self, call):

@@ -7,6 +7,7 @@
 #include <kiln/transform/infer_type.h>
 
 #include <cctype>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -335,12 +336,6 @@ class GraphImporter {
         << node.Describe() << ": num_scan_inputs is " << num_scan_inputs << " but the node has "
         << num_inputs - first << " states and scan inputs";
     const size_t num_states = num_inputs - first - static_cast<size_t>(num_scan_inputs);
-    for (const char* attr : {"scan_output_axes", "scan_output_directions"}) {
-      const std::vector<int64_t> values = node.Ints(attr).value_or(std::vector<int64_t>{});
-      KILN_CHECK(std::all_of(values.begin(), values.end(), [](int64_t v) { return v == 0; }),
-                 NotImplementedError)
-          << node.Describe() << ": " << attr << " other than 0 is not supported yet";
-    }
     // Scan-8 scans axis 1 (after the batch axis) in its `directions`.
     ScanAxes scan{
         node.Ints("scan_input_axes").value_or(std::vector<int64_t>(num_scan_inputs, batched)),
@@ -361,8 +356,58 @@ class GraphImporter {
     for (size_t i = first; i < num_inputs; ++i) {
       (i < first + num_states ? states : scanned).push_back(node.Input(i));
     }
-    if (!batched) return ScanLoop(node, states, scanned, scan);
-    return BatchLoop(node, states, scanned, scan);
+    if (batched) return BatchLoop(node, states, scanned, scan);
+    return PlaceScanOutputs(node, ScanLoop(node, states, scanned, scan), num_states);
+  }
+
+  /// The Scan's outputs from `loop`'s, whose scanned values stack along axis 0 in iteration
+  /// order: each reversed where its scan_output_directions entry is 1, and its stacking axis
+  /// moved to its scan_output_axes entry.
+  static ir::Expr PlaceScanOutputs(const NodeContext& node, const ir::Expr& loop,
+                                   size_t num_states) {
+    const auto* type = transform::InferNodeType(loop).as<ir::TupleTypeObj>();
+    const size_t num_scans = static_cast<size_t>(type->fields().size()) - num_states;
+    const std::vector<int64_t> axes =
+        node.Ints("scan_output_axes").value_or(std::vector<int64_t>(num_scans, 0));
+    const std::vector<int64_t> directions =
+        node.Ints("scan_output_directions").value_or(std::vector<int64_t>(num_scans, 0));
+    KILN_CHECK(axes.size() == num_scans && directions.size() == num_scans, ValueError)
+        << node.Describe() << ": scan_output_axes and scan_output_directions need one entry per "
+        << "scan output (" << num_scans << ")";
+    auto is_zero = [](int64_t v) { return v == 0; };
+    if (std::all_of(axes.begin(), axes.end(), is_zero) &&
+        std::all_of(directions.begin(), directions.end(), is_zero)) {
+      return loop;
+    }
+    Array<ir::Expr> outputs;
+    for (size_t i = 0; i < num_states + num_scans; ++i) {
+      ir::Expr output = ir::TupleGetItem(loop, static_cast<int64_t>(i));
+      if (i < num_states) {
+        outputs.push_back(output);
+        continue;
+      }
+      const size_t j = i - num_states;
+      if (directions[j] != 0) {
+        output = MakeCall("strided_slice", {output},
+                          {{"begin", Array<int64_t>{-1}},
+                           {"end", Array<int64_t>{std::numeric_limits<int64_t>::min()}},
+                           {"axes", Array<int64_t>{0}},
+                           {"strides", Array<int64_t>{-1}}});
+      }
+      const auto rank = static_cast<int64_t>(
+          type->fields()[static_cast<int64_t>(i)].as<ir::TensorTypeObj>()->shape().size());
+      const int64_t axis = axes[j] < 0 ? axes[j] + rank : axes[j];
+      KILN_CHECK(axis >= 0 && axis < rank, ValueError)
+          << node.Describe() << ": scan_output_axes[" << j << "] = " << axes[j]
+          << " is out of range for rank " << rank;
+      if (axis != 0) {
+        Array<int64_t> order;  // the stacking axis, 0, goes to `axis`
+        for (int64_t k = 0; k < rank; ++k) order.push_back(k < axis ? k + 1 : k == axis ? 0 : k);
+        output = MakeCall("transpose", {output}, {{"axes", order}});
+      }
+      outputs.push_back(output);
+    }
+    return ir::Tuple(outputs);
   }
 
   /// The scan axis of each scan input, its direction (1: from the end), and their one length.
