@@ -125,11 +125,36 @@ void NoteSizesDefined(const Expr& expr, std::set<std::string>& defined) {
   }
 }
 
+/// The nodes of a loop body that compute the same value in every iteration: op calls, tuples
+/// and fields whose operands are all @main's values, constants or such nodes. Not a
+/// define_sizes (the size it defines is the body's), nor anything that calls a function or
+/// holds a body.
+NodeSet LoopInvariants(const ir::Function& body, const OuterValues& outer) {
+  NodeSet invariant;
+  auto all_invariant = [&invariant](const std::vector<Expr>& operands) {
+    return std::all_of(operands.begin(), operands.end(),
+                       [&invariant](const Expr& e) { return invariant.count(e.get()) != 0; });
+  };
+  for (const Expr& expr : ir::DataflowPostOrder(body->body())) {
+    bool holds = outer.nodes.count(expr.get()) != 0 || expr.as<ir::ConstantObj>() != nullptr;
+    if (const auto* call = expr.as<ir::CallObj>()) {
+      const auto* op = call->op().as<ir::OpObj>();
+      holds = op != nullptr && op->name() != "define_sizes" && all_invariant(LocalOperands(expr));
+    } else if (expr.as<ir::TupleObj>() != nullptr || expr.as<ir::TupleGetItemObj>() != nullptr) {
+      holds = all_invariant(LocalOperands(expr));
+    }
+    if (holds) invariant.insert(expr.get());
+  }
+  return invariant;
+}
+
 /// The values `body` reads from @main, in the order a walk first meets them: nodes @main
 /// computes, variables that no function inside the body binds, and a carrier for each size of
 /// @main that the body's types use but neither defines nor receives as another capture's
-/// extent.
-std::vector<Expr> Captures(const ir::Function& body, const OuterValues& outer) {
+/// extent. With `hoisted` (a loop body's LoopInvariants), a tensor the body computes from those
+/// alone is captured too: @main computes it once rather than every iteration.
+std::vector<Expr> Captures(const ir::Function& body, const OuterValues& outer,
+                           const NodeSet& hoisted = {}) {
   std::vector<Expr> captures;
   std::vector<Expr> free_vars;
   std::set<std::string> sizes_used;
@@ -141,7 +166,9 @@ std::vector<Expr> Captures(const ir::Function& body, const OuterValues& outer) {
     const Expr expr = std::move(stack.back());
     stack.pop_back();
     if (!seen.insert(expr.get()).second) continue;
-    if (outer.nodes.count(expr.get()) != 0) {
+    const bool hoist = hoisted.count(expr.get()) != 0 && expr.as<ir::ConstantObj>() == nullptr &&
+                       expr->checked_type().as<ir::TensorTypeObj>() != nullptr;
+    if (outer.nodes.count(expr.get()) != 0 || hoist) {
       captures.push_back(expr);
       continue;
     }
@@ -299,7 +326,7 @@ class ControlFlowOutliner : public NodeRewriter {
     for (size_t i = 2; i < old_leading.size(); ++i) {
       leading.push_back(ParamFor(old_leading[i], i, taken));
     }
-    Closure closure = Close(Captures(body, outer_), taken);
+    Closure closure = Close(Captures(body, outer_, LoopInvariants(body, outer_)), taken);
     const auto* rewritten = post.as<ir::LoopObj>();
     std::vector<Expr> operands{rewritten->trip_count(), rewritten->condition()};
     operands.insert(operands.end(), rewritten->initial().begin(), rewritten->initial().end());
