@@ -50,7 +50,8 @@ class BodyCompiler {
   /// Adds `function` (an If or a Loop closed over its parameters) to `functions`.
   void Add(const ir::Function& function) {
     const std::string name = function.GetAttr<String>(ir::attr::kGlobalSymbol)->str();
-    const bool returns = function.GetAttr<int64_t>(codegen::kReturnsOutputsAttr).has_value();
+    const int64_t returned = function.GetAttr<int64_t>(codegen::kReturnsOutputsAttr).value_or(0);
+    const bool returns = returned > 0;
     const std::vector<ir::Var> params(function->params().begin(), function->params().end());
     if (const auto* branch = function->body().as<ir::IfObj>()) {
       const std::vector<ir::Var> captures(params.begin() + 1, params.end());
@@ -78,7 +79,8 @@ class BodyCompiler {
                              {"bodies", {index}},
                              {"carried", loop->initial().size()},
                              {"scans", loop->num_scan_outputs()},
-                             {"returns_scans", returns}});
+                             {"returns_scans", returns},
+                             {"returns_carried", returned > loop->num_scan_outputs()}});
   }
 
  private:

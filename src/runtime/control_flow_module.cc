@@ -55,11 +55,12 @@ int64_t MaxIterations() {
 struct ControlFlowFunction {
   std::string name;
   bool is_loop = false;
-  std::vector<size_t> bodies;  ///< indices into the module's imports
-  size_t carried = 0;          ///< a loop's carried values
-  size_t scans = 0;            ///< a loop's scan outputs
-  bool returns_scans = false;  ///< allocated and returned, not written into given outputs
-  bool returns = false;        ///< an If's outputs: the branch's, returned
+  std::vector<size_t> bodies;    ///< indices into the module's imports
+  size_t carried = 0;            ///< a loop's carried values
+  size_t scans = 0;              ///< a loop's scan outputs
+  bool returns_scans = false;    ///< allocated and returned, not written into given outputs
+  bool returns_carried = false;  ///< the carried values too (their extents change), first
+  bool returns = false;          ///< an If's outputs: the branch's, returned
 };
 
 /// The element at the start of a host tensor of one element, as an int64.
@@ -123,6 +124,10 @@ class ControlFlowModuleObj : public ModuleObj {
       function.carried = entry.value("carried", 0);
       function.scans = entry.value("scans", 0);
       function.returns_scans = entry.value("returns_scans", false);
+      function.returns_carried = entry.value("returns_carried", false);
+      KILN_CHECK(!function.returns_carried || function.returns_scans, ValueError)
+          << "control_flow function '" << function.name << "' returns its carried values but "
+          << "not its scan outputs, which follow them";
       function.returns = entry.value("returns", false);
       KILN_CHECK(function.bodies.size() == (function.is_loop ? 1U : 2U), ValueError)
           << "control_flow function '" << function.name << "' has " << function.bodies.size()
@@ -196,10 +201,12 @@ class ControlFlowModuleObj : public ModuleObj {
     return {};
   }
 
-  /// Runs the loop; returns the scan outputs it allocated when the function returns them.
+  /// Runs the loop; returns the outputs the function returns (its scan outputs, and its carried
+  /// values before them when their extents change).
   static std::vector<Tensor> RunLoop(const ControlFlowFunction& loop, const Executable& body,
                                      const std::vector<Tensor>& args) {
-    const size_t given = loop.carried + (loop.returns_scans ? 0 : loop.scans);
+    const size_t given =
+        (loop.returns_carried ? 0 : loop.carried) + (loop.returns_scans ? 0 : loop.scans);
     KILN_CHECK(args.size() >= 2 + loop.carried + given, ValueError)
         << "a Loop node passes " << args.size() << " tensors";
     const int64_t trip_count = ScalarOf(args[0], "the trip count of a Loop");
@@ -225,7 +232,7 @@ class ControlFlowModuleObj : public ModuleObj {
       }
       condition = ScalarOf(results[0], "the condition a Loop body returns") != 0;
       for (size_t i = 0; i < loop.carried; ++i) {
-        CheckCarriedShape(carried[i], results[1 + i], i, iteration);
+        if (!loop.returns_carried) CheckCarriedShape(carried[i], results[1 + i], i, iteration);
         carried[i] = results[1 + i];
       }
       for (size_t s = 0; s < loop.scans; ++s) {
@@ -236,6 +243,22 @@ class ControlFlowModuleObj : public ModuleObj {
           CopyRow(scanned, outputs[loop.carried + s], iteration, s);
         }
       }
+    }
+    if (loop.returns_carried) {
+      // A value no iteration replaced is the node's input, whose memory the graph may reuse.
+      std::vector<Tensor> returned;
+      for (size_t i = 0; i < loop.carried; ++i) {
+        if (iteration > 0) {
+          returned.push_back(carried[i]);
+          continue;
+        }
+        const Shape shape = carried[i].shape();
+        returned.push_back(Empty(std::vector<int64_t>(shape.begin(), shape.end()),
+                                 carried[i].dtype(), DLDevice{kDLCPU, 0}));
+        CopyTensor(carried[i], returned.back());
+      }
+      for (Tensor& stacked : StackRows(loop, body, rows, iteration)) returned.push_back(stacked);
+      return returned;
     }
     for (size_t i = 0; i < loop.carried; ++i) CopyTensor(carried[i], outputs[i]);
     if (loop.returns_scans) return StackRows(loop, body, rows, iteration);

@@ -256,12 +256,21 @@ class TypeInferencer {
   }
 
   /// (carried..., scan outputs...): the carried values keep their types, and each scanned value
-  /// gains a leading axis of the loop's iteration count.
+  /// gains a leading axis of the loop's iteration count. A carried parameter the body declares
+  /// more generally than its initial value (a size variable where the value's extent grows, as
+  /// a generation loop's concatenation) takes its declared type, which the result then has.
   Type LoopType(const ir::LoopObj& loop) {
     CheckScalar(loop.trip_count(), kInt64, "the trip count of a Loop");
     CheckScalar(loop.condition(), kBool, "the condition of a Loop");
     std::vector<Type> params{ir::TensorType::Static({}, kInt64), ir::TensorType::Static({}, kBool)};
-    for (const Expr& value : loop.initial()) params.push_back(types_.at(value.get()));
+    for (int64_t i = 0; i < loop.initial().size(); ++i) {
+      const Type& entering = types_.at(loop.initial()[i].get());
+      const Type& declared = loop.body()->params()[i + 2]->type_annotation();
+      KILN_CHECK(!declared.defined() || MayBeEqual(declared, entering), TypeError)
+          << "carried value " << i << " of a Loop enters as " << TypeText(entering)
+          << " but the body takes " << TypeText(declared);
+      params.push_back(declared.defined() ? declared : entering);
+    }
     const Type ret = InferFunction(loop.body(), params)->ret();
     const int64_t carried = loop.initial().size();
     const auto* tuple = ret.as<ir::TupleTypeObj>();

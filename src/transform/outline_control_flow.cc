@@ -8,6 +8,7 @@
 #include <kiln/ir/control_flow.h>
 #include <kiln/ir/expr_functor.h>
 #include <kiln/ir/function.h>
+#include <kiln/ir/structural_equal.h>
 #include <kiln/transform/infer_type.h>
 #include <kiln/transform/passes.h>
 
@@ -180,7 +181,16 @@ std::vector<Expr> Captures(const ir::Function& body, const OuterValues& outer,
     NoteSizesDefined(expr, defined_inside);
     if (expr.as<ir::VarObj>() != nullptr) free_vars.push_back(expr);
     if (const auto* function = expr.as<ir::FunctionObj>()) {
-      for (const ir::Var& param : function->params()) bound.insert(param.get());
+      for (const ir::Var& param : function->params()) {
+        bound.insert(param.get());
+        // A parameter's bare extents are given by what it is called with (a carried value
+        // whose extent changes has a size of its own).
+        if (param->checked_type().defined()) {
+          for (const std::string& var : ExtentVars(param->checked_type())) {
+            defined_inside.insert(var);
+          }
+        }
+      }
     }
     const std::vector<Expr> children = AllChildren(expr);
     stack.insert(stack.end(), children.rbegin(), children.rend());
@@ -341,9 +351,18 @@ class ControlFlowOutliner : public NodeRewriter {
     const ir::Loop closed(params[0], params[1], initial,
                           Rebind(body, leading, old_leading, closure), loop.iterations());
     // Scan outputs of a length only the run decides are allocated by the loop and returned.
+    // So are carried values whose extents the run decides (the body takes them more generally
+    // than they enter), and with them everything after: all the outputs.
     const int64_t scans = loop.num_scan_outputs();
+    const int64_t carried = loop.initial().size();
+    bool grows = false;
+    for (int64_t i = 0; i < carried; ++i) {
+      grows = grows || !ir::StructuralEqual(body->params()[i + 2]->checked_type(),
+                                            loop.initial()[i]->checked_type());
+    }
     const bool returns_scans = scans > 0 && !loop.iterations().as_int().has_value();
-    return CallOf("kiln_loop_", pre, operands, params, closed, closure, returns_scans ? scans : 0);
+    const int64_t returns = grows ? carried + scans : returns_scans ? scans : 0;
+    return CallOf("kiln_loop_", pre, operands, params, closed, closure, returns);
   }
 
   /// The closed function's parameters for `captures` (a captured tuple comes field by field,

@@ -432,6 +432,66 @@ def test_scan_outputs_go_along_the_axis_and_in_the_direction_asked(out_axis, out
     np.testing.assert_allclose(total, x.sum(axis=0), rtol=1e-6)
 
 
+def growing_loop_model():
+    """acc = Loop(n, acc0): each iteration appends its index to acc (a generation loop's
+    concatenation), so the carried value has one more element after every iteration, and
+    each iteration also scans the sum so far."""
+    body = helper.make_graph(
+        [helper.make_node("Cast", ["i"], ["i_float"], to=FLOAT),
+         helper.make_node("Unsqueeze", ["i_float", "zero_axis"], ["row"]),
+         helper.make_node("Concat", ["acc_in", "row"], ["acc_out"], axis=0),
+         helper.make_node("ReduceSum", ["acc_out"], ["total"], keepdims=0),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"])],
+        "body", [value("i", INT64, []), value("cond_in", BOOL, []), value("acc_in", FLOAT, [None])],
+        [value("cond_out", BOOL, []), value("acc_out", FLOAT, [None]), value("total", FLOAT, [])],
+        initializer=[helper.make_tensor("zero_axis", INT64, [1], [0])])
+    node = helper.make_node("Loop", ["n", "", "acc0"], ["acc", "totals"], body=body)
+    graph = helper.make_graph(
+        [node], "grow", [value("n", INT64, []), value("acc0", FLOAT, [1])],
+        [value("acc", FLOAT, [None]), value("totals", FLOAT, [None])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize("n", [0, 1, 4])
+def test_a_carried_value_that_grows_each_iteration_is_returned_at_its_final_extent(n):
+    mod = kiln.frontend.from_onnx(growing_loop_model())
+    ex = kiln.build(mod)
+    acc0 = np.array([10.0], dtype=np.float32)
+    acc, totals = ex.run(n=np.array(n, dtype=np.int64), acc0=acc0)
+    expected = np.concatenate([acc0, np.arange(n, dtype=np.float32)])
+    np.testing.assert_array_equal(acc, expected)
+    np.testing.assert_allclose(totals, [expected[:k + 2].sum() for k in range(n)], rtol=1e-6)
+
+
+def test_a_scripted_generation_loop_that_concatenates_matches_pytorch(tmp_path):
+    """Each iteration feeds the last row through a linear layer and appends the result, as a
+    greedy decoder appends tokens: the carried tensor gains a row every iteration."""
+    torch = pytest.importorskip("torch")
+
+    class Generate(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(4, 4)
+
+        def forward(self, x, n: int):
+            out = x
+            for _ in range(n):
+                out = torch.cat([out, torch.tanh(self.proj(out[-1:]))], dim=0)
+            return out
+
+    torch.manual_seed(0)
+    module = Generate().eval()
+    path = str(tmp_path / "generate.onnx")
+    torch.onnx.export(torch.jit.script(module), (torch.randn(1, 4), 3), path,
+                      input_names=["x", "n"], output_names=["y"], opset_version=13)
+    ex = kiln.build(kiln.frontend.from_onnx(path))
+    for n in (0, 1, 5):
+        x = torch.randn(1, 4)
+        (y,) = ex.run(x=x.numpy(), n=np.array(n, dtype=np.int64))
+        with torch.no_grad():
+            np.testing.assert_allclose(y, module(x, n).numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_python_mutators_rewrite_inside_if_and_loop_bodies():
     class ReluToSigmoid(kiln.ir.ExprMutator):
         def visit_call(self, call):
@@ -537,9 +597,9 @@ def @main(%x: Tensor[(n), float32], %c: Tensor[(), bool]) {
         np.testing.assert_array_equal(y, np.full(n, 1.0 if cond else 2.0, dtype=np.float32))
 
 
-def test_a_carried_value_that_changes_shape_at_run_time_is_an_error_naming_it():
-    """The body returns x[:i + 2] as the carried value that entered as (1,): its type cannot
-    tell (a Slice to a run-time end), the run can."""
+def test_a_carried_value_whose_extent_only_the_run_knows_comes_back_at_that_extent():
+    """The body returns x[:i + 2] as the carried value that entered as (1,) (a Slice to a
+    run-time end): the body takes it at an extent of its own, and the loop returns it."""
     constant = [("two", [], [2]), ("axes", [1], [0]), ("starts", [1], [0])]
     body = helper.make_graph(
         [helper.make_node("Constant", [], [name], value=helper.make_tensor(name, INT64, dims, vals))
@@ -559,9 +619,9 @@ def test_a_carried_value_that_changes_shape_at_run_time_is_an_error_naming_it():
     x, y = np.arange(5, dtype=np.float32), np.zeros(1, dtype=np.float32)
     (final,) = ex.run(x=x, y=y, n=np.array(0, dtype=np.int64))
     np.testing.assert_array_equal(final, y)
-    with pytest.raises(ValueError, match=r"carried value 0 of a Loop entered iteration 0 with "
-                                         r"shape \(1,\) and the body returned \(2,\)"):
-        ex.run(x=x, y=y, n=np.array(3, dtype=np.int64))
+    for n in (1, 3):
+        (final,) = ex.run(x=x, y=y, n=np.array(n, dtype=np.int64))
+        np.testing.assert_array_equal(final, x[:n + 1])
 
 
 @pytest.mark.parametrize("trips", [1, 4])

@@ -85,7 +85,10 @@ class LoopObj : public ExprObj {
   const Expr& condition() const { return condition_; }
   /// The carried values before the first iteration.
   const Array<Expr>& initial() const { return initial_; }
-  /// (iteration, condition, carried...) -> (condition, carried..., scanned...).
+  /// (iteration, condition, carried...) -> (condition, carried..., scanned...). A carried
+  /// parameter may be annotated more generally than its initial value (a size variable where
+  /// the value's extent changes between iterations): the loop's result then has that type,
+  /// its extents the run's.
   const Function& body() const { return body_; }
   /// How many iterations run: the leading extent of every scan output.
   const arith::SizeExpr& iterations() const { return iterations_; }

@@ -310,13 +310,51 @@ class GraphImporter {
       param_types.push_back(node.Input(i)->checked_type());
     }
     const onnx::GraphProto& graph = node.GraphAttr("body");
-    const std::vector<ir::Expr> params = BodyParams(graph, 0, param_types);
-    const std::vector<ir::Expr> outputs = ImportBodyGraph(graph, params);
+    std::vector<ir::Expr> params = BodyParams(graph, 0, param_types);
+    std::vector<ir::Expr> outputs = ImportBodyGraph(graph, params);
     KILN_CHECK(outputs.size() > static_cast<size_t>(initial.size()), ValueError)
         << node.Describe() << ": the body must return the condition and the " << initial.size()
         << " carried values first, but it has " << outputs.size() << " outputs";
+    if (GeneralizeChangingExtents(node, outputs, param_types)) {
+      params = BodyParams(graph, 0, param_types);
+      outputs = ImportBodyGraph(graph, params);
+    }
     const ir::Function body = BodyFunction(params, Array<ir::Expr>(outputs));
     return ir::Loop(trip_count, condition, initial, body, Iterations(node, body, trip_count));
+  }
+
+  /// Whether a carried value's extents change from one iteration to the next (a generation
+  /// loop's concatenation): `outputs` (the body's, typed with `param_types`) return it with
+  /// other extents than it entered with. If so, each changing axis of its parameter type becomes
+  /// a size of its own, so that the body is imported again for any extent and the loop's
+  /// result has the extents the run gives it.
+  static bool GeneralizeChangingExtents(const NodeContext& node,
+                                        const std::vector<ir::Expr>& outputs,
+                                        std::vector<ir::Type>& param_types) {
+    std::vector<std::pair<size_t, int64_t>> changing;  // (carried parameter, axis)
+    for (size_t p = 2; p < param_types.size(); ++p) {
+      const auto* entering = param_types[p].as<ir::TensorTypeObj>();
+      const auto* returned = transform::InferNodeType(outputs[p - 1]).as<ir::TensorTypeObj>();
+      if (entering == nullptr || returned == nullptr ||
+          entering->shape().size() != returned->shape().size()) {
+        continue;  // type inference names the mismatch
+      }
+      for (int64_t axis = 0; axis < entering->shape().size(); ++axis) {
+        if (!arith::StructuralEqual(entering->shape()[axis].AsSizeExpr(),
+                                    returned->shape()[axis].AsSizeExpr())) {
+          changing.emplace_back(p, axis);
+        }
+      }
+    }
+    const std::vector<arith::SizeExpr> sizes = node.NewSizes(changing.size());
+    for (size_t c = 0; c < changing.size(); ++c) {
+      const auto [p, axis] = changing[c];
+      const auto* type = param_types[p].as<ir::TensorTypeObj>();
+      Array<ir::Dim> shape = type->shape();
+      shape.Set(axis, ir::Dim::FromSizeExpr(sizes[c]));
+      param_types[p] = ir::TensorType(shape, type->dtype());
+    }
+    return !changing.empty();
   }
 
   /// Scan as a Loop over the scan axis (ScanLoop). Before opset 9, every input has a leading
