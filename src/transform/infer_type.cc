@@ -244,6 +244,7 @@ class TypeInferencer {
 
   Type IfType(const ir::IfObj& node) {
     CheckScalar(node.cond(), kBool, "the condition of an If");
+    ir::SizeCheckCollector body_checks;  // each body's own: its module's build finds them
     const Type then_type = InferFunction(node.then_branch(), {})->ret();
     const Type else_type = InferFunction(node.else_branch(), {})->ret();
     size_t used = 0;
@@ -271,6 +272,7 @@ class TypeInferencer {
           << " but the body takes " << TypeText(declared);
       params.push_back(declared.defined() ? declared : entering);
     }
+    ir::SizeCheckCollector body_checks;  // the body's own: its module's build finds them
     const Type ret = InferFunction(loop.body(), params)->ret();
     const int64_t carried = loop.initial().size();
     const auto* tuple = ret.as<ir::TupleTypeObj>();
