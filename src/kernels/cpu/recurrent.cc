@@ -211,20 +211,23 @@ std::vector<float> ProjectInput(const KernelCall& call, const Sequence& sq, int6
   const int64_t width = sq.gates * sq.hidden;
   std::vector<float> projected(static_cast<size_t>(rows * width));
   const float* w = Data<const float>(call.input(1)) + d * width * sq.input;
-  Gemm(rows, width, sq.input, MatrixView{Data<const float>(call.input(0)), sq.input, 1},
-       MatrixView{w, 1, sq.input}, projected.data(), width);
-  if (!Sequence::Present(call, 3)) return projected;
-  const float* bias = Data<const float>(call.input(3)) + d * 2 * width;
-  std::vector<float> total(bias, bias + width);
-  for (int64_t g = 0; g < sq.gates; ++g) {
-    if (!with_rb[static_cast<size_t>(g)]) continue;
-    for (int64_t j = 0; j < sq.hidden; ++j)
-      total[g * sq.hidden + j] += bias[width + g * sq.hidden + j];
+  // The biases are added in the GEMM's epilogue, while each tile of the product is in cache.
+  std::vector<float> total;
+  GemmEpilogue epilogue;
+  if (Sequence::Present(call, 3)) {
+    const float* bias = Data<const float>(call.input(3)) + d * 2 * width;
+    total.assign(bias, bias + width);
+    for (int64_t g = 0; g < sq.gates; ++g) {
+      if (!with_rb[static_cast<size_t>(g)]) continue;
+      for (int64_t j = 0; j < sq.hidden; ++j) {
+        total[g * sq.hidden + j] += bias[width + g * sq.hidden + j];
+      }
+    }
+    epilogue.col_bias = total.data();
   }
-  for (int64_t r = 0; r < rows; ++r) {
-    float* line = projected.data() + r * width;
-    for (int64_t j = 0; j < width; ++j) line[j] += total[j];
-  }
+  Gemm(rows, width, sq.input,
+       GemmOperand(MatrixView{Data<const float>(call.input(0)), sq.input, 1}),
+       GemmOperand(MatrixView{w, 1, sq.input}), projected.data(), width, epilogue);
   return projected;
 }
 
