@@ -319,15 +319,19 @@ void ForEachRunning(const Sequence& sq, int64_t s, bool reverse,
   }
 }
 
-/// Y (zeroed first, so steps past an entry's length stay 0) and the final states an op writes.
+/// Y (zeroed first when an entry is shorter than the sequence, so its later steps stay 0) and
+/// the final states an op writes.
 struct Outputs {
   float* y;
   std::vector<float*> finals;
 };
 
-Outputs StartOutputs(const KernelCall& call, size_t states) {
+Outputs StartOutputs(const KernelCall& call, const Sequence& sq, size_t states) {
   Outputs out{Data<float>(call.output(0)), {}};
-  std::fill_n(out.y, call.output(0).NumElements(), 0.F);
+  // Every step of every entry is written when all run the whole sequence.
+  const bool all_full = std::all_of(sq.lengths.begin(), sq.lengths.end(),
+                                    [&sq](int64_t length) { return length == sq.seq; });
+  if (!all_full) std::fill_n(out.y, call.output(0).NumElements(), 0.F);
   for (size_t s = 0; s < states; ++s) {
     if (s + 1 < call.num_outputs()) out.finals.push_back(Data<float>(call.output(s + 1)));
   }
@@ -357,7 +361,7 @@ void Lstm(const KernelCall& call) {
   const std::vector<Activation> acts =
       ReadActivations(call, {"Sigmoid", "Tanh", "Tanh"}, sq.directions);
   const bool input_forget = call.Bool("input_forget");
-  const Outputs out = StartOutputs(call, 2);
+  const Outputs out = StartOutputs(call, sq, 2);
   const int64_t H = sq.hidden;
   std::vector<float> recurrent(static_cast<size_t>(sq.batch * 4 * H));
   for (int64_t d = 0; d < sq.directions; ++d) {
@@ -418,7 +422,7 @@ void Gru(const KernelCall& call) {
   const Sequence sq(call, 3);
   const std::vector<Activation> acts = ReadActivations(call, {"Sigmoid", "Tanh"}, sq.directions);
   const bool linear_before_reset = call.Bool("linear_before_reset");
-  const Outputs out = StartOutputs(call, 1);
+  const Outputs out = StartOutputs(call, sq, 1);
   const int64_t H = sq.hidden;
   std::vector<float> recurrent(static_cast<size_t>(sq.batch * 2 * H));
   std::vector<float> candidate(static_cast<size_t>(sq.batch * H));
@@ -477,7 +481,7 @@ KILN_CPU_KERNEL("nn.gru", Gru);
 void Rnn(const KernelCall& call) {
   const Sequence sq(call, 1);
   const std::vector<Activation> acts = ReadActivations(call, {"Tanh"}, sq.directions);
-  const Outputs out = StartOutputs(call, 1);
+  const Outputs out = StartOutputs(call, sq, 1);
   const int64_t H = sq.hidden;
   std::vector<float> recurrent(static_cast<size_t>(sq.batch * H));
   for (int64_t d = 0; d < sq.directions; ++d) {
