@@ -98,9 +98,12 @@ transform::Pass DefaultPipeline(const std::vector<std::string>& compilers) {
 transform::Pass DefaultPipeline(const BuildOptions& options) {
   using namespace transform;  // NOLINT(google-build-using-namespace): the list reads as a recipe
   const std::vector<std::string>& compilers = options.compilers;
-  std::vector<Pass> passes = {InferType(),    SimplifyExpr(),
-                              FoldConstant(), CanonicalizeBatchNorm(),
-                              FoldConstant(), OutlineControlFlow()};
+  // SiLU and hard-swish are recognized before partitioning: a plugin that runs them takes one
+  // eltwise op, and one that does not leaves no gate on Kiln's path between two of its regions
+  // (MobileNetV3's hard-swish split every SSDlite layer into two placements that way).
+  std::vector<Pass> passes = {
+      InferType(),    SimplifyExpr(),       FoldConstant(), CanonicalizeBatchNorm(),
+      FoldConstant(), OutlineControlFlow(), RecognizeSilu()};
   if (!compilers.empty()) {
     const Array<String> names(compilers.begin(), compilers.end());
     passes.insert(passes.end(), {MergeComposite(names), AnnotateTarget(compilers),
@@ -109,10 +112,9 @@ transform::Pass DefaultPipeline(const BuildOptions& options) {
       passes.push_back(MeasuredPlacement(compilers, options.codegen_options));
     }
   }
-  // After partitioning: external compilers see GELU (dnnl has a pattern), SiLU and attention
-  // as exporters spell them.
+  // After partitioning: external compilers see GELU (dnnl has a pattern) and attention as
+  // exporters spell them.
   passes.push_back(RecognizeGelu());
-  passes.push_back(RecognizeSilu());
   passes.push_back(RecognizeAttention());
   passes.push_back(FuseOps());
   passes.push_back(InferType());
