@@ -380,6 +380,18 @@ TEST(GraphExecutorValidationTest, DataflowErrorsAreNamed) {
   ExpectCreateError(
       Replace(kGraph, R"("inputs": [2], "outputs": [3])", R"("inputs": [4], "outputs": [3])"),
       {"nodes[1] ('relu0') reads entry 4 before any node writes it"});
+  // An empty entry holds nothing to write: a size carrier ((n, 0), from which a kernel program
+  // reads n) is read unwritten. The same read of a non-empty entry is the error above.
+  const std::string reads_empty = Replace(
+      Replace(kGraph, R"("inputs": [2], "outputs": [3])", R"("inputs": [2, 5], "outputs": [3])"),
+      R"("shape": [2, 3], "dtype": "float32"}
+  ],)",
+      R"("shape": [2, 3], "dtype": "float32"},
+    {"storage": 2, "offset": 0, "shape": [2, 0], "dtype": "float32"}
+  ],)");
+  EXPECT_NO_THROW(GraphExecutorCreate(reads_empty, CpuKernels(), kCpu));
+  ExpectCreateError(Replace(reads_empty, R"("shape": [2, 0])", R"("shape": [2, 1])"),
+                    {"nodes[1] ('relu0') reads entry 5 before any node writes it"});
   ExpectCreateError(Replace(kGraph, R"("outputs": [3])", R"("outputs": [2])"),
                     {"nodes[1] ('relu0') writes entry 2, which is already written by nodes[0] "
                      "('add0')"});
