@@ -465,7 +465,7 @@ class GraphImporter {
         << node.Describe() << ": scan axis " << axis << " of input " << input
         << " is out of range for rank " << rank;
     if (axis < 0) axis += rank;
-    const arith::SizeExpr length = ExtentOf(node.Input(input), axis);
+    arith::SizeExpr length = ExtentOf(node.Input(input), axis);
     KILN_CHECK(k == 0 || scan.length.ToString() == length.ToString(), ValueError)
         << node.Describe() << ": the scan inputs have lengths " << scan.length.ToString() << " and "
         << length.ToString();
@@ -493,6 +493,7 @@ class GraphImporter {
   ir::Expr ScanLoop(const NodeContext& node, const std::vector<ir::Expr>& states,
                     const std::vector<ir::Expr>& scanned, const ScanAxes& scan) const {
     std::vector<ir::Type> state_types;
+    state_types.reserve(states.size());
     for (const ir::Expr& state : states) state_types.push_back(state->checked_type());
     const onnx::GraphProto& graph = node.GraphAttr("body");
     std::vector<ir::Expr> inputs = BodyParams(graph, 0, state_types);
@@ -523,12 +524,14 @@ class GraphImporter {
     const ir::Var entry("entry", ir::TensorType::Static({}, kInt64));
     const ir::Var condition("condition", ir::TensorType::Static({}, kBool));
     auto entry_of = [&entry](const ir::Expr& value) {
-      const ir::Expr row = MakeCall("take", {value, entry}, {{"axis", int64_t{0}}});
+      ir::Expr row = MakeCall("take", {value, entry}, {{"axis", int64_t{0}}});
       transform::InferNodeType(row);
       return row;
     };
     std::vector<ir::Expr> entry_states;
     std::vector<ir::Expr> entry_scanned;
+    entry_states.reserve(states.size());
+    entry_scanned.reserve(scanned.size());
     for (const ir::Expr& state : states) entry_states.push_back(entry_of(state));
     for (const ir::Expr& input : scanned) entry_scanned.push_back(entry_of(input));
     const ir::Expr inner = ScanLoop(node, entry_states, entry_scanned, scan);
