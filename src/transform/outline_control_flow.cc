@@ -443,8 +443,19 @@ int64_t CountOutlined(const ir::Function& main) {
   return count;
 }
 
+/// Whether @main computes an If or a Loop itself (not inside a function it calls).
+bool ComputesControlFlow(const ir::Function& main) {
+  const std::vector<Expr> nodes = ir::DataflowPostOrder(main->body());
+  return std::any_of(nodes.begin(), nodes.end(), [](const Expr& node) {
+    return node.as<ir::IfObj>() != nullptr || node.as<ir::LoopObj>() != nullptr;
+  });
+}
+
 ir::IRModule OutlineControlFlowOf(const ir::IRModule& mod) {
   const ir::Function main = mod.Lookup("main");
+  // Most models have none: they pay one walk, not type inference and a rewrite (building
+  // runs this pass a second time).
+  if (!ComputesControlFlow(main)) return mod;
   InferExprType(main, mod);
   ControlFlowOutliner outliner(OuterValues(main), CountOutlined(main));
   const Expr body = outliner.Mutate(main->body());
