@@ -20,7 +20,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
+#include <numeric>
 #include <string>
 #include <utility>
 #include <vector>
@@ -77,35 +79,46 @@ int64_t ScalarOf(const Tensor& tensor, const char* what) {
   return *reinterpret_cast<const uint8_t*>(data);  // bool
 }
 
-Tensor HostScalar(int64_t value, DLDataType dtype) {
-  Tensor tensor = Empty({}, dtype, DLDevice{kDLCPU, 0});
+/// Writes `value` into a host tensor of one int64 or bool element.
+void WriteScalar(const Tensor& tensor, int64_t value) {
   char* data = static_cast<char*>(tensor.data());
-  if (dtype.bits == 64) {
+  if (tensor.dtype().bits == 64) {
     std::memcpy(data, &value, sizeof(value));
   } else {
     *reinterpret_cast<uint8_t*>(data) = value != 0 ? 1 : 0;
   }
-  return tensor;
 }
 
-/// `source` copied into row `row` of `stacked` (whose rows each hold one source).
-void CopyRow(const Tensor& source, const Tensor& stacked, int64_t row, size_t scan) {
+Tensor HostScalar(DLDataType dtype) { return Empty({}, dtype, DLDevice{kDLCPU, 0}); }
+
+/// Row `row` of `stacked` (whose rows each hold one scanned value of scan output `scan`), as a
+/// tensor of its own that shares the memory.
+Tensor RowOf(const Tensor& stacked, int64_t row, size_t scan) {
   const Shape stacked_shape = stacked.shape();
   const std::vector<int64_t> shape(stacked_shape.begin(), stacked_shape.end());
   KILN_CHECK(!shape.empty() && row < shape[0], ValueError)
       << "scan output " << scan << " holds " << (shape.empty() ? 0 : shape[0])
       << " iterations, but the loop ran more";
-  std::vector<int64_t> row_shape(shape.begin() + 1, shape.end());
+  const std::vector<int64_t> row_shape(shape.begin() + 1, shape.end());
+  const int64_t row_elements =
+      std::accumulate(row_shape.begin(), row_shape.end(), int64_t{1}, std::multiplies<int64_t>());
+  const DLTensor& out = stacked.dl_tensor();
+  const auto row_bytes = static_cast<uint64_t>(row_elements * ((out.dtype.bits + 7) / 8));
+  return Tensor::FromMemory(
+      out.data, row_shape, out.dtype, out.device, [stacked] {}, {},
+      out.byte_offset + static_cast<uint64_t>(row) * row_bytes);
+}
+
+/// `source` copied into row `row` of `stacked`.
+void CopyRow(const Tensor& source, const Tensor& stacked, int64_t row, size_t scan) {
+  const Tensor view = RowOf(stacked, row, scan);
   const Shape source_shape = source.shape();
-  KILN_CHECK(std::vector<int64_t>(source_shape.begin(), source_shape.end()) == row_shape,
-             ValueError)
+  const Shape row_shape = view.shape();
+  KILN_CHECK(
+      std::equal(source_shape.begin(), source_shape.end(), row_shape.begin(), row_shape.end()),
+      ValueError)
       << "scanned value " << scan << " of iteration " << row << " has a shape other than the "
       << "scan output's rows";
-  const int64_t row_bytes = source.NumBytes();
-  const DLTensor& out = stacked.dl_tensor();
-  const Tensor view = Tensor::FromMemory(
-      out.data, row_shape, out.dtype, out.device, [stacked] {}, {},
-      out.byte_offset + static_cast<uint64_t>(row * row_bytes));
   CopyTensor(source, view);
 }
 
@@ -215,33 +228,49 @@ class ControlFlowModuleObj : public ModuleObj {
     const std::vector<Tensor> captures(args.begin() + 2 + loop.carried, args.end() - given);
     const std::vector<Tensor> outputs(args.end() - given, args.end());
     std::vector<std::vector<Tensor>> rows(loop.returns_scans ? loop.scans : 0);
+    // What the body reads and writes besides its captures, allocated once rather than per
+    // iteration: the iteration and the condition; from the second iteration on, carried values
+    // whose shapes stay go to the buffers of the iteration before last (two sets used in turn),
+    // and scanned values straight into their rows of the planned outputs, copying no row.
+    const Tensor iteration_in = HostScalar(kInt64);
+    const Tensor condition_in = HostScalar(kBool);
+    const Tensor condition_out = HostScalar(kBool);
+    std::vector<Tensor> previous_carried;
+    const bool reuses_carried = !loop.returns_carried;
     const int64_t limit = MaxIterations();
     int64_t iteration = 0;
     for (; iteration < trip_count && condition; ++iteration) {
       KILN_CHECK(iteration < limit, RuntimeError)
           << "a Loop ran " << limit << " iterations without stopping (trip count " << trip_count
           << "); raise KILN_LOOP_MAX_ITERATIONS if it should run longer";
-      std::vector<Tensor> inputs{HostScalar(iteration, kInt64), HostScalar(condition, kBool)};
+      WriteScalar(iteration_in, iteration);
+      WriteScalar(condition_in, condition ? 1 : 0);
+      std::vector<Tensor> inputs{iteration_in, condition_in};
       inputs.insert(inputs.end(), carried.begin(), carried.end());
       inputs.insert(inputs.end(), captures.begin(), captures.end());
+      std::vector<Tensor> into(1 + loop.carried + loop.scans);
+      into[0] = condition_out;
+      if (reuses_carried && iteration >= 2) {
+        std::copy(previous_carried.begin(), previous_carried.end(), into.begin() + 1);
+      }
+      for (size_t s = 0; s < loop.scans && !loop.returns_scans; ++s) {
+        into[1 + loop.carried + s] = RowOf(outputs[loop.carried + s], iteration, s);
+      }
       std::vector<Tensor> results;
       try {
-        results = body.invoke(inputs);
+        results = body.invoke(inputs, into);
       } catch (const Error& error) {
         throw error.WithContext("in iteration " + std::to_string(iteration) + " of a Loop");
       }
       condition = ScalarOf(results[0], "the condition a Loop body returns") != 0;
+      // The carried values this iteration read: the initial ones first, which the graph owns.
+      if (iteration >= 1) previous_carried = carried;
       for (size_t i = 0; i < loop.carried; ++i) {
         if (!loop.returns_carried) CheckCarriedShape(carried[i], results[1 + i], i, iteration);
         carried[i] = results[1 + i];
       }
-      for (size_t s = 0; s < loop.scans; ++s) {
-        const Tensor& scanned = results[1 + loop.carried + s];
-        if (loop.returns_scans) {
-          rows[s].push_back(scanned);
-        } else {
-          CopyRow(scanned, outputs[loop.carried + s], iteration, s);
-        }
+      for (size_t s = 0; s < loop.scans && loop.returns_scans; ++s) {
+        rows[s].push_back(results[1 + loop.carried + s]);
       }
     }
     if (loop.returns_carried) {

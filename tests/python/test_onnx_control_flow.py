@@ -217,6 +217,41 @@ def test_a_loop_past_the_iteration_cap_is_an_error_that_names_the_setting(monkey
     np.testing.assert_allclose(final, ACC + X * 10, rtol=1e-6)
 
 
+def allocator_requests():
+    return kiln.runtime.allocator_stats()["allocations"]  # fresh or from the cache
+
+
+def requests_of_a_run(ex, **inputs):
+    """Memory the CPU allocator handed out (fresh or from its cache) during one run."""
+    before = allocator_requests()
+    outputs = ex.run(**inputs)
+    return allocator_requests() - before, outputs
+
+
+def test_a_loop_allocates_nothing_per_iteration_for_carried_values():
+    ex = kiln.build(kiln.frontend.from_onnx(loop_model(scan=False, width=64)))
+    x = np.linspace(-1, 1, 64, dtype=np.float32)
+    acc = np.ones(64, dtype=np.float32)
+    requests = {}
+    for n in (3, 3, 4, 40):  # the first runs plan and make their contexts
+        requests[n], (final,) = requests_of_a_run(ex, x=x, acc=acc, n=np.array(n, dtype=np.int64))
+        np.testing.assert_allclose(final, acc + x * n, rtol=1e-5, atol=1e-5)
+    assert requests[40] == requests[4]
+
+
+def test_a_loop_writes_its_scanned_values_into_its_output_without_allocating_per_iteration():
+    requests = {}
+    for trips in (3, 40):
+        ex = kiln.build(kiln.frontend.from_onnx(loop_model(trip_count=trips)))
+        for _ in range(2):  # the first runs plan and make their contexts
+            requests_of_a_run(ex, x=X, acc=ACC)
+        requests[trips], (final, scanned) = requests_of_a_run(ex, x=X, acc=ACC)
+        expected = np.stack([ACC + X * (k + 1) for k in range(trips)])
+        np.testing.assert_allclose(scanned, expected, rtol=1e-6)
+        np.testing.assert_allclose(final, expected[-1], rtol=1e-6)
+    assert requests[40] == requests[3]
+
+
 @pytest.mark.parametrize("n", [0, 1, 4])
 def test_scan_outputs_of_a_run_time_length_are_sized_by_the_loop_and_feed_later_nodes(n):
     model = loop_model()
