@@ -87,6 +87,7 @@ from .tensors import Tensor, tensor, empty
 from . import runtime
 from .runtime import load_module
 from .executable import Executable
+from .profile import NodeTime, Profile
 from .driver import build
 
 __all__ = [
@@ -125,6 +126,8 @@ __all__ = [
     "runtime",
     "load_module",
     "Executable",
+    "NodeTime",
+    "Profile",
     "build",
 ]  # kiln.TypeError & co. stay out of `import *` so they never shadow the builtins
 

@@ -16,6 +16,7 @@ import os
 from . import error as kiln_error
 from ._lib import core_func
 from .graph_executor import GraphExecutor, _as_tensor
+from .profile import Profile
 from .tensors import Tensor
 
 __all__ = ["Executable"]
@@ -40,25 +41,36 @@ class Executable(GraphExecutor):
         test data stores them.
         Thread-safe: concurrent calls run at the same time, each with buffers of its own.
         """
+        outputs = self.invoke(self._input_values(feed, inputs, cast, "run"), out=out)
+        if out is not None:
+            outputs = [result if given_out is None else given_out
+                       for result, given_out in zip(outputs, out)]
+        return [_as_numpy(item) if isinstance(item, Tensor) else item for item in outputs]
+
+    def profile(self, feed=None, /, *, repeat=10, cast=False, **inputs):
+        """Where the time of a run goes: runs the model ``repeat`` times on the inputs (given as
+        to ``run``) after one untimed run, timing every graph node (a fused group, a BYOC
+        region, a loop), and returns a kiln.Profile: each node's median milliseconds and
+        shapes, printed as the slowest nodes and the time per kind of function."""
+        values = [_as_tensor(value) for value in self._input_values(feed, inputs, cast, "profile")]
+        return Profile(self.module.get_function("profile")(values, repeat))
+
+    def _input_values(self, feed, inputs, cast, caller):
+        """The inputs given by name (``feed`` and keywords), in the model's order and dtypes."""
         given = dict(feed or {}, **inputs)
         names, dtypes, numpy_dtypes = self._input_signature()
         unknown = [name for name in given if name not in names]
         if unknown:
             raise kiln_error.KeyError(
-                f"run: the model has no input{'s' if len(unknown) > 1 else ''} "
+                f"{caller}: the model has no input{'s' if len(unknown) > 1 else ''} "
                 f"{', '.join(map(repr, unknown))} (inputs: {', '.join(names)})")
         missing = [name for name in names if name not in given]
         if missing:
             raise kiln_error.ValueError(
-                f"run: input{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))} "
+                f"{caller}: input{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))} "
                 f"not given (the model's inputs: {', '.join(names)})")
-        values = [_with_dtype(name, given[name], dtype, numpy_dtype, cast)
-                  for name, dtype, numpy_dtype in zip(names, dtypes, numpy_dtypes)]
-        outputs = self.invoke(values, out=out)
-        if out is not None:
-            outputs = [result if given_out is None else given_out
-                       for result, given_out in zip(outputs, out)]
-        return [_as_numpy(item) if isinstance(item, Tensor) else item for item in outputs]
+        return [_with_dtype(name, given[name], dtype, numpy_dtype, cast, caller)
+                for name, dtype, numpy_dtype in zip(names, dtypes, numpy_dtypes)]
 
     def _input_signature(self):
         """(names, dtypes, numpy dtypes) of the inputs, read once: a model's inputs do not
@@ -108,7 +120,7 @@ def _as_numpy(tensor):
     return (tensor.view("uint16") if tensor.dtype == _BFLOAT16 else tensor).numpy()
 
 
-def _with_dtype(name, value, dtype, numpy_dtype, cast):
+def _with_dtype(name, value, dtype, numpy_dtype, cast, caller):
     """``value`` with the dtype of input ``name`` (``dtype``, numpy's ``numpy_dtype``):
     converted when ``cast``, else an error that says how to convert. Lists and scalars take the
     input's dtype. A bfloat16 input takes uint16 bit patterns, which no cast makes."""
@@ -122,10 +134,10 @@ def _with_dtype(name, value, dtype, numpy_dtype, cast):
         have = _numpy_dtype(value.dtype) or value.dtype
         if dtype == _BFLOAT16:
             raise kiln_error.ValueError(
-                f"run: input {name!r} is bfloat16 and expects its uint16 bit patterns, got {have}")
+                f"{caller}: input {name!r} is bfloat16 and expects its uint16 bit patterns, got {have}")
         if not cast:
             raise kiln_error.ValueError(
-                f"run: input {name!r} expects {numpy_dtype}, got {have} "
+                f"{caller}: input {name!r} expects {numpy_dtype}, got {have} "
                 "(pass cast=True to convert it)")
         if isinstance(value, Tensor):
             value = value.numpy()

@@ -4,6 +4,7 @@
 #include <kiln/runtime/memory.h>
 
 #include <algorithm>
+#include <chrono>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -92,7 +93,8 @@ void ExecutionContext::Bind(int64_t entry, const Tensor& tensor) {
   for (const auto& [node, slot] : uses_[entry]) args_[node][slot] = AnyView(TensorArg(tensor));
 }
 
-void ExecutionContext::Run(const Graph& graph, const std::vector<Function>& funcs) {
+void ExecutionContext::Run(const Graph& graph, const std::vector<Function>& funcs,
+                           std::vector<double>* node_seconds) {
   std::map<std::string, int64_t> sizes;  // the signature's, then the late ones as they are read
   if (!graph.size_definitions.empty() || graph.has_returns) {
     ReleaseLate();
@@ -102,8 +104,13 @@ void ExecutionContext::Run(const Graph& graph, const std::vector<Function>& func
   }
   for (size_t i = 0; i < args_.size(); ++i) {
     try {
+      using Clock = std::chrono::steady_clock;
+      const Clock::time_point start = node_seconds != nullptr ? Clock::now() : Clock::time_point{};
       const Any result =
           funcs[i].CallPacked(args_[i].data(), static_cast<int32_t>(args_[i].size()));
+      if (node_seconds != nullptr) {
+        (*node_seconds)[i] += std::chrono::duration<double>(Clock::now() - start).count();
+      }
       if (graph.nodes[i].returns > 0) BindReturned(graph.nodes[i], result, sizes);
       for (int64_t d : graph.definitions_after_node[i]) ReadDefinition(d, sizes);
     } catch (const Error& error) {

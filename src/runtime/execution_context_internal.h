@@ -58,8 +58,10 @@ class ExecutionContext {
 
   /// Calls every node of `graph` in order: funcs[i] for node i. Errors name the node. Late
   /// sizes are read as soon as their entries are written, and the late entries they give are
-  /// allocated and bound then (docs/design.md §22); they stay bound until ReleaseLate.
-  void Run(const Graph& graph, const std::vector<Function>& funcs);
+  /// allocated and bound then (docs/design.md §22); they stay bound until ReleaseLate. With
+  /// `node_seconds` (one per node), each node's wall time is added to its element.
+  void Run(const Graph& graph, const std::vector<Function>& funcs,
+           std::vector<double>* node_seconds = nullptr);
   /// Binds the late entries of the last run back to their placeholders.
   void ReleaseLate();
 

@@ -10,6 +10,7 @@
 #include <kiln/runtime/thread_pool.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -32,10 +33,30 @@ using internal::ExecutionContext;
 using internal::Graph;
 using internal::GraphEntry;
 using internal::GraphInput;
+using internal::GraphNode;
 using internal::ShapePlan;
 
 /// Plans kept per executor: a server sees a few batch sizes and sequence lengths over and over.
 constexpr size_t kPlanCacheCapacity = 8;
+
+/// Runs under way on this thread: a loop body's runs are called by a node of the run around it.
+thread_local int t_runs_on_this_thread = 0;
+
+/// Counts a run while it lasts. When the outermost one ends, the pool's workers stop polling
+/// for a next region, as ONNX Runtime's do after a session run: polling would hold a core for a
+/// while after the model is done, and a pool of another library that starts then (PyTorch's,
+/// oneDNN's) was measured getting its threads stacked on one core. A nested run leaves them
+/// polling, since the run around it goes on at once (a loop's next iteration would pay a
+/// wake-up otherwise).
+class RunScope {
+ public:
+  RunScope() { ++t_runs_on_this_thread; }
+  ~RunScope() {
+    if (--t_runs_on_this_thread == 0) StopSpinning();
+  }
+  RunScope(const RunScope&) = delete;
+  RunScope& operator=(const RunScope&) = delete;
+};
 
 /// Each input alone: how set_input checks one input before the others are known.
 std::vector<ShapeSignature> InputSignatures(const Graph& graph) {
@@ -140,10 +161,21 @@ class GraphExecutorObj : public ModuleObj {
   std::string kind() const override { return kGraphExecutorKind; }
   std::optional<Function> GetFunction(const std::string& name) override;
   std::vector<std::string> ListFunctions() const override {
-    return {"invoke",         "set_input",       "set_input_zero_copy", "run",
-            "get_output",     "get_num_inputs",  "get_num_outputs",     "get_input_index",
-            "get_input_info", "get_output_info", "memory_plan",         "set_limits",
-            "get_limits",     "set_upper_bounds"};
+    return {"invoke",
+            "set_input",
+            "set_input_zero_copy",
+            "run",
+            "get_output",
+            "get_num_inputs",
+            "get_num_outputs",
+            "get_input_index",
+            "get_input_info",
+            "get_output_info",
+            "memory_plan",
+            "set_limits",
+            "get_limits",
+            "set_upper_bounds",
+            "profile"};
   }
   std::optional<Bytes> SaveToBytes() const override {
     return Bytes(internal::GraphToJson(graph_, device_));
@@ -161,7 +193,9 @@ class GraphExecutorObj : public ModuleObj {
   void CheckInputMatches(size_t index, const Tensor& value, const char* caller) const;
   std::shared_ptr<const ShapePlan> PlanFor(const std::vector<Tensor>& inputs, const char* caller);
 
-  Array<Tensor> Invoke(const Array<Tensor>& inputs, const AnyView& outputs);
+  Array<Tensor> Invoke(const Array<Tensor>& inputs, const AnyView& outputs,
+                       std::vector<double>* node_seconds = nullptr);
+  Map<String, Any> Profile(const Array<Tensor>& inputs, int64_t repeat);
   std::vector<std::optional<Tensor>> OutputArguments(const AnyView& outputs,
                                                      const ShapePlan& plan) const;
 
@@ -304,7 +338,8 @@ std::vector<std::optional<Tensor>> GraphExecutorObj::OutputArguments(const AnyVi
   return result;
 }
 
-Array<Tensor> GraphExecutorObj::Invoke(const Array<Tensor>& inputs, const AnyView& outputs) {
+Array<Tensor> GraphExecutorObj::Invoke(const Array<Tensor>& inputs, const AnyView& outputs,
+                                       std::vector<double>* node_seconds) {
   KILN_CHECK(static_cast<size_t>(inputs.size()) == graph_.inputs.size(), ValueError)
       << "invoke: the graph takes " << graph_.inputs.size() << " inputs, got " << inputs.size();
   for (size_t i = 0; i < graph_.inputs.size(); ++i) {
@@ -314,6 +349,7 @@ Array<Tensor> GraphExecutorObj::Invoke(const Array<Tensor>& inputs, const AnyVie
       PlanFor(std::vector<Tensor>(inputs.begin(), inputs.end()), "invoke");
   std::vector<std::optional<Tensor>> results = OutputArguments(outputs, *plan);
 
+  const RunScope scope;
   ContextPool::Lease context = pool_.Acquire(plan);
   BindingsGuard bindings(*context);
   std::vector<bool> is_input(graph_.entries.size(), false);
@@ -347,7 +383,7 @@ Array<Tensor> GraphExecutorObj::Invoke(const Array<Tensor>& inputs, const AnyVie
     bindings.Bind(entry, *result);
     is_bound[entry] = true;
   }
-  context->Run(graph_, funcs_);
+  context->Run(graph_, funcs_, node_seconds);
   for (const auto& [entry, to] : copies) CopyTensor(context->bound(entry), to);
   for (size_t i = 0; i < results.size(); ++i) {
     const int64_t entry = graph_.outputs[i];
@@ -362,7 +398,6 @@ Array<Tensor> GraphExecutorObj::Invoke(const Array<Tensor>& inputs, const AnyVie
                  std::vector<int64_t>(shape.begin(), shape.end()), *results[i]);
     CopyTensor(value, *results[i]);
   }
-  StopSpinning();  // see Run
   Array<Tensor> returned;
   for (std::optional<Tensor>& result : results) returned.push_back(*result);
   return returned;
@@ -429,11 +464,8 @@ void GraphExecutorObj::Run() {
   context.Use(plan);
   for (size_t i = 0; i < graph_.inputs.size(); ++i)
     context.Bind(graph_.inputs[i].entry, staged_[i]);
+  const RunScope scope;
   context.Run(graph_, funcs_);
-  // Like ONNX Runtime after a session run: workers polling for a next node would otherwise
-  // hold a core for a while after the model is done, and a pool of another library that
-  // starts then (PyTorch's, oneDNN's) was measured getting its threads stacked on one core.
-  StopSpinning();
 }
 
 Tensor GraphExecutorObj::GetOutput(int64_t index) {
@@ -489,6 +521,63 @@ Map<String, Any> GraphExecutorObj::MemoryPlan() const {
           {"planning_seconds", plans_.planning_seconds()}};
 }
 
+/// The middle one of `values` (not empty).
+double Median(std::vector<double> values) {
+  std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
+  return values[values.size() / 2];
+}
+
+/// "1x72x80x80": an entry's shape in `plan`, or "?" for one only the run decides.
+std::string ShapeText(const Graph& graph, const ShapePlan& plan, int64_t entry) {
+  if (graph.allocated_by_run(entry)) return "?";
+  std::string text;
+  for (int64_t extent : plan.shapes[entry]) {
+    text += (text.empty() ? "" : "x") + std::to_string(extent);
+  }
+  return text.empty() ? "scalar" : text;
+}
+
+Map<String, Any> GraphExecutorObj::Profile(const Array<Tensor>& inputs, int64_t repeat) {
+  KILN_CHECK(repeat > 0, ValueError) << "profile: repeat must be at least 1, got " << repeat;
+  Invoke(inputs, AnyView());  // plans the shapes and makes a context, untimed
+  const size_t count = graph_.nodes.size();
+  std::vector<std::vector<double>> times(count);
+  std::vector<double> runs;
+  for (int64_t r = 0; r < repeat; ++r) {
+    std::vector<double> seconds(count, 0.0);
+    const auto start = std::chrono::steady_clock::now();
+    Invoke(inputs, AnyView(), &seconds);
+    runs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    for (size_t i = 0; i < count; ++i) times[i].push_back(seconds[i]);
+  }
+  const std::shared_ptr<const ShapePlan> plan =
+      PlanFor(std::vector<Tensor>(inputs.begin(), inputs.end()), "profile");
+  Array<String> names;
+  Array<String> funcs;
+  Array<String> shapes;
+  Array<double> medians;
+  for (size_t i = 0; i < count; ++i) {
+    const GraphNode& node = graph_.nodes[i];
+    names.push_back(String(node.name));
+    funcs.push_back(String(node.func));
+    std::string text;
+    for (int64_t entry : node.inputs)
+      text += (text.empty() ? "" : ", ") + ShapeText(graph_, *plan, entry);
+    text += " -> ";
+    for (size_t k = 0; k < node.outputs.size(); ++k) {
+      text += (k == 0 ? "" : ", ") + ShapeText(graph_, *plan, node.outputs[k]);
+    }
+    shapes.push_back(String(text));
+    medians.push_back(Median(times[i]));
+  }
+  return {{"names", names},
+          {"funcs", funcs},
+          {"shapes", shapes},
+          {"seconds", medians},
+          {"run_seconds", Median(runs)},
+          {"repeat", repeat}};
+}
+
 std::optional<Function> GraphExecutorObj::GetFunction(const std::string& name) {
   // Each function holds a reference to the executor: it may outlive the caller's Module.
   const auto self = ObjectPtr<GraphExecutorObj>::FromBorrowed(this);
@@ -497,6 +586,12 @@ std::optional<Function> GraphExecutorObj::GetFunction(const std::string& name) {
     ResolveFunctions(/*allow_listed=*/false);
     return Function::FromTyped([self](const Array<Tensor>& inputs,
                                       AnyView outputs) { return self->Invoke(inputs, outputs); },
+                               full_name);
+  }
+  if (name == "profile") {
+    ResolveFunctions(/*allow_listed=*/false);
+    return Function::FromTyped([self](const Array<Tensor>& inputs,
+                                      int64_t repeat) { return self->Profile(inputs, repeat); },
                                full_name);
   }
   if (name == "set_limits") {

@@ -54,6 +54,13 @@ def test_compile_run_inspect_match_onnx_outputs(tmp_path):
     expected = load_pb(f"{CASE}/test_data_set_0/output_0.pb")
     np.testing.assert_allclose(np.load(out_dir / "output_0.npy"), expected, rtol=1e-5, atol=1e-6)
 
+    profiled = kilnc("run", artifact, *args, "--repeat", 2, "--profile")
+    assert profiled.returncode == 0, profiled.stderr
+    assert "profile: median run" in profiled.stdout and "over 2 runs" in profiled.stdout
+    # The one node, a convolution of the image by the weight (both inputs), with its shapes.
+    assert "fused_nn_conv2d_0  (1x1x7x5, 1x1x3x3 -> 1x1x4x3)" in profiled.stdout
+    assert "fused_nn_conv2d (1)" in profiled.stdout
+
     inspected = kilnc("inspect", artifact)
     assert inspected.returncode == 0, inspected.stderr
     assert "kernel.cpu.nn.conv2d" in inspected.stdout

@@ -36,7 +36,8 @@ const std::vector<Command>& Commands() {
        RunCompile},
       {"run", "run a compiled model and print its outputs and latency",
        "kilnc run model.so [--input name=file.npy]... [--repeat N] [--warmup N]\n"
-       "                [--memory-limit BYTES] [--max-shape SIZE=N]... [--output-dir DIR]\n\n"
+       "                [--memory-limit BYTES] [--max-shape SIZE=N]... [--output-dir DIR]\n"
+       "                [--profile]\n\n"
        "Loads the artifact (the runtime alone, no compiler), sets each input from its .npy file\n"
        "or, when not given, from seeded random values (said on stderr), runs --warmup times\n"
        "(default 1), then --repeat times (default 1), and prints each output's dtype, shape,\n"
@@ -45,7 +46,9 @@ const std::vector<Command>& Commands() {
        "before allocating, a model whose activation memory is over BYTES. A model compiled with\n"
        "symbolic shapes takes inputs of any shape of its signature (kilnc inspect shows it);\n"
        "--max-shape batch=8 bounds a size, so that memory is planned once for every shape up\n"
-       "to the bound.\n",
+       "to the bound. --profile then runs it --repeat times more timing each graph node (a\n"
+       "fused group, a BYOC region, a loop) and prints the slowest nodes with their shapes and\n"
+       "the time per kind of function, medians over the runs.\n",
        RunRun},
       {"inspect", "show a model's inputs, outputs, ops; for a .so its graph and kernels",
        "kilnc inspect model.onnx [--shape name=d0,d1,...]... [--ir] [--tir] [--plugins NAME,...]\n"

@@ -3,6 +3,7 @@
 // the latency.
 #include <kiln/runtime/executable.h>
 #include <kiln/runtime/memory.h>
+#include <kiln/runtime/profile.h>
 
 #include <algorithm>
 #include <chrono>
@@ -29,6 +30,7 @@ struct RunOptions {
   int64_t memory_limit = 0;                  // bytes of activation memory; 0: none
   std::map<std::string, int64_t> max_shape;  // upper bounds of size variables
   std::string output_dir;
+  bool profile = false;  // time each graph node too
 };
 
 std::optional<int64_t> ParseCount(const std::string& text) {
@@ -60,6 +62,8 @@ std::optional<RunOptions> ParseOptions(const std::vector<std::string>& args) {
                ParseCount(value).has_value()) {
       options.max_shape[name] = *ParseCount(value);
       ++i;
+    } else if (arg == "--profile") {
+      options.profile = true;
     } else if (arg == "--output-dir" && has_value) {
       options.output_dir = args[++i];
     } else if (options.model.empty() && arg.rfind("--", 0) != 0) {
@@ -101,7 +105,8 @@ kiln::Tensor RandomInput(const std::vector<int64_t>& shape, DLDataType dtype, ui
   return tensor;
 }
 
-void SetInputs(const kiln::Executable& model, const RunOptions& options) {
+/// Sets every input of `model` and returns them, in order.
+std::vector<kiln::Tensor> SetInputs(const kiln::Executable& model, const RunOptions& options) {
   const kiln::Map<kiln::String, kiln::Any> info = model.input_info();
   const auto names = info.at("names").cast<kiln::Array<kiln::String>>();
   const auto shapes = info.at("shapes").cast<kiln::Array<kiln::Shape>>();
@@ -113,11 +118,13 @@ void SetInputs(const kiln::Executable& model, const RunOptions& options) {
                ValueError)
         << "--input names '" << file.first << "', which is not an input of " << options.model;
   }
+  std::vector<kiln::Tensor> inputs;
   for (int64_t i = 0; i < names.size(); ++i) {
     const std::string name = names[i].str();
     auto file = options.input_files.find(name);
     if (file != options.input_files.end()) {
-      model.set_input(name, ReadNpy(file->second));
+      inputs.push_back(ReadNpy(file->second));
+      model.set_input(name, inputs.back());
       continue;
     }
     const kiln::Shape shape = shapes[i];
@@ -127,9 +134,11 @@ void SetInputs(const kiln::Executable& model, const RunOptions& options) {
         << ": give it with --input " << name << "=file.npy (any shape of that form)";
     std::cerr << "kilnc run: input '" << name << "' not given (--input " << name
               << "=file.npy): using seeded random values\n";
-    model.set_input(name, RandomInput(std::vector<int64_t>(shape.begin(), shape.end()), dtypes[i],
-                                      static_cast<uint32_t>(i)));
+    inputs.push_back(RandomInput(std::vector<int64_t>(shape.begin(), shape.end()), dtypes[i],
+                                 static_cast<uint32_t>(i)));
+    model.set_input(name, inputs.back());
   }
+  return inputs;
 }
 
 /// "output 0: float32 (1, 1000)  min -3.2 max 4.1 mean 0.01  [0.12, -0.5, ...]"
@@ -170,7 +179,7 @@ int RunRun(const std::vector<std::string>& args) {
     for (const auto& [name, bound] : options->max_shape) bounds.Set(kiln::String(name), bound);
     model.set_upper_bounds(bounds);
   }
-  SetInputs(model, *options);
+  const std::vector<kiln::Tensor> inputs = SetInputs(model, *options);
   for (int64_t i = 0; i < options->warmup; ++i) model.run();
   std::vector<double> latencies_ms;
   for (int64_t i = 0; i < options->repeat; ++i) {
@@ -192,6 +201,10 @@ int RunRun(const std::vector<std::string>& args) {
             << " run(s): min " << latencies_ms.front() << " ms, median "
             << latencies_ms[latencies_ms.size() / 2] << " ms, max " << latencies_ms.back()
             << " ms\n";
+  if (options->profile) {
+    std::cout << "\nprofile: "
+              << kiln::runtime::FormatProfile(model.profile(inputs, options->repeat));
+  }
   return kExitOk;
 }
 

@@ -85,6 +85,15 @@ class Executable {
   /// {"total_bytes", "storage_bytes", "bytes_without_sharing"}: the planned activation memory.
   Map<String, Any> memory_plan() const { return Call("memory_plan").cast<Map<String, Any>>(); }
 
+  /// Runs the model `repeat` times on `inputs` after one untimed run and times every graph
+  /// node: {"names", "funcs", "shapes", "seconds" (each node's median)} per node, "run_seconds"
+  /// (the median run) and "repeat". runtime::FormatProfile (kiln/runtime/profile.h) prints it.
+  /// Nodes on a device that runs asynchronously are timed as far as their launch.
+  Map<String, Any> profile(const std::vector<Tensor>& inputs, int64_t repeat) const {
+    return module_.GetFunctionRequired("profile")(Array<Tensor>(inputs), repeat)
+        .cast<Map<String, Any>>();
+  }
+
   /// Writes the model as one shared library; nothing is left at `path` on failure.
   void export_library(const std::string& path) const { runtime::ExportLibrary(module_, path); }
 
