@@ -476,7 +476,8 @@ def test_arg_reduce(op, ref, axis, dtype):
 
 @pytest.mark.parametrize("op", ["nn.softmax", "nn.log_softmax"])
 @pytest.mark.parametrize("shape,axis", [((7,), 0), ((4, 33), -1), ((3, 5, 7), 1),
-                                        ((2, 1000, 3), -2), ((64, 513), 1), ((3, 1000), -1)])
+                                        ((2, 1000, 3), -2), ((64, 513), 1), ((3, 1000), -1),
+                                        ((3234, 5), -1), ((40, 1), -1), ((17, 15), 1)])
 def test_softmax(op, shape, axis):
     x = rand(*shape, low=-20, high=20)
     fn = F.softmax if op == "nn.softmax" else F.log_softmax
@@ -490,6 +491,9 @@ def test_softmax_of_masked_rows():
     x[1] = 3.0
     x[2, 1:] = -np.inf
     check("nn.softmax", [x], F.softmax(t(x), dim=-1).numpy(), rtol=1e-5, atol=1e-6, axis=-1)
+    short = x.reshape(-1, 5)  # rows shorter than a vector take their own path
+    check("nn.softmax", [short], F.softmax(t(short), dim=-1).numpy(), rtol=1e-5, atol=1e-6,
+          axis=-1)
 
 
 # ---- data movement --------------------------------------------------------------------------

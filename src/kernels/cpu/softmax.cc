@@ -48,6 +48,29 @@ KILN_CPU_CLONES void SoftmaxRow(const float* __restrict__ x, float* __restrict__
 
 namespace {
 
+/// Rows this short take SoftmaxShortRows: SoftmaxRow would run each of them in its scalar tails.
+constexpr int64_t kShortRow = 16;
+
+/// y = softmax(x) over `rows` contiguous rows of `n` < kShortRow elements: the exponentials of
+/// all the rows run as one contiguous loop, which vectorizes, between a per-row maximum and a
+/// per-row scale (SSDlite's class scores, 3,234 rows of 5: 0.24 ms row by row).
+KILN_CPU_CLONES void SoftmaxShortRows(const float* __restrict__ x, float* __restrict__ y,
+                                      int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = x + r * n;
+    const float max = *std::max_element(row, row + n);
+    for (int64_t j = 0; j < n; ++j) y[r * n + j] = row[j] - max;
+  }
+  for (int64_t i = 0; i < rows * n; ++i) y[i] = kiln_fast_exp_nonpositive(y[i]);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = y + r * n;
+    float sum = 0.F;
+    for (int64_t j = 0; j < n; ++j) sum += row[j];
+    const float scale = 1.F / sum;
+    for (int64_t j = 0; j < n; ++j) row[j] *= scale;
+  }
+}
+
 template <bool kLog>
 void Softmax(const KernelCall& call) {
   const Tensor in = call.input(0);
@@ -60,6 +83,10 @@ void Softmax(const KernelCall& call) {
     // A row costs about 8 copies of it (three passes, one with an exponential).
     const int64_t grain = std::max<int64_t>(1, kElementGrain / 8 / std::max<int64_t>(1, n));
     runtime::ParallelFor(0, split.outer, grain, [&](int64_t begin, int64_t end) {
+      if (n < kShortRow) {
+        SoftmaxShortRows(x + begin * n, y + begin * n, end - begin, n);
+        return;
+      }
       for (int64_t row = begin; row < end; ++row) SoftmaxRow(x + row * n, y + row * n, n);
     });
     return;
