@@ -99,7 +99,7 @@ class Simplifier : public TypedMutator {
     if (name == "reshape" || name == "cast") {
       // A reshape to the same shape, a cast to the same dtype.
       if (SameType(data, call)) return data;
-      if (const ir::CallObj* inner = AsCallOf(data, "reshape"); inner && name == "reshape") {
+      if (const ir::CallObj* inner = AsReshaping(data); inner && name == "reshape") {
         const Expr& input = inner->args()[0];
         if (SameType(input, call)) return input;
         // One reshape to the result's shape.
@@ -113,10 +113,77 @@ class Simplifier : public TypedMutator {
     if (name == "multiply") return IdentityOperand(call, 1, true).value_or(call);
     if (name == "divide") return IdentityOperand(call, 1, false).value_or(call);
     if (name == "power") return SimplifyPower(call);
+    if (name == "take") return SimplifyTake(call);
+    if (name == "concatenate") {  // of one tensor
+      const auto* tuple = data.as<ir::TupleObj>();
+      if (tuple != nullptr && tuple->fields().size() == 1 && SameType(tuple->fields()[0], call)) {
+        return tuple->fields()[0];
+      }
+      return call;
+    }
+    if (name == "nn.pad")
+      return AllZero(call->attrs(), "pads") && SameType(data, call) ? data : call;
+    if (name == "image.resize2d") return IsIdentityResize(call) ? data : call;
     return call;
   }
 
  private:
+  /// `expr` when it is a call that only reshapes its operand (reshape, squeeze, unsqueeze).
+  static const ir::CallObj* AsReshaping(const Expr& expr) {
+    for (const char* name : {"reshape", "squeeze", "unsqueeze"}) {
+      if (const ir::CallObj* call = AsCallOf(expr, name)) return call;
+    }
+    return nullptr;
+  }
+
+  static bool AllZero(const Map<String, Any>& attrs, const char* name) {
+    const std::optional<Any> values = attrs.Get(String(name));
+    if (!values.has_value()) return false;
+    for (const Any& value : values->cast<Array<Any>>()) {
+      if (value.cast<int64_t>() != 0) return false;
+    }
+    return true;
+  }
+
+  /// A resize to the size it was given, at scale 1: each output pixel is the input pixel at the
+  /// same position, for nearest and linear interpolation in every coordinate mode but
+  /// tf_half_pixel_for_nn, which shifts by half a pixel (torchvision's detectors resize a
+  /// 320 x 320 image to 320 x 320 before anything else).
+  static bool IsIdentityResize(const Call& call) {
+    if (!SameType(call->args()[0], call)) return false;
+    const Map<String, Any>& attrs = call->attrs();
+    const std::string method = attrs.at("method").cast<String>().str();
+    if ((method != "nearest" && method != "linear") ||
+        attrs.at("coordinate_transformation_mode").cast<String>().str() == "tf_half_pixel_for_nn") {
+      return false;
+    }
+    const std::optional<Any> scales = attrs.Get(String("scales"));
+    if (!scales.has_value() || scales->is_none()) return true;
+    for (const Any& scale : scales->cast<Array<Any>>()) {
+      if (scale.cast<double>() != 1.0) return false;
+    }
+    return true;
+  }
+
+  /// take of index 0 (or -1) along an axis of extent 1: a reshape, which may fold into a
+  /// reshape before it.
+  Expr SimplifyTake(const Call& call) {
+    const Expr& data = call->args()[0];
+    const auto* index = call->args()[1].as<ir::ConstantObj>();
+    if (index == nullptr || RankOf(call->args()[1]) != 0) return call;
+    const std::optional<double> value = UniformValue(Downcast<ir::Constant>(call->args()[1]));
+    const int64_t rank = RankOf(data);
+    int64_t axis = call->attrs().at("axis").cast<int64_t>();
+    axis = axis < 0 ? axis + rank : axis;
+    const Array<ir::Dim>& shape = data->checked_type().as<ir::TensorTypeObj>()->shape();
+    if ((value != 0.0 && value != -1.0) || axis < 0 || axis >= rank ||
+        shape[axis].as_static() != 1) {
+      return call;
+    }
+    const Call reshape(ir::Op::Get("reshape"), {data}, NewShapeAttrs(call));
+    return RewriteCall(reshape, Downcast<Call>(Typed(reshape)));
+  }
+
   /// x ** 1 as x, and x ** 2 and x ** 3 as products: a pow per element is a libm call that
   /// does not vectorize (GPT-2's tanh GELU cubes its input; it took a seventh of the model's
   /// time). A product rounds once or twice where pow rounds once.
