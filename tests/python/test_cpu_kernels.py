@@ -821,6 +821,15 @@ CONV_CASES = [
     ((1, 4, 40, 45), (4, 7, 7), [1, 1], [3, 3, 3, 3], [1, 1], 4),
     ((1, 3, 38, 70), (6, 5, 5), [2, 2], [2, 1, 2, 3], [1, 1], 3),
     ((1, 2, 30, 80), (2, 3, 3), [1, 2], [2, 2, 2, 2], [2, 3], 2),
+    # The direct path (every tap in registers, two output rows at a time) at each window and
+    # stride: odd output heights (a last row alone) and widths that end inside a vector.
+    ((2, 5, 35, 33), (5, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 5),
+    ((1, 6, 67, 67), (6, 3, 3), [2, 2], [0, 1, 1, 0], [1, 1], 6),
+    ((1, 3, 34, 50), (3, 5, 5), [1, 1], [2, 2, 2, 2], [1, 1], 3),
+    ((1, 2, 41, 77), (2, 7, 7), [2, 2], [3, 3, 3, 3], [1, 1], 2),
+    # Small planes: rows of 14 take the direct path, rows of 7 the blocks of channels.
+    ((1, 20, 14, 14), (20, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 20),
+    ((1, 33, 7, 7), (33, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 33),
     # Output channels that fill whole tile vectors over planes that do not (7 x 7, 9 x 6, 5 x 5,
     # 5 x 4): the GEMM runs transposed, pixels along the tile rows; depths over 256 accumulate.
     ((1, 20, 7, 7), (64, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1),

@@ -288,9 +288,99 @@ void PadPlane(const ConvShapes& s, const float* plane, int64_t lanes, float* pad
   }
 }
 
-/// One output plane of a depthwise conv2d, row by row, from the input plane padded once (so no
-/// tap needs an edge of its own): each window row is one pass over the output row, which stays
-/// in L1. `padded` starts zero and is passed from plane to plane (PadPlane).
+/// Channels a depthwise block of small planes computes together, and output columns the
+/// direct rows below compute together: one AVX-512 vector.
+constexpr int64_t kDepthwiseLanes = 16;
+
+/// Output rows the direct path computes together, sharing their loads of the input rows they
+/// read and of the taps (measured on a 7x7 window over 56 x 56 planes: 2 rows at a time were
+/// 1.5x slower, bound by the loads).
+constexpr int64_t kDepthwiseDirectRows = 4;
+
+/// Floats a padded plane needs past its end for the direct path, whose last vector of a row and
+/// last group of rows may read (and not write) that far: at stride 2, the input rows of three
+/// more output rows and two vectors.
+int64_t DirectPathSlack(int64_t padded_width) {
+  constexpr int64_t kMaxStride = 2;
+  return (kDepthwiseDirectRows - 1) * kMaxStride * padded_width + kMaxStride * kDepthwiseLanes;
+}
+
+/// Output rows [oy, oy + rows) (rows <= kRows) of a depthwise plane with a kK x kK window at
+/// stride kStride and no dilation, from its padded plane: every tap is summed in registers,
+/// kDepthwiseLanes columns at a time, so each output is written once rather than once per
+/// window row, and the kRows rows share the loads of the input rows they both read. The taps
+/// are added in the row-by-row pass's order, so the sums are the same. The lanes of a row's
+/// last vector past its end are computed from the slack and not written.
+template <int64_t kK, int64_t kStride, int64_t kRows>
+__attribute__((always_inline)) inline void DepthwiseDirectRows(const float* __restrict__ padded,
+                                                               int64_t pw, const float* taps,
+                                                               int64_t oy, int64_t rows, int64_t ow,
+                                                               float* __restrict__ out) {
+  constexpr int64_t kL = kDepthwiseLanes;
+  constexpr int64_t kInputRows = (kRows - 1) * kStride + kK;
+  // GCC's vector extension, so that the sums stay in registers whatever the loop nest's shape.
+  using Vec = float __attribute__((vector_size(kL * sizeof(float))));
+  static_assert(kL == 16, "the stride-2 shuffle below picks 16 lanes");
+  for (int64_t ox = 0; ox < ow; ox += kL) {
+    Vec acc[kRows] = {};
+#pragma GCC unroll 16
+    for (int64_t r = 0; r < kInputRows; ++r) {
+      const float* in = padded + (oy * kStride + r) * pw + ox * kStride;
+#pragma GCC unroll 8
+      for (int64_t kw = 0; kw < kK; ++kw) {
+        Vec x;
+        if constexpr (kStride == 1) {
+          std::memcpy(&x, in + kw, sizeof(x));
+        } else {  // the even elements of two vectors
+          Vec low;
+          Vec high;
+          std::memcpy(&low, in + kw, sizeof(low));
+          std::memcpy(&high, in + kw + kL, sizeof(high));
+          x = __builtin_shufflevector(low, high, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
+                                      28, 30);
+        }
+#pragma GCC unroll 4
+        for (int64_t rr = 0; rr < kRows; ++rr) {
+          const int64_t kh = r - rr * kStride;
+          if (kh >= 0 && kh < kK) acc[rr] += taps[kh * kK + kw] * x;
+        }
+      }
+    }
+    const int64_t cols = std::min(kL, ow - ox);
+    for (int64_t rr = 0; rr < rows; ++rr) {
+      float* to = out + (oy + rr) * ow + ox;
+      if (cols == kL) {
+        std::memcpy(to, &acc[rr], sizeof(Vec));  // one store; a copy of `cols` floats is a call
+      } else {
+        for (int64_t l = 0; l < cols; ++l) to[l] = acc[rr][l];
+      }
+    }
+  }
+}
+
+template <int64_t kK, int64_t kStride>
+__attribute__((always_inline)) inline void DepthwiseDirectPlane(const ConvShapes& s,
+                                                                const float* padded,
+                                                                const float* taps, float* out) {
+  const int64_t pw = PaddedExtent(s.window, 1, s.ow);
+  for (int64_t oy = 0; oy < s.oh; oy += kDepthwiseDirectRows) {
+    DepthwiseDirectRows<kK, kStride, kDepthwiseDirectRows>(
+        padded, pw, taps, oy, std::min(kDepthwiseDirectRows, s.oh - oy), s.ow, out);
+  }
+}
+
+/// Whether DepthwisePlane takes the direct path: square 3x3, 5x5 or 7x7 windows (MobileNet's,
+/// EfficientNet's, ConvNeXt's) at stride 1 or 2 both ways, undilated.
+bool TakesDirectRows(const Window2D& win) {
+  const int64_t k = win.kernel[0];
+  return k == win.kernel[1] && (k == 3 || k == 5 || k == 7) && win.stride[0] == win.stride[1] &&
+         (win.stride[0] == 1 || win.stride[0] == 2) && win.dilation[0] == 1 && win.dilation[1] == 1;
+}
+
+/// One output plane of a depthwise conv2d from the input plane padded once (so no tap needs an
+/// edge of its own), by the direct path above where it applies; otherwise row by row, each
+/// window row one pass over the output row, which stays in L1. `padded` starts zero (with
+/// DirectPathSlack floats after the plane) and is passed from plane to plane (PadPlane).
 KILN_CPU_CLONES void DepthwisePlane(const ConvShapes& s, const WindowRowPlan& plan,
                                     const float* plane, const float* taps, float* padded,
                                     float* out) {
@@ -298,6 +388,25 @@ KILN_CPU_CLONES void DepthwisePlane(const ConvShapes& s, const WindowRowPlan& pl
   const int64_t pw = PaddedExtent(win, 1, s.ow);
   const int64_t stride = win.stride[1];
   PadPlane(s, plane, 1, padded);
+  if (TakesDirectRows(win)) {
+    // Called directly, not through a pointer, so that each inlines into this function's
+    // AVX-512 clone.
+    const bool one = stride == 1;
+    switch (win.kernel[0]) {
+      case 3:
+        one ? DepthwiseDirectPlane<3, 1>(s, padded, taps, out)
+            : DepthwiseDirectPlane<3, 2>(s, padded, taps, out);
+        return;
+      case 5:
+        one ? DepthwiseDirectPlane<5, 1>(s, padded, taps, out)
+            : DepthwiseDirectPlane<5, 2>(s, padded, taps, out);
+        return;
+      default:
+        one ? DepthwiseDirectPlane<7, 1>(s, padded, taps, out)
+            : DepthwiseDirectPlane<7, 2>(s, padded, taps, out);
+        return;
+    }
+  }
   std::fill_n(out, s.oh * s.ow, 0.F);
   for (int64_t oy = 0; oy < s.oh; ++oy) {
     float* out_line = out + oy * s.ow;
@@ -316,9 +425,6 @@ KILN_CPU_CLONES void DepthwisePlane(const ConvShapes& s, const WindowRowPlan& pl
     }
   }
 }
-
-/// Channels a depthwise block of small planes computes together: one AVX-512 vector.
-constexpr int64_t kDepthwiseLanes = 16;
 
 /// Output columns a depthwise block computes together, sharing each tap's load.
 constexpr int64_t kDepthwiseColumns = 4;
@@ -383,10 +489,14 @@ KILN_CPU_CLONES void DepthwiseBlock(const ConvShapes& s, const float* image, con
   }
 }
 
-/// Whether DepthwiseBlock takes this conv: small output rows (where the row-by-row pass is
-/// slow) and windows up to 7x7.
+/// Whether DepthwiseBlock takes this conv: windows up to 7x7 whose output rows are too short
+/// for the other paths, at most half a vector where the direct path applies (which otherwise
+/// wastes most of its lanes), else at most 32 (where the row-by-row pass is slow). Measured at
+/// 1 thread (bench/ops/run.py): a 3x3 over 28 x 28 planes and a 5x5 at stride 2 to 14 x 14 took
+/// half the time in the direct path, a 3x3 over 7 x 7 planes half the time in blocks.
 bool TakesDepthwiseBlocks(const ConvShapes& s) {
-  return s.ow <= 32 && s.window.kernel[0] * s.window.kernel[1] <= 49;
+  const int64_t widest = TakesDirectRows(s.window) ? kDepthwiseLanes / 2 : 32;
+  return s.ow <= widest && s.window.kernel[0] * s.window.kernel[1] <= 49;
 }
 
 /// One input channel per group: each output plane is a weighted sum of shifted input rows.
@@ -422,7 +532,8 @@ void DepthwiseConv2D(const ConvShapes& s, const float* x, const float* weight,
   }
   const WindowRowPlan plan(s);
   runtime::ParallelFor(0, s.n * s.o, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> padded(PaddedExtent(win, 0, s.oh) * PaddedExtent(win, 1, s.ow));  // zeros
+    const int64_t pw = PaddedExtent(win, 1, s.ow);
+    std::vector<float> padded(PaddedExtent(win, 0, s.oh) * pw + DirectPathSlack(pw));  // zeros
     for (int64_t p = begin; p < end; ++p) {
       DepthwisePlane(s, plan, x + (p / s.o * s.c + p % s.o / multiplier) * s.h * s.w,
                      weight + p % s.o * win.kernel[0] * win.kernel[1], padded.data(),
