@@ -653,6 +653,17 @@ def test_topk(largest, axis, dtype):
     np.testing.assert_array_equal(got_indices, indices)
 
 
+@pytest.mark.parametrize("k", [0, 1, 300, 3234])
+def test_topk_of_a_long_line_with_ties(k):
+    """A detector's scores: k of 3,234 values with many ties, selected then sorted."""
+    x = RNG.integers(-50, 50, size=(2, 3234)).astype(np.float32)
+    indices = np.argsort(-x, axis=-1, kind="stable")[:, :k]
+    values = np.take_along_axis(x, indices, -1)
+    got_values, got_indices = run("topk", [x], [values, indices], k=k, axis=-1, largest=True)
+    np.testing.assert_array_equal(got_values, values)
+    np.testing.assert_array_equal(got_indices, indices)
+
+
 @pytest.mark.parametrize("mode", ["constant", "reflect", "edge"])
 @pytest.mark.parametrize("dtype", [np.float32, np.int64])
 def test_pad(mode, dtype):
