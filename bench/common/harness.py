@@ -88,7 +88,11 @@ def others_busy_during(run, in_process=False):
     wall = time.monotonic() - wall0
     busy1, _, _ = read_cpu_times()
     ours = sum(_cpu_seconds(w) for w in who) - ours0
-    others = max(0.0, (busy1 - busy0) / hz - ours) / max(wall, 1e-9)
+    # /proc/stat counts whole clock ticks (10 ms), so each reading may lag by a tick per core:
+    # a phase of a few ticks would otherwise see a tick of the kernel's housekeeping as a busy
+    # neighbour.
+    tick_error = 2 * os.cpu_count() / hz
+    others = max(0.0, (busy1 - busy0) / hz - ours - tick_error) / max(wall, 1e-9)
     return result, others
 
 
