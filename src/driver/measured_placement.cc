@@ -30,6 +30,8 @@
 #include <utility>
 #include <vector>
 
+#include "../runtime/timing_internal.h"
+
 namespace kiln {
 namespace {
 
@@ -119,14 +121,9 @@ std::optional<Tensor> TensorFor(const ir::Type& type, const std::string& what, s
 // ---- timing ---------------------------------------------------------------------------------
 
 double Seconds(const std::function<void()>& run) {
-  const auto start = std::chrono::steady_clock::now();
+  const runtime::internal::Clock::time_point start = runtime::internal::Clock::now();
   run();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
+  return runtime::internal::SecondsSince(start);
 }
 
 /// The median seconds of each variant, run in turns (the order reversed every turn) after one
@@ -143,7 +140,8 @@ std::vector<double> TimeInTurns(const std::vector<std::function<void()>>& varian
     }
   }
   std::vector<double> medians(variants.size());
-  for (size_t v = 0; v < variants.size(); ++v) medians[v] = Median(std::move(times[v]));
+  for (size_t v = 0; v < variants.size(); ++v)
+    medians[v] = runtime::internal::Median(std::move(times[v]));
   return medians;
 }
 

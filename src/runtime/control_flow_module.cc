@@ -20,9 +20,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <mutex>
-#include <numeric>
 #include <string>
 #include <utility>
 #include <vector>
@@ -100,10 +98,8 @@ Tensor RowOf(const Tensor& stacked, int64_t row, size_t scan) {
       << "scan output " << scan << " holds " << (shape.empty() ? 0 : shape[0])
       << " iterations, but the loop ran more";
   const std::vector<int64_t> row_shape(shape.begin() + 1, shape.end());
-  const int64_t row_elements =
-      std::accumulate(row_shape.begin(), row_shape.end(), int64_t{1}, std::multiplies<int64_t>());
+  const auto row_bytes = static_cast<uint64_t>(stacked.NumBytes() / shape[0]);
   const DLTensor& out = stacked.dl_tensor();
-  const auto row_bytes = static_cast<uint64_t>(row_elements * ((out.dtype.bits + 7) / 8));
   return Tensor::FromMemory(
       out.data, row_shape, out.dtype, out.device, [stacked] {}, {},
       out.byte_offset + static_cast<uint64_t>(row) * row_bytes);

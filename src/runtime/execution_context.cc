@@ -4,13 +4,13 @@
 #include <kiln/runtime/memory.h>
 
 #include <algorithm>
-#include <chrono>
 #include <sstream>
 #include <string>
 #include <utility>
 
 #include "execution_context_internal.h"
 #include "tensor_util_internal.h"
+#include "timing_internal.h"
 
 namespace kiln {
 namespace runtime {
@@ -104,13 +104,10 @@ void ExecutionContext::Run(const Graph& graph, const std::vector<Function>& func
   }
   for (size_t i = 0; i < args_.size(); ++i) {
     try {
-      using Clock = std::chrono::steady_clock;
       const Clock::time_point start = node_seconds != nullptr ? Clock::now() : Clock::time_point{};
       const Any result =
           funcs[i].CallPacked(args_[i].data(), static_cast<int32_t>(args_[i].size()));
-      if (node_seconds != nullptr) {
-        (*node_seconds)[i] += std::chrono::duration<double>(Clock::now() - start).count();
-      }
+      if (node_seconds != nullptr) (*node_seconds)[i] += SecondsSince(start);
       if (graph.nodes[i].returns > 0) BindReturned(graph.nodes[i], result, sizes);
       for (int64_t d : graph.definitions_after_node[i]) ReadDefinition(d, sizes);
     } catch (const Error& error) {

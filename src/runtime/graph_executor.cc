@@ -10,7 +10,6 @@
 #include <kiln/runtime/thread_pool.h>
 
 #include <algorithm>
-#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -23,6 +22,7 @@
 #include "graph_executor_internal.h"
 #include "shape_plan_internal.h"
 #include "tensor_util_internal.h"
+#include "timing_internal.h"
 
 namespace kiln {
 namespace runtime {
@@ -521,12 +521,6 @@ Map<String, Any> GraphExecutorObj::MemoryPlan() const {
           {"planning_seconds", plans_.planning_seconds()}};
 }
 
-/// The middle one of `values` (not empty).
-double Median(std::vector<double> values) {
-  std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
-  return values[values.size() / 2];
-}
-
 /// "1x72x80x80": an entry's shape in `plan`, or "?" for one only the run decides.
 std::string ShapeText(const Graph& graph, const ShapePlan& plan, int64_t entry) {
   if (graph.allocated_by_run(entry)) return "?";
@@ -545,9 +539,9 @@ Map<String, Any> GraphExecutorObj::Profile(const Array<Tensor>& inputs, int64_t 
   std::vector<double> runs;
   for (int64_t r = 0; r < repeat; ++r) {
     std::vector<double> seconds(count, 0.0);
-    const auto start = std::chrono::steady_clock::now();
+    const internal::Clock::time_point start = internal::Clock::now();
     Invoke(inputs, AnyView(), &seconds);
-    runs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    runs.push_back(internal::SecondsSince(start));
     for (size_t i = 0; i < count; ++i) times[i].push_back(seconds[i]);
   }
   const std::shared_ptr<const ShapePlan> plan =
@@ -568,13 +562,13 @@ Map<String, Any> GraphExecutorObj::Profile(const Array<Tensor>& inputs, int64_t 
       text += (k == 0 ? "" : ", ") + ShapeText(graph_, *plan, node.outputs[k]);
     }
     shapes.push_back(String(text));
-    medians.push_back(Median(times[i]));
+    medians.push_back(internal::Median(times[i]));
   }
   return {{"names", names},
           {"funcs", funcs},
           {"shapes", shapes},
           {"seconds", medians},
-          {"run_seconds", Median(runs)},
+          {"run_seconds", internal::Median(runs)},
           {"repeat", repeat}};
 }
 

@@ -56,14 +56,13 @@ std::string FormatProfile(const Map<String, Any>& profile, int64_t top) {
                 profile.at("run_seconds").cast<double>() * 1e3,
                 static_cast<long long>(profile.at("repeat").cast<int64_t>()), count, total * 1e3);
   out << summary << "\n      ms      %  node (shapes)\n";
-  for (size_t k = 0; k < std::min(count, static_cast<size_t>(std::max<int64_t>(top, 0))); ++k) {
+  const size_t shown = std::min(count, static_cast<size_t>(std::max<int64_t>(top, 0)));
+  for (size_t k = 0; k < shown; ++k) {
     const auto i = static_cast<int64_t>(order[k]);
     out << Row(seconds[i] * 1e3, seconds[i] * percent,
                names[i].str() + "  (" + shapes[i].str() + ")");
   }
-  if (count > static_cast<size_t>(std::max<int64_t>(top, 0))) {
-    out << "  ... " << count - static_cast<size_t>(top) << " more nodes\n";
-  }
+  if (shown < count) out << "  ... " << count - shown << " more nodes\n";
 
   std::map<std::string, std::pair<double, int>> kinds;  // seconds, nodes
   for (size_t i = 0; i < count; ++i) {

@@ -165,13 +165,12 @@ class Simplifier : public TypedMutator {
     return true;
   }
 
-  /// take of index 0 (or -1) along an axis of extent 1: a reshape, which may fold into a
-  /// reshape before it.
+  /// take of index 0 (or -1) along an axis of extent 1: a reshape.
   Expr SimplifyTake(const Call& call) {
     const Expr& data = call->args()[0];
-    const auto* index = call->args()[1].as<ir::ConstantObj>();
-    if (index == nullptr || RankOf(call->args()[1]) != 0) return call;
-    const std::optional<double> value = UniformValue(Downcast<ir::Constant>(call->args()[1]));
+    const Expr& index = call->args()[1];
+    if (index.as<ir::ConstantObj>() == nullptr || RankOf(index) != 0) return call;
+    const std::optional<double> value = UniformValue(Downcast<ir::Constant>(index));
     const int64_t rank = RankOf(data);
     int64_t axis = call->attrs().at("axis").cast<int64_t>();
     axis = axis < 0 ? axis + rank : axis;
@@ -180,7 +179,12 @@ class Simplifier : public TypedMutator {
         shape[axis].as_static() != 1) {
       return call;
     }
-    const Call reshape(ir::Op::Get("reshape"), {data}, NewShapeAttrs(call));
+    return ReshapeLike(data, call);
+  }
+
+  /// `data` reshaped to `like`'s shape, folded into a reshape before it (or gone) where it can.
+  Expr ReshapeLike(const Expr& data, const Call& like) {
+    const Call reshape(ir::Op::Get("reshape"), {data}, NewShapeAttrs(like));
     return RewriteCall(reshape, Downcast<Call>(Typed(reshape)));
   }
 
@@ -209,11 +213,8 @@ class Simplifier : public TypedMutator {
       data = inner->args()[0];
     }
     if (IsIdentity(permutation)) return data;
-    if (MovesOnlyUnitAxes(data, permutation)) {
-      // The same elements in the same order: a reshape, which may fold into one before it.
-      const Call reshape(ir::Op::Get("reshape"), {data}, NewShapeAttrs(call));
-      return RewriteCall(reshape, Downcast<Call>(Typed(reshape)));
-    }
+    // The same elements in the same order: a reshape.
+    if (MovesOnlyUnitAxes(data, permutation)) return ReshapeLike(data, call);
     if (data.same_as(call->args()[0])) return call;
     Map<String, Any> attrs;
     attrs.Set(String("axes"), Array<int64_t>(permutation.begin(), permutation.end()));

@@ -48,7 +48,10 @@ def test_profile_prints_the_slowest_nodes_and_the_time_per_kind(ex):
     assert text.startswith("median run ") and "over 2 runs; its 2 nodes take" in text
     assert "fused_nn_conv2d_nn_relu_0  (1x3x8x8 -> 1x4x8x8)" in text
     assert "fused_nn_softmax (1)" in text and "fused_nn_conv2d_nn_relu (1)" in text
-    assert "1 more nodes" in ex.profile(x=X, repeat=1).table(top=1)
+    profile = ex.profile(x=X, repeat=1)
+    assert "1 more nodes" in profile.table(top=1)
+    for top in (0, -1):  # no node listed, none lost
+        assert "2 more nodes" in profile.table(top=top)
 
 
 def test_profile_leaves_the_results_of_runs_unchanged(ex):
