@@ -841,12 +841,22 @@ CONV_CASES = [
     # Small planes: rows of 14 take the direct path, rows of 7 the blocks of channels.
     ((1, 20, 14, 14), (20, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 20),
     ((1, 33, 7, 7), (33, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 33),
-    # Output channels that fill whole tile vectors over planes that do not (7 x 7, 9 x 6, 5 x 5,
-    # 5 x 4): the GEMM runs transposed, pixels along the tile rows; depths over 256 accumulate.
-    ((1, 20, 7, 7), (64, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1),
-    ((2, 12, 9, 6), (64, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 2),
+    # Output channels that fill whole tile vectors over planes that do not (7 x 6, 5 x 5) of 1x1
+    # convs: the GEMM runs transposed, pixels along the tile rows; depths over 256 accumulate.
+    # Wider windows over 7 x 7, 9 x 6 and 5 x 4 take the padded rows' GEMM instead, strided ones
+    # over their image split into stride phases.
+    ((2, 24, 13, 11), (64, 1, 1), [2, 2], [0, 0, 0, 0], [1, 1], 2),
     ((1, 300, 5, 5), (32, 1, 1), [1, 1], [0, 0, 0, 0], [1, 1], 1),
+    ((1, 20, 7, 7), (64, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1),
+    ((2, 12, 17, 12), (64, 3, 3), [2, 2], [1, 1, 1, 1], [1, 1], 2),
     ((1, 40, 9, 7), (96, 3, 3), [2, 2], [1, 1, 1, 1], [1, 1], 1),
+    ((1, 3, 23, 22), (16, 7, 7), [2, 2], [3, 3, 3, 3], [1, 1], 1),
+    ((1, 5, 20, 19), (8, 3, 5), [3, 2], [1, 2, 0, 1], [2, 1], 1),
+    # Stride 1 over the padded image with output rows as wide as its rows: dilated with uneven
+    # padding over two images, a padded 1x1, and planes whose wide product takes two bands.
+    ((2, 6, 12, 10), (7, 3, 3), [1, 1], [0, 2, 1, 1], [2, 2], 1),
+    ((1, 4, 6, 5), (9, 1, 1), [1, 1], [1, 0, 0, 1], [1, 1], 1),
+    ((1, 4, 130, 130), (64, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1),
 ]
 
 
@@ -887,16 +897,28 @@ def test_conv2d_prepacked_for_its_output_shape(case):
     run_prepacked("nn.conv2d", [x, w], ref, **attrs, __prepack_output_shape=list(ref.shape))
 
 
-def test_conv2d_prepacks_transposed_for_planes_that_leave_lanes_empty():
-    """64 output channels over a 7 x 7 plane: 49 pixels fill 64 lanes on every ISA's tile, the
-    64 channels fill theirs exactly, so the weights are packed for the transposed GEMM; without
-    the output shape (a symbolic plane) they are packed for the usual one."""
-    attrs = {**DEFAULTS["nn.conv2d"], "padding": [1, 1, 1, 1]}
+@pytest.mark.parametrize("strides", [[1, 1], [2, 2]])
+def test_conv2d_prepacks_transposed_for_planes_that_leave_lanes_empty(strides):
+    """64 output channels over a 7 x 7 plane of a 1x1 conv: 49 pixels fill 64 lanes on every
+    ISA's tile, the 64 channels fill theirs exactly, so the weights are packed for the
+    transposed GEMM; without the output shape (a symbolic plane) they are packed for the usual
+    one."""
+    attrs = {**DEFAULTS["nn.conv2d"], "strides": strides}
     prepack = kiln.get_global_func("kernel_prepack.cpu.nn.conv2d")
-    w = kiln.tensor(rand(64, 20, 3, 3))
+    w = kiln.tensor(rand(64, 20, 1, 1))
     assert len(prepack(1, w, {**attrs, "__prepack_output_shape": [1, 64, 7, 7]}).shape) == 2
     assert len(prepack(1, w, {**attrs, "__prepack_output_shape": [-1, 64, -1, 7]}).shape) == 1
     assert len(prepack(1, w, attrs).shape) == 1
+
+
+@pytest.mark.parametrize("strides", [[1, 1], [2, 2]])
+def test_conv2d_with_a_padded_window_is_never_prepacked_transposed(strides):
+    """A padded 3x3 over the same 7 x 7 plane reads its padded image in place with the usual
+    GEMM, which beat the transposed one there (design §35)."""
+    attrs = {**DEFAULTS["nn.conv2d"], "strides": strides, "padding": [1, 1, 1, 1]}
+    prepack = kiln.get_global_func("kernel_prepack.cpu.nn.conv2d")
+    w = kiln.tensor(rand(64, 20, 3, 3))
+    assert len(prepack(1, w, {**attrs, "__prepack_output_shape": [1, 64, 7, 7]}).shape) == 1
 
 
 @pytest.mark.parametrize("case", CONV_CASES)

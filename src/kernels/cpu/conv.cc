@@ -1,10 +1,11 @@
 // nn.conv2d, nn.conv2d_transpose (NCHW) and nn.conv3d (NCDHW), float32. All go through the
 // shared GEMM: conv2d and conv3d multiply the weights by each image group's im2col matrix,
-// which the GEMM's packing gathers from the image panel by panel (the matrix is never stored),
-// conv2d with the pixels along the tiles' vectors or, for small planes, along their rows
-// (design §31); conv2d_transpose multiplies the transposed weights by the input and scatters
-// (col2im) the products into the output. Depthwise conv2d (one input channel per group) has no
-// reduction worth a GEMM and runs directly.
+// which is never stored. conv2d reads it in place from the padded image (split into stride
+// phases when strided), with output rows as wide as the padded ones (design §35); a 1x1 conv2d
+// and conv3d gather it panel by panel in the GEMM's packing, a 1x1 on small planes with the
+// pixels along the tiles' rows (design §31). conv2d_transpose multiplies the transposed weights
+// by the input and scatters (col2im) the products into the output. Depthwise conv2d (one input
+// channel per group) has no reduction worth a GEMM and runs directly.
 
 #include <kiln/ffi/registry.h>
 #include <kiln/runtime/kernel_program.h>
@@ -543,10 +544,20 @@ void DepthwiseConv2D(const ConvShapes& s, const float* x, const float* weight,
   });
 }
 
+/// Whether a (non-depthwise) conv2d reads its padded image in place, with output rows as wide
+/// as the padded rows (PaddedRowsConv below): every window but an unpadded 1x1. A 1x1 at
+/// stride 1 reads the image as it is; at stride 2 it reads a quarter of it, where splitting
+/// the image into its four phases was 1.5-1.9x slower than gathering that quarter.
+bool TakesPaddedRows(const Window2D& win) {
+  const bool unit_window = win.kernel[0] == 1 && win.kernel[1] == 1 && win.pad_begin[0] == 0 &&
+                           win.pad_begin[1] == 0 && win.pad_end[0] == 0 && win.pad_end[1] == 0;
+  return !unit_window;
+}
+
 /// A conv2d's GEMM per group: weights (group_out x depth) times the im2col matrix, or, when
 /// `transposed`, the same product with output pixels along the tiles' rows and channels along
-/// their vectors (GemmTransposedOutput): then 7 x 7 or 14 x 14 output planes, whose pixels do
-/// not fill whole vectors, waste no lanes.
+/// their vectors (GemmTransposedOutput): then 7 x 7 or 14 x 14 output planes of a strided or
+/// pointwise conv, whose pixels do not fill whole vectors, waste no lanes.
 struct ConvGemm {
   int64_t groups, group_out, depth;
   bool transposed;
@@ -556,8 +567,11 @@ struct ConvGemm {
       : groups(groups), group_out(out_channels / groups), depth(depth), transposed(transposed) {}
 
   /// Whether output planes of `spatial` pixels (-1: not known) are better computed transposed.
-  static bool Transposes(int64_t group_out, int64_t spatial) {
-    return spatial > 0 && PrefersTransposedOutput(group_out, spatial);
+  /// Never for the padded rows' GEMM, which reads the image in place: on 7 x 7 and 14 x 14
+  /// planes it beat the transposed one, which packs the pixels per task (twice as fast at 32
+  /// output channels, 4 to 7% at 256 and 512; design §35).
+  static bool Transposes(int64_t group_out, int64_t spatial, const Window2D& win) {
+    return !TakesPaddedRows(win) && spatial > 0 && PrefersTransposedOutput(group_out, spatial);
   }
   /// Depthwise convolutions (one input channel per group) run directly, without a GEMM.
   bool depthwise(int64_t group_in) const { return groups > 1 && group_in == 1; }
@@ -595,7 +609,8 @@ std::optional<Tensor> PrepackConv2D(size_t index, const Tensor& weight, const Ke
                               ? out_shape[2] * out_shape[3]
                               : -1;
   const ConvGemm gemm(weight.shape(0), depth, groups,
-                      ConvGemm::Transposes(weight.shape(0) / groups, spatial));
+                      ConvGemm::Transposes(weight.shape(0) / groups, spatial,
+                                           ReadWindow(call, weight.shape(2), weight.shape(3))));
   if (index != 1 || weight.dtype().code != kDLFloat || weight.dtype().bits != 32 ||
       gemm.depthwise(weight.shape(1))) {
     return std::nullopt;
@@ -617,6 +632,125 @@ std::optional<Tensor> PrepackConv2D(size_t index, const Tensor& weight, const Ke
 }
 KILN_CPU_PREPACK("nn.conv2d", PrepackConv2D);
 
+/// Floats from one plane to the next: at least `floats`, and an odd number of cache lines, so
+/// that the planes' rows, which the GEMM reads in place, start on every cache set (planes a
+/// multiple of 4 KB apart would all fall on one and evict each other).
+int64_t SpreadPlaneStride(int64_t floats) {
+  constexpr int64_t kLineFloats = 16;
+  const int64_t lines = (floats + kLineFloats - 1) / kLineFloats;
+  return (lines % 2 == 0 ? lines + 1 : lines) * kLineFloats;
+}
+
+/// A convolution's image as PaddedRowsConv reads it: zero-padded, and split by stride phase,
+/// plane (c, ry, rx) holding the padded image's rows ry, ry + sy, ... and columns rx, rx + sx,
+/// ... (one plane per channel at stride 1). With output rows as wide as the planes' rows,
+/// column q = oy * width + ox of the im2col matrix's depth row (c, ky, kx) is the plane's
+/// element Offset(c, ky, kx) + q: every depth row is one contiguous run, read in place
+/// (GatheredRows), and no panel is packed.
+struct PhasePlanes {
+  int64_t height, width;  ///< of each plane
+  int64_t plane_stride;   ///< floats from one plane to the next
+  int64_t floats;         ///< of every plane, and what the last wide row reads past them
+
+  PhasePlanes(const ConvShapes& s, int64_t channels)
+      : height((PaddedExtent(s.window, 0, s.oh) + s.window.stride[0] - 1) / s.window.stride[0]),
+        width((PaddedExtent(s.window, 1, s.ow) + s.window.stride[1] - 1) / s.window.stride[1]),
+        plane_stride(SpreadPlaneStride(height * width)),
+        floats(channels * s.window.stride[0] * s.window.stride[1] * plane_stride +
+               (s.window.kernel[1] - 1) * s.window.dilation[1] / s.window.stride[1]),
+        win_(s.window) {}
+
+  int64_t Offset(int64_t c, int64_t ky, int64_t kx) const {
+    const int64_t y = ky * win_.dilation[0];  // padded position of output (0, 0)'s tap
+    const int64_t x = kx * win_.dilation[1];
+    const int64_t sy = win_.stride[0];
+    const int64_t sx = win_.stride[1];
+    return ((c * sy + y % sy) * sx + x % sx) * plane_stride + y / sy * width + x / sx;
+  }
+
+  /// The offsets of depth rows (c, ky, kx) of `channels` channels, in the weights' order.
+  std::vector<int64_t> RowOffsets(int64_t channels) const {
+    std::vector<int64_t> offsets;
+    offsets.reserve(static_cast<size_t>(channels * win_.kernel[0] * win_.kernel[1]));
+    for (int64_t c = 0; c < channels; ++c) {
+      for (int64_t ky = 0; ky < win_.kernel[0]; ++ky) {
+        for (int64_t kx = 0; kx < win_.kernel[1]; ++kx) offsets.push_back(Offset(c, ky, kx));
+      }
+    }
+    return offsets;
+  }
+
+  /// Writes the planes of `channels` planes of `image` (h x w each) to `to` (`floats` long,
+  /// zero).
+  void Fill(const float* image, int64_t channels, int64_t h, int64_t w, float* to) const {
+    const int64_t sy = win_.stride[0];
+    const int64_t sx = win_.stride[1];
+    for (int64_t c = 0; c < channels; ++c) {
+      for (int64_t ry = 0; ry < sy; ++ry) {
+        const Range rows = ValidOutputs(height, sy, ry - win_.pad_begin[0], h);
+        for (int64_t rx = 0; rx < sx; ++rx) {
+          const Range cols = ValidOutputs(width, sx, rx - win_.pad_begin[1], w);
+          float* plane = to + ((c * sy + ry) * sx + rx) * plane_stride;
+          for (int64_t i = rows.begin; i < rows.end; ++i) {
+            const float* in =
+                image + (c * h + i * sy + ry - win_.pad_begin[0]) * w + rx - win_.pad_begin[1];
+            float* out = plane + i * width;
+            if (sx == 1) {
+              std::copy(in + cols.begin, in + cols.end, out + cols.begin);
+            } else {
+              for (int64_t j = cols.begin; j < cols.end; ++j) out[j] = in[j * sx];
+            }
+          }
+        }
+      }
+    }
+  }
+
+ private:
+  Window2D win_;
+};
+
+/// One image group of a conv2d (TakesPaddedRows) as GEMMs that read its phase planes in place
+/// (PhasePlanes), into bands of wide output rows, each band then narrowed into `y` (the
+/// group's output planes) and put through `epilogue`. The extra columns a wide row computes
+/// ((KW - 1) * dilation_w / stride_w: 2 of 58 on resnet's 3x3 over 56 x 56) cost less than
+/// gathering the im2col matrix panel by panel (design §35).
+void PaddedRowsConv(const ConvShapes& s, const float* group_data, const GemmOperand& weights,
+                    const ConvGemm& gemm, const GemmEpilogue& epilogue, float* y) {
+  const int64_t group_in = s.c / s.groups;
+  const int64_t spatial = s.oh * s.ow;
+  const PhasePlanes planes(s, group_in);
+  // Scratch from the caching allocator: fresh pages for every call would fault each one in.
+  const Tensor image = NewPackedTensor(planes.floats);
+  float* phases = Data<float>(image);
+  std::fill_n(phases, planes.floats, 0.F);
+  planes.Fill(group_data, group_in, s.h, s.w, phases);
+  const std::vector<int64_t> offsets = planes.RowOffsets(group_in);
+  const int64_t width = planes.width;
+  // Bands of output rows keep the wide product within about 4 MB.
+  constexpr int64_t kBandFloats = int64_t{1} << 20;
+  const int64_t band_rows = std::clamp<int64_t>(kBandFloats / (gemm.group_out * width), 1, s.oh);
+  const Tensor wide_product = NewPackedTensor(gemm.group_out * band_rows * width);
+  float* wide = Data<float>(wide_product);
+  for (int64_t oy0 = 0; oy0 < s.oh; oy0 += band_rows) {
+    const int64_t rows = std::min(band_rows, s.oh - oy0);
+    const int64_t columns = rows * width;
+    Gemm(gemm.group_out, columns, gemm.depth, weights,
+         GemmOperand(GatheredRows{phases + oy0 * width, offsets.data()}), wide, columns);
+    runtime::ParallelFor(0, gemm.group_out, 4, [&](int64_t begin, int64_t end) {
+      for (int64_t o = begin; o < end; ++o) {
+        for (int64_t oy = 0; oy < rows; ++oy) {
+          std::copy_n(wide + (o * rows + oy) * width, s.ow, y + (o * s.oh + oy0 + oy) * s.ow);
+        }
+      }
+      if (epilogue.active()) {  // the band's pixels of channels [begin, end), as a tile
+        epilogue.Apply(begin, end - begin, oy0 * s.ow, rows * s.ow,
+                       y + begin * spatial + oy0 * s.ow, spatial);
+      }
+    });
+  }
+}
+
 /// y = conv2d(x, w) (NCHW, OIHW), then `epilogue`; `prepacked` is the weight packed by
 /// PrepackConv2D, or null.
 void Conv2DInto(const ConvShapes& s, const float* x, const float* w,
@@ -624,8 +758,9 @@ void Conv2DInto(const ConvShapes& s, const float* x, const float* w,
   const int64_t group_in = s.c / s.groups;
   const int64_t spatial = s.oh * s.ow;
   const ConvGemm gemm(s.o, group_in * s.window.kernel[0] * s.window.kernel[1], s.groups,
-                      prepacked.data != nullptr ? prepacked.transposed
-                                                : ConvGemm::Transposes(s.o / s.groups, spatial));
+                      prepacked.data != nullptr
+                          ? prepacked.transposed
+                          : ConvGemm::Transposes(s.o / s.groups, spatial, s.window));
   if (gemm.depthwise(group_in)) {
     DepthwiseConv2D(s, x, w, epilogue, y);
     return;
@@ -659,6 +794,10 @@ void Conv2DInto(const ConvShapes& s, const float* x, const float* w,
           pointwise ? GemmOperand({group_data, 1, spatial}) : GemmOperand(&image_packer);
       GemmTransposedOutput(spatial, group_out, depth, pixels, weights, group_y, spatial,
                            group_epilogue);
+      return;
+    }
+    if (TakesPaddedRows(win)) {
+      PaddedRowsConv(s, group_data, weights, gemm, group_epilogue, group_y);
       return;
     }
     Gemm(group_out, spatial, depth, weights,

@@ -109,24 +109,37 @@ void PackPanel(const float* src, int64_t depth_stride, int64_t index_stride, int
   }
 }
 
-/// C tile (mr x nr valid of kRows x NR) = or += packed A strip x packed B strip, with
+/// Where a micro-kernel reads row p of its B strip: a packed strip, rows NR floats apart...
+template <int64_t NR>
+struct PackedStrip {
+  const float* b;
+  const float* Row(int64_t p) const { return b + p * NR; }
+};
+/// ... or rows of an operand read in place (GatheredRows), from the strip's first column.
+struct GatheredStrip {
+  const float* base;
+  const int64_t* row_offsets;
+  const float* Row(int64_t p) const { return base + row_offsets[p]; }
+};
+
+/// C tile (mr x nr valid of kRows x NR) = or += packed A strip x B strip, with
 /// accumulators in vectors of W floats (GCC/Clang vector extensions: one register each on the
 /// ISA the caller is compiled for, so the tile is sized per ISA below). The A strip is kStride
 /// rows wide; a strip's last rows are computed by a tile of kRows < kStride rows, so that they
 /// cost what they hold rather than a whole strip of zeros. Element (i, j) of the tile lands at
 /// c[i * ldc + j], or at c[j * ldc + i] when kTransposedC.
-template <int64_t kRows, int64_t kStride, int64_t NR, int64_t W, bool kTransposedC>
+template <int64_t kRows, int64_t kStride, int64_t NR, int64_t W, bool kTransposedC, typename Strip>
 __attribute__((always_inline)) inline void MicroKernel(int64_t kc, const float* __restrict__ a,
-                                                       const float* __restrict__ b,
-                                                       float* __restrict__ c, int64_t ldc,
-                                                       int64_t nr, bool accumulate) {
+                                                       const Strip& b, float* __restrict__ c,
+                                                       int64_t ldc, int64_t nr, bool accumulate) {
   using Vec = typename FloatVector<W>::Type;
   static_assert(sizeof(Vec) == W * sizeof(float) && NR % W == 0, "a tile row is whole vectors");
   constexpr int64_t kVecs = NR / W;
   Vec acc[kRows][kVecs] = {};
   for (int64_t p = 0; p < kc; ++p) {
     Vec row[kVecs];
-    for (int64_t v = 0; v < kVecs; ++v) std::memcpy(&row[v], b + p * NR + v * W, sizeof(Vec));
+    const float* __restrict__ b_row = b.Row(p);
+    for (int64_t v = 0; v < kVecs; ++v) std::memcpy(&row[v], b_row + v * W, sizeof(Vec));
     for (int64_t i = 0; i < kRows; ++i) {
       const Vec ai = a[p * kStride + i] - Vec{};  // a broadcast: x - (+0) is x, unlike x + 0
       for (int64_t v = 0; v < kVecs; ++v) acc[i][v] += ai * row[v];
@@ -143,28 +156,37 @@ __attribute__((always_inline)) inline void MicroKernel(int64_t kc, const float* 
 }
 
 /// The strip of A's last `rows` rows (fewer than MR), with a tile of exactly that many rows.
-template <int64_t MR, int64_t NR, int64_t W, bool kTransposedC, int64_t... kRows>
+template <int64_t MR, int64_t NR, int64_t W, bool kTransposedC, typename Strip, int64_t... kRows>
 __attribute__((always_inline)) inline void PartialStrip(
     std::integer_sequence<int64_t, kRows...> /*tile heights*/, int64_t rows, int64_t kc,
-    const float* a, const float* b, float* c, int64_t ldc, int64_t nr, bool accumulate) {
+    const float* a, const Strip& b, float* c, int64_t ldc, int64_t nr, bool accumulate) {
   (void)((rows == kRows + 1 &&
           (MicroKernel<kRows + 1, MR, NR, W, kTransposedC>(kc, a, b, c, ldc, nr, accumulate),
            true)) ||
          ...);
 }
 
-/// C block (rows x cols) = or += packed A block x packed B panel (strips of the block's
-/// columns), with the MR x NR tile of one ISA; `c` points at the block's (0, 0), which is
-/// stored transposed when kTransposedC.
-template <int64_t MR, int64_t NR, int64_t W, bool kTransposedC>
-__attribute__((always_inline)) inline void MultiplyBlock(const float* packed_a,
-                                                         const float* packed_b, int64_t rows,
-                                                         int64_t cols, int64_t kc, float* c,
-                                                         int64_t ldc, bool accumulate) {
+/// Strip j (its first column) of a block's B: a packed panel's, or rows read in place.
+template <int64_t NR>
+PackedStrip<NR> StripOf(const float* panel, int64_t j, int64_t kc) {
+  return {panel + j * kc};
+}
+template <int64_t NR>
+GatheredStrip StripOf(const GatheredRows& rows, int64_t j, int64_t /*kc*/) {
+  return {rows.base + j, rows.row_offsets};
+}
+
+/// C block (rows x cols) = or += packed A block x B (a packed panel of the block's columns, or
+/// GatheredRows from the block's first column), with the MR x NR tile of one ISA; `c` points at
+/// the block's (0, 0), which is stored transposed when kTransposedC.
+template <int64_t MR, int64_t NR, int64_t W, bool kTransposedC, typename B>
+__attribute__((always_inline)) inline void MultiplyBlock(const float* packed_a, B panel,
+                                                         int64_t rows, int64_t cols, int64_t kc,
+                                                         float* c, int64_t ldc, bool accumulate) {
   const int64_t full_rows = rows / MR * MR;
   for (int64_t j = 0; j < cols; j += NR) {
     const int64_t nr = std::min(NR, cols - j);
-    const float* b = packed_b + j * kc;
+    const auto b = StripOf<NR>(panel, j, kc);
     for (int64_t i = 0; i < full_rows; i += MR) {
       float* tile = kTransposedC ? c + j * ldc + i : c + i * ldc + j;
       MicroKernel<MR, MR, NR, W, kTransposedC>(kc, packed_a + i * kc, b, tile, ldc, nr, accumulate);
@@ -180,13 +202,17 @@ __attribute__((always_inline)) inline void MultiplyBlock(const float* packed_a,
 
 using BlockFn = void (*)(const float*, const float*, int64_t, int64_t, int64_t, float*, int64_t,
                          bool);
+using GatheredBlockFn = void (*)(const float*, GatheredRows, int64_t, int64_t, int64_t, float*,
+                                 int64_t, bool);
 
-/// One ISA's tile and its block loops (C stored as is, and transposed), compiled for that ISA.
+/// One ISA's tile and its block loops (C stored as is, and transposed; B read in place),
+/// compiled for that ISA.
 struct GemmKernel {
   int64_t mr;
   int64_t nr;
   BlockFn multiply_block;
   BlockFn multiply_block_transposed;
+  GatheredBlockFn multiply_block_gathered;
 };
 
 // Tiles fill the vector registers without spilling: the baseline's 16 SSE registers hold 6x8
@@ -194,24 +220,23 @@ struct GemmKernel {
 // hold 12x32 (24 zmm). The kernel library builds for the x86-64 baseline (design §15), so the
 // wider ones are compiled with target attributes and picked at run time from the CPU's
 // features. Clang (the sanitizer build) gets the baseline only.
-template <bool kTransposedC>
-void MultiplyBlockBaseline(const float* a, const float* b, int64_t rows, int64_t cols, int64_t kc,
-                           float* c, int64_t ldc, bool accumulate) {
+template <bool kTransposedC, typename B>
+void MultiplyBlockBaseline(const float* a, B b, int64_t rows, int64_t cols, int64_t kc, float* c,
+                           int64_t ldc, bool accumulate) {
   MultiplyBlock<6, 8, 4, kTransposedC>(a, b, rows, cols, kc, c, ldc, accumulate);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
 #define KILN_GEMM_WIDE_KERNELS 1
-template <bool kTransposedC>
-__attribute__((target("arch=x86-64-v3"))) void MultiplyBlockAvx2(const float* a, const float* b,
-                                                                 int64_t rows, int64_t cols,
-                                                                 int64_t kc, float* c, int64_t ldc,
-                                                                 bool accumulate) {
+template <bool kTransposedC, typename B>
+__attribute__((target("arch=x86-64-v3"))) void MultiplyBlockAvx2(const float* a, B b, int64_t rows,
+                                                                 int64_t cols, int64_t kc, float* c,
+                                                                 int64_t ldc, bool accumulate) {
   MultiplyBlock<6, 16, 8, kTransposedC>(a, b, rows, cols, kc, c, ldc, accumulate);
 }
 
-template <bool kTransposedC>
-__attribute__((target("arch=x86-64-v4"))) void MultiplyBlockAvx512(const float* a, const float* b,
+template <bool kTransposedC, typename B>
+__attribute__((target("arch=x86-64-v4"))) void MultiplyBlockAvx512(const float* a, B b,
                                                                    int64_t rows, int64_t cols,
                                                                    int64_t kc, float* c,
                                                                    int64_t ldc, bool accumulate) {
@@ -219,19 +244,23 @@ __attribute__((target("arch=x86-64-v4"))) void MultiplyBlockAvx512(const float* 
 }
 #endif
 
+/// The three block loops of one ISA's MultiplyBlock function template.
+#define KILN_GEMM_KERNEL(mr, nr, fn) \
+  GemmKernel { mr, nr, fn<false, const float*>, fn<true, const float*>, fn<false, GatheredRows> }
+
 const GemmKernel& SelectKernel() {
   static const GemmKernel kernel = [] {
 #ifdef KILN_GEMM_WIDE_KERNELS
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq")) {
-      return GemmKernel{12, 32, MultiplyBlockAvx512<false>, MultiplyBlockAvx512<true>};
+      return KILN_GEMM_KERNEL(12, 32, MultiplyBlockAvx512);
     }
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-      return GemmKernel{6, 16, MultiplyBlockAvx2<false>, MultiplyBlockAvx2<true>};
+      return KILN_GEMM_KERNEL(6, 16, MultiplyBlockAvx2);
     }
 #endif
-    return GemmKernel{6, 8, MultiplyBlockBaseline<false>, MultiplyBlockBaseline<true>};
+    return KILN_GEMM_KERNEL(6, 8, MultiplyBlockBaseline);
   }();
   return kernel;
 }
@@ -387,6 +416,16 @@ GemmEpilogue ReadMergedEpilogue(const KernelCall& call, bool bias_per_row, int64
 
 namespace {
 
+/// Packs columns [first, first + count) (count <= width) of depth rows [0, kc) of gathered
+/// rows into one `width`-wide strip, the columns past `count` zero.
+void PackGatheredStrip(const GatheredRows& rows, int64_t kc, int64_t first, int64_t count,
+                       int64_t width, float* strip) {
+  for (int64_t p = 0; p < kc; ++p) {
+    std::copy_n(rows.base + rows.row_offsets[p] + first, count, strip + p * width);
+    std::fill(strip + p * width + count, strip + (p + 1) * width, 0.F);
+  }
+}
+
 /// A product of depth 0, `rows` x `cols` as stored (rows `ldc` apart): zeros, then `epilogue`.
 void StoreEmptyProduct(int64_t rows, int64_t cols, float* c, int64_t ldc,
                        const GemmEpilogue& epilogue) {
@@ -419,8 +458,11 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOpera
   // Tasks are column-block-major: a chunk holding several row groups of one column block
   // packs its panel of B once.
   runtime::ParallelFor(0, plan.blocks * plan.groups, 1, [&](int64_t begin, int64_t end) {
+    const int64_t panel_columns = b.packed != nullptr          ? 0
+                                  : b.gathered.base != nullptr ? nr
+                                                               : plan.block;
     const std::unique_ptr<float[]> own_panel =
-        UninitializedFloats(b.packed == nullptr ? plan.block * std::min(k, kKC) : 0);
+        UninitializedFloats(panel_columns * std::min(k, kKC));
     for (int64_t first = begin; first < end;) {
       const int64_t block = first / plan.groups;
       const int64_t last = std::min(end, (block + 1) * plan.groups);
@@ -430,6 +472,30 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOpera
       const int64_t row_end = std::min(m, (last - block * plan.groups) * plan.group);
       for (int64_t p0 = 0; p0 < k; p0 += kKC) {
         const int64_t kc = std::min(kKC, k - p0);
+        // Multiplies the task's rows by this depth block of B, through `multiply(a, rows, c)`.
+        const auto multiply_rows = [&](const auto& multiply) {
+          for (int64_t row0 = row_begin; row0 < row_end; row0 += kMC) {
+            const int64_t rows = std::min(kMC, row_end - row0);
+            float* c_block = c + row0 * ldc + col0;
+            multiply(packed_a + p0 * m_pad + row0 * kc, rows, c_block);
+            if (has_epilogue && p0 + kc == k) epilogue.Apply(row0, rows, col0, cols, c_block, ldc);
+          }
+        };
+        if (b.gathered.base != nullptr) {
+          // Whole strips read in place; a last partial strip packed, so no load reads past it.
+          const GatheredRows block_b{b.gathered.base + col0, b.gathered.row_offsets + p0};
+          const int64_t in_place = cols / nr * nr;
+          if (in_place < cols) {
+            PackGatheredStrip(block_b, kc, in_place, cols - in_place, nr, own_panel.get());
+          }
+          multiply_rows([&](const float* block_a, int64_t rows, float* c_block) {
+            kernel.multiply_block_gathered(block_a, block_b, rows, in_place, kc, c_block, ldc,
+                                           p0 > 0);
+            kernel.multiply_block(block_a, own_panel.get(), rows, cols - in_place, kc,
+                                  c_block + in_place, ldc, p0 > 0);
+          });
+          continue;
+        }
         const float* panel = own_panel.get();
         if (b.packed != nullptr) {
           panel = b.packed + p0 * n_pad + col0 * kc;
@@ -442,13 +508,9 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOpera
                       &own_panel[j * kc]);
           }
         }
-        for (int64_t row0 = row_begin; row0 < row_end; row0 += kMC) {
-          const int64_t rows = std::min(kMC, row_end - row0);
-          float* c_block = c + row0 * ldc + col0;
-          kernel.multiply_block(packed_a + p0 * m_pad + row0 * kc, panel, rows, cols, kc, c_block,
-                                ldc, p0 > 0);
-          if (has_epilogue && p0 + kc == k) epilogue.Apply(row0, rows, col0, cols, c_block, ldc);
-        }
+        multiply_rows([&](const float* block_a, int64_t rows, float* c_block) {
+          kernel.multiply_block(block_a, panel, rows, cols, kc, c_block, ldc, p0 > 0);
+        });
       }
       first = last;
     }

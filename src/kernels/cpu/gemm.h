@@ -32,16 +32,28 @@ struct MatrixView {
 using PanelPacker = std::function<void(int64_t p0, int64_t kc, int64_t first, int64_t count,
                                        int64_t width, float* panel)>;
 
+/// B of Gemm read in place rather than packed: element (p, j) is base[row_offsets[p] + j], so
+/// each row is contiguous (only a last strip narrower than the tile is packed). A
+/// convolution's image is this, and its im2col matrix over a padded image (conv.cc). Rows whose
+/// starts fall on few cache sets (4 KB apart) would evict each other; the caller avoids them.
+struct GatheredRows {
+  const float* base;
+  const int64_t* row_offsets;  ///< k entries
+};
+
 struct GemmOperand {
   explicit GemmOperand(const MatrixView& view, const float* packed = nullptr)
       : view(view), packed(packed) {}
   /// Packed by `packer` (not owned; it must outlive the call): B of Gemm, A of
   /// GemmTransposedOutput.
   explicit GemmOperand(const PanelPacker* packer) : view{nullptr, 0, 0}, packer(packer) {}
+  /// B of Gemm only.
+  explicit GemmOperand(const GatheredRows& rows) : view{nullptr, 0, 0}, gathered(rows) {}
 
   MatrixView view;
   const float* packed = nullptr;
   const PanelPacker* packer = nullptr;
+  GatheredRows gathered{nullptr, nullptr};
 };
 
 /// What a fused function does to a product after it, while C is in cache: per element,
