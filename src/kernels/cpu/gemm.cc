@@ -71,6 +71,15 @@ inline void Transpose4x4(const float* const rows[4], float* out, int64_t out_str
   for (int q = 0; q < 4; ++q) std::memcpy(out + q * out_stride, &columns[q], sizeof(Float4));
 }
 
+/// panel[p * kWidth + j] = src[p * depth_stride + j] for p < depth, j < kWidth.
+template <int64_t kWidth>
+KILN_CPU_CLONES void CopyLines(const float* src, int64_t depth_stride, int64_t depth,
+                               float* __restrict__ panel) {
+  for (int64_t p = 0; p < depth; ++p) {
+    std::memcpy(panel + p * kWidth, src + p * depth_stride, kWidth * sizeof(float));
+  }
+}
+
 /// Packs a depth x `width` panel, depth-major ([depth][width]): element (p, j) of the operand
 /// is src[p * depth_stride + j * index_stride], for j < count; columns [count, width) are zero.
 /// A strip of A takes rows as j, a strip of B columns. Contiguous j (the common B, and A
@@ -78,6 +87,14 @@ inline void Transpose4x4(const float* const rows[4], float* out, int64_t out_str
 /// transposed 4 x 4 blocks at a time; otherwise each j is read along its depth.
 void PackPanel(const float* src, int64_t depth_stride, int64_t index_stride, int64_t depth,
                int64_t count, int64_t width, float* __restrict__ panel) {
+  if (index_stride == 1 && count == width) {
+    switch (width) {  // the tile widths: each line a few vector moves, not a library call
+      case 8: return CopyLines<8>(src, depth_stride, depth, panel);
+      case 16: return CopyLines<16>(src, depth_stride, depth, panel);
+      case 32: return CopyLines<32>(src, depth_stride, depth, panel);
+      default: break;
+    }
+  }
   if (index_stride == 1) {
     for (int64_t p = 0; p < depth; ++p) {
       std::memcpy(panel + p * width, src + p * depth_stride, count * sizeof(float));
