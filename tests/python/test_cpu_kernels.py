@@ -853,7 +853,8 @@ CONV_CASES = [
     ((1, 3, 23, 22), (16, 7, 7), [2, 2], [3, 3, 3, 3], [1, 1], 1),
     ((1, 5, 20, 19), (8, 3, 5), [3, 2], [1, 2, 0, 1], [2, 1], 1),
     # Stride 1 over the padded image with output rows as wide as its rows: dilated with uneven
-    # padding over two images, a padded 1x1, and planes whose wide product takes two bands.
+    # padding over two images, a padded 1x1, and planes whose GEMM column blocks each end
+    # inside an output row.
     ((2, 6, 12, 10), (7, 3, 3), [1, 1], [0, 2, 1, 1], [2, 2], 1),
     ((1, 4, 6, 5), (9, 1, 1), [1, 1], [1, 0, 0, 1], [1, 1], 1),
     ((1, 4, 130, 130), (64, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1),

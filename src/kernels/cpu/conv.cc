@@ -710,15 +710,14 @@ struct PhasePlanes {
   Window2D win_;
 };
 
-/// One image group of a conv2d (TakesPaddedRows) as GEMMs that read its phase planes in place
-/// (PhasePlanes), into bands of wide output rows, each band then narrowed into `y` (the
-/// group's output planes) and put through `epilogue`. The extra columns a wide row computes
-/// ((KW - 1) * dilation_w / stride_w: 2 of 58 on resnet's 3x3 over 56 x 56) cost less than
-/// gathering the im2col matrix panel by panel (design §35).
+/// One image group of a conv2d (TakesPaddedRows) as a GEMM that reads its phase planes in
+/// place (PhasePlanes), with output rows as wide as the planes' rows, which the GEMM narrows
+/// into `y` (the group's output planes) before `epilogue`. The extra columns a wide row
+/// computes ((KW - 1) * dilation_w / stride_w: 2 of 58 on resnet's 3x3 over 56 x 56) cost less
+/// than gathering the im2col matrix panel by panel (design §35).
 void PaddedRowsConv(const ConvShapes& s, const float* group_data, const GemmOperand& weights,
                     const ConvGemm& gemm, const GemmEpilogue& epilogue, float* y) {
   const int64_t group_in = s.c / s.groups;
-  const int64_t spatial = s.oh * s.ow;
   const PhasePlanes planes(s, group_in);
   // Scratch from the caching allocator: fresh pages for every call would fault each one in.
   const Tensor image = NewPackedTensor(planes.floats);
@@ -726,29 +725,11 @@ void PaddedRowsConv(const ConvShapes& s, const float* group_data, const GemmOper
   std::fill_n(phases, planes.floats, 0.F);
   planes.Fill(group_data, group_in, s.h, s.w, phases);
   const std::vector<int64_t> offsets = planes.RowOffsets(group_in);
-  const int64_t width = planes.width;
-  // Bands of output rows keep the wide product within about 4 MB.
-  constexpr int64_t kBandFloats = int64_t{1} << 20;
-  const int64_t band_rows = std::clamp<int64_t>(kBandFloats / (gemm.group_out * width), 1, s.oh);
-  const Tensor wide_product = NewPackedTensor(gemm.group_out * band_rows * width);
-  float* wide = Data<float>(wide_product);
-  for (int64_t oy0 = 0; oy0 < s.oh; oy0 += band_rows) {
-    const int64_t rows = std::min(band_rows, s.oh - oy0);
-    const int64_t columns = rows * width;
-    Gemm(gemm.group_out, columns, gemm.depth, weights,
-         GemmOperand(GatheredRows{phases + oy0 * width, offsets.data()}), wide, columns);
-    runtime::ParallelFor(0, gemm.group_out, 4, [&](int64_t begin, int64_t end) {
-      for (int64_t o = begin; o < end; ++o) {
-        for (int64_t oy = 0; oy < rows; ++oy) {
-          std::copy_n(wide + (o * rows + oy) * width, s.ow, y + (o * s.oh + oy0 + oy) * s.ow);
-        }
-      }
-      if (epilogue.active()) {  // the band's pixels of channels [begin, end), as a tile
-        epilogue.Apply(begin, end - begin, oy0 * s.ow, rows * s.ow,
-                       y + begin * spatial + oy0 * s.ow, spatial);
-      }
-    });
-  }
+  GemmEpilogue narrowing = epilogue;
+  narrowing.narrow_width = planes.width;
+  narrowing.narrow_valid = s.ow;
+  Gemm(gemm.group_out, s.oh * planes.width, gemm.depth, weights,
+       GemmOperand(GatheredRows{phases, offsets.data()}), y, s.oh * s.ow, narrowing);
 }
 
 /// y = conv2d(x, w) (NCHW, OIHW), then `epilogue`; `prepacked` is the weight packed by

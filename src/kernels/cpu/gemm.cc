@@ -450,6 +450,27 @@ void StoreEmptyProduct(int64_t rows, int64_t cols, float* c, int64_t ldc,
   if (epilogue.active()) epilogue.Apply(0, rows, 0, cols, c, ldc);
 }
 
+/// Copies the kept columns of a block of a product whose columns are wide rows
+/// (GemmEpilogue::narrow_width) into C: `block` holds rows x cols of the product's columns
+/// [col0, col0 + cols), rows `cols` apart; `c` is C's first row of the block. Returns C's
+/// first column written and the count (they are contiguous).
+std::pair<int64_t, int64_t> NarrowBlock(const float* block, int64_t rows, int64_t col0,
+                                        int64_t cols, const GemmEpilogue& epilogue, float* c,
+                                        int64_t ldc) {
+  const int64_t width = epilogue.narrow_width;
+  const int64_t valid = epilogue.narrow_valid;
+  const auto kept = [&](int64_t column) {  // C's columns before product column `column`
+    return column / width * valid + std::min(column % width, valid);
+  };
+  for (int64_t j = col0; j < col0 + cols; j = (j / width + 1) * width) {
+    const int64_t end = std::min(col0 + cols, j / width * width + valid);
+    for (int64_t i = 0; j < end && i < rows; ++i) {
+      std::copy(block + i * cols + j - col0, block + i * cols + end - col0, c + i * ldc + kept(j));
+    }
+  }
+  return {kept(col0), kept(col0 + cols) - kept(col0)};
+}
+
 }  // namespace
 
 void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOperand& b, float* c,
@@ -472,6 +493,7 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOpera
     packed_a = own_a.get();
   }
   const TaskGrid plan(n, kNC, nr, m, kernel.mr);  // column blocks, row groups
+  const bool narrows = epilogue.narrow_width > 0;
   // Tasks are column-block-major: a chunk holding several row groups of one column block
   // packs its panel of B once.
   runtime::ParallelFor(0, plan.blocks * plan.groups, 1, [&](int64_t begin, int64_t end) {
@@ -480,6 +502,9 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOpera
                                                                : plan.block;
     const std::unique_ptr<float[]> own_panel =
         UninitializedFloats(panel_columns * std::min(k, kKC));
+    // A narrowed product's block, stored whole and narrowed into C after its last depth block.
+    const std::unique_ptr<float[]> product = UninitializedFloats(
+        narrows ? std::min(m, (end - begin) * plan.group) * plan.block : 0);
     for (int64_t first = begin; first < end;) {
       const int64_t block = first / plan.groups;
       const int64_t last = std::min(end, (block + 1) * plan.groups);
@@ -487,15 +512,19 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOpera
       const int64_t cols = std::min(plan.block, n - col0);
       const int64_t row_begin = first % plan.groups * plan.group;
       const int64_t row_end = std::min(m, (last - block * plan.groups) * plan.group);
+      const int64_t block_ld = narrows ? cols : ldc;
       for (int64_t p0 = 0; p0 < k; p0 += kKC) {
         const int64_t kc = std::min(kKC, k - p0);
         // Multiplies the task's rows by this depth block of B, through `multiply(a, rows, c)`.
         const auto multiply_rows = [&](const auto& multiply) {
           for (int64_t row0 = row_begin; row0 < row_end; row0 += kMC) {
             const int64_t rows = std::min(kMC, row_end - row0);
-            float* c_block = c + row0 * ldc + col0;
+            float* c_block =
+                narrows ? product.get() + (row0 - row_begin) * cols : c + row0 * ldc + col0;
             multiply(packed_a + p0 * m_pad + row0 * kc, rows, c_block);
-            if (has_epilogue && p0 + kc == k) epilogue.Apply(row0, rows, col0, cols, c_block, ldc);
+            if (has_epilogue && !narrows && p0 + kc == k) {
+              epilogue.Apply(row0, rows, col0, cols, c_block, ldc);
+            }
           }
         };
         if (b.gathered.base != nullptr) {
@@ -506,10 +535,10 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOpera
             PackGatheredStrip(block_b, kc, in_place, cols - in_place, nr, own_panel.get());
           }
           multiply_rows([&](const float* block_a, int64_t rows, float* c_block) {
-            kernel.multiply_block_gathered(block_a, block_b, rows, in_place, kc, c_block, ldc,
+            kernel.multiply_block_gathered(block_a, block_b, rows, in_place, kc, c_block, block_ld,
                                            p0 > 0);
             kernel.multiply_block(block_a, own_panel.get(), rows, cols - in_place, kc,
-                                  c_block + in_place, ldc, p0 > 0);
+                                  c_block + in_place, block_ld, p0 > 0);
           });
           continue;
         }
@@ -526,8 +555,17 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOpera
           }
         }
         multiply_rows([&](const float* block_a, int64_t rows, float* c_block) {
-          kernel.multiply_block(block_a, panel, rows, cols, kc, c_block, ldc, p0 > 0);
+          kernel.multiply_block(block_a, panel, rows, cols, kc, c_block, block_ld, p0 > 0);
         });
+      }
+      if (narrows) {  // while the block is in cache
+        const int64_t rows = row_end - row_begin;
+        const auto [kept_col0, kept_cols] =
+            NarrowBlock(product.get(), rows, col0, cols, epilogue, c + row_begin * ldc, ldc);
+        if (has_epilogue && kept_cols > 0) {
+          epilogue.Apply(row_begin, rows, kept_col0, kept_cols, c + row_begin * ldc + kept_col0,
+                         ldc);
+        }
       }
       first = last;
     }

@@ -77,6 +77,13 @@ struct GemmEpilogue {
   const KilnTileCallback* tile = nullptr;
   int64_t tile_image = -1;
   int64_t tile_row_offset = 0;
+  /// When `narrow_width` > 0 (Gemm only), the product's columns are rows `narrow_width` wide of
+  /// which C keeps the first `narrow_valid`: product column j lands in C's column
+  /// j / narrow_width * narrow_valid + j % narrow_width, or nowhere. Everything above then runs
+  /// in C's columns. A convolution whose output rows were computed wider than they are is
+  /// this (conv.cc's PaddedRowsConv).
+  int64_t narrow_width = 0;
+  int64_t narrow_valid = 0;
 
   bool clamps() const;
   bool active() const;
