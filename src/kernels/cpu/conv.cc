@@ -556,8 +556,8 @@ bool TakesPaddedRows(const Window2D& win) {
 
 /// A conv2d's GEMM per group: weights (group_out x depth) times the im2col matrix, or, when
 /// `transposed`, the same product with output pixels along the tiles' rows and channels along
-/// their vectors (GemmTransposedOutput): then 7 x 7 or 14 x 14 output planes of a strided or
-/// pointwise conv, whose pixels do not fill whole vectors, waste no lanes.
+/// their vectors (GemmTransposedOutput): then a 1x1 conv's 7 x 7 or 14 x 14 output planes,
+/// whose pixels do not fill whole vectors, waste no lanes.
 struct ConvGemm {
   int64_t groups, group_out, depth;
   bool transposed;
@@ -680,8 +680,8 @@ struct PhasePlanes {
     return offsets;
   }
 
-  /// Writes the planes of `channels` planes of `image` (h x w each) to `to` (`floats` long,
-  /// zero).
+  /// Writes the phase planes of `channels` channels of `image` (h x w each) to `to` (`floats`
+  /// long, zero).
   void Fill(const float* image, int64_t channels, int64_t h, int64_t w, float* to) const {
     const int64_t sy = win_.stride[0];
     const int64_t sx = win_.stride[1];
@@ -757,7 +757,6 @@ void Conv2DInto(const ConvShapes& s, const float* x, const float* w,
     const int64_t image = i / s.groups;
     const int64_t group = i % s.groups;
     const float* group_data = x + (image * s.c + group * group_in) * s.h * s.w;
-    const PanelPacker image_packer = ImagePanelPacker<2>(win, {s.h, s.w}, {s.oh, s.ow}, group_data);
     GemmOperand weights(gemm.Weights(w, group));
     if (prepacked.data != nullptr) {
       weights.packed = prepacked.data + group * gemm.PackedGroupSize();
@@ -770,15 +769,17 @@ void Conv2DInto(const ConvShapes& s, const float* x, const float* w,
     group_epilogue.tile_image = image;
     group_epilogue.tile_row_offset = group * group_out;
     float* group_y = y + (image * s.o + group * group_out) * spatial;
+    if (TakesPaddedRows(win)) {
+      PaddedRowsConv(s, group_data, weights, gemm, group_epilogue, group_y);
+      return;
+    }
+    // A 1x1 window, strided or not.
+    const PanelPacker image_packer = ImagePanelPacker<2>(win, {s.h, s.w}, {s.oh, s.ow}, group_data);
     if (gemm.transposed) {
       const GemmOperand pixels =
           pointwise ? GemmOperand({group_data, 1, spatial}) : GemmOperand(&image_packer);
       GemmTransposedOutput(spatial, group_out, depth, pixels, weights, group_y, spatial,
                            group_epilogue);
-      return;
-    }
-    if (TakesPaddedRows(win)) {
-      PaddedRowsConv(s, group_data, weights, gemm, group_epilogue, group_y);
       return;
     }
     Gemm(group_out, spatial, depth, weights,
