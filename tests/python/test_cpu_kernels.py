@@ -838,8 +838,10 @@ CONV_CASES = [
     ((1, 6, 67, 67), (6, 3, 3), [2, 2], [0, 1, 1, 0], [1, 1], 6),
     ((1, 3, 34, 50), (3, 5, 5), [1, 1], [2, 2, 2, 2], [1, 1], 3),
     ((1, 2, 41, 77), (2, 7, 7), [2, 2], [3, 3, 3, 3], [1, 1], 2),
-    # Small planes: rows of 14 take the direct path, rows of 7 the blocks of channels.
+    # Small planes: rows of 14 take the flat rows (also with two outputs per channel, dilation
+    # and uneven padding), rows of 7 the blocks of channels.
     ((1, 20, 14, 14), (20, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 20),
+    ((2, 6, 13, 16), (12, 3, 5), [1, 1], [2, 1, 0, 2], [1, 2], 6),
     ((1, 33, 7, 7), (33, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 33),
     # Output channels that fill whole tile vectors over planes that do not (7 x 6, 5 x 5) of 1x1
     # convs: the GEMM runs transposed, pixels along the tile rows; depths over 256 accumulate.

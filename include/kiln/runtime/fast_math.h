@@ -63,17 +63,21 @@ static inline float kiln_fast_exp_in_range(float z) {
   return p * factor * scale;
 }
 
-/* e^x for x <= 0 (softmax's inputs less their maximum). Below ln(FLT_MIN) it returns
- * FLT_MIN-sized values instead of 0 or subnormals; NaN stays NaN. */
+/* e^x for x <= 0 (softmax's inputs less their maximum). Below -87.3, just above ln(FLT_MIN),
+ * it returns 0 rather than a subnormal: a subnormal operand costs Intel CPUs a microcode assist
+ * in every multiply-add that reads it, and a softmax's masked entries divided by its sum would
+ * all be subnormal (GPT-2's attention probabilities times V ran 60x slower). NaN stays NaN. */
 static inline float kiln_fast_exp_nonpositive(float x) {
-  return kiln_fast_exp_in_range(x < -87.3F ? -87.3F : x); /* keeps NaN */
+  const float e = kiln_fast_exp_in_range(x < -87.3F ? -87.3F : x); /* keeps NaN */
+  return x < -87.3F ? 0.F : e;
 }
 
-/* e^x over the whole float32 range, within 1.5 ulp: infinity above ln(FLT_MAX), FLT_MIN-sized
- * values below ln(FLT_MIN) (as kiln_fast_exp_nonpositive), NaN kept. */
+/* e^x over the whole float32 range, within 1.5 ulp: infinity above ln(FLT_MAX), 0 below -87.3
+ * (as kiln_fast_exp_nonpositive), NaN kept. */
 static inline float kiln_fast_expf(float x) {
-  const float low = x < -87.3F ? -87.3F : x;                  /* keeps NaN */
-  return kiln_fast_exp_in_range(low > 88.73F ? 88.73F : low); /* e^88.73 overflows */
+  const float low = x < -87.3F ? -87.3F : x;                           /* keeps NaN */
+  const float e = kiln_fast_exp_in_range(low > 88.73F ? 88.73F : low); /* e^88.73 overflows */
+  return x < -87.3F ? 0.F : e;
 }
 
 /* tanh through the exp above: (1 - e) / (1 + e) with e = e^(-2|x|) <= 1, and near 0, where

@@ -503,8 +503,8 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOpera
     const std::unique_ptr<float[]> own_panel =
         UninitializedFloats(panel_columns * std::min(k, kKC));
     // A narrowed product's block, stored whole and narrowed into C after its last depth block.
-    const std::unique_ptr<float[]> product = UninitializedFloats(
-        narrows ? std::min(m, (end - begin) * plan.group) * plan.block : 0);
+    const std::unique_ptr<float[]> product =
+        UninitializedFloats(narrows ? std::min(m, (end - begin) * plan.group) * plan.block : 0);
     for (int64_t first = begin; first < end;) {
       const int64_t block = first / plan.groups;
       const int64_t last = std::min(end, (block + 1) * plan.groups);

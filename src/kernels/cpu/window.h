@@ -48,6 +48,12 @@ struct Range {
 };
 Range ValidOutputs(int64_t out_extent, int64_t stride, int64_t offset, int64_t in_extent);
 
+/// The padded extent of an input axis that a window reads for `out_extent` outputs: every
+/// position it reaches, from -pad_begin on.
+inline int64_t PaddedExtent(const Window2D& win, int axis, int64_t out_extent) {
+  return (out_extent - 1) * win.stride[axis] + (win.kernel[axis] - 1) * win.dilation[axis] + 1;
+}
+
 }  // namespace cpu
 }  // namespace kernels
 }  // namespace kiln
