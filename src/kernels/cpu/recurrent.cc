@@ -1,7 +1,8 @@
 // nn.lstm, nn.gru and nn.rnn (float32), as ONNX defines them (src/ops/nn/recurrent.cc has the
 // layouts). Per direction, the input projection of the whole sequence is one GEMM
 // (seq * batch rows), the bias added to it once; then each step is one GEMM of the hidden state
-// by the recurrence weights and an elementwise pass over the gates. Batch entries with a
+// by the recurrence weights and an elementwise pass over the gates, per lane: a direction's
+// run of batch entries that one thread takes through every step alone. Batch entries with a
 // shorter sequence_lens stop early (a reverse direction starts at their own last step), and
 // their outputs past it are zero, as ONNX's.
 #include <algorithm>
@@ -191,25 +192,70 @@ struct Sequence {
   }
 };
 
-/// The state tensor `index` of direction d (batch x hidden), from the input or zeros.
+/// A direction and the batch entries [first, first + count) that one thread takes through every
+/// step alone. Entries and directions never read each other's state, so lanes run in parallel
+/// with no synchronization between steps; within a lane, a step's product can still use the
+/// pool (when there is only one lane).
+struct Lane {
+  int64_t direction, first, count;
+};
+
+/// Each direction's entries split into lanes: one per thread where each keeps at least
+/// kMinLaneEntries entries (a GEMM of fewer rows leaves its tiles' rows empty, and
+/// matrix-vector products are better split by rows, inside a step); one lane per direction
+/// otherwise. One LSTM layer, hidden 256, batch 8, 2 threads: two lanes of 4 entries scaled from
+/// 1 to 2 threads where one lane of 8 split inside each step did not.
+std::vector<Lane> PlanLanes(const Sequence& sq) {
+  constexpr int64_t kMinLaneEntries = 4;
+  const int64_t threads = runtime::NumThreads();
+  const int64_t per_direction =
+      std::max<int64_t>(1, std::min(threads / sq.directions, sq.batch / kMinLaneEntries));
+  std::vector<Lane> lanes;
+  for (int64_t d = 0; d < sq.directions; ++d) {
+    for (int64_t g = 0; g < per_direction; ++g) {
+      const int64_t first = sq.batch * g / per_direction;
+      lanes.push_back({d, first, sq.batch * (g + 1) / per_direction - first});
+    }
+  }
+  return lanes;
+}
+
+/// Runs body(lane) for every lane: each on one thread when there are several, so that whatever
+/// they call runs serially; a single lane on the calling thread, so that its products use the
+/// pool.
+void ForEachLane(const std::vector<Lane>& lanes, const std::function<void(const Lane&)>& body) {
+  if (lanes.size() == 1) {
+    body(lanes.front());
+    return;
+  }
+  runtime::ParallelFor(0, static_cast<int64_t>(lanes.size()), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) body(lanes[static_cast<size_t>(i)]);
+  });
+}
+
+/// The state tensor `index` of the lane's entries (count x hidden), from the input or zeros.
 std::vector<float> InitialState(const KernelCall& call, size_t index, const Sequence& sq,
-                                int64_t d) {
-  std::vector<float> state(static_cast<size_t>(sq.batch * sq.hidden), 0.F);
+                                const Lane& lane) {
+  std::vector<float> state(static_cast<size_t>(lane.count * sq.hidden), 0.F);
   if (!Sequence::Present(call, index)) return state;
   const auto* given = Data<const float>(call.input(index));
-  for (int64_t b = 0; b < sq.batch; ++b) {
-    std::copy_n(given + sq.StateOffset(d, b), sq.hidden, state.data() + b * sq.hidden);
+  for (int64_t i = 0; i < lane.count; ++i) {
+    std::copy_n(given + sq.StateOffset(lane.direction, lane.first + i), sq.hidden,
+                state.data() + i * sq.hidden);
   }
   return state;
 }
 
 /// data * W[d]^T over the whole sequence plus, per gate, Wb[d] (+ Rb[d] where `with_rb`):
-/// (rows of data) x (gates * hidden).
-std::vector<float> ProjectInput(const KernelCall& call, const Sequence& sq, int64_t d,
-                                const std::vector<bool>& with_rb) {
+/// (rows of data) x (gates * hidden). It comes from the runtime's caching allocator
+/// (runtime::Empty): megabytes for a long sequence, which a vector would take as fresh pages,
+/// faulted in and zeroed by the kernel, at every call (a bidirectional layer over 256 steps spent a
+/// tenth of its time so).
+Tensor ProjectInput(const KernelCall& call, const Sequence& sq, int64_t d,
+                    const std::vector<bool>& with_rb) {
   const int64_t rows = sq.seq * sq.batch;
   const int64_t width = sq.gates * sq.hidden;
-  std::vector<float> projected(static_cast<size_t>(rows * width));
+  Tensor projected = NewPackedTensor(rows * width);
   const float* w = Data<const float>(call.input(1)) + d * width * sq.input;
   // The biases are added in the GEMM's epilogue, while each tile of the product is in cache.
   std::vector<float> total;
@@ -227,95 +273,118 @@ std::vector<float> ProjectInput(const KernelCall& call, const Sequence& sq, int6
   }
   Gemm(rows, width, sq.input,
        GemmOperand(MatrixView{Data<const float>(call.input(0)), sq.input, 1}),
-       GemmOperand(MatrixView{w, 1, sq.input}), projected.data(), width, epilogue);
+       GemmOperand(MatrixView{w, 1, sq.input}), Data<float>(projected), width, epilogue);
   return projected;
 }
 
-/// out[b * ldo + j] = dot(w + j * k, h + b * k) for j in [0, rows) and b in [0, batch): each
-/// weight row read once for every entry while it is in cache, each dot product in 16 lanes so
-/// that it vectorizes (a float sum may not be reordered otherwise).
+/// out[b * ldo + j] = dot(w + j * k, h + b * k) for j in [0, rows) and b in [0, batch): four
+/// weight rows at a time, read once for every entry while they are in cache, each dot product in
+/// 16 lanes so that it vectorizes (a float sum may not be reordered otherwise). The four rows'
+/// sums are independent, so no addition waits on the one before it.
 KILN_CPU_CLONES void RowDots(const float* __restrict__ w, const float* __restrict__ h,
                              int64_t batch, int64_t rows, int64_t k, float* __restrict__ out,
                              int64_t ldo) {
   constexpr int64_t kLanes = 16;
-  for (int64_t j = 0; j < rows; ++j) {
-    const float* row = w + j * k;
+  for (int64_t j = 0; j < rows; j += 4) {
+    // A last group of fewer rows reads its last row again in their place, and drops those sums.
+    const int64_t count = std::min<int64_t>(4, rows - j);
+    const float* __restrict__ w0 = w + j * k;
+    const float* __restrict__ w1 = w + (j + std::min<int64_t>(1, count - 1)) * k;
+    const float* __restrict__ w2 = w + (j + std::min<int64_t>(2, count - 1)) * k;
+    const float* __restrict__ w3 = w + (j + count - 1) * k;
     for (int64_t b = 0; b < batch; ++b) {
-      const float* x = h + b * k;
-      float lanes[kLanes] = {};
+      const float* __restrict__ x = h + b * k;
+      float lanes[4][kLanes] = {};
       int64_t i = 0;
       for (; i + kLanes <= k; i += kLanes) {
-        for (int64_t l = 0; l < kLanes; ++l) lanes[l] += row[i + l] * x[i + l];
+        for (int64_t l = 0; l < kLanes; ++l) {
+          lanes[0][l] += w0[i + l] * x[i + l];
+          lanes[1][l] += w1[i + l] * x[i + l];
+          lanes[2][l] += w2[i + l] * x[i + l];
+          lanes[3][l] += w3[i + l] * x[i + l];
+        }
       }
-      float sum = 0.F;
-      for (; i < k; ++i) sum += row[i] * x[i];
-      for (float lane : lanes) sum += lane;
-      out[b * ldo + j] = sum;
+      // The lanes summed pairwise, halves at a time: a chain of 16 scalar additions per row
+      // would take longer than the row's multiply-adds.
+      for (int64_t half = kLanes / 2; half > 0; half /= 2) {
+        for (auto& row_lanes : lanes) {
+          for (int64_t l = 0; l < half; ++l) row_lanes[l] += row_lanes[l + half];
+        }
+      }
+      const float* __restrict__ row[4] = {w0, w1, w2, w3};
+      for (int64_t r = 0; r < count; ++r) {
+        float sum = lanes[r][0];
+        for (int64_t tail = i; tail < k; ++tail) sum += row[r][tail] * x[tail];
+        out[b * ldo + j + r] = sum;
+      }
     }
   }
 }
 
 /// Rows [row0, row0 + count) of direction d's recurrence weights, transposed and packed for the
-/// GEMM once per call: every step multiplies the state by them. A batch of one or two entries
-/// takes matrix-vector products instead, reading the weights' rows as they lie: the GEMM's
-/// 8-row tiles would compute mostly padding (measured on one LSTM layer, hidden 256, 64 steps:
-/// the products are faster at batch 1 and 2, the GEMM from batch 4).
+/// GEMM once per call when a lane has more than kMatrixVectorBatch entries (`max_rows`): every
+/// step multiplies the state by them. A lane of one or two entries takes matrix-vector products
+/// instead, reading the weights' rows as they lie: the GEMM's tiles would compute mostly padding
+/// (measured on one LSTM layer, hidden 256, 64 steps: the products are faster at batch 1 and 2,
+/// the GEMM from batch 4).
 class Recurrence {
  public:
-  Recurrence(const KernelCall& call, const Sequence& sq, int64_t d, int64_t row0, int64_t count)
+  Recurrence(const KernelCall& call, const Sequence& sq, int64_t d, int64_t row0, int64_t count,
+             int64_t max_rows)
       : hidden_(sq.hidden),
-        batch_(sq.batch),
         count_(count),
         view_{Data<const float>(call.input(2)) + (d * sq.gates * sq.hidden + row0) * sq.hidden, 1,
               sq.hidden} {
-    if (batch_ > kMatrixVectorBatch) {
+    if (max_rows > kMatrixVectorBatch) {
       packed_ = NewPackedTensor(PackedGemmBSize(sq.hidden, count));
       PackGemmB(sq.hidden, count, view_, Data<float>(packed_));
     }
   }
 
-  /// out (batch x count) = h (batch x hidden) * R^T.
-  void Apply(const float* h, float* out) const {
-    if (batch_ > kMatrixVectorBatch) {
-      Gemm(batch_, count_, hidden_, GemmOperand(MatrixView{h, hidden_, 1}),
+  /// out (rows x count) = h (rows x hidden) * R^T.
+  void Apply(const float* h, int64_t rows, float* out) const {
+    if (rows > kMatrixVectorBatch) {
+      Gemm(rows, count_, hidden_, GemmOperand(MatrixView{h, hidden_, 1}),
            GemmOperand(view_, Data<const float>(packed_)), out, count_);
       return;
     }
     // Chunks of about 32K multiply-adds, so a small layer does not pay for the thread pool.
     const int64_t grain =
-        std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(hidden_ * batch_, 1));
+        std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(hidden_ * rows, 1));
     runtime::ParallelFor(0, count_, grain, [&](int64_t begin, int64_t end) {
-      RowDots(view_.data + begin * hidden_, h, batch_, end - begin, hidden_, out + begin, count_);
+      RowDots(view_.data + begin * hidden_, h, rows, end - begin, hidden_, out + begin, count_);
     });
   }
 
  private:
-  /// Up to this many batch entries, matrix-vector products.
+  /// Up to this many rows, matrix-vector products.
   static constexpr int64_t kMatrixVectorBatch = 2;
-  int64_t hidden_, batch_, count_;
+  int64_t hidden_, count_;
   MatrixView view_;  ///< the weights (count x hidden, row-major) as the GEMM's B^T
   Tensor packed_;
 };
 
-/// From this many batch entries on, a step's gates run on the thread pool, entries split
-/// between the threads: each body touches its own entry's rows only.
-constexpr int64_t kParallelBatch = 4;
+/// Direction d's recurrences, for the lanes of `lanes`' largest size.
+std::vector<Recurrence> Recurrences(const KernelCall& call, const Sequence& sq,
+                                    const std::vector<Lane>& lanes, int64_t row0, int64_t count) {
+  int64_t max_rows = 0;
+  for (const Lane& lane : lanes) max_rows = std::max(max_rows, lane.count);
+  std::vector<Recurrence> result;
+  for (int64_t d = 0; d < sq.directions; ++d)
+    result.emplace_back(call, sq, d, row0, count, max_rows);
+  return result;
+}
 
-/// Calls body(b, t, x) for each batch entry still running after `s` steps of a direction
-/// (`reverse` or not): t is its step and x its row of `projected` (`width` floats).
+/// Calls body(i, b, t, x) for each entry of `lane` still running after `s` steps of its
+/// direction (`reverse` or not): i is its row in the lane's state, b its batch index, t its step
+/// and x its row of `projected` (`width` floats).
 template <typename Body>
-void ForEachRunning(const Sequence& sq, int64_t s, bool reverse,
-                    const std::vector<float>& projected, int64_t width, const Body& body) {
-  auto entries = [&](int64_t begin, int64_t end) {
-    for (int64_t b = begin; b < end; ++b) {
-      const int64_t t = sq.Step(s, b, reverse);
-      if (t >= 0) body(b, t, projected.data() + sq.Row(t, b) * width);
-    }
-  };
-  if (sq.batch >= kParallelBatch) {
-    runtime::ParallelFor(0, sq.batch, 1, entries);
-  } else {
-    entries(0, sq.batch);
+void ForEachRunning(const Sequence& sq, const Lane& lane, int64_t s, bool reverse,
+                    const Tensor& projected, int64_t width, const Body& body) {
+  for (int64_t i = 0; i < lane.count; ++i) {
+    const int64_t b = lane.first + i;
+    const int64_t t = sq.Step(s, b, reverse);
+    if (t >= 0) body(i, b, t, Data<const float>(projected) + sq.Row(t, b) * width);
   }
 }
 
@@ -343,17 +412,71 @@ void WriteStep(const Sequence& sq, const Outputs& out, int64_t t, int64_t d, int
   std::copy_n(h, sq.hidden, out.y + sq.YOffset(t, d, b));
 }
 
-void WriteFinal(const Sequence& sq, const Outputs& out, size_t which, int64_t d,
+void WriteFinal(const Sequence& sq, const Outputs& out, size_t which, const Lane& lane,
                 const std::vector<float>& state) {
   if (which >= out.finals.size()) return;
-  for (int64_t b = 0; b < sq.batch; ++b) {
-    std::copy_n(state.data() + b * sq.hidden, sq.hidden, out.finals[which] + sq.StateOffset(d, b));
+  for (int64_t i = 0; i < lane.count; ++i) {
+    std::copy_n(state.data() + i * sq.hidden, sq.hidden,
+                out.finals[which] + sq.StateOffset(lane.direction, lane.first + i));
   }
 }
 
 bool IsReverse(const KernelCall& call, int64_t d) {
   const std::string direction = call.Str("direction");
   return direction == "reverse" || (direction == "bidirectional" && d == 1);
+}
+
+/// What an LSTM's gates apply: ONNX's f, g and h, the clip on the gates' inputs, and whether
+/// the forget gate is 1 - input.
+struct LstmCell {
+  Activation f, g, h;
+  float clip;
+  bool input_forget;
+};
+
+/// One step of an LSTM for `n` units of one batch entry. `gates` holds their recurrent products
+/// (ONNX's order: input, output, forget, cell; n apart) and is overwritten; `x` their input
+/// projections and `peep` their peepholes (input, output, forget), gates `hidden` apart. Updates
+/// the cell state `c` and writes the hidden state to `h`. Compiled for AVX-512 as well, unlike
+/// a lambda of the kernel.
+KILN_CPU_CLONES void LstmUnits(const LstmCell& cell, const float* __restrict__ x,
+                               const float* __restrict__ peep, int64_t hidden, int64_t n,
+                               float* __restrict__ gates, float* __restrict__ c,
+                               float* __restrict__ h) {
+  float* i = gates;
+  float* o = gates + n;
+  float* forget = gates + 2 * n;
+  float* candidate = gates + 3 * n;
+  for (int64_t gate = 0; gate < 4; ++gate) {
+    for (int64_t j = 0; j < n; ++j) gates[gate * n + j] += x[gate * hidden + j];
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    i[j] += peep[j] * c[j];
+    forget[j] += peep[2 * hidden + j] * c[j];
+  }
+  Activate(cell.f, cell.clip, i, n);
+  Activate(cell.g, cell.clip, candidate, n);
+  if (cell.input_forget) {
+    for (int64_t j = 0; j < n; ++j) forget[j] = 1.F - i[j];
+  } else {
+    Activate(cell.f, cell.clip, forget, n);
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    c[j] = forget[j] * c[j] + i[j] * candidate[j];
+    o[j] += peep[hidden + j] * c[j];
+    h[j] = c[j];
+  }
+  Activate(cell.f, cell.clip, o, n);
+  Activate(cell.h, INFINITY, h, n);  // the clip bounds the gates' inputs, not the cell
+  for (int64_t j = 0; j < n; ++j) h[j] *= o[j];
+}
+
+/// Each direction's input projection (`gates` of them, `with_rb` as ProjectInput).
+std::vector<Tensor> ProjectInputs(const KernelCall& call, const Sequence& sq,
+                                  const std::vector<bool>& with_rb) {
+  std::vector<Tensor> result;
+  for (int64_t d = 0; d < sq.directions; ++d) result.push_back(ProjectInput(call, sq, d, with_rb));
+  return result;
 }
 
 void Lstm(const KernelCall& call) {
@@ -363,58 +486,34 @@ void Lstm(const KernelCall& call) {
   const bool input_forget = call.Bool("input_forget");
   const Outputs out = StartOutputs(call, sq, 2);
   const int64_t H = sq.hidden;
-  std::vector<float> recurrent(static_cast<size_t>(sq.batch * 4 * H));
-  for (int64_t d = 0; d < sq.directions; ++d) {
-    const std::vector<float> projected = ProjectInput(call, sq, d, {true, true, true, true});
-    const Recurrence recurrence(call, sq, d, 0, 4 * H);
-    std::vector<float> h = InitialState(call, 5, sq, d);
-    std::vector<float> c = InitialState(call, 6, sq, d);
+  const std::vector<Lane> lanes = PlanLanes(sq);
+  const std::vector<Tensor> projected = ProjectInputs(call, sq, {true, true, true, true});
+  const std::vector<Recurrence> recurrences = Recurrences(call, sq, lanes, 0, 4 * H);
+  ForEachLane(lanes, [&](const Lane& lane) {
+    const int64_t d = lane.direction;
+    std::vector<float> h = InitialState(call, 5, sq, lane);
+    std::vector<float> c = InitialState(call, 6, sq, lane);
+    std::vector<float> gates(static_cast<size_t>(lane.count * 4 * H));
     std::vector<float> peep(static_cast<size_t>(3 * H), 0.F);
     if (Sequence::Present(call, 7)) {
       const float* p = Data<const float>(call.input(7)) + d * 3 * H;
       peep.assign(p, p + 3 * H);
     }
-    const Activation& f = acts[d * 3];
-    const Activation& g = acts[d * 3 + 1];
-    const Activation& act_h = acts[d * 3 + 2];
+    const LstmCell cell{acts[d * 3], acts[d * 3 + 1], acts[d * 3 + 2], sq.clip, input_forget};
     const bool reverse = IsReverse(call, d);
     for (int64_t s = 0; s < sq.seq; ++s) {
-      recurrence.Apply(h.data(), recurrent.data());
-      ForEachRunning(sq, s, reverse, projected, 4 * H, [&](int64_t b, int64_t t, const float* x) {
-        float* hb = h.data() + b * H;
-        float* cb = c.data() + b * H;
-        // The gates, over the entry's recurrent product. ONNX's gate order: input, output,
-        // forget, cell; peepholes: input, output, forget.
-        float* i = recurrent.data() + b * 4 * H;
-        float* o = i + H;
-        float* forget = i + 2 * H;
-        float* cell = i + 3 * H;
-        for (int64_t j = 0; j < 4 * H; ++j) i[j] += x[j];
-        for (int64_t j = 0; j < H; ++j) {
-          i[j] += peep[j] * cb[j];
-          forget[j] += peep[2 * H + j] * cb[j];
-        }
-        Activate(f, sq.clip, i, H);
-        Activate(g, sq.clip, cell, H);
-        if (input_forget) {
-          for (int64_t j = 0; j < H; ++j) forget[j] = 1.F - i[j];
-        } else {
-          Activate(f, sq.clip, forget, H);
-        }
-        for (int64_t j = 0; j < H; ++j) {
-          cb[j] = forget[j] * cb[j] + i[j] * cell[j];
-          o[j] += peep[H + j] * cb[j];
-          hb[j] = cb[j];
-        }
-        Activate(f, sq.clip, o, H);
-        Activate(act_h, INFINITY, hb, H);  // the clip bounds the gates' inputs, not the cell
-        for (int64_t j = 0; j < H; ++j) hb[j] *= o[j];
-        WriteStep(sq, out, t, d, b, hb);
-      });
+      recurrences[d].Apply(h.data(), lane.count, gates.data());
+      ForEachRunning(sq, lane, s, reverse, projected[d], 4 * H,
+                     [&](int64_t i, int64_t b, int64_t t, const float* x) {
+                       float* hb = h.data() + i * H;
+                       LstmUnits(cell, x, peep.data(), H, H, gates.data() + i * 4 * H,
+                                 c.data() + i * H, hb);
+                       WriteStep(sq, out, t, d, b, hb);
+                     });
     }
-    WriteFinal(sq, out, 0, d, h);
-    WriteFinal(sq, out, 1, d, c);
-  }
+    WriteFinal(sq, out, 0, lane, h);
+    WriteFinal(sq, out, 1, lane, c);
+  });
 }
 KILN_CPU_KERNEL("nn.lstm", Lstm);
 
@@ -424,57 +523,63 @@ void Gru(const KernelCall& call) {
   const bool linear_before_reset = call.Bool("linear_before_reset");
   const Outputs out = StartOutputs(call, sq, 1);
   const int64_t H = sq.hidden;
-  std::vector<float> recurrent(static_cast<size_t>(sq.batch * 2 * H));
-  std::vector<float> candidate(static_cast<size_t>(sq.batch * H));
-  std::vector<float> reset_h(static_cast<size_t>(sq.batch * H));
-  std::vector<float> reset(static_cast<size_t>(sq.batch * H));
-  for (int64_t d = 0; d < sq.directions; ++d) {
-    // Rb of the hidden gate is added after the reset when linear_before_reset.
-    const std::vector<float> projected =
-        ProjectInput(call, sq, d, {true, true, !linear_before_reset});
-    const Recurrence gates(call, sq, d, 0, 2 * H);  // update and reset
-    const Recurrence candidate_gate(call, sq, d, 2 * H, H);
+  const std::vector<Lane> lanes = PlanLanes(sq);
+  // Rb of the hidden gate is added after the reset when linear_before_reset.
+  const std::vector<Tensor> projected = ProjectInputs(call, sq, {true, true, !linear_before_reset});
+  const std::vector<Recurrence> gate_recurrences =
+      Recurrences(call, sq, lanes, 0, 2 * H);  // update and reset
+  const std::vector<Recurrence> candidate_recurrences = Recurrences(call, sq, lanes, 2 * H, H);
+  ForEachLane(lanes, [&](const Lane& lane) {
+    const int64_t d = lane.direction;
     std::vector<float> rb_h(static_cast<size_t>(H), 0.F);
     if (linear_before_reset && Sequence::Present(call, 3)) {
       const float* bias = Data<const float>(call.input(3)) + d * 6 * H + 5 * H;
       rb_h.assign(bias, bias + H);
     }
-    std::vector<float> h = InitialState(call, 5, sq, d);
+    std::vector<float> h = InitialState(call, 5, sq, lane);
+    std::vector<float> recurrent(static_cast<size_t>(lane.count * 2 * H));
+    std::vector<float> candidate(h.size());
+    std::vector<float> reset_h(h.size());
+    std::vector<float> reset(h.size());
     const Activation& f = acts[d * 2];
     const Activation& g = acts[d * 2 + 1];
     const bool reverse = IsReverse(call, d);
     for (int64_t s = 0; s < sq.seq; ++s) {
-      gates.Apply(h.data(), recurrent.data());
-      ForEachRunning(sq, s, reverse, projected, 3 * H,
-                     [&](int64_t b, int64_t /*t*/, const float* x) {
-                       float* r = reset.data() + b * H;
+      gate_recurrences[d].Apply(h.data(), lane.count, recurrent.data());
+      ForEachRunning(sq, lane, s, reverse, projected[d], 3 * H,
+                     [&](int64_t i, int64_t /*b*/, int64_t /*t*/, const float* x) {
+                       float* r = reset.data() + i * H;
                        for (int64_t j = 0; j < H; ++j)
-                         r[j] = x[H + j] + recurrent[b * 2 * H + H + j];
+                         r[j] = x[H + j] + recurrent[i * 2 * H + H + j];
                        Activate(f, sq.clip, r, H);
-                       for (int64_t j = 0; j < H; ++j) reset_h[b * H + j] = r[j] * h[b * H + j];
+                       for (int64_t j = 0; j < H; ++j) reset_h[i * H + j] = r[j] * h[i * H + j];
                      });
       // The hidden gate's recurrence reads the reset state, or is reset after.
-      candidate_gate.Apply(linear_before_reset ? h.data() : reset_h.data(), candidate.data());
-      ForEachRunning(sq, s, reverse, projected, 3 * H, [&](int64_t b, int64_t t, const float* x) {
-        float* hb = h.data() + b * H;
-        // The update gate and the candidate, over the entry's recurrent products.
-        float* z = recurrent.data() + b * 2 * H;
-        float* candidate_value = candidate.data() + b * H;
-        for (int64_t j = 0; j < H; ++j) {
-          z[j] += x[j];
-          const float rec = candidate_value[j];
-          candidate_value[j] = linear_before_reset
-                                   ? x[2 * H + j] + reset[b * H + j] * (rec + rb_h[j])
-                                   : x[2 * H + j] + rec;
-        }
-        Activate(f, sq.clip, z, H);
-        Activate(g, sq.clip, candidate_value, H);
-        for (int64_t j = 0; j < H; ++j) hb[j] = (1.F - z[j]) * candidate_value[j] + z[j] * hb[j];
-        WriteStep(sq, out, t, d, b, hb);
-      });
+      candidate_recurrences[d].Apply(linear_before_reset ? h.data() : reset_h.data(), lane.count,
+                                     candidate.data());
+      ForEachRunning(sq, lane, s, reverse, projected[d], 3 * H,
+                     [&](int64_t i, int64_t b, int64_t t, const float* x) {
+                       float* hb = h.data() + i * H;
+                       // The update gate and the candidate, over the entry's recurrent products.
+                       float* z = recurrent.data() + i * 2 * H;
+                       float* candidate_value = candidate.data() + i * H;
+                       for (int64_t j = 0; j < H; ++j) {
+                         z[j] += x[j];
+                         const float rec = candidate_value[j];
+                         candidate_value[j] =
+                             linear_before_reset ? x[2 * H + j] + reset[i * H + j] * (rec + rb_h[j])
+                                                 : x[2 * H + j] + rec;
+                       }
+                       Activate(f, sq.clip, z, H);
+                       Activate(g, sq.clip, candidate_value, H);
+                       for (int64_t j = 0; j < H; ++j) {
+                         hb[j] = (1.F - z[j]) * candidate_value[j] + z[j] * hb[j];
+                       }
+                       WriteStep(sq, out, t, d, b, hb);
+                     });
     }
-    WriteFinal(sq, out, 0, d, h);
-  }
+    WriteFinal(sq, out, 0, lane, h);
+  });
 }
 KILN_CPU_KERNEL("nn.gru", Gru);
 
@@ -483,23 +588,26 @@ void Rnn(const KernelCall& call) {
   const std::vector<Activation> acts = ReadActivations(call, {"Tanh"}, sq.directions);
   const Outputs out = StartOutputs(call, sq, 1);
   const int64_t H = sq.hidden;
-  std::vector<float> recurrent(static_cast<size_t>(sq.batch * H));
-  for (int64_t d = 0; d < sq.directions; ++d) {
-    const std::vector<float> projected = ProjectInput(call, sq, d, {true});
-    const Recurrence recurrence(call, sq, d, 0, H);
-    std::vector<float> h = InitialState(call, 5, sq, d);
+  const std::vector<Lane> lanes = PlanLanes(sq);
+  const std::vector<Tensor> projected = ProjectInputs(call, sq, {true});
+  const std::vector<Recurrence> recurrences = Recurrences(call, sq, lanes, 0, H);
+  ForEachLane(lanes, [&](const Lane& lane) {
+    const int64_t d = lane.direction;
+    std::vector<float> h = InitialState(call, 5, sq, lane);
+    std::vector<float> recurrent(h.size());
     const bool reverse = IsReverse(call, d);
     for (int64_t s = 0; s < sq.seq; ++s) {
-      recurrence.Apply(h.data(), recurrent.data());
-      ForEachRunning(sq, s, reverse, projected, H, [&](int64_t b, int64_t t, const float* x) {
-        float* hb = h.data() + b * H;
-        for (int64_t j = 0; j < H; ++j) hb[j] = x[j] + recurrent[b * H + j];
-        Activate(acts[d], sq.clip, hb, H);
-        WriteStep(sq, out, t, d, b, hb);
-      });
+      recurrences[d].Apply(h.data(), lane.count, recurrent.data());
+      ForEachRunning(sq, lane, s, reverse, projected[d], H,
+                     [&](int64_t i, int64_t b, int64_t t, const float* x) {
+                       float* hb = h.data() + i * H;
+                       for (int64_t j = 0; j < H; ++j) hb[j] = x[j] + recurrent[i * H + j];
+                       Activate(acts[d], sq.clip, hb, H);
+                       WriteStep(sq, out, t, d, b, hb);
+                     });
     }
-    WriteFinal(sq, out, 0, d, h);
-  }
+    WriteFinal(sq, out, 0, lane, h);
+  });
 }
 KILN_CPU_KERNEL("nn.rnn", Rnn);
 
