@@ -246,6 +246,64 @@ std::vector<float> InitialState(const KernelCall& call, size_t index, const Sequ
   return state;
 }
 
+/// Gates [first, first + count) of a direction's rows of W or R (gates * hidden rows): what one
+/// GEMM multiplies by.
+struct GateRange {
+  int64_t first, count;
+};
+
+/// The ranges of R each op's steps multiply by: every gate at once, but GRU's update and reset
+/// gates apart from its hidden gate, whose product reads the reset state. W is one range.
+const std::vector<GateRange> kLstmRecurrence = {{0, 4}};
+const std::vector<GateRange> kGruRecurrence = {{0, 2}, {2, 1}};
+const std::vector<GateRange> kRnnRecurrence = {{0, 1}};
+
+/// The floats PrepackWeights takes per direction for weights of k columns.
+int64_t PackedDirectionSize(int64_t k, int64_t hidden, const std::vector<GateRange>& ranges) {
+  int64_t size = 0;
+  for (const GateRange& range : ranges) size += PackedGemmBSize(k, range.count * hidden);
+  return size;
+}
+
+/// Where range `which` of direction d starts in weights packed by PrepackWeights.
+int64_t PackedRangeOffset(int64_t k, int64_t hidden, const std::vector<GateRange>& ranges,
+                          int64_t d, size_t which) {
+  int64_t offset = d * PackedDirectionSize(k, hidden, ranges);
+  for (size_t i = 0; i < which; ++i) offset += PackedGemmBSize(k, ranges[i].count * hidden);
+  return offset;
+}
+
+/// Range `which` of direction d in `packed` (call.Prepacked), or nullptr when that is.
+const float* PackedRange(const float* packed, int64_t k, int64_t hidden,
+                         const std::vector<GateRange>& ranges, int64_t d, size_t which) {
+  return packed == nullptr ? nullptr : packed + PackedRangeOffset(k, hidden, ranges, d, which);
+}
+
+/// A constant W (input 1) or R (input 2) of an op with `gates` gates, packed for the GEMM once
+/// when its program loads: per direction, W's one range or R's `recurrence` ranges, one after
+/// another. Otherwise each call packs them again (a megabyte for an LSTM of hidden 256, as much
+/// as 16 of its steps read).
+std::optional<Tensor> PrepackWeights(size_t index, const Tensor& weight, const KernelCall& call,
+                                     int64_t gates, const std::vector<GateRange>& recurrence) {
+  const int64_t hidden = call.Int("hidden_size");
+  if ((index != 1 && index != 2) || weight.dtype().code != kDLFloat || weight.dtype().bits != 32 ||
+      weight.ndim() != 3 || hidden <= 0 || weight.shape(1) != gates * hidden) {
+    return std::nullopt;
+  }
+  const std::vector<GateRange> ranges =
+      index == 1 ? std::vector<GateRange>{{0, gates}} : recurrence;
+  const int64_t k = weight.shape(2);
+  Tensor packed = NewPackedTensor(weight.shape(0) * PackedDirectionSize(k, hidden, ranges));
+  for (int64_t d = 0; d < weight.shape(0); ++d) {
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      const float* rows = Data<const float>(weight) + (d * gates + ranges[i].first) * hidden * k;
+      PackGemmB(k, ranges[i].count * hidden, MatrixView{rows, 1, k},
+                Data<float>(packed) + PackedRangeOffset(k, hidden, ranges, d, i));
+    }
+  }
+  return packed;
+}
+
 /// data * W[d]^T over the whole sequence plus, per gate, Wb[d] (+ Rb[d] where `with_rb`):
 /// (rows of data) x (gates * hidden). It comes from the runtime's caching allocator
 /// (runtime::Empty): megabytes for a long sequence, which a vector would take as fresh pages,
@@ -271,9 +329,10 @@ Tensor ProjectInput(const KernelCall& call, const Sequence& sq, int64_t d,
     }
     epilogue.col_bias = total.data();
   }
+  const float* packed = PackedRange(call.Prepacked(1), sq.input, sq.hidden, {{0, sq.gates}}, d, 0);
   Gemm(rows, width, sq.input,
        GemmOperand(MatrixView{Data<const float>(call.input(0)), sq.input, 1}),
-       GemmOperand(MatrixView{w, 1, sq.input}), Data<float>(projected), width, epilogue);
+       GemmOperand(MatrixView{w, 1, sq.input}, packed), Data<float>(projected), width, epilogue);
   return projected;
 }
 
@@ -321,23 +380,26 @@ KILN_CPU_CLONES void RowDots(const float* __restrict__ w, const float* __restric
   }
 }
 
-/// Rows [row0, row0 + count) of direction d's recurrence weights, transposed and packed for the
-/// GEMM once per call when a lane has more than kMatrixVectorBatch entries (`max_rows`): every
-/// step multiplies the state by them. A lane of one or two entries takes matrix-vector products
-/// instead, reading the weights' rows as they lie: the GEMM's tiles would compute mostly padding
-/// (measured on one LSTM layer, hidden 256, 64 steps: the products are faster at batch 1 and 2,
-/// the GEMM from batch 4).
+/// Gates `range` of direction d's recurrence weights, as the GEMM's B: prepacked when the program
+/// loaded, or packed once per call when a lane has more than kMatrixVectorBatch entries
+/// (`max_rows`). Every step multiplies the state by them. A lane of one or two entries takes
+/// matrix-vector products instead, reading the weights' rows as they lie: the GEMM's tiles would
+/// compute mostly padding (measured on one LSTM layer, hidden 256, 64 steps: the products are
+/// faster at batch 1 and 2, the GEMM from batch 4).
 class Recurrence {
  public:
-  Recurrence(const KernelCall& call, const Sequence& sq, int64_t d, int64_t row0, int64_t count,
-             int64_t max_rows)
+  Recurrence(const KernelCall& call, const Sequence& sq, int64_t d,
+             const std::vector<GateRange>& ranges, size_t which, int64_t max_rows)
       : hidden_(sq.hidden),
-        count_(count),
-        view_{Data<const float>(call.input(2)) + (d * sq.gates * sq.hidden + row0) * sq.hidden, 1,
-              sq.hidden} {
-    if (max_rows > kMatrixVectorBatch) {
-      packed_ = NewPackedTensor(PackedGemmBSize(sq.hidden, count));
-      PackGemmB(sq.hidden, count, view_, Data<float>(packed_));
+        count_(ranges[which].count * sq.hidden),
+        view_{Data<const float>(call.input(2)) +
+                  (d * sq.gates + ranges[which].first) * sq.hidden * sq.hidden,
+              1, sq.hidden},
+        packed_(PackedRange(call.Prepacked(2), sq.hidden, sq.hidden, ranges, d, which)) {
+    if (packed_ == nullptr && max_rows > kMatrixVectorBatch) {
+      own_packed_ = NewPackedTensor(PackedGemmBSize(sq.hidden, count_));
+      PackGemmB(sq.hidden, count_, view_, Data<float>(own_packed_));
+      packed_ = Data<const float>(own_packed_);
     }
   }
 
@@ -345,7 +407,7 @@ class Recurrence {
   void Apply(const float* h, int64_t rows, float* out) const {
     if (rows > kMatrixVectorBatch) {
       Gemm(rows, count_, hidden_, GemmOperand(MatrixView{h, hidden_, 1}),
-           GemmOperand(view_, Data<const float>(packed_)), out, count_);
+           GemmOperand(view_, packed_), out, count_);
       return;
     }
     // Chunks of about 32K multiply-adds, so a small layer does not pay for the thread pool.
@@ -361,17 +423,20 @@ class Recurrence {
   static constexpr int64_t kMatrixVectorBatch = 2;
   int64_t hidden_, count_;
   MatrixView view_;  ///< the weights (count x hidden, row-major) as the GEMM's B^T
-  Tensor packed_;
+  const float* packed_;
+  Tensor own_packed_;
 };
 
-/// Direction d's recurrences, for the lanes of `lanes`' largest size.
+/// Each direction's recurrence by gates `ranges[which]`, for lanes of up to `lanes`' largest size.
 std::vector<Recurrence> Recurrences(const KernelCall& call, const Sequence& sq,
-                                    const std::vector<Lane>& lanes, int64_t row0, int64_t count) {
+                                    const std::vector<Lane>& lanes,
+                                    const std::vector<GateRange>& ranges, size_t which) {
   int64_t max_rows = 0;
   for (const Lane& lane : lanes) max_rows = std::max(max_rows, lane.count);
   std::vector<Recurrence> result;
-  for (int64_t d = 0; d < sq.directions; ++d)
-    result.emplace_back(call, sq, d, row0, count, max_rows);
+  for (int64_t d = 0; d < sq.directions; ++d) {
+    result.emplace_back(call, sq, d, ranges, which, max_rows);
+  }
   return result;
 }
 
@@ -488,7 +553,7 @@ void Lstm(const KernelCall& call) {
   const int64_t H = sq.hidden;
   const std::vector<Lane> lanes = PlanLanes(sq);
   const std::vector<Tensor> projected = ProjectInputs(call, sq, {true, true, true, true});
-  const std::vector<Recurrence> recurrences = Recurrences(call, sq, lanes, 0, 4 * H);
+  const std::vector<Recurrence> recurrences = Recurrences(call, sq, lanes, kLstmRecurrence, 0);
   ForEachLane(lanes, [&](const Lane& lane) {
     const int64_t d = lane.direction;
     std::vector<float> h = InitialState(call, 5, sq, lane);
@@ -516,6 +581,9 @@ void Lstm(const KernelCall& call) {
   });
 }
 KILN_CPU_KERNEL("nn.lstm", Lstm);
+KILN_CPU_PREPACK("nn.lstm", [](size_t index, const Tensor& weight, const KernelCall& call) {
+  return PrepackWeights(index, weight, call, 4, kLstmRecurrence);
+});
 
 void Gru(const KernelCall& call) {
   const Sequence sq(call, 3);
@@ -527,8 +595,9 @@ void Gru(const KernelCall& call) {
   // Rb of the hidden gate is added after the reset when linear_before_reset.
   const std::vector<Tensor> projected = ProjectInputs(call, sq, {true, true, !linear_before_reset});
   const std::vector<Recurrence> gate_recurrences =
-      Recurrences(call, sq, lanes, 0, 2 * H);  // update and reset
-  const std::vector<Recurrence> candidate_recurrences = Recurrences(call, sq, lanes, 2 * H, H);
+      Recurrences(call, sq, lanes, kGruRecurrence, 0);  // update and reset
+  const std::vector<Recurrence> candidate_recurrences =
+      Recurrences(call, sq, lanes, kGruRecurrence, 1);
   ForEachLane(lanes, [&](const Lane& lane) {
     const int64_t d = lane.direction;
     std::vector<float> rb_h(static_cast<size_t>(H), 0.F);
@@ -582,6 +651,9 @@ void Gru(const KernelCall& call) {
   });
 }
 KILN_CPU_KERNEL("nn.gru", Gru);
+KILN_CPU_PREPACK("nn.gru", [](size_t index, const Tensor& weight, const KernelCall& call) {
+  return PrepackWeights(index, weight, call, 3, kGruRecurrence);
+});
 
 void Rnn(const KernelCall& call) {
   const Sequence sq(call, 1);
@@ -590,7 +662,7 @@ void Rnn(const KernelCall& call) {
   const int64_t H = sq.hidden;
   const std::vector<Lane> lanes = PlanLanes(sq);
   const std::vector<Tensor> projected = ProjectInputs(call, sq, {true});
-  const std::vector<Recurrence> recurrences = Recurrences(call, sq, lanes, 0, H);
+  const std::vector<Recurrence> recurrences = Recurrences(call, sq, lanes, kRnnRecurrence, 0);
   ForEachLane(lanes, [&](const Lane& lane) {
     const int64_t d = lane.direction;
     std::vector<float> h = InitialState(call, 5, sq, lane);
@@ -610,6 +682,9 @@ void Rnn(const KernelCall& call) {
   });
 }
 KILN_CPU_KERNEL("nn.rnn", Rnn);
+KILN_CPU_PREPACK("nn.rnn", [](size_t index, const Tensor& weight, const KernelCall& call) {
+  return PrepackWeights(index, weight, call, 1, kRnnRecurrence);
+});
 
 }  // namespace
 }  // namespace cpu
