@@ -709,11 +709,13 @@ def test_dense(m, n, k):
     check("nn.dense", [x3, w], x3 @ w.T, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("n", [32, 40, 70, 100])
 @pytest.mark.parametrize("m", range(1, 25))
-def test_dense_rows_ending_in_a_partial_strip_of_each_height(m):
+def test_dense_rows_ending_in_a_partial_strip_of_each_height(m, n):
     """A tile strip's last rows are computed by a tile of exactly that many rows (1 to 11 of
-    AVX-512's 12, 1 to 5 of AVX2's 6), with a depth of two blocks."""
-    x, w = rand(m, 300), rand(40, 300)
+    AVX-512's 12, 1 to 5 of AVX2's 6), with a depth of two blocks; up to 6 of them on AVX-512 by
+    two strips of columns at once: 1, 2 (the last one partial), 3 (the last one alone) and 4."""
+    x, w = rand(m, 300), rand(n, 300)
     check("nn.dense", [x, w], x @ w.T, rtol=1e-4, atol=1e-4)
 
 
