@@ -230,9 +230,12 @@ __attribute__((always_inline)) inline void MultiplyBlock(const float* packed_a, 
   const int64_t full_rows = rows / MR * MR;
   const int64_t last_rows = rows - full_rows;
   // Columns whose last rows go by strip pairs; an odd last strip goes alone.
-  const int64_t paired_cols = last_rows > 0 && last_rows <= kPairRows
-                                  ? std::min(cols, (cols + NR - 1) / NR / 2 * 2 * NR)
-                                  : 0;
+  int64_t paired_cols = 0;
+  if constexpr (kPairRows > 0) {
+    if (last_rows > 0 && last_rows <= kPairRows) {
+      paired_cols = std::min(cols, (cols + NR - 1) / NR / 2 * 2 * NR);
+    }
+  }
   const auto tile_at = [&](int64_t i, int64_t j) {
     return kTransposedC ? c + j * ldc + i : c + i * ldc + j;
   };
