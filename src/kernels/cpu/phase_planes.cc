@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kernel_util.h"
+
 namespace kiln {
 namespace kernels {
 namespace cpu {
@@ -17,6 +19,19 @@ int64_t SpreadPlaneStride(int64_t floats) {
 }
 
 int64_t CeilDiv(int64_t value, int64_t divisor) { return (value + divisor - 1) / divisor; }
+
+/// out[j] = in[j * stride] for j in [begin, end). Stride 2, the common one, is spelled out so
+/// that it vectorizes (loads of twice the width and a shuffle of their even lanes); an AVX-512
+/// clone beside the baseline one. Against a scalar loop, in one process, alternating (1 thread):
+/// 0.87 of the time for a stride-2 3x3 stem over 3 x 320 x 320, 0.96-0.98 for deeper ones.
+KILN_CPU_CLONES void GatherStrided(const float* __restrict__ in, int64_t stride,
+                                   float* __restrict__ out, int64_t begin, int64_t end) {
+  if (stride == 2) {
+    for (int64_t j = begin; j < end; ++j) out[j] = in[2 * j];
+    return;
+  }
+  for (int64_t j = begin; j < end; ++j) out[j] = in[j * stride];
+}
 
 }  // namespace
 
@@ -64,7 +79,7 @@ void PhasePlanes::Fill(const float* image, int64_t h, int64_t w, float* to) cons
           if (sx == 1) {
             std::copy(in + cols.begin, in + cols.end, out + cols.begin);
           } else {
-            for (int64_t j = cols.begin; j < cols.end; ++j) out[j] = in[j * sx];
+            GatherStrided(in, sx, out, cols.begin, cols.end);
           }
         }
       }
