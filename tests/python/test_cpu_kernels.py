@@ -927,10 +927,13 @@ def test_conv2d_with_a_padded_window_is_never_prepacked_transposed(strides):
 
 
 @pytest.mark.parametrize("case", CONV_CASES)
-@pytest.mark.parametrize("has_bias,has_residual,activation", EPILOGUES)
+@pytest.mark.parametrize("has_bias,has_residual,activation",
+                         EPILOGUES + [(True, False, "relu"), (True, False, "hardswish"),
+                                      (False, False, "clip")])
 def test_conv2d_epilogue(case, has_bias, has_residual, activation):
     """A conv2d step merged with its per-channel bias add, a residual add and an activation
-    (program_epilogues.cc), on the GEMM path and the depthwise one."""
+    (program_epilogues.cc), on the GEMM path and the depthwise one. Without a residual, the GEMM
+    applies the bias and a clamp or hardswish as it stores its tiles (gemm.cc's TileStore)."""
     x, w, product, attrs = _conv_case(case)
     bias = rand(w.shape[0], 1, 1) if has_bias else None
     residual = rand(*product.shape) if has_residual else None
