@@ -25,8 +25,6 @@ namespace {
 /// again, which fewer rows would not repay.
 constexpr int64_t kMinRowsPerBlock = 16;
 
-int64_t CeilDiv(int64_t value, int64_t divisor) { return (value + divisor - 1) / divisor; }
-
 /// Element strides of a rank-3 operand (q, k, v or the output) between batches and between
 /// sequence positions; its heads lie side by side along the last axis.
 struct OperandStrides {

@@ -35,8 +35,6 @@ int64_t RoundUp(int64_t value, int64_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
 }
 
-int64_t CeilDiv(int64_t value, int64_t divisor) { return (value + divisor - 1) / divisor; }
-
 /// A vector of W floats (GCC/Clang vector extensions). Spelled per width: the attribute takes
 /// no template-dependent size.
 template <int64_t W>
@@ -151,13 +149,20 @@ struct GatheredStrip {
   const float* At(int64_t p, int64_t col) const { return base + row_offsets[p] + col; }
 };
 
+/// clip and relu as the epilogue computes them: NaN becomes `low`.
+inline float Clamped(float value, float low, float high) {
+  return std::min(high, std::max(low, value));
+}
+/// x * clamp(x / 6 + 1 / 2, 0, 1).
+inline float HardSwish(float value) {
+  return value * std::min(1.F, std::max(0.F, value / 6.F + 0.5F));
+}
+
 /// The parts of a GemmEpilogue that a micro-kernel applies to its tile as it stores the last
 /// depth block's sums: the rows' biases, the clamp and hardswish, which read nothing but the tile.
 /// C is then written once, where GemmEpilogue::Apply would read it back and write it again: a
-/// convolution over few channels writes a large output for little arithmetic. In one process,
-/// the two alternating (1 thread): 1x1 convolutions with bias and relu or hardswish from 16 to
-/// 112 channels took 0.48-0.78 of the time, a 3x3 stem at stride 2 0.73, 3x3s over 64 and 256
-/// channels the same.
+/// convolution over few channels writes a large output for little arithmetic (design §36: 1x1
+/// convolutions from 16 to 112 channels took 0.48-0.78 of their time).
 struct TileStore {
   const float* row_bias;  ///< the block's, from its first row; or null
   bool clamps;
@@ -203,8 +208,8 @@ __attribute__((always_inline)) inline void MicroKernel(int64_t kc, const float* 
     for (int64_t j = 0; j < nr; ++j) {
       float& out = kTransposedC ? c[j * ldc + i] : c[i * ldc + j];
       float value = (accumulate ? out + tile[i][j] : tile[i][j]) + bias;
-      if (store->clamps) value = std::min(store->high, std::max(store->low, value));
-      if (store->hardswish) value *= std::min(1.F, std::max(0.F, value / 6.F + 0.5F));
+      if (store->clamps) value = Clamped(value, store->low, store->high);
+      if (store->hardswish) value = HardSwish(value);
       out = value;
     }
   }
@@ -249,9 +254,8 @@ GatheredStrip StripPairOf(const GatheredRows& rows, int64_t j, int64_t kc) {
 /// A strip's last rows, when there are at most kPairRows of them, take two strips of B at once
 /// (tiles of rows x 2 NR): a tile of few rows has too few accumulators to hide the multiply-adds'
 /// latency, and reads a B vector for every few of them. A recurrent layer's steps and a decoder's
-/// tokens are such products: on AVX-512, products of 1 to 6 (or 13 to 18, 25 to 30) rows by 64 to
-/// 1024 columns took 0.73-0.92 of the time (one process, the two alternating), 8 rows the same.
-/// kPairRows is 0 where the registers would not hold twice the accumulators.
+/// tokens are such products (design §36: 0.73-0.92 of the time on AVX-512). kPairRows is 0 where
+/// the registers would not hold twice the accumulators.
 template <int64_t MR, int64_t NR, int64_t W, int64_t kPairRows, bool kTransposedC, typename B>
 __attribute__((always_inline)) inline void MultiplyBlock(const float* packed_a, B panel,
                                                          int64_t rows, int64_t cols, int64_t kc,
@@ -452,10 +456,9 @@ KILN_CPU_CLONES void ApplyToLine(const GemmEpilogue& epilogue, float* __restrict
     for (int64_t j = 0; j < cols; ++j) line[j] += residual[j];
   }
   if (epilogue.clamps()) {
-    // As clip and relu: NaN becomes min_value.
     const float low = epilogue.min_value;
     const float high = epilogue.max_value;
-    for (int64_t j = 0; j < cols; ++j) line[j] = std::min(high, std::max(low, line[j]));
+    for (int64_t j = 0; j < cols; ++j) line[j] = Clamped(line[j], low, high);
   }
   if (epilogue.gelu) {
     for (int64_t j = 0; j < cols; ++j) {
@@ -466,9 +469,7 @@ KILN_CPU_CLONES void ApplyToLine(const GemmEpilogue& epilogue, float* __restrict
     for (int64_t j = 0; j < cols; ++j) line[j] = line[j] / (1.F + kiln_fast_expf(-line[j]));
   }
   if (epilogue.hardswish) {
-    for (int64_t j = 0; j < cols; ++j) {
-      line[j] *= std::min(1.F, std::max(0.F, line[j] / 6.F + 0.5F));
-    }
+    for (int64_t j = 0; j < cols; ++j) line[j] = HardSwish(line[j]);
   }
 }
 

@@ -117,6 +117,9 @@ bool IsNonzeroBits(U bits, bool is_float) {
 }
 
 /// The elements of an int64 tensor (shape values read at run time: starts, axes, ...).
+/// value / divisor rounded up (value >= 0, divisor > 0).
+inline int64_t CeilDiv(int64_t value, int64_t divisor) { return (value + divisor - 1) / divisor; }
+
 inline std::vector<int64_t> Int64Values(const Tensor& tensor) {
   const auto* data = Data<const int64_t>(tensor);
   return std::vector<int64_t>(data, data + NumElements(tensor.dl_tensor()));

@@ -203,8 +203,8 @@ struct Lane {
 /// Each direction's entries split into lanes: one per thread where each keeps at least
 /// kMinLaneEntries entries (a GEMM of fewer rows leaves its tiles' rows empty, and
 /// matrix-vector products are better split by rows, inside a step); one lane per direction
-/// otherwise. One LSTM layer, hidden 256, batch 8, 2 threads: two lanes of 4 entries scaled from
-/// 1 to 2 threads where one lane of 8 split inside each step did not.
+/// otherwise (design §36: at batch 8 on 2 threads, two lanes of 4 beat one lane of 8 split
+/// inside each step).
 std::vector<Lane> PlanLanes(const Sequence& sq) {
   constexpr int64_t kMinLaneEntries = 4;
   const int64_t threads = runtime::NumThreads();
@@ -499,41 +499,39 @@ struct LstmCell {
   bool input_forget;
 };
 
-/// One step of an LSTM for `n` units of one batch entry. `gates` holds their recurrent products
-/// (ONNX's order: input, output, forget, cell; n apart) and is overwritten; `x` their input
-/// projections and `peep` their peepholes (input, output, forget), gates `hidden` apart. Updates
-/// the cell state `c` and writes the hidden state to `h`. Compiled for AVX-512 as well, unlike
-/// a lambda of the kernel.
-KILN_CPU_CLONES void LstmUnits(const LstmCell& cell, const float* __restrict__ x,
-                               const float* __restrict__ peep, int64_t hidden, int64_t n,
-                               float* __restrict__ gates, float* __restrict__ c,
-                               float* __restrict__ h) {
+/// One step of an LSTM for one batch entry. `gates` holds its recurrent products (ONNX's order:
+/// input, output, forget, cell) and is overwritten; `x` its input projections, `peep` the
+/// peepholes (input, output, forget); each of them `hidden` floats per gate. Updates the cell
+/// state `c` and writes the hidden state to `h`. Compiled for AVX-512 as well, unlike a lambda of
+/// the kernel.
+KILN_CPU_CLONES void LstmStep(const LstmCell& cell, const float* __restrict__ x,
+                              const float* __restrict__ peep, int64_t hidden,
+                              float* __restrict__ gates, float* __restrict__ c,
+                              float* __restrict__ h) {
   float* i = gates;
-  float* o = gates + n;
-  float* forget = gates + 2 * n;
-  float* candidate = gates + 3 * n;
-  for (int64_t gate = 0; gate < 4; ++gate) {
-    for (int64_t j = 0; j < n; ++j) gates[gate * n + j] += x[gate * hidden + j];
-  }
-  for (int64_t j = 0; j < n; ++j) {
+  float* o = gates + hidden;
+  float* forget = gates + 2 * hidden;
+  float* candidate = gates + 3 * hidden;
+  for (int64_t j = 0; j < 4 * hidden; ++j) gates[j] += x[j];
+  for (int64_t j = 0; j < hidden; ++j) {
     i[j] += peep[j] * c[j];
     forget[j] += peep[2 * hidden + j] * c[j];
   }
-  Activate(cell.f, cell.clip, i, n);
-  Activate(cell.g, cell.clip, candidate, n);
+  Activate(cell.f, cell.clip, i, hidden);
+  Activate(cell.g, cell.clip, candidate, hidden);
   if (cell.input_forget) {
-    for (int64_t j = 0; j < n; ++j) forget[j] = 1.F - i[j];
+    for (int64_t j = 0; j < hidden; ++j) forget[j] = 1.F - i[j];
   } else {
-    Activate(cell.f, cell.clip, forget, n);
+    Activate(cell.f, cell.clip, forget, hidden);
   }
-  for (int64_t j = 0; j < n; ++j) {
+  for (int64_t j = 0; j < hidden; ++j) {
     c[j] = forget[j] * c[j] + i[j] * candidate[j];
     o[j] += peep[hidden + j] * c[j];
     h[j] = c[j];
   }
-  Activate(cell.f, cell.clip, o, n);
-  Activate(cell.h, INFINITY, h, n);  // the clip bounds the gates' inputs, not the cell
-  for (int64_t j = 0; j < n; ++j) h[j] *= o[j];
+  Activate(cell.f, cell.clip, o, hidden);
+  Activate(cell.h, INFINITY, h, hidden);  // the clip bounds the gates' inputs, not the cell
+  for (int64_t j = 0; j < hidden; ++j) h[j] *= o[j];
 }
 
 /// Each direction's input projection (`gates` of them, `with_rb` as ProjectInput).
@@ -571,8 +569,8 @@ void Lstm(const KernelCall& call) {
       ForEachRunning(sq, lane, s, reverse, projected[d], 4 * H,
                      [&](int64_t i, int64_t b, int64_t t, const float* x) {
                        float* hb = h.data() + i * H;
-                       LstmUnits(cell, x, peep.data(), H, H, gates.data() + i * 4 * H,
-                                 c.data() + i * H, hb);
+                       LstmStep(cell, x, peep.data(), H, gates.data() + i * 4 * H, c.data() + i * H,
+                                hb);
                        WriteStep(sq, out, t, d, b, hb);
                      });
     }
