@@ -845,12 +845,14 @@ CONV_CASES = [
     ((1, 20, 14, 14), (20, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 20),
     ((2, 6, 13, 16), (12, 3, 5), [1, 1], [2, 1, 0, 2], [1, 2], 6),
     ((1, 33, 7, 7), (33, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 33),
-    # Output channels that fill whole tile vectors over planes that do not (7 x 6, 5 x 5) of 1x1
-    # convs: the GEMM runs transposed, pixels along the tile rows; depths over 256 accumulate.
-    # Wider windows over 7 x 7, 9 x 6 and 5 x 4 take the padded rows' GEMM instead, strided ones
-    # over their image split into stride phases.
+    # Output channels that fill whole tile vectors over 5 x 5 planes, whose 25 pixels fill 32
+    # lanes on every ISA's tile, of deep 1x1 convs: the GEMM runs transposed, pixels along the
+    # tile rows (strided: gathered per task), and the depths over 256 accumulate. A shallow one
+    # over 7 x 6 runs the usual way. Wider windows over 7 x 7, 9 x 6 and 5 x 4 take the padded
+    # rows' GEMM instead, strided ones over their image split into stride phases.
+    ((2, 1200, 9, 9), (64, 1, 1), [2, 2], [0, 0, 0, 0], [1, 1], 2),
+    ((1, 600, 5, 5), (32, 1, 1), [1, 1], [0, 0, 0, 0], [1, 1], 1),
     ((2, 24, 13, 11), (64, 1, 1), [2, 2], [0, 0, 0, 0], [1, 1], 2),
-    ((1, 300, 5, 5), (32, 1, 1), [1, 1], [0, 0, 0, 0], [1, 1], 1),
     ((1, 20, 7, 7), (64, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1),
     ((2, 12, 17, 12), (64, 3, 3), [2, 2], [1, 1, 1, 1], [1, 1], 2),
     ((1, 40, 9, 7), (96, 3, 3), [2, 2], [1, 1, 1, 1], [1, 1], 1),
@@ -903,17 +905,19 @@ def test_conv2d_prepacked_for_its_output_shape(case):
 
 
 @pytest.mark.parametrize("strides", [[1, 1], [2, 2]])
-def test_conv2d_prepacks_transposed_for_planes_that_leave_lanes_empty(strides):
-    """64 output channels over a 7 x 7 plane of a 1x1 conv: 49 pixels fill 64 lanes on every
-    ISA's tile, the 64 channels fill theirs exactly, so the weights are packed for the
-    transposed GEMM; without the output shape (a symbolic plane) they are packed for the usual
-    one."""
+def test_conv2d_prepacks_transposed_for_deep_products_over_planes_that_leave_lanes_empty(strides):
+    """64 output channels over a 7 x 7 plane of a 1x1 conv 800 deep: 49 pixels fill 64 (or 56)
+    lanes on every ISA's tile, the 64 channels fill theirs exactly, so the weights are packed for
+    the transposed GEMM; without the output shape (a symbolic plane) they are packed for the
+    usual one. 20 deep, the lanes saved are not worth transposing the output (design §37)."""
     attrs = {**DEFAULTS["nn.conv2d"], "strides": strides}
     prepack = kiln.get_global_func("kernel_prepack.cpu.nn.conv2d")
-    w = kiln.tensor(rand(64, 20, 1, 1))
-    assert len(prepack(1, w, {**attrs, "__prepack_output_shape": [1, 64, 7, 7]}).shape) == 2
-    assert len(prepack(1, w, {**attrs, "__prepack_output_shape": [-1, 64, -1, 7]}).shape) == 1
-    assert len(prepack(1, w, attrs).shape) == 1
+    deep = kiln.tensor(rand(64, 800, 1, 1))
+    assert len(prepack(1, deep, {**attrs, "__prepack_output_shape": [1, 64, 7, 7]}).shape) == 2
+    assert len(prepack(1, deep, {**attrs, "__prepack_output_shape": [-1, 64, -1, 7]}).shape) == 1
+    assert len(prepack(1, deep, attrs).shape) == 1
+    shallow = kiln.tensor(rand(64, 20, 1, 1))
+    assert len(prepack(1, shallow, {**attrs, "__prepack_output_shape": [1, 64, 7, 7]}).shape) == 1
 
 
 @pytest.mark.parametrize("strides", [[1, 1], [2, 2]])

@@ -278,8 +278,7 @@ CONV_EPILOGUES = {
 def test_a_conv2d_group_calls_the_conv_kernel_and_generates_its_epilogue(epilogue, groups,
                                                                          stride, pad, channels):
     """nn.conv2d (plain, grouped, depthwise) with its epilogue as a callback on each finished
-    tile (image, channels, spatial positions), symbolic batch, against PyTorch. 64 channels in
-    2 groups over a 5 x 4 plane run the GEMM transposed (pixels along the tile rows)."""
+    tile (image, channels, spatial positions), symbolic batch, against PyTorch."""
     torch = pytest.importorskip("torch")
     tail, reference = CONV_EPILOGUES[epilogue]
     out_h, out_w = (11 + 2 * pad - 3) // stride + 1, (10 + 2 * pad - 3) // stride + 1

@@ -614,8 +614,8 @@ bool TakesPaddedRows(const Window2D& win) {
 
 /// A conv2d's GEMM per group: weights (group_out x depth) times the im2col matrix, or, when
 /// `transposed`, the same product with output pixels along the tiles' rows and channels along
-/// their vectors (GemmTransposedOutput): then a 1x1 conv's 7 x 7 or 14 x 14 output planes,
-/// whose pixels do not fill whole vectors, waste no lanes.
+/// their vectors (GemmTransposedOutput): then a deep 1x1 conv's 7 x 7 output planes, whose
+/// pixels do not fill whole vectors, waste no lanes.
 struct ConvGemm {
   int64_t groups, group_out, depth;
   bool transposed;
@@ -624,12 +624,14 @@ struct ConvGemm {
   ConvGemm(int64_t out_channels, int64_t depth, int64_t groups, bool transposed)
       : groups(groups), group_out(out_channels / groups), depth(depth), transposed(transposed) {}
 
-  /// Whether output planes of `spatial` pixels (-1: not known) are better computed transposed.
+  /// Whether output planes of `spatial` pixels (-1: not known), each the sum of `depth`
+  /// products, are better computed transposed.
   /// Never for the padded rows' GEMM, which reads the image in place: on 7 x 7 and 14 x 14
   /// planes it beat the transposed one, which packs the pixels per task (twice as fast at 32
   /// output channels, 4 to 7% at 256 and 512; design §35).
-  static bool Transposes(int64_t group_out, int64_t spatial, const Window2D& win) {
-    return !TakesPaddedRows(win) && spatial > 0 && PrefersTransposedOutput(group_out, spatial);
+  static bool Transposes(int64_t group_out, int64_t spatial, int64_t depth, const Window2D& win) {
+    return !TakesPaddedRows(win) && spatial > 0 &&
+           PrefersTransposedOutput(group_out, spatial, depth);
   }
   /// Depthwise convolutions (one input channel per group) run directly, without a GEMM.
   bool depthwise(int64_t group_in) const { return groups > 1 && group_in == 1; }
@@ -667,7 +669,7 @@ std::optional<Tensor> PrepackConv2D(size_t index, const Tensor& weight, const Ke
                               ? out_shape[2] * out_shape[3]
                               : -1;
   const ConvGemm gemm(weight.shape(0), depth, groups,
-                      ConvGemm::Transposes(weight.shape(0) / groups, spatial,
+                      ConvGemm::Transposes(weight.shape(0) / groups, spatial, depth,
                                            ReadWindow(call, weight.shape(2), weight.shape(3))));
   if (index != 1 || weight.dtype().code != kDLFloat || weight.dtype().bits != 32 ||
       gemm.depthwise(weight.shape(1))) {
@@ -717,10 +719,11 @@ void Conv2DInto(const ConvShapes& s, const float* x, const float* w,
                 const PackedConvWeight& prepacked, const GemmEpilogue& epilogue, float* y) {
   const int64_t group_in = s.c / s.groups;
   const int64_t spatial = s.oh * s.ow;
-  const ConvGemm gemm(s.o, group_in * s.window.kernel[0] * s.window.kernel[1], s.groups,
+  const int64_t depth = group_in * s.window.kernel[0] * s.window.kernel[1];
+  const ConvGemm gemm(s.o, depth, s.groups,
                       prepacked.data != nullptr
                           ? prepacked.transposed
-                          : ConvGemm::Transposes(s.o / s.groups, spatial, s.window));
+                          : ConvGemm::Transposes(s.o / s.groups, spatial, depth, s.window));
   if (gemm.depthwise(group_in)) {
     DepthwiseConv2D(s, x, w, epilogue, y);
     return;
@@ -731,7 +734,6 @@ void Conv2DInto(const ConvShapes& s, const float* x, const float* w,
                          win.stride[1] == 1 && win.pad_begin[0] == 0 && win.pad_begin[1] == 0 &&
                          win.pad_end[0] == 0 && win.pad_end[1] == 0;
   const int64_t group_out = gemm.group_out;
-  const int64_t depth = gemm.depth;
   ForEachMatrix(s.n * s.groups, [&](int64_t i) {
     const int64_t image = i / s.groups;
     const int64_t group = i % s.groups;

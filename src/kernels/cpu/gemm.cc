@@ -149,6 +149,17 @@ struct GatheredStrip {
   const float* At(int64_t p, int64_t col) const { return base + row_offsets[p] + col; }
 };
 
+/// Asks for the cache lines of `count` floats from `first`, to be written. A store that misses
+/// waits for its line; writing a large output, whose lines are often in no cache (last written a
+/// run ago), over many rows at once, misses that often. Asked for ahead, the misses overlap
+/// with the work before the stores (design §37).
+__attribute__((always_inline)) inline void PrefetchForWrite(const float* first, int64_t count) {
+  constexpr int64_t kFloatsPerLine = 64 / sizeof(float);
+  if (count <= 0) return;
+  for (int64_t j = 0; j < count; j += kFloatsPerLine) __builtin_prefetch(first + j, /*rw=*/1);
+  __builtin_prefetch(first + count - 1, /*rw=*/1);  // a last line that the steps above skip
+}
+
 /// clip and relu as the epilogue computes them: NaN becomes `low`.
 inline float Clamped(float value, float low, float high) {
   return std::min(high, std::max(low, value));
@@ -185,6 +196,10 @@ __attribute__((always_inline)) inline void MicroKernel(int64_t kc, const float* 
   static_assert(sizeof(Vec) == W * sizeof(float) && NR % W == 0, "a tile row is whole vectors");
   constexpr int64_t kVecs = NR / W;
   Vec acc[kRows][kVecs] = {};
+  // The first depth block writes the tile whole; its lines arrive during the multiply-adds.
+  if (!accumulate && !kTransposedC) {
+    for (int64_t i = 0; i < kRows; ++i) PrefetchForWrite(c + i * ldc, nr);
+  }
   for (int64_t p = 0; p < kc; ++p) {
     Vec row[kVecs];
     for (int64_t v = 0; v < kVecs; ++v) std::memcpy(&row[v], b.At(p, v * W), sizeof(Vec));
@@ -543,6 +558,7 @@ std::pair<int64_t, int64_t> NarrowBlock(const float* block, int64_t rows, int64_
   for (int64_t j = col0; j < col0 + cols; j = (j / width + 1) * width) {
     const int64_t end = std::min(col0 + cols, j / width * width + valid);
     for (int64_t i = 0; j < end && i < rows; ++i) {
+      if (i + 1 < rows) PrefetchForWrite(c + (i + 1) * ldc + kept(j), end - j);  // the next row's
       std::copy(block + i * cols + j - col0, block + i * cols + end - col0, c + i * ldc + kept(j));
     }
   }
@@ -763,16 +779,19 @@ void GemmTransposedOutput(int64_t m, int64_t n, int64_t k, const GemmOperand& a,
   });
 }
 
-bool PrefersTransposedOutput(int64_t m, int64_t n) {
-  // Padded over useful lanes either way; rows need no padding (a strip's last rows are
-  // computed by a shorter tile). The margin is what the transposition and the narrower
-  // packing of A cost on convolutions whose pixels fill the lanes (bench/kernels).
-  constexpr double kMargin = 1.1;
+bool PrefersTransposedOutput(int64_t m, int64_t n, int64_t k) {
+  // Lanes per useful one either way; rows need no padding (a strip's last rows are computed by
+  // a shorter tile). Transposed, the multiply-adds per element of C fall from k times the
+  // first to k times the second, but each element is also transposed and passed over again by
+  // the epilogue, which cost about kOverhead multiply-adds' time (on 1x1 convolutions over
+  // 7 x 7 and 14 x 14 planes, design §37: at 7 x 7, 160 channels in ran faster untransposed,
+  // 320 alike, 576 faster transposed).
+  constexpr double kOverhead = 100;
   const int64_t nr = SelectKernel().nr;
   if (m <= 0 || n <= 0) return false;
   const double lanes_per_column = static_cast<double>(RoundUp(n, nr)) / static_cast<double>(n);
   const double lanes_per_row = static_cast<double>(RoundUp(m, nr)) / static_cast<double>(m);
-  return lanes_per_column > lanes_per_row * kMargin;
+  return (lanes_per_column - lanes_per_row) * static_cast<double>(k) > kOverhead;
 }
 
 void Gemm(int64_t m, int64_t n, int64_t k, const MatrixView& a, const MatrixView& b, float* c,

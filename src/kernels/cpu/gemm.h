@@ -116,8 +116,9 @@ void GemmTransposedOutput(int64_t m, int64_t n, int64_t k, const GemmOperand& a,
 
 /// Whether C = A (m x k) * B (k x n) is better computed by GemmTransposedOutput than by Gemm:
 /// when B's columns leave enough of the tiles' vector lanes empty (7 x 7 = 49 pixels fill 64)
-/// that A's rows in their place waste clearly fewer, as the transposition costs a little.
-bool PrefersTransposedOutput(int64_t m, int64_t n);
+/// that A's rows in their place save more multiply-adds over the depth k than transposing C
+/// and passing over it again cost.
+bool PrefersTransposedOutput(int64_t m, int64_t n, int64_t k);
 
 /// Floats the packed form of an m x k A, or a k x n B, takes (this CPU's tile sizes).
 int64_t PackedGemmASize(int64_t m, int64_t k);
