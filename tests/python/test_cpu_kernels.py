@@ -888,6 +888,15 @@ def test_conv2d(case):
     check("nn.conv2d", [x, w], ref, rtol=1e-4, atol=1e-4, **attrs)
 
 
+@pytest.mark.parametrize("width", range(33, 48))
+def test_depthwise_direct_rows_end_in_every_partial_vector(width):
+    """The direct depthwise path writes 16 outputs of a row at a time and the rest of the row,
+    1 to 15 of them, by moves of 8, 4, 2 and 1 (conv.cc's StoreFirstLanes)."""
+    run_case = ((1, 3, 6, width), (3, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 3)
+    x, w, ref, attrs = _conv_case(run_case)
+    check("nn.conv2d", [x, w], ref, rtol=1e-4, atol=1e-4, **attrs)
+
+
 @pytest.mark.parametrize("case", [c for c in CONV_CASES if c[0][1] != c[5]])
 def test_prepacked_conv2d(case):
     """Conv2d with prepacked weights (every case but depthwise, which has no GEMM)."""
