@@ -16,6 +16,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "gemm.h"
@@ -465,6 +466,74 @@ __attribute__((always_inline)) inline void DepthwiseBlockOutputs(const Window2D&
   std::copy_n(&acc[0][0], kColumns * kL, row_sums + ox * kL);
 }
 
+/// A depthwise block's lanes, one AVX-512 vector (GCC's vector extension).
+using Lanes16 = float __attribute__((vector_size(kDepthwiseLanes * sizeof(float))));
+static_assert(kDepthwiseLanes == 16, "Transpose16 transposes 16 x 16 floats");
+
+/// One round of Transpose16 on rows `first` and `second`, kBlock rows apart: the runs of kBlock
+/// lanes of `first` at odd run indices trade places with those of `second` at even ones.
+template <int64_t kBlock, size_t... kJ>
+__attribute__((always_inline)) inline void SwapBlocks(Lanes16& first, Lanes16& second,
+                                                      std::index_sequence<kJ...> /*lanes*/) {
+  const Lanes16 low =
+      __builtin_shufflevector(first, second, ((kJ & kBlock) != 0 ? 16 + kJ - kBlock : kJ)...);
+  const Lanes16 high =
+      __builtin_shufflevector(first, second, ((kJ & kBlock) != 0 ? 16 + kJ : kJ + kBlock)...);
+  first = low;
+  second = high;
+}
+
+template <int64_t kBlock>
+__attribute__((always_inline)) inline void TransposeRound(Lanes16 (&rows)[16]) {
+  for (int64_t i = 0; i < 16; ++i) {
+    if ((i & kBlock) == 0) {
+      SwapBlocks<kBlock>(rows[i], rows[i + kBlock], std::make_index_sequence<16>());
+    }
+  }
+}
+
+/// rows[i][j] becomes rows[j][i], in registers: four rounds, each swapping the off-diagonal
+/// blocks of the 2k x 2k blocks (k = 8, 4, 2, 1), one two-vector shuffle per row and round:
+/// 64 shuffles where the element-by-element copy took 256 loads and stores.
+__attribute__((always_inline)) inline void Transpose16(Lanes16 (&rows)[16]) {
+  TransposeRound<8>(rows);
+  TransposeRound<4>(rows);
+  TransposeRound<2>(rows);
+  TransposeRound<1>(rows);
+}
+
+/// PadPlane of 16 consecutive planes (`first`, each s.h x s.w) into one interleaved `padded`,
+/// 16 pixels at a time through Transpose16; the last pixels, fewer than 16, one at a time.
+__attribute__((always_inline)) inline void PadSixteenPlanes(const ConvShapes& s, const float* first,
+                                                            float* padded) {
+  const Window2D& win = s.window;
+  const int64_t pw = PaddedExtent(win, 1, s.ow);
+  const int64_t rows = std::min(s.h, PaddedExtent(win, 0, s.oh) - win.pad_begin[0]);
+  const int64_t cols = std::min(s.w, pw - win.pad_begin[1]);
+  const int64_t plane = s.h * s.w;
+  const auto to = [&](int64_t pixel) -> float* {  // where the pixel's 16 channels go, or null
+    const int64_t y = pixel / s.w;
+    const int64_t x = pixel % s.w;
+    if (y >= rows || x >= cols) return nullptr;
+    return padded + ((y + win.pad_begin[0]) * pw + x + win.pad_begin[1]) * 16;
+  };
+  int64_t q = 0;
+  for (; q + 16 <= plane; q += 16) {
+    Lanes16 pixels[16];
+    for (int64_t l = 0; l < 16; ++l)
+      std::memcpy(&pixels[l], first + l * plane + q, sizeof(Lanes16));
+    Transpose16(pixels);
+    for (int64_t k = 0; k < 16; ++k) {
+      if (float* at = to(q + k)) std::memcpy(at, &pixels[k], sizeof(Lanes16));
+    }
+  }
+  for (; q < plane; ++q) {
+    if (float* at = to(q)) {
+      for (int64_t l = 0; l < 16; ++l) at[l] = first[l * plane + q];
+    }
+  }
+}
+
 /// Output channels [o0, o0 + lanes) of one image of a depthwise conv2d with small planes,
 /// kDepthwiseLanes channels side by side: their input planes are interleaved into `padded`
 /// ([y][x][lane], zero where the window reads padding), so each output position is one
@@ -482,8 +551,11 @@ KILN_CPU_CLONES void DepthwiseBlock(const ConvShapes& s, const float* image, con
   const int64_t taps = win.kernel[0] * win.kernel[1];
   const int64_t multiplier = s.o / s.c;
   float tap_lanes[kL * 49] = {};  // taps x lanes; windows up to 7x7 take this path
+  // A whole block of one output channel per input channel reads 16 consecutive planes.
+  const bool whole = lanes == kL && multiplier == 1;
+  if (whole) PadSixteenPlanes(s, image + o0 * s.h * s.w, padded);
   for (int64_t l = 0; l < lanes; ++l) {
-    PadPlane(s, image + (o0 + l) / multiplier * s.h * s.w, kL, padded + l);
+    if (!whole) PadPlane(s, image + (o0 + l) / multiplier * s.h * s.w, kL, padded + l);
     for (int64_t t = 0; t < taps; ++t) tap_lanes[t * kL + l] = weight[(o0 + l) * taps + t];
   }
   for (int64_t oy = 0; oy < s.oh; ++oy) {
@@ -497,9 +569,20 @@ KILN_CPU_CLONES void DepthwiseBlock(const ConvShapes& s, const float* image, con
     for (; ox < s.ow; ++ox) DepthwiseBlockOutputs<1>(win, pw, tap_lanes, row, ox, row_sums);
   }
   const int64_t spatial = s.oh * s.ow;
+  int64_t q = 0;
+  if (lanes == kL) {  // 16 pixels of 16 planes at a time
+    for (; q + kL <= spatial; q += kL) {
+      Lanes16 planes[kL];
+      std::memcpy(planes, sums + q * kL, sizeof(planes));
+      Transpose16(planes);
+      for (int64_t l = 0; l < kL; ++l) {
+        std::memcpy(out + (o0 + l) * spatial + q, &planes[l], sizeof(Lanes16));
+      }
+    }
+  }
   for (int64_t l = 0; l < lanes; ++l) {
     float* plane_out = out + (o0 + l) * spatial;
-    for (int64_t i = 0; i < spatial; ++i) plane_out[i] = sums[i * kL + l];
+    for (int64_t i = q; i < spatial; ++i) plane_out[i] = sums[i * kL + l];
   }
 }
 
@@ -563,12 +646,13 @@ void DepthwiseConv2D(const ConvShapes& s, const float* x, const float* weight,
   const Window2D& win = s.window;
   const int64_t multiplier = s.o / s.c;
   const int64_t spatial = s.oh * s.ow;
-  auto finish = [&](int64_t p) {  // the epilogue of output plane p (image-major)
+  // The epilogue of output planes [p, p + planes) (image-major), all of one image.
+  auto finish = [&](int64_t p, int64_t planes) {
     if (!epilogue.active()) return;
     GemmEpilogue image_epilogue = epilogue;  // its residual starts at this plane's image
     if (epilogue.residual != nullptr) image_epilogue.residual += p / s.o * s.o * spatial;
     if (epilogue.tile != nullptr) image_epilogue.tile_image = p / s.o;
-    image_epilogue.Apply(p % s.o, 1, 0, spatial, y + p * spatial, spatial);
+    image_epilogue.Apply(p % s.o, planes, 0, spatial, y + p * spatial, spatial);
   };
   if (TakesDepthwiseFlat(s)) {
     const PhasePlanes planes(win, s.oh, s.ow, 1);
@@ -584,7 +668,7 @@ void DepthwiseConv2D(const ConvShapes& s, const float* x, const float* weight,
                     phases.data());
         DepthwiseFlatPlane(s, planes.width(), offsets, phases.data(), weight + p % s.o * taps,
                            wide_rows.data(), y + p * spatial);
-        finish(p);
+        finish(p, 1);
       }
     });
     return;
@@ -602,7 +686,7 @@ void DepthwiseConv2D(const ConvShapes& s, const float* x, const float* weight,
         const int64_t lanes = std::min(kDepthwiseLanes, s.o - o0);
         DepthwiseBlock(s, x + image * s.c * s.h * s.w, weight, o0, lanes, padded.data(),
                        sums.data(), y + image * s.o * spatial);
-        for (int64_t l = 0; l < lanes; ++l) finish(image * s.o + o0 + l);
+        finish(image * s.o + o0, lanes);
       }
     });
     return;
@@ -615,7 +699,7 @@ void DepthwiseConv2D(const ConvShapes& s, const float* x, const float* weight,
       DepthwisePlane(s, plan, x + (p / s.o * s.c + p % s.o / multiplier) * s.h * s.w,
                      weight + p % s.o * win.kernel[0] * win.kernel[1], padded.data(),
                      y + p * spatial);
-      finish(p);
+      finish(p, 1);
     }
   });
 }
