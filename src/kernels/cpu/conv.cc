@@ -265,23 +265,40 @@ __attribute__((always_inline)) inline void AddWindowRowOfStride(
   }
 }
 
-/// Copies the part of `plane` a window reads into `padded` (PaddedExtent rows and columns),
-/// each element `lanes` floats after the previous. It writes the same positions for every plane
-/// of a conv, so the rest of `padded`, where the window reads padding, stays as zero as the
-/// buffer was made.
+/// The part of an input plane a window reads, and where it goes in the padded plane
+/// (PaddedExtent rows and columns) whose elements are `lanes` floats apart.
+struct PaddedPlaneCopy {
+  int64_t pw;         ///< the padded plane's width
+  int64_t top, left;  ///< where input (0, 0) goes
+  int64_t lanes;
+  int64_t rows, cols;  ///< the input's rows and columns copied
+
+  PaddedPlaneCopy(const ConvShapes& s, int64_t lanes)
+      : pw(PaddedExtent(s.window, 1, s.ow)),
+        top(s.window.pad_begin[0]),
+        left(s.window.pad_begin[1]),
+        lanes(lanes),
+        rows(std::min(s.h, PaddedExtent(s.window, 0, s.oh) - top)),
+        cols(std::min(s.w, pw - left)) {}
+  /// Where input element (iy, ix) goes.
+  float* At(float* padded, int64_t iy, int64_t ix) const {
+    return padded + ((iy + top) * pw + ix + left) * lanes;
+  }
+};
+
+/// Copies the part of `plane` a window reads into `padded` (PaddedPlaneCopy), each element
+/// `lanes` floats after the previous. It writes the same positions for every plane of a conv,
+/// so the rest of `padded`, where the window reads padding, stays as zero as the buffer was
+/// made.
 void PadPlane(const ConvShapes& s, const float* plane, int64_t lanes, float* padded) {
-  const Window2D& win = s.window;
-  const int64_t ph = PaddedExtent(win, 0, s.oh);
-  const int64_t pw = PaddedExtent(win, 1, s.ow);
-  const int64_t rows = std::min(s.h, ph - win.pad_begin[0]);
-  const int64_t cols = std::min(s.w, pw - win.pad_begin[1]);
-  for (int64_t iy = 0; iy < rows; ++iy) {
-    float* to = padded + ((iy + win.pad_begin[0]) * pw + win.pad_begin[1]) * lanes;
+  const PaddedPlaneCopy copy(s, lanes);
+  for (int64_t iy = 0; iy < copy.rows; ++iy) {
+    float* to = copy.At(padded, iy, 0);
     if (lanes == 1) {
-      std::copy_n(plane + iy * s.w, cols, to);
+      std::copy_n(plane + iy * s.w, copy.cols, to);
       continue;
     }
-    for (int64_t ix = 0; ix < cols; ++ix) to[ix * lanes] = plane[iy * s.w + ix];
+    for (int64_t ix = 0; ix < copy.cols; ++ix) to[ix * lanes] = plane[iy * s.w + ix];
   }
 }
 
@@ -506,16 +523,12 @@ __attribute__((always_inline)) inline void Transpose16(Lanes16 (&rows)[16]) {
 /// 16 pixels at a time through Transpose16; the last pixels, fewer than 16, one at a time.
 __attribute__((always_inline)) inline void PadSixteenPlanes(const ConvShapes& s, const float* first,
                                                             float* padded) {
-  const Window2D& win = s.window;
-  const int64_t pw = PaddedExtent(win, 1, s.ow);
-  const int64_t rows = std::min(s.h, PaddedExtent(win, 0, s.oh) - win.pad_begin[0]);
-  const int64_t cols = std::min(s.w, pw - win.pad_begin[1]);
+  const PaddedPlaneCopy copy(s, 16);
   const int64_t plane = s.h * s.w;
   const auto to = [&](int64_t pixel) -> float* {  // where the pixel's 16 channels go, or null
     const int64_t y = pixel / s.w;
     const int64_t x = pixel % s.w;
-    if (y >= rows || x >= cols) return nullptr;
-    return padded + ((y + win.pad_begin[0]) * pw + x + win.pad_begin[1]) * 16;
+    return y < copy.rows && x < copy.cols ? copy.At(padded, y, x) : nullptr;
   };
   int64_t q = 0;
   for (; q + 16 <= plane; q += 16) {
