@@ -1,6 +1,6 @@
-"""The chart of bench/models/run.py: per model, each Kiln variant's median time over the best
-PyTorch variant's, one bar per (variant, thread count), with a line at 1.0 (as fast as PyTorch's
-best). Drawn with matplotlib (Debian: python3-matplotlib), without a display.
+"""The chart of bench/models/run.py: per model, each Kiln variant's median time over a peer's
+(ONNX Runtime's), one bar per (variant, thread count), with a line at 1.0 (as fast as the peer).
+Drawn with matplotlib, without a display.
 """
 
 MISSING = ("matplotlib is not installed (Debian: apt-get install -y python3-matplotlib); "
@@ -15,9 +15,9 @@ def available():
     return True
 
 
-def write_chart(path, ratios, models, variants, thread_counts, titles, subtitle=""):
-    """Writes the PNG at `path`. ratios: {(model, threads): {variant: ratio or None}}; a
-    missing ratio (a failed variant) leaves its bar out."""
+def write_chart(path, ratios, models, variants, thread_counts, titles, peer, subtitle=""):
+    """Writes the PNG at `path`. ratios: {(model, threads): {variant: ratio or None}}, each
+    over `peer` (its title); a missing ratio (a failed variant) leaves its bar out."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -41,8 +41,8 @@ def write_chart(path, ratios, models, variants, thread_counts, titles, subtitle=
         axes.bar_label(bars, fmt="%.2f", fontsize=7, padding=1)
     axes.axhline(1.0, color="black", linestyle="--", linewidth=1)
     axes.set_xticks(range(len(models)), models)
-    axes.set_ylabel("median time / best PyTorch's (lower is faster)")
-    axes.set_title("Kiln vs PyTorch's best on the CPU" + (f"\n{subtitle}" if subtitle else ""),
+    axes.set_ylabel(f"median time / {peer}'s (lower is faster)")
+    axes.set_title(f"Kiln vs {peer} on the CPU" + (f"\n{subtitle}" if subtitle else ""),
                    fontsize=10)
     # Outside the axes, where no bar can hide behind it.
     axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))

@@ -1,10 +1,12 @@
-"""The "Reference models: Kiln vs PyTorch on the CPU" section of docs/benchmarks.md, written by
-bench/models/run.py from its measurements: the timing table (with % of the measured peak), the
-chart's link, errors, placement, compile time and footprint, start-up. Pure functions of the
+"""The "Reference models: Kiln vs ONNX Runtime, PyTorch and TVM on the CPU" section of
+docs/benchmarks.md, written by bench/models/run.py from its measurements: the timing table (with
+% of the measured peak), the goals, the chart's link, errors, placement, compile time and
+footprint, start-up. Pure functions of the
 report dict run.py assembles (and what PyTorch runs on); no timing here.
 """
 
 import datetime
+import math
 import os
 import platform
 import statistics
@@ -14,13 +16,20 @@ import harness
 import peak
 from harness import IDLE_LIMIT_CORES, REPO
 
-SECTION = "Reference models: Kiln vs PyTorch on the CPU"
+SECTION = "Reference models: Kiln vs ONNX Runtime, PyTorch and TVM on the CPU"
 CHART = "benchmarks_models.png"  # next to the output document
 KILN = "kiln"
 ORT = "ort"
-PYTORCH_VARIANTS = ("eager", "jit_freeze", "optimize_for_inference")
+TVM = "tvm"
+TORCH_COMPILE = "torch_compile"
+PYTORCH_VARIANTS = ("eager", "jit_freeze", "optimize_for_inference", TORCH_COMPILE)
 VARIANT_TITLES = {KILN: "Kiln", ORT: "ONNX Runtime", "eager": "PyTorch eager",
-                  "jit_freeze": "`jit.freeze`", "optimize_for_inference": "`optimize_for_inference`"}
+                  "jit_freeze": "`jit.freeze`", "optimize_for_inference": "`optimize_for_inference`",
+                  TORCH_COMPILE: "`torch.compile`", TVM: "TVM (untuned)"}
+TIMED = (ORT, *PYTORCH_VARIANTS, TVM)  # the peers, in the tables' order
+BEST_PYTORCH = "best PyTorch"
+# The ratio columns: each Kiln variant over these (the best PyTorch variant stands for itself).
+RATIO_PEERS = (ORT, TORCH_COMPILE, BEST_PYTORCH, TVM)
 
 
 def plugin_variant(plugin):
@@ -81,15 +90,23 @@ def kiln_ratios(result, kilns):
     return ratios_to(result, kilns, best_pytorch(variant_stats(result, PYTORCH_VARIANTS)))
 
 
+def peer_ratios(result, kilns, peer):
+    """ratios_to `peer`, where BEST_PYTORCH stands for the fastest PyTorch variant."""
+    return kiln_ratios(result, kilns) if peer == BEST_PYTORCH else ratios_to(result, kilns, peer)
+
+
+def peer_title(peer):
+    return BEST_PYTORCH if peer == BEST_PYTORCH else VARIANT_TITLES[peer]
+
+
 def result_row(model, threads, result, flops, kilns, peaks):
-    variants = [*kilns, ORT, *PYTORCH_VARIANTS]
+    variants = [*kilns, *TIMED]
     stats = variant_stats(result, variants)
     bound = result.get("bound_variants", [])
     cells = [cell(stats[v], v in bound) if v in stats else "failed" for v in variants]
     best = best_pytorch(stats)
     ratios = [f"{r:.2f}×" if r is not None else "—"
-              for r in [*ratios_to(result, kilns, ORT).values(),
-                        *kiln_ratios(result, kilns).values()]]
+              for peer in RATIO_PEERS for r in peer_ratios(result, kilns, peer).values()]
 
     def gflops(variant):
         if variant not in stats:
@@ -105,19 +122,51 @@ def result_row(model, threads, result, flops, kilns, peaks):
 
 def results_table(results, flops, kilns, peaks):
     titles = [VARIANT_TITLES[k] for k in kilns]
-    header = ["| Model | Threads | " + " | ".join(VARIANT_TITLES[v] for v in
-                                                   [*kilns, ORT, *PYTORCH_VARIANTS]) + " | " +
-              " | ".join(f"{t} / ONNX Runtime" for t in titles) + " | " +
-              " | ".join(f"{t} / best PyTorch" for t in titles) + " | best PyTorch | " +
+    header = ["| Model | Threads | " + " | ".join(VARIANT_TITLES[v] for v in [*kilns, *TIMED]) +
+              " | " + " | ".join(f"{t} / {peer_title(peer)}" for peer in RATIO_PEERS
+                                 for t in titles) + " | best PyTorch | " +
               " | ".join(f"{t} GFLOP/s (% of peak)" for t in [*titles, "ONNX Runtime"]) +
               " | best PyTorch GFLOP/s (% of peak) |",
-              "|---|---:|" + "---:|" * (len(kilns) * 4 + len(PYTORCH_VARIANTS) + 4)]
+              "|---|---:|" + "---:|" * (len(kilns) * (2 + len(RATIO_PEERS)) + len(TIMED) + 3)]
     rows = [result_row(m, t, r, flops[m], kilns, peaks) for (m, t), r in results.items()]
     return "\n".join(header + rows)
 
 
+def geomean(values):
+    return math.exp(statistics.fmean(math.log(v) for v in values)) if values else None
+
+
+def goals_table(results, kilns):
+    """Per thread count, issue 20's goals: on how many models Kiln's best variant (the fastest
+    of `kilns` there) is no slower than ONNX Runtime, and the geometric means of Kiln's best,
+    and of its own path alone, over ONNX Runtime and `torch.compile`."""
+    lines = ["| Threads | Kiln's best no slower than ONNX Runtime | geomean: Kiln's best / "
+             "ONNX Runtime | Kiln's best / `torch.compile` | Kiln / ONNX Runtime | "
+             "Kiln / `torch.compile` |", "|---:|---:|---:|---:|---:|---:|"]
+    for threads in sorted({t for _, t in results}):
+        ratios = {(who, peer): [] for who in ("best", KILN) for peer in (ORT, TORCH_COMPILE)}
+        for (_, t), result in results.items():
+            if t != threads:
+                continue
+            stats = variant_stats(result, [*kilns, ORT, TORCH_COMPILE])
+            timed = [stats[k]["median"] for k in kilns if k in stats]
+            for peer in (ORT, TORCH_COMPILE):
+                if peer not in stats:
+                    continue
+                if timed:
+                    ratios[("best", peer)].append(min(timed) / stats[peer]["median"])
+                if KILN in stats:
+                    ratios[(KILN, peer)].append(stats[KILN]["median"] / stats[peer]["median"])
+        met = ratios[("best", ORT)]
+        means = [geomean(ratios[key]) for key in (("best", ORT), ("best", TORCH_COMPILE),
+                                                   (KILN, ORT), (KILN, TORCH_COMPILE))]
+        lines.append(f"| {threads} | {sum(r <= 1 for r in met)} of {len(met)} | " +
+                     " | ".join(f"{m:.2f}×" if m is not None else "—" for m in means) + " |")
+    return "\n".join(lines)
+
+
 def models_table(results, flops, kilns):
-    variants = [*kilns, ORT, *PYTORCH_VARIANTS]
+    variants = [*kilns, *TIMED]
     lines = ["| Model | GFLOP per run | max abs error: " +
              " | ".join(VARIANT_TITLES[v] for v in variants) + " |",
              "|---|---:|" + "---:|" * len(variants)]
@@ -167,20 +216,16 @@ def build_line(build_dir):
 
 
 def pytorch_backends():
-    """What PyTorch's CPU speed rests on: the BLAS library its generic BLAS interface resolves
-    to at run time (Debian's libblas.so.3 is an alternative: the reference BLAS, or OpenBLAS
-    once libopenblas is installed, as Kiln's setup does for the blas plugin), and MKL-DNN, which
-    optimize_for_inference uses for convolutions."""
+    """What PyTorch's CPU speed rests on, from its build configuration: the BLAS library of its
+    matrix products and the oneDNN (MKL-DNN) version of its convolutions."""
     import re
 
     import torch
 
-    torch.ones(4, 4) @ torch.ones(4, 4)  # maps the BLAS library
-    with open("/proc/self/maps") as maps:
-        blas = sorted({os.path.basename(line.split()[-1]) for line in maps
-                       if re.search(r"lib(open)?blas[^/]*\.so", line.split()[-1])})
-    mkldnn = re.search(r"MKL-DNN (v[\d.]+)", torch.__config__.show())
-    return (f"BLAS at run time: {', '.join(blas) or 'unknown'}, "
+    config = torch.__config__.show()
+    blas = re.search(r"BLAS_INFO=(\w+)", config)
+    mkldnn = re.search(r"MKL-DNN (v[\d.]+)", config)
+    return (f"BLAS: {blas.group(1) if blas else 'unknown'}, "
             f"MKL-DNN {mkldnn.group(1) if mkldnn else 'absent'}")
 
 
@@ -194,10 +239,10 @@ def quick_warning(args):
 def chart_line(chart_note):
     """The doc's line for the chart: the image, or why there is none."""
     if chart_note is None:
-        return (f"![Kiln / best PyTorch per model and thread count]({CHART})\n\n"
-                f"The chart ([{CHART}]({CHART})) shows the ratio columns: each Kiln variant's "
-                "median over the best PyTorch variant's, per thread count; below the dashed "
-                "line at 1.0 Kiln is faster.")
+        return (f"![Kiln / ONNX Runtime per model and thread count]({CHART})\n\n"
+                f"The chart ([{CHART}]({CHART})) shows the ratio columns over ONNX Runtime: "
+                "each Kiln variant's median over ONNX Runtime's, per thread count; below the "
+                "dashed line at 1.0 Kiln is faster.")
     return f"No chart: {chart_note}."
 
 
@@ -239,28 +284,33 @@ plugins itself or leaves it to `kiln.discover_plugins()` (then a second call is 
 def render(report, args, command):
     import onnxruntime
     import torch
+    import tvm
 
     results, flops = report["results"], report["flops"]
+    tvm_rounds = min(report["tvm_rounds"], args.runs)
 
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    software = (f"{build_line(args.build_dir)}; ONNX Runtime {onnxruntime.__version__} (PyPI, in "
-                f"`<build-dir>/bench-venv`); PyTorch {torch.__version__} "
-                f"({pytorch_backends()}); Python {platform.python_version()}")
+    software = (f"{build_line(args.build_dir)}; from PyPI, in `<build-dir>/bench-venv-peers`: "
+                f"ONNX Runtime {onnxruntime.__version__}, PyTorch {torch.__version__} "
+                f"({pytorch_backends()}), TVM {tvm.__version__}; Python "
+                f"{platform.python_version()}")
     return f"""## {SECTION}
 
 Latency of one batch-1 inference of each reference model (tests/models/make_reference_models.py:
 random weights, seed 0; 3x224x224 images, the encoder (1, 128, 256)) compiled by Kiln, next to
-ONNX Runtime running the same ONNX file and PyTorch run three ways, with the same number of
-threads.
+ONNX Runtime and TVM running the same ONNX file and PyTorch 2.x run four ways, with the same
+number of threads.
 
 - Machine: {harness.cpu_model()}, {os.cpu_count()} CPUs; Linux {platform.release()};
   measured peak fp32: {peak.describe(report["peaks"])}
 - Build: {software}; {date}
 - Command: `{command}` (source: `bench/models/run.py`){quick_warning(args)}
 - Method: one process per (model, thread count), because Kiln reads `KILN_NUM_THREADS` once;
-  PyTorch gets `torch.set_num_threads` with the same count. {args.warmup} warm-up call(s) each,
-  then {args.runs} rounds calling each Kiln variant, ONNX Runtime and the three PyTorch variants
-  once each, round-robin;
+  PyTorch gets `torch.set_num_threads` with the same count, TVM `TVM_NUM_THREADS`.
+  {args.warmup} warm-up call(s) each,
+  then {args.runs} rounds calling each Kiln variant, ONNX Runtime and the four PyTorch variants
+  once each, round-robin (TVM: one warm-up call and the first {tvm_rounds} rounds only: its
+  untuned kernels take up to seconds a run);
   times in ms as median (min–max) of the rounds. Timing starts only when the rest of the
   machine uses under {IDLE_LIMIT_CORES:.0%} of a core, and a model whose rounds overlapped more
   than that is timed again. GFLOP/s is 2 x the multiply-adds of convolutions, linear layers and
@@ -272,7 +322,13 @@ threads.
   (`session.intra_op.allow_spinning` = 0, so its threads do not take the cores from the variant
   timed next);
   `jit.freeze` is `torch.jit.freeze(torch.jit.script(model))`, `optimize_for_inference` is
-  `torch.jit.optimize_for_inference(torch.jit.script(model))`; all PyTorch runs under no_grad.
+  `torch.jit.optimize_for_inference(torch.jit.script(model))`, `torch.compile` is
+  `torch.compile(model)` (Inductor, default mode, compiled by one call before the warm-up); all
+  PyTorch runs under no_grad. PyTorch 2.x builds each model from the same seed as the export
+  (by Debian's PyTorch 1.13), and its outputs match the reference (table below).
+  TVM: the Relax ONNX frontend's module, `DecomposeOpsForInference`, `tvm.compile` for the
+  target `llvm` (TVM's generic x86-64 CPU: naming this machine's made untuned kernels slower)
+  with no tuning (MetaSchedule would take hours per model), run by Relax's VirtualMachine.
 - Peak: `kiln_peak_flops` (bench/common/peak_flops.cc, built with `-O3 -march=native`), run
   before the models, on the idle machine: {peak.KERNEL}; threads pinned one per physical core.
 - `OMP_WAIT_POLICY={args.omp_wait_policy}` for every variant: PyTorch and oneDNN use OpenMP
@@ -292,12 +348,12 @@ threads.
 
 {chart_line(report["chart_note"])}
 
-A ratio above 1 means that Kiln variant is slower than ONNX Runtime, or than the fastest PyTorch
-variant. The Build line
-says which BLAS library PyTorch's matrix products ran on: Debian's PyTorch calls the system
-`libblas.so.3`, which is OpenBLAS once `libopenblas` is installed (Kiln's setup installs it for
-the blas plugin) and the slow reference BLAS otherwise; `optimize_for_inference` runs
-convolutions on MKL-DNN either way.
+A ratio above 1 means that Kiln variant is slower than that peer (best PyTorch: the fastest of
+the four PyTorch variants).
+
+Issue 20's goals, per thread count: Kiln's best is, per model, the faster of its variants.
+
+{goals_table(results, kiln_variants(args))}
 
 Max abs error: each variant's output against the reference output, PyTorch's in float64
 (tests/models), at the first thread count.

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Reference models on the CPU: Kiln against ONNX Runtime and PyTorch, the one command.
+"""Reference models on the CPU: Kiln against ONNX Runtime, PyTorch and TVM, the one command.
 
     /usr/bin/python3 bench/models/run.py [--models M ...] [--threads 1 2] [--runs 30] [--quick]
 
@@ -8,7 +8,10 @@
    and a ViT, an NLP encoder and a decoder from the `transformers` package, which the bench
    venv holds) in <build-dir>/models unless they are up to date, and counts each model's FLOPs
    once: 2 x the multiply-adds of its convolutions, linear layers and attention matmuls, from
-   forward hooks (elementwise ops, pooling and normalization are not counted).
+   forward hooks (elementwise ops, pooling and normalization are not counted). Both run on
+   Debian's PyTorch 1.13, in <build-dir>/bench-venv; everything else runs in
+   <build-dir>/bench-venv-peers, the peers' own stack (bench/models/peers.py), which the script
+   makes on first use and re-executes itself in.
 2. Measures, before any model is timed, the peak fp32 throughput at 1 thread, at each thread
    count and at one thread per core (kiln_peak_flops, bench/common/peak.py), and Kiln's
    start-up: `import kiln`, then plugin and backend discovery (bench/models/footprint.py).
@@ -18,24 +21,24 @@
    and calls torch.set_num_threads(N), and checks that both took effect.
 4. The worker compiles the ONNX model (--opset) with kiln.build twice: the default CPU path,
    and with each BYOC plugin of --plugins (default: dnnl, when the build has it; its placement
-   report is kept in the notes), opens the same file in ONNX Runtime (bench/common/ort_peer.py:
-   the pinned onnxruntime from PyPI, in <build-dir>/bench-venv, which the script makes on first
-   use and re-executes itself in), and prepares
-   PyTorch eager (under no_grad), torch.jit.freeze(torch.jit.script(model)) and
+   report is kept in the notes), opens the same file in ONNX Runtime (bench/common/ort_peer.py,
+   the pinned onnxruntime from PyPI) and in TVM (compiled without tuning), and prepares, with
+   PyTorch 2.x from PyPI, eager (under no_grad), torch.jit.freeze(torch.jit.script(model)),
    torch.jit.optimize_for_inference(torch.jit.script(model)) (torch.jit.trace where scripting
-   fails); checks every variant's output against the stored reference (PyTorch in float64);
-   warms each up; then times them interleaved round-robin (the starting variant rotates each
-   round), so a slow spell of the machine hits all of them alike.
+   fails) and torch.compile(model); checks every variant's output against the stored reference
+   (PyTorch in float64); warms each up; then times them interleaved round-robin (the starting
+   variant rotates each round), so a slow spell of the machine hits all of them alike. TVM,
+   whose untuned kernels take seconds, joins the first peers.TVM_ROUNDS rounds only.
 5. Refuses a busy machine: before each worker (and the peak, and the start-up) it waits (up to
    60 s) until other processes use under 15% of a core (/proc/stat); a worker whose timed
    rounds overlapped more than that from other processes is run again (3 attempts), never
    reported. --quick only warns.
 6. Measures each model's footprint in fresh processes: peak RSS of compile and of inference,
    artifact size (bench/models/footprint.py); memory needs no idle machine.
-7. Replaces the "Reference models: Kiln vs PyTorch on the CPU" section of docs/benchmarks.md
-   (other sections are kept; bench/models/report.py writes it) and draws the ratios in
-   docs/benchmarks_models.png (bench/models/chart.py; needs python3-matplotlib, else the
-   section says there is no chart). --quick writes no file unless --output is given.
+7. Replaces the "Reference models: Kiln vs ONNX Runtime, PyTorch and TVM on the CPU" section of
+   docs/benchmarks.md (other sections are kept; bench/models/report.py writes it) and draws the
+   ratios in docs/benchmarks_models.png (bench/models/chart.py, with the peers' venv's
+   matplotlib). --quick writes no file unless --output is given.
 """
 
 import argparse
@@ -49,15 +52,16 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "common"))
 import harness  # noqa: E402  (bench/common/harness.py: idle checks, build, doc sections)
-import ort_peer  # noqa: E402  (bench/common/ort_peer.py: ONNX Runtime, in the bench venv)
+import ort_peer  # noqa: E402  (bench/common/ort_peer.py: the ONNX Runtime session)
 import peak  # noqa: E402  (bench/common/peak.py: measured peak fp32 throughput)
 from harness import IDLE_LIMIT_CORES, REPO, log  # noqa: E402
 
 import chart  # noqa: E402  (bench/models/chart.py: the ratios' PNG)
 import footprint  # noqa: E402  (bench/models/footprint.py: memory, artifact size, start-up)
+import peers  # noqa: E402  (bench/models/peers.py: PyTorch 2.x and TVM, in their venv)
 from report import (  # noqa: E402  (bench/models/report.py: the document)
-    CHART, KILN, ORT, SECTION, VARIANT_TITLES, kiln_ratios, kiln_variants, merge_placements,
-    plugin_variant, render)
+    CHART, KILN, ORT, SECTION, TVM, VARIANT_TITLES, kiln_variants, merge_placements,
+    plugin_variant, ratios_to, render)
 
 harness.set_name("models")
 
@@ -138,6 +142,8 @@ def make_pytorch_variants(model, example):
         "jit_freeze": lambda: (lambda s: (torch.jit.freeze(s[0]), s[1]))(scripted()),
         "optimize_for_inference":
             lambda: (lambda s: (torch.jit.optimize_for_inference(s[0]), s[1]))(scripted()),
+        "torch_compile":
+            lambda: (peers.torch_compiled(model, example), "torch.compile, Inductor"),
     }
     variants, errors = {}, {}
     for name, make in makers.items():
@@ -189,17 +195,21 @@ def cpu_snapshot():
     return harness.read_cpu_times()[0], usage.ru_utime + usage.ru_stime, time.monotonic()
 
 
-def time_round_robin(variants, runs, warmup):
+def time_round_robin(variants, runs, warmup, capped=None):
     """{variant: [ms, ...]}: `warmup` untimed calls each, then `runs` rounds calling every
-    variant once, the first of each round rotating."""
+    variant once, the first of each round rotating. A variant in `capped` ({variant: rounds})
+    gets one warm-up call and is timed in that many rounds only, the first ones."""
+    capped = capped or {}
     names = list(variants)
     for name in names:
-        for _ in range(warmup):
+        for _ in range(min(warmup, 1) if name in capped else warmup):
             variants[name]()
     times = {name: [] for name in names}
     for round_index in range(runs):
         shift = round_index % len(names)
         for name in names[shift:] + names[:shift]:
+            if len(times[name]) >= capped.get(name, runs):
+                continue
             start = time.perf_counter()
             variants[name]()
             times[name].append((time.perf_counter() - start) * 1e3)
@@ -252,6 +262,12 @@ def worker(spec):
         result["how"][ORT] = "onnxruntime.InferenceSession, CPUExecutionProvider"
     except Exception as error:  # noqa: BLE001  (reported in the table; others still timed)
         result["errors"][ORT] = f"{type(error).__name__}: {str(error).splitlines()[0][:300]}"
+    if not spec["omp_bind"]:  # TVM runs its own pool, which OpenMP's binding does not touch
+        try:
+            variants[TVM] = peers.tvm_call(spec["onnx_path"], x, threads)
+            result["how"][TVM] = "tvm.compile of the Relax ONNX frontend's module, untuned"
+        except Exception as error:  # noqa: BLE001  (reported in the table; others still timed)
+            result["errors"][TVM] = f"{type(error).__name__}: {str(error).splitlines()[0][:300]}"
     pytorch, errors = make_pytorch_variants(model, example)
     result["errors"].update(errors)
     for name, (run, how) in pytorch.items():
@@ -267,7 +283,8 @@ def worker(spec):
         for name, run in variants.items()}
 
     begin = cpu_snapshot()
-    result["times_ms"] = time_round_robin(variants, spec["runs"], spec["warmup"])
+    result["times_ms"] = time_round_robin(variants, spec["runs"], spec["warmup"],
+                                          {TVM: min(peers.TVM_ROUNDS, spec["runs"])})
     result["others_cores"] = others_busy_cores(begin, cpu_snapshot())
     return result
 
@@ -280,18 +297,20 @@ def worker_main(spec_json):
 # ---- the parent: models, idle checks, workers -----------------------------------------------
 
 
-def ensure_models(models_dir, models, opset):
+def ensure_models(python, models_dir, models, opset):
+    """Makes the models with `python` (peers.generator_python: Debian's PyTorch, with
+    transformers for bert_hf and gpt2_decoder)."""
     log(f"reference models in {models_dir}")
-    # sys.executable: the bench venv's python, where transformers imports (bert_hf, gpt2_decoder).
-    subprocess.run([sys.executable, harness.MODEL_GENERATOR, models_dir, "--models", *models,
+    subprocess.run([python, harness.MODEL_GENERATOR, models_dir, "--models", *models,
                     "--opsets", str(opset)],
                    check=True)
 
 
-def flops_per_model(models):
-    """{model: FLOPs}, counted in a child process so that the parent, which only waits while
-    the workers are timed, never holds PyTorch's threads or a model's memory."""
-    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--count-flops", *models],
+def flops_per_model(python, models):
+    """{model: FLOPs}, counted by `python` (as ensure_models) in a child process, so that the
+    parent, which only waits while the workers are timed, never holds PyTorch's threads or a
+    model's memory."""
+    out = subprocess.run([python, os.path.abspath(__file__), "--count-flops", *models],
                          check=True, stdout=subprocess.PIPE, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -313,6 +332,7 @@ def kiln_env(build_dir, threads, omp_wait_policy, omp_bind=False):
     env.update({"PYTHONPATH": os.path.join(build_dir, "python"),
                 "KILN_PLUGIN_PATH": os.path.join(build_dir, "lib", "kiln", "plugins"),
                 "KILN_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads),
+                "TVM_NUM_THREADS": str(threads),
                 # By default idle OpenMP threads sleep instead of spinning: PyTorch and oneDNN
                 # (Kiln + dnnl) both run on OpenMP, next to Kiln's own pool, and a pool spinning
                 # after one variant's call steals the cores of the next one in the process.
@@ -328,7 +348,7 @@ def kiln_env(build_dir, threads, omp_wait_policy, omp_bind=False):
 def run_worker(spec, build_dir):
     env = kiln_env(build_dir, spec["threads"], spec["omp_wait_policy"], spec["omp_bind"])
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    # sys.executable: the bench venv's python, where ONNX Runtime imports (main re-executes there).
+    # sys.executable: the peers' venv's python (main re-executes there).
     proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", json.dumps(spec)],
                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = [line for line in proc.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
@@ -370,9 +390,9 @@ def measure(spec, build_dir, quick):
 
 def parse_args(argv, models):
     parser = argparse.ArgumentParser(
-        description="Time Kiln against ONNX Runtime and PyTorch (eager, jit.freeze, "
-                    "optimize_for_inference) on the reference models, interleaved, on an idle "
-                    "machine, and write the "
+        description="Time Kiln against ONNX Runtime, PyTorch (eager, jit.freeze, "
+                    "optimize_for_inference, torch.compile) and untuned TVM on the reference "
+                    "models, interleaved, on an idle machine, and write the "
                     f"'{SECTION}' section of docs/benchmarks.md.",
         epilog="Run it when no build or test is running: it refuses a busy machine. "
                "Models: " + ", ".join(models))
@@ -461,8 +481,8 @@ def draw_chart(results, args):
         return "python3-matplotlib was not installed where this was generated"
     path = os.path.join(os.path.dirname(os.path.abspath(args.output)), CHART)
     kilns = kiln_variants(args)
-    chart.write_chart(path, {key: kiln_ratios(r, kilns) for key, r in results.items()},
-                      args.models, kilns, args.threads, VARIANT_TITLES,
+    chart.write_chart(path, {key: ratios_to(r, kilns, ORT) for key, r in results.items()},
+                      args.models, kilns, args.threads, VARIANT_TITLES, VARIANT_TITLES[ORT],
                       subtitle=f"batch 1; {harness.cpu_model()}")
     log(f"wrote {os.path.relpath(path, REPO)}")
     return None
@@ -478,13 +498,14 @@ def main(argv=None):
     args = parse_args(argv, list(generator.ALL_MODELS))
     if not args.no_build:
         harness.build(args.build_dir, ["all"], what="Kiln")
-    ort_peer.enter_venv(args.build_dir, __file__, argv)
+    peers.enter_venv(args.build_dir, __file__, argv)
     try:
         peak_flops = peak.binary(args.build_dir)
     except FileNotFoundError as error:
         harness.fail(str(error))
-    ensure_models(args.models_dir, args.models, args.opset)
-    flops = flops_per_model(args.models)
+    generator_python = peers.generator_python(args.build_dir)
+    ensure_models(generator_python, args.models_dir, args.models, args.opset)
+    flops = flops_per_model(generator_python, args.models)
     for model in args.models:
         log(f"{model}: {flops[model] / 1e9:.2f} GFLOP per run")
 
@@ -516,7 +537,7 @@ def main(argv=None):
     footprints, baselines = measure_footprints(args, generator, env)
     report = {"results": results, "flops": flops, "peaks": peaks, "startup": startup,
               "footprints": footprints, "baselines_mib": baselines,
-              "chart_note": draw_chart(results, args)}
+              "chart_note": draw_chart(results, args), "tvm_rounds": peers.TVM_ROUNDS}
     command = " ".join(["/usr/bin/python3", "bench/models/run.py"] +
                        [shlex.quote(a) for a in argv])
     section = render(report, args, command)

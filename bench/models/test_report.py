@@ -115,19 +115,38 @@ def test_ratios_to_onnx_runtime_are_none_where_it_failed():
     assert report.ratios_to(failed, KILNS, report.ORT) == {report.KILN: None, DNNL: None}
 
 
+def test_ratios_to_torch_compile_and_to_the_best_pytorch_variant():
+    result = timing_result({report.KILN: 30.0, DNNL: 5.0, "eager": 20.0,
+                            report.TORCH_COMPILE: 15.0, report.TVM: 600.0})
+    assert report.peer_ratios(result, KILNS, report.TORCH_COMPILE) == {report.KILN: 2.0,
+                                                                       DNNL: 5.0 / 15.0}
+    assert report.peer_ratios(result, KILNS, report.BEST_PYTORCH) == {report.KILN: 2.0,
+                                                                      DNNL: 5.0 / 15.0}
+    assert report.peer_ratios(result, KILNS, report.TVM) == {report.KILN: 0.05,
+                                                             DNNL: 5.0 / 600.0}
+
+
+def row_cells(table):
+    """{column title: cell} of a one-row results table."""
+    header, separator, row = table.splitlines()
+    titles = [c.strip() for c in header.strip("|").split("|")]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert len(titles) == len(cells) == len(separator.strip("|").split("|"))
+    return dict(zip(titles, cells))
+
+
 def test_results_row_gives_gflops_and_share_of_peak_at_its_thread_count():
     # 2 GFLOP in 10 ms: 200 GFLOP/s, 44% of the 2-thread peak of 450.
     result = timing_result({report.KILN: 10.0, report.ORT: 8.0, "eager": 20.0,
                             "optimize_for_inference": 40.0})
-    table = report.results_table({("resnet18", 2): result}, {"resnet18": 2e9}, KILNS, PEAKS)
-    header, _, row = table.splitlines()
-    titles = [c.strip() for c in header.strip("|").split("|")]
-    cells = dict(zip(titles, [c.strip() for c in row.strip("|").split("|")]))
-    assert len(titles) == len(row.strip("|").split("|"))
+    cells = row_cells(report.results_table({("resnet18", 2): result}, {"resnet18": 2e9}, KILNS,
+                                           PEAKS))
     assert cells["Model"] == "resnet18" and cells["Threads"] == "2"
     assert cells["Kiln + dnnl"] == "failed"  # never timed
     assert cells["Kiln / ONNX Runtime"] == "1.25×" and cells["Kiln + dnnl / ONNX Runtime"] == "—"
     assert cells["Kiln / best PyTorch"] == "0.50×" and cells["best PyTorch"] == "PyTorch eager"
+    assert cells["TVM (untuned)"] == "failed" and cells["Kiln / TVM (untuned)"] == "—"
+    assert cells["Kiln / `torch.compile`"] == "—"
     assert cells["Kiln GFLOP/s (% of peak)"] == "200.0 (44%)"
     assert cells["ONNX Runtime GFLOP/s (% of peak)"] == "250.0 (56%)"
     assert cells["best PyTorch GFLOP/s (% of peak)"] == "100.0 (22%)"
@@ -140,11 +159,45 @@ def test_each_variant_is_reported_from_its_faster_placement_and_marked_when_boun
     assert merged["bound_variants"] == ["eager"]
     assert {v: t[0] for v, t in merged["times_ms"].items()} == {
         report.KILN: 10.0, "eager": 15.0, "optimize_for_inference": 40.0}
-    row = report.results_table({("resnet18", 2): merged}, {"resnet18": 2e9}, KILNS,
-                               PEAKS).splitlines()[2]
-    cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[2] == "10.00 (10.00–10.00)" and cells[5] == "15.00 (15.00–15.00) †"
-    assert cells[12] == "PyTorch eager"
+    cells = row_cells(report.results_table({("resnet18", 2): merged}, {"resnet18": 2e9}, KILNS,
+                                           PEAKS))
+    assert cells["Kiln"] == "10.00 (10.00–10.00)"
+    assert cells["PyTorch eager"] == "15.00 (15.00–15.00) †"
+    assert cells["best PyTorch"] == "PyTorch eager"
+
+
+def test_goals_take_the_faster_kiln_variant_per_model_and_geometric_means():
+    results = {
+        # Kiln's best is dnnl's (8 ms): 0.8 of ORT, 2.0 of torch.compile; its own path 2.0, 5.0.
+        ("resnet18", 1): timing_result({report.KILN: 20.0, DNNL: 8.0, report.ORT: 10.0,
+                                        report.TORCH_COMPILE: 4.0}),
+        # Its own path is the faster (5 ms): 1.25 of ORT, 0.5 of torch.compile.
+        ("vit_b_32", 1): timing_result({report.KILN: 5.0, DNNL: 50.0, report.ORT: 4.0,
+                                        report.TORCH_COMPILE: 10.0}),
+        # torch.compile failed: the model counts against ORT only.
+        ("bert_hf", 1): timing_result({report.KILN: 9.0, report.ORT: 9.0}),
+        ("resnet18", 2): timing_result({report.KILN: 10.0, report.ORT: 5.0}),
+    }
+    rows = report.goals_table(results, KILNS).splitlines()[2:]
+    assert [c.strip() for c in rows[0].strip("|").split("|")] == [
+        "1", "2 of 3", f"{(0.8 * 1.25 * 1.0) ** (1 / 3):.2f}×", "1.00×",
+        f"{(2.0 * 1.25 * 1.0) ** (1 / 3):.2f}×", f"{(5.0 * 0.5) ** 0.5:.2f}×"]
+    assert [c.strip() for c in rows[1].strip("|").split("|")] == [
+        "2", "0 of 1", "2.00×", "—", "2.00×", "—"]
+
+
+def test_a_capped_variant_is_warmed_once_and_timed_in_the_first_rounds_only():
+    calls = {"fast": 0, "slow": 0}
+
+    def counter(name):
+        def call():
+            calls[name] += 1
+        return call
+
+    times = run.time_round_robin({"fast": counter("fast"), "slow": counter("slow")}, runs=5,
+                                 warmup=3, capped={"slow": 2})
+    assert {name: len(t) for name, t in times.items()} == {"fast": 5, "slow": 2}
+    assert calls == {"fast": 3 + 5, "slow": 1 + 2}
 
 
 def test_footprint_table_gives_total_and_over_each_variants_baseline():
@@ -183,7 +236,7 @@ def test_chart_is_a_png_and_survives_a_failed_variant(tmp_path):
     ratios[("resnet50", 2)][DNNL] = None
     path = tmp_path / report.CHART
     chart.write_chart(str(path), ratios, models, KILNS, [1, 2], report.VARIANT_TITLES,
-                      subtitle="test")
+                      "ONNX Runtime", subtitle="test")
     with open(path, "rb") as f:
         assert f.read(8) == PNG_MAGIC
 
