@@ -24,7 +24,8 @@ TVM = "tvm"
 TORCH_COMPILE = "torch_compile"
 PYTORCH_VARIANTS = ("eager", "jit_freeze", "optimize_for_inference", TORCH_COMPILE)
 VARIANT_TITLES = {KILN: "Kiln", ORT: "ONNX Runtime", "eager": "PyTorch eager",
-                  "jit_freeze": "`jit.freeze`", "optimize_for_inference": "`optimize_for_inference`",
+                  "jit_freeze": "`jit.freeze`",
+                  "optimize_for_inference": "`optimize_for_inference`",
                   TORCH_COMPILE: "`torch.compile`", TVM: "TVM (untuned)"}
 TIMED = (ORT, *PYTORCH_VARIANTS, TVM)  # the peers, in the tables' order
 BEST_PYTORCH = "best PyTorch"
