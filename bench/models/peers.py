@@ -12,7 +12,8 @@ requirements (peer_venv's `resolve`); numpy there is the wheel's, which the buil
 imports as well. The reference models are still made, and their FLOPs counted, by Debian's
 PyTorch in <build-dir>/bench-venv, so the ONNX files Kiln compiles do not change with the peers'
 versions; PyTorch 2.x builds the same modules from the same seed, and the worker checks every
-variant's output against the stored reference.
+variant's output against the stored reference. The venv takes about 3 GB of downloads (PyPI's
+PyTorch wheels bring the CUDA libraries they link, unused here) and 7 GB of disk, once.
 """
 
 import os
