@@ -50,7 +50,7 @@ def child_compile(spec):
     import kiln.frontend
 
     executable = kiln.build(kiln.frontend.from_onnx(spec["onnx_path"]),
-                            plugins=list(spec["plugins"]))
+                            plugins=list(spec["plugins"]), placement=spec["placement"])
     result = {"rss_mib": peak_rss_mib()}
     executable.export_library(spec["artifact"])
     result["artifact_mib"] = os.path.getsize(spec["artifact"]) / 2**20

@@ -29,6 +29,10 @@ VARIANT_TITLES = {KILN: "Kiln", ORT: "ONNX Runtime", "eager": "PyTorch eager",
                   TORCH_COMPILE: "`torch.compile`", TVM: "TVM (untuned)"}
 TIMED = (ORT, *PYTORCH_VARIANTS, TVM)  # the peers, in the tables' order
 BEST_PYTORCH = "best PyTorch"
+PLACEMENTS = {  # how "Kiln + <plugin>" was placed (run.py's --placement), as the doc says it
+    "measured": "`measured` (a region goes to the plugin only where it ran faster there than on "
+                "Kiln's own path when both were measured at build time, docs/design.md §26)",
+    "greedy": "`greedy` (the plugin takes every op it can)"}
 # The ratio columns: each Kiln variant over these (the best PyTorch variant stands for itself).
 RATIO_PEERS = (ORT, TORCH_COMPILE, BEST_PYTORCH, TVM)
 
@@ -183,7 +187,8 @@ def models_table(results, flops, kilns):
 
 
 def placement_notes(results):
-    """Per model and plugin, the summary lines of the placement report (first thread count)."""
+    """Per model and plugin, the summary lines of the placement report and, with measured
+    placement, each region's costs and where it went (first thread count)."""
     notes, seen = [], set()
     for (model, _), result in results.items():
         for variant, report in result.get("placement", {}).items():
@@ -191,7 +196,7 @@ def placement_notes(results):
                 continue
             seen.add((model, variant))
             summary = [line.strip() for line in report.splitlines()[1:]
-                       if line.startswith("  ") and "op calls" in line]
+                       if line.startswith("  ") and ("op calls" in line or " ms vs " in line)]
             notes.append(f"- {model}, {VARIANT_TITLES[variant]}: " + "; ".join(summary))
     return ("\n\nWhere the ops ran (placement report):\n\n" + "\n".join(notes)) if notes else ""
 
@@ -289,6 +294,7 @@ def render(report, args, command):
 
     results, flops = report["results"], report["flops"]
     tvm_rounds = min(report["tvm_rounds"], args.runs)
+    placement_text = PLACEMENTS[args.placement]
 
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     software = (f"{build_line(args.build_dir)}; from PyPI, in `<build-dir>/bench-venv-peers`: "
@@ -317,7 +323,7 @@ number of threads.
   than that is timed again. GFLOP/s is 2 x the multiply-adds of convolutions, linear layers and
   attention matmuls over the median time; its % of peak is against the measured peak at the
   same thread count. Kiln runs the ONNX export at opset {args.opset},
-  on its own CPU path and, as "Kiln + <plugin>", with that BYOC plugin taking what it can;
+  on its own CPU path and, as "Kiln + <plugin>", with that BYOC plugin, placed {placement_text};
   ONNX Runtime: one `InferenceSession` of the same file, `CPUExecutionProvider`,
   `ORT_ENABLE_ALL`, `intra_op_num_threads` = the thread count, idle spinning off
   (`session.intra_op.allow_spinning` = 0, so its threads do not take the cores from the variant

@@ -20,8 +20,11 @@
    process cannot switch thread counts; the worker gets KILN_NUM_THREADS=N in its environment
    and calls torch.set_num_threads(N), and checks that both took effect.
 4. The worker compiles the ONNX model (--opset) with kiln.build twice: the default CPU path,
-   and with each BYOC plugin of --plugins (default: dnnl, when the build has it; its placement
-   report is kept in the notes), opens the same file in ONNX Runtime (bench/common/ort_peer.py,
+   and with each BYOC plugin of --plugins (default: dnnl, when the build has it), placed by
+   --placement (default measured: a region goes to the plugin only where it ran faster there
+   when measured at build time, docs/design.md §26; the costs are measured afresh in each run
+   of the script, cached in <build-dir>/bench-placement-cache; its placement report is kept
+   in the notes), opens the same file in ONNX Runtime (bench/common/ort_peer.py,
    the pinned onnxruntime from PyPI) and in TVM (compiled without tuning), and prepares, with
    PyTorch 2.x from PyPI, eager (under no_grad), torch.jit.freeze(torch.jit.script(model)),
    torch.jit.optimize_for_inference(torch.jit.script(model)) (torch.jit.trace where scripting
@@ -45,6 +48,7 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -161,9 +165,9 @@ def make_pytorch_variants(model, example):
     return variants, errors
 
 
-def make_kiln_variant(onnx_path, x, plugins=()):
+def make_kiln_variant(onnx_path, x, plugins=(), placement="greedy"):
     """(callable, compile seconds, placement report) for the model compiled by kiln.build,
-    with the BYOC `plugins` when given."""
+    with the BYOC `plugins` when given, placed by `placement` (docs/design.md §26)."""
     import contextlib
     import io
 
@@ -174,7 +178,7 @@ def make_kiln_variant(onnx_path, x, plugins=()):
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         executable = kiln.build(kiln.frontend.from_onnx(onnx_path), plugins=list(plugins),
-                                report=bool(plugins))
+                                report=bool(plugins), placement=placement)
     compile_s = time.monotonic() - start
     return (lambda: executable.run(input=x)), compile_s, printed.getvalue()
 
@@ -250,8 +254,9 @@ def worker(spec):
         name = plugin_variant(plugins[0]) if plugins else KILN
         try:
             variants[name], result["compile_s"][name], report = make_kiln_variant(
-                spec["onnx_path"], x, plugins)
-            result["how"][name] = f"kiln.build(plugins={plugins}), ONNX opset {spec['opset']}"
+                spec["onnx_path"], x, plugins, spec["placement"])
+            result["how"][name] = (f"kiln.build(plugins={plugins}, placement="
+                                   f"{spec['placement']!r}), ONNX opset {spec['opset']}")
             if report:
                 result["placement"][name] = report
         except Exception as error:  # noqa: BLE001  (reported in the table; others still timed)
@@ -411,6 +416,10 @@ def parse_args(argv, models):
     parser.add_argument("--plugins", nargs="*", default=None, metavar="NAME",
                         help="BYOC plugins to time Kiln with, one variant each (default: dnnl "
                              "when the build has libkiln_dnnl.so; none: --plugins)")
+    parser.add_argument("--placement", default="measured", choices=["measured", "greedy"],
+                        help="how Kiln + <plugin> places regions (default measured: a region "
+                             "goes to the plugin only where it runs faster there, measured at "
+                             "build time; greedy: the plugin takes every op it can)")
     parser.add_argument("--omp-wait-policy", default="PASSIVE", choices=["PASSIVE", "ACTIVE"],
                         help="OMP_WAIT_POLICY of the workers (default PASSIVE: idle OpenMP "
                              "threads sleep, so one variant's threads do not slow the next)")
@@ -464,7 +473,7 @@ def measure_footprints(args, generator, env):
     footprints = {}
     for model in args.models:
         log(f"{model}: peak memory of compile and inference, artifact size")
-        spec = {"model": model,
+        spec = {"model": model, "placement": args.placement,
                 "onnx_path": generator.onnx_path(args.models_dir, model, args.opset),
                 "npz_path": generator.npz_path(args.models_dir, model)}
         footprints[model] = footprint.measure_model(spec, variants, env, log)
@@ -499,6 +508,11 @@ def main(argv=None):
     if not args.no_build:
         harness.build(args.build_dir, ["all"], what="Kiln")
     peers.enter_venv(args.build_dir, __file__, argv)
+    # Measured placement decides afresh in every run of the benchmark, never from costs cached
+    # by older kernels; the workers and footprint children of this run share the cache.
+    placement_cache = os.path.join(args.build_dir, "bench-placement-cache")
+    shutil.rmtree(placement_cache, ignore_errors=True)
+    os.environ["KILN_CACHE_DIR"] = placement_cache
     try:
         peak_flops = peak.binary(args.build_dir)
     except FileNotFoundError as error:
@@ -523,7 +537,7 @@ def main(argv=None):
         for model in args.models:
             spec = {"model": model, "threads": threads, "runs": args.runs,
                     "plugins": args.plugins, "omp_wait_policy": args.omp_wait_policy,
-                    "warmup": args.warmup, "opset": args.opset,
+                    "warmup": args.warmup, "opset": args.opset, "placement": args.placement,
                     "onnx_path": generator.onnx_path(args.models_dir, model, args.opset),
                     "npz_path": generator.npz_path(args.models_dir, model)}
             results[(model, threads)] = measure(dict(spec, omp_bind=False), args.build_dir,

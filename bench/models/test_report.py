@@ -200,6 +200,19 @@ def test_a_capped_variant_is_warmed_once_and_timed_in_the_first_rounds_only():
     assert calls == {"fast": 3 + 5, "slow": 1 + 2}
 
 
+def test_placement_notes_keep_the_summary_and_the_measured_costs_of_regions():
+    text = ("placement of 302 op calls among [dnnl] (host: Kiln's CPU path)\n"
+            "  host      302 op calls\n"
+            "per op:\n"
+            "  host      add x101\n"
+            "regions by cost (per run: the compiler's, then Kiln's CPU path's):\n"
+            "  kiln_dnnl_0 (dnnl): 78.051 ms vs 17.198 ms (measured), returned to the host\n")
+    result = dict(timing_result({}), placement={DNNL: text})
+    assert report.placement_notes({("regnet_y_400mf", 1): result}).splitlines()[-1] == (
+        "- regnet_y_400mf, Kiln + dnnl: host      302 op calls; kiln_dnnl_0 (dnnl): 78.051 ms "
+        "vs 17.198 ms (measured), returned to the host")
+
+
 def test_footprint_table_gives_total_and_over_each_variants_baseline():
     footprints = {"resnet18": {
         report.KILN: {"compile_rss_mib": 210.0, "infer_rss_mib": 120.0, "artifact_mib": 45.04},
