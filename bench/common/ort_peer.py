@@ -26,16 +26,17 @@ PROBE = ("import numpy, onnx, torch, onnxruntime, transformers; "
          "print(onnxruntime.__version__, numpy.__version__)")
 
 
-def enter_venv(build_dir, script, argv):
-    """Re-executes `script` with `argv` in <build_dir>/bench-venv (made on first use) unless it
-    runs there already, then makes <build_dir>/python's kiln importable; fails when Kiln is not
-    built there."""
+def enter_venv(build_dir, script, argv, venv="bench-venv", packages=None, probe=PROBE,
+               resolve=False):
+    """Re-executes `script` with `argv` in <build_dir>/<venv> (made on first use with
+    `packages`, by default PACKAGES; see peer_venv for `resolve`) unless it runs there already,
+    then makes <build_dir>/python's kiln importable; fails when Kiln is not built there."""
     kiln_python = os.path.join(build_dir, "python")
     if not os.path.isdir(os.path.join(kiln_python, "kiln")):
         harness.fail(f"no kiln package in {kiln_python}: build Kiln there first "
                      "(cmake --build <build-dir>)")
-    peer_venv.reexec_in(os.path.join(build_dir, "bench-venv"), PACKAGES, PROBE, script, argv,
-                        harness.log)
+    peer_venv.reexec_in(os.path.join(build_dir, venv), packages or PACKAGES, probe, script, argv,
+                        harness.log, resolve=resolve)
     sys.path.insert(0, kiln_python)
 
 

@@ -17,7 +17,6 @@ PyTorch wheels bring the CUDA libraries they link, unused here) and 7 GB of disk
 """
 
 import os
-import sys
 
 import harness
 import ort_peer
@@ -41,13 +40,7 @@ TVM_ROUNDS = 3
 def enter_venv(build_dir, script, argv):
     """Re-executes `script` with `argv` in <build_dir>/bench-venv-peers (made on first use)
     unless it runs there already, then makes <build_dir>/python's kiln importable."""
-    kiln_python = os.path.join(build_dir, "python")
-    if not os.path.isdir(os.path.join(kiln_python, "kiln")):
-        harness.fail(f"no kiln package in {kiln_python}: build Kiln there first "
-                     "(cmake --build <build-dir>)")
-    peer_venv.reexec_in(os.path.join(build_dir, VENV), PACKAGES, PROBE, script, argv,
-                        harness.log, resolve=True)
-    sys.path.insert(0, kiln_python)
+    ort_peer.enter_venv(build_dir, script, argv, VENV, PACKAGES, PROBE, resolve=True)
 
 
 def generator_python(build_dir):
@@ -61,7 +54,8 @@ def generator_python(build_dir):
 def tvm_target(threads):
     """TVM's default LLVM target (its generic x86-64 CPU) with `threads` cores. Naming this
     machine's CPU (`codegen.llvm_get_system_cpu()`, emeraldrapids here) made the untuned
-    kernels slower: squeezenet1_1 at 1 thread took 351 ms against 182."""
+    kernels slower: squeezenet1_1 at 1 thread took 351 ms against 182 (a one-off comparison,
+    both compiled in one process and alternated; design §38)."""
     import tvm
 
     return tvm.target.Target({"kind": "llvm", "num-cores": threads})

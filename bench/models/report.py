@@ -1,8 +1,8 @@
 """The "Reference models: Kiln vs ONNX Runtime, PyTorch and TVM on the CPU" section of
 docs/benchmarks.md, written by bench/models/run.py from its measurements: the timing table (with
 % of the measured peak), the goals, the chart's link, errors, placement, compile time and
-footprint, start-up. Pure functions of the
-report dict run.py assembles (and what PyTorch runs on); no timing here.
+footprint, start-up. Pure functions of the report dict run.py assembles (and what PyTorch runs
+on); no timing here.
 """
 
 import datetime
@@ -153,15 +153,13 @@ def goals_table(results, kilns):
         for (_, t), result in results.items():
             if t != threads:
                 continue
-            stats = variant_stats(result, [*kilns, ORT, TORCH_COMPILE])
-            timed = [stats[k]["median"] for k in kilns if k in stats]
             for peer in (ORT, TORCH_COMPILE):
-                if peer not in stats:
-                    continue
+                of_kilns = ratios_to(result, kilns, peer)
+                timed = [r for r in of_kilns.values() if r is not None]
                 if timed:
-                    ratios[("best", peer)].append(min(timed) / stats[peer]["median"])
-                if KILN in stats:
-                    ratios[(KILN, peer)].append(stats[KILN]["median"] / stats[peer]["median"])
+                    ratios[("best", peer)].append(min(timed))
+                if of_kilns.get(KILN) is not None:
+                    ratios[(KILN, peer)].append(of_kilns[KILN])
         met = ratios[("best", ORT)]
         means = [geomean(ratios[key]) for key in (("best", ORT), ("best", TORCH_COMPILE),
                                                    (KILN, ORT), (KILN, TORCH_COMPILE))]
