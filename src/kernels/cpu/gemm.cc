@@ -181,16 +181,51 @@ struct TileStore {
   bool hardswish;
 };
 
-/// C tile (mr x nr valid of kRows x NR) = or += packed A strip x B strip, with
+/// The rows of A a GEMM block multiplies: packed (PackGemmA's strips, `row_stride` 0), or read
+/// in place from a row-major matrix, rows `row_stride` floats apart, from the block's first row
+/// and depth. Packing A is a pass over it that a product with few columns of B to share each
+/// strip among does not repay.
+struct BlockA {
+  const float* data;
+  int64_t row_stride;
+};
+
+/// Where a micro-kernel reads element (p, i) of its A strip: packed, MR rows side by side at each
+/// depth...
+template <int64_t MR>
+struct PackedStripA {
+  const float* a;
+  float At(int64_t p, int64_t i) const { return a[p * MR + i]; }
+};
+/// ... or rows of a row-major matrix.
+struct RowMajorStripA {
+  const float* a;
+  int64_t row_stride;
+  float At(int64_t p, int64_t i) const { return a[i * row_stride + p]; }
+};
+/// The strips of a block's A, by first row.
+template <int64_t MR>
+struct PackedRowsOfA {
+  const float* a;
+  int64_t kc;
+  PackedStripA<MR> Strip(int64_t i) const { return {a + i * kc}; }
+};
+struct RowMajorA {
+  const float* a;
+  int64_t row_stride;
+  RowMajorStripA Strip(int64_t i) const { return {a + i * row_stride, row_stride}; }
+};
+
+/// C tile (mr x nr valid of kRows x NR) = or += A strip x B strip, with
 /// accumulators in vectors of W floats (GCC/Clang vector extensions: one register each on the
-/// ISA the caller is compiled for, so the tile is sized per ISA below). The A strip is kStride
-/// rows wide; a strip's last rows are computed by a tile of kRows < kStride rows, so that they
-/// cost what they hold rather than a whole strip of zeros. Element (i, j) of the tile lands at
+/// ISA the caller is compiled for, so the tile is sized per ISA below). A strip's last rows are
+/// computed by a tile of kRows < MR rows, so that they cost what they hold rather than a whole
+/// strip of zeros. Element (i, j) of the tile lands at
 /// c[i * ldc + j], or at c[j * ldc + i] when kTransposedC.
-template <int64_t kRows, int64_t kStride, int64_t NR, int64_t W, bool kTransposedC, typename Strip>
-__attribute__((always_inline)) inline void MicroKernel(int64_t kc, const float* __restrict__ a,
-                                                       const Strip& b, float* __restrict__ c,
-                                                       int64_t ldc, int64_t nr, bool accumulate,
+template <int64_t kRows, int64_t NR, int64_t W, bool kTransposedC, typename StripA, typename Strip>
+__attribute__((always_inline)) inline void MicroKernel(int64_t kc, const StripA& a, const Strip& b,
+                                                       float* __restrict__ c, int64_t ldc,
+                                                       int64_t nr, bool accumulate,
                                                        const TileStore* store, int64_t row) {
   using Vec = typename FloatVector<W>::Type;
   static_assert(sizeof(Vec) == W * sizeof(float) && NR % W == 0, "a tile row is whole vectors");
@@ -204,7 +239,7 @@ __attribute__((always_inline)) inline void MicroKernel(int64_t kc, const float* 
     Vec row[kVecs];
     for (int64_t v = 0; v < kVecs; ++v) std::memcpy(&row[v], b.At(p, v * W), sizeof(Vec));
     for (int64_t i = 0; i < kRows; ++i) {
-      const Vec ai = a[p * kStride + i] - Vec{};  // a broadcast: x - (+0) is x, unlike x + 0
+      const Vec ai = a.At(p, i) - Vec{};  // a broadcast: x - (+0) is x, unlike x + 0
       for (int64_t v = 0; v < kVecs; ++v) acc[i][v] += ai * row[v];
     }
   }
@@ -231,13 +266,14 @@ __attribute__((always_inline)) inline void MicroKernel(int64_t kc, const float* 
 }
 
 /// The strip of A's last `rows` rows (fewer than MR), with a tile of exactly that many rows.
-template <int64_t MR, int64_t NR, int64_t W, bool kTransposedC, typename Strip, int64_t... kRows>
+template <int64_t NR, int64_t W, bool kTransposedC, typename StripA, typename Strip,
+          int64_t... kRows>
 __attribute__((always_inline)) inline void PartialStrip(
     std::integer_sequence<int64_t, kRows...> /*tile heights*/, int64_t rows, int64_t kc,
-    const float* a, const Strip& b, float* c, int64_t ldc, int64_t nr, bool accumulate,
+    const StripA& a, const Strip& b, float* c, int64_t ldc, int64_t nr, bool accumulate,
     const TileStore* store, int64_t row) {
-  (void)((rows == kRows + 1 && (MicroKernel<kRows + 1, MR, NR, W, kTransposedC>(
-                                    kc, a, b, c, ldc, nr, accumulate, store, row),
+  (void)((rows == kRows + 1 && (MicroKernel<kRows + 1, NR, W, kTransposedC>(kc, a, b, c, ldc, nr,
+                                                                            accumulate, store, row),
                                 true)) ||
          ...);
 }
@@ -271,11 +307,12 @@ GatheredStrip StripPairOf(const GatheredRows& rows, int64_t j, int64_t kc) {
 /// latency, and reads a B vector for every few of them. A recurrent layer's steps and a decoder's
 /// tokens are such products (design §36: 0.73-0.92 of the time on AVX-512). kPairRows is 0 where
 /// the registers would not hold twice the accumulators.
-template <int64_t MR, int64_t NR, int64_t W, int64_t kPairRows, bool kTransposedC, typename B>
-__attribute__((always_inline)) inline void MultiplyBlock(const float* packed_a, B panel,
-                                                         int64_t rows, int64_t cols, int64_t kc,
-                                                         float* c, int64_t ldc, bool accumulate,
-                                                         const TileStore* store) {
+template <int64_t MR, int64_t NR, int64_t W, int64_t kPairRows, bool kTransposedC, typename B,
+          typename RowsOfA>
+__attribute__((always_inline)) inline void MultiplyBlockOf(const RowsOfA& a, B panel, int64_t rows,
+                                                           int64_t cols, int64_t kc, float* c,
+                                                           int64_t ldc, bool accumulate,
+                                                           const TileStore* store) {
   const int64_t full_rows = rows / MR * MR;
   const int64_t last_rows = rows - full_rows;
   // Columns whose last rows go by strip pairs; an odd last strip goes alone.
@@ -292,29 +329,43 @@ __attribute__((always_inline)) inline void MultiplyBlock(const float* packed_a, 
     const int64_t nr = std::min(NR, cols - j);
     const auto b = StripOf<NR>(panel, j, kc);
     for (int64_t i = 0; i < full_rows; i += MR) {
-      MicroKernel<MR, MR, NR, W, kTransposedC>(kc, packed_a + i * kc, b, tile_at(i, j), ldc, nr,
-                                               accumulate, store, i);
+      MicroKernel<MR, NR, W, kTransposedC>(kc, a.Strip(i), b, tile_at(i, j), ldc, nr, accumulate,
+                                           store, i);
     }
     if (last_rows == 0 || j < paired_cols) continue;  // none, or in a pair below
-    PartialStrip<MR, NR, W, kTransposedC>(std::make_integer_sequence<int64_t, MR - 1>(), last_rows,
-                                          kc, packed_a + full_rows * kc, b, tile_at(full_rows, j),
-                                          ldc, nr, accumulate, store, full_rows);
+    PartialStrip<NR, W, kTransposedC>(std::make_integer_sequence<int64_t, MR - 1>(), last_rows, kc,
+                                      a.Strip(full_rows), b, tile_at(full_rows, j), ldc, nr,
+                                      accumulate, store, full_rows);
   }
   if constexpr (kPairRows > 0) {
     for (int64_t j = 0; j < paired_cols; j += 2 * NR) {
       const int64_t nr = std::min(2 * NR, cols - j);
-      PartialStrip<MR, 2 * NR, W, kTransposedC>(
-          std::make_integer_sequence<int64_t, kPairRows>(), last_rows, kc,
-          packed_a + full_rows * kc, StripPairOf<NR>(panel, j, kc), tile_at(full_rows, j), ldc, nr,
-          accumulate, store, full_rows);
+      PartialStrip<2 * NR, W, kTransposedC>(std::make_integer_sequence<int64_t, kPairRows>(),
+                                            last_rows, kc, a.Strip(full_rows),
+                                            StripPairOf<NR>(panel, j, kc), tile_at(full_rows, j),
+                                            ldc, nr, accumulate, store, full_rows);
     }
   }
 }
 
-using BlockFn = void (*)(const float*, const float*, int64_t, int64_t, int64_t, float*, int64_t,
-                         bool, const TileStore*);
-using GatheredBlockFn = void (*)(const float*, GatheredRows, int64_t, int64_t, int64_t, float*,
-                                 int64_t, bool, const TileStore*);
+template <int64_t MR, int64_t NR, int64_t W, int64_t kPairRows, bool kTransposedC, typename B>
+__attribute__((always_inline)) inline void MultiplyBlock(BlockA a, B panel, int64_t rows,
+                                                         int64_t cols, int64_t kc, float* c,
+                                                         int64_t ldc, bool accumulate,
+                                                         const TileStore* store) {
+  if (a.row_stride == 0) {
+    MultiplyBlockOf<MR, NR, W, kPairRows, kTransposedC>(PackedRowsOfA<MR>{a.data, kc}, panel, rows,
+                                                        cols, kc, c, ldc, accumulate, store);
+  } else {
+    MultiplyBlockOf<MR, NR, W, kPairRows, kTransposedC>(RowMajorA{a.data, a.row_stride}, panel,
+                                                        rows, cols, kc, c, ldc, accumulate, store);
+  }
+}
+
+using BlockFn = void (*)(BlockA, const float*, int64_t, int64_t, int64_t, float*, int64_t, bool,
+                         const TileStore*);
+using GatheredBlockFn = void (*)(BlockA, GatheredRows, int64_t, int64_t, int64_t, float*, int64_t,
+                                 bool, const TileStore*);
 
 /// One ISA's tile and its block loops (C stored as is, and transposed; B read in place),
 /// compiled for that ISA.
@@ -332,7 +383,7 @@ struct GemmKernel {
 // wider ones are compiled with target attributes and picked at run time from the CPU's
 // features. Clang (the sanitizer build) gets the baseline only.
 template <bool kTransposedC, typename B>
-void MultiplyBlockBaseline(const float* a, B b, int64_t rows, int64_t cols, int64_t kc, float* c,
+void MultiplyBlockBaseline(BlockA a, B b, int64_t rows, int64_t cols, int64_t kc, float* c,
                            int64_t ldc, bool accumulate, const TileStore* store) {
   MultiplyBlock<6, 8, 4, 0, kTransposedC>(a, b, rows, cols, kc, c, ldc, accumulate, store);
 }
@@ -340,7 +391,7 @@ void MultiplyBlockBaseline(const float* a, B b, int64_t rows, int64_t cols, int6
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
 #define KILN_GEMM_WIDE_KERNELS 1
 template <bool kTransposedC, typename B>
-__attribute__((target("arch=x86-64-v3"))) void MultiplyBlockAvx2(const float* a, B b, int64_t rows,
+__attribute__((target("arch=x86-64-v3"))) void MultiplyBlockAvx2(BlockA a, B b, int64_t rows,
                                                                  int64_t cols, int64_t kc, float* c,
                                                                  int64_t ldc, bool accumulate,
                                                                  const TileStore* store) {
@@ -348,10 +399,10 @@ __attribute__((target("arch=x86-64-v3"))) void MultiplyBlockAvx2(const float* a,
 }
 
 template <bool kTransposedC, typename B>
-__attribute__((target("arch=x86-64-v4"))) void MultiplyBlockAvx512(const float* a, B b,
-                                                                   int64_t rows, int64_t cols,
-                                                                   int64_t kc, float* c,
-                                                                   int64_t ldc, bool accumulate,
+__attribute__((target("arch=x86-64-v4"))) void MultiplyBlockAvx512(BlockA a, B b, int64_t rows,
+                                                                   int64_t cols, int64_t kc,
+                                                                   float* c, int64_t ldc,
+                                                                   bool accumulate,
                                                                    const TileStore* store) {
   MultiplyBlock<12, 32, 16, 6, kTransposedC>(a, b, rows, cols, kc, c, ldc, accumulate, store);
 }
@@ -579,14 +630,22 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOpera
   const int64_t nr = kernel.nr;
   const int64_t m_pad = RoundUp(m, kernel.mr);
   const int64_t n_pad = RoundUp(n, nr);
+  const TaskGrid plan(n, kNC, nr, m, kernel.mr);  // column blocks, row groups
+  // Packing A is a pass over it that pays when each strip of A then meets many strips of B.
+  // With at most two, a row-major A is read in place (BlockA; design §39: products of 64 columns
+  // took 0.72-0.96 of the time); any other is packed once for all the tasks.
   std::unique_ptr<float[]> own_a;
   const float* packed_a = a.packed;
-  if (packed_a == nullptr) {
+  const bool a_in_place = packed_a == nullptr && a.view.col_stride == 1 && n <= 2 * nr;
+  if (packed_a == nullptr && !a_in_place) {
     own_a = UninitializedFloats(PackedGemmASize(m, k));
     PackGemmA(m, k, a.view, own_a.get());
     packed_a = own_a.get();
   }
-  const TaskGrid plan(n, kNC, nr, m, kernel.mr);  // column blocks, row groups
+  const auto block_a = [&](int64_t p0, int64_t kc, int64_t row0) {
+    return a_in_place ? BlockA{a.view.data + row0 * a.view.row_stride + p0, a.view.row_stride}
+                      : BlockA{packed_a + p0 * m_pad + row0 * kc, 0};
+  };
   const bool narrows = epilogue.narrow_width > 0;
   // An epilogue of nothing but row biases, a clamp and hardswish is applied by the micro-kernel
   // as it stores the last depth block (TileStore); in product columns when narrowing, as none
@@ -626,7 +685,7 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOpera
             const TileStore store{epilogue.row_bias != nullptr ? epilogue.row_bias + row0 : nullptr,
                                   epilogue.clamps(), epilogue.min_value, epilogue.max_value,
                                   epilogue.hardswish};
-            multiply(packed_a + p0 * m_pad + row0 * kc, rows, c_block,
+            multiply(block_a(p0, kc, row0), rows, c_block,
                      stores_epilogue && last_depth ? &store : nullptr);
             if (has_epilogue && !stores_epilogue && !narrows && last_depth) {
               epilogue.Apply(row0, rows, col0, cols, c_block, ldc);
@@ -640,13 +699,12 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOpera
           if (in_place < cols) {
             PackGatheredStrip(block_b, kc, in_place, cols - in_place, nr, own_panel.get());
           }
-          multiply_rows(
-              [&](const float* block_a, int64_t rows, float* c_block, const TileStore* store) {
-                kernel.multiply_block_gathered(block_a, block_b, rows, in_place, kc, c_block,
-                                               block_ld, p0 > 0, store);
-                kernel.multiply_block(block_a, own_panel.get(), rows, cols - in_place, kc,
-                                      c_block + in_place, block_ld, p0 > 0, store);
-              });
+          multiply_rows([&](BlockA rows_a, int64_t rows, float* c_block, const TileStore* store) {
+            kernel.multiply_block_gathered(rows_a, block_b, rows, in_place, kc, c_block, block_ld,
+                                           p0 > 0, store);
+            kernel.multiply_block(rows_a, own_panel.get(), rows, cols - in_place, kc,
+                                  c_block + in_place, block_ld, p0 > 0, store);
+          });
           continue;
         }
         const float* panel = own_panel.get();
@@ -661,9 +719,8 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOpera
                       &own_panel[j * kc]);
           }
         }
-        multiply_rows([&](const float* block_a, int64_t rows, float* c_block,
-                          const TileStore* store) {
-          kernel.multiply_block(block_a, panel, rows, cols, kc, c_block, block_ld, p0 > 0, store);
+        multiply_rows([&](BlockA rows_a, int64_t rows, float* c_block, const TileStore* store) {
+          kernel.multiply_block(rows_a, panel, rows, cols, kc, c_block, block_ld, p0 > 0, store);
         });
       }
       if (narrows) {  // while the block is in cache
@@ -769,8 +826,8 @@ void GemmTransposedOutput(int64_t m, int64_t n, int64_t k, const GemmOperand& a,
         } else {
           PackRowsOfA(a, p0, kc, row0, rows, kernel.mr, panel.get());
         }
-        kernel.multiply_block(packed_a, packed_b + p0 * n_pad + col0 * kc, rows, cols, kc,
-                              product.get(), plan.group, p0 > 0, nullptr);
+        kernel.multiply_block(BlockA{packed_a, 0}, packed_b + p0 * n_pad + col0 * kc, rows, cols,
+                              kc, product.get(), plan.group, p0 > 0, nullptr);
       }
       float* block = c + col0 * ldc + row0;
       TransposeInto(product.get(), rows, cols, plan.group, block, ldc);
