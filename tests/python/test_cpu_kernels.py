@@ -709,12 +709,13 @@ def test_dense(m, n, k):
     check("nn.dense", [x3, w], x3 @ w.T, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("n", [32, 40, 70, 100])
+@pytest.mark.parametrize("n", [32, 40, 64, 70, 100])
 @pytest.mark.parametrize("m", range(1, 25))
 def test_dense_rows_ending_in_a_partial_strip_of_each_height(m, n):
     """A tile strip's last rows are computed by a tile of exactly that many rows (1 to 11 of
     AVX-512's 12, 1 to 5 of AVX2's 6), with a depth of two blocks; up to 6 of them on AVX-512 by
-    two strips of columns at once: 1, 2 (the last one partial), 3 (the last one alone) and 4."""
+    two strips of columns at once: 1, 2 (the last one partial), 3 (the last one alone) and 4.
+    Up to 64 columns (two of AVX-512's strips) A is read in place rather than packed."""
     x, w = rand(m, 300), rand(n, 300)
     check("nn.dense", [x, w], x @ w.T, rtol=1e-4, atol=1e-4)
 
@@ -1012,6 +1013,61 @@ def test_program_keeps_a_conv_output_that_is_read_twice():
     f(kiln.tensor(x), y)
     conv = F.conv2d(t(x), t(w), padding=1).numpy()
     np.testing.assert_allclose(y.numpy(), 2 * conv + bias, rtol=1e-4, atol=1e-4)
+
+
+def test_concatenate_merged_with_a_channel_scale_bias_and_clamp():
+    """The kernel as a program runs it after merging: the pieces are the inputs before the
+    merged scale (input 2) and bias (input 3); each channel of the output goes through them and
+    the clamp."""
+    parts = [rand(2, 3, 4, 5), rand(2, 1, 4, 5), rand(2, 4, 4, 5)]
+    scale, bias = rand(8, 1, 1), rand(1, 8, 1, 1)
+    whole = np.concatenate(parts, axis=1)
+    check("concatenate", [*parts, scale, bias], np.clip(whole * scale + bias, 0, 1.5), axis=1,
+          __epilogue_scale=3, __epilogue_bias=4, __epilogue_min=0.0, __epilogue_max=1.5)
+    check("concatenate", [*parts, bias], np.maximum(whole + bias, 0), rtol=1e-6, axis=-3,
+          __epilogue_bias=3, __epilogue_min=0.0)
+
+
+# (steps after the concatenation: kernel and its constant's shape; concatenation axis)
+CONCAT_CHAINS = [
+    ([("multiply", (6, 1, 1)), ("add", (6, 1, 1)), ("nn.relu", None)], 1),  # DenseNet's
+    ([("multiply", (1, 6, 1, 1)), ("add", (6, 1, 1))], 1),
+    ([("add", (6, 1, 1)), ("clip", None)], 1),
+    ([("multiply", (6, 1, 1)), ("nn.relu", None)], -3),
+    ([("multiply", (1, 6, 4, 1)), ("add", (6, 1, 1)), ("nn.relu", None)], 1),  # not per channel
+    ([("multiply", (6, 1, 1)), ("add", (6, 1, 1)), ("nn.silu", None)], 1),  # SiLU stays a step
+    ([("multiply", (1, 1, 8, 1)), ("add", (1, 1, 8, 1)), ("nn.relu", None)], 2),  # another axis
+]
+
+
+@pytest.mark.parametrize("chain,axis", CONCAT_CHAINS)
+def test_program_merges_a_channel_concatenation_with_its_batch_norm_and_relu(chain, axis):
+    """concatenate -> multiply, add by constants -> relu/clip, as FuseOps groups DenseNet's
+    layers, computes the same whether the program merges the steps into the concatenation (a
+    channel axis, one constant per channel, relu or clip) or not (anything else)."""
+    parts = [rand(1, 2, 4, 5), rand(1, 4, 4, 5)] if axis != 2 else [rand(1, 6, 3, 5),
+                                                                     rand(1, 6, 5, 5)]
+    value = np.concatenate(parts, axis=axis)
+    steps = [{"kernel": "concatenate", "attrs": {"axis": {"int": axis}}, "inputs": ["i0", "i1"],
+              "outputs": ["t0"]}]
+    constants = []
+    for i, (kernel, shape) in enumerate(chain):
+        inputs, attrs = [f"t{i}"], {}
+        if shape is not None:
+            constants.append(rand(*shape))
+            inputs.append(f"c{len(constants) - 1}")
+            value = value * constants[-1] if kernel == "multiply" else value + constants[-1]
+        elif kernel == "clip":
+            attrs = {"a_min": {"float": -0.5}, "a_max": {"float": 1.5}}
+            value = np.clip(value, -0.5, 1.5)
+        else:
+            value = np.maximum(value, 0) if kernel == "nn.relu" else F.silu(t(value)).numpy()
+        output = "o0" if i == len(chain) - 1 else f"t{i + 1}"
+        steps.append({"kernel": kernel, "attrs": attrs, "inputs": inputs, "outputs": [output]})
+    f = _program(steps, [value.shape] * len(chain), constants, num_inputs=2)
+    y = kiln.empty(list(value.shape), "float32")
+    f(*[kiln.tensor(p) for p in parts], y)
+    np.testing.assert_allclose(y.numpy(), value, rtol=1e-5, atol=1e-5)
 
 
 def _matmul_bias_residual_gelu_steps():

@@ -55,7 +55,9 @@
 ///
 /// Before that, a conv2d, matmul or nn.dense step followed by a bias add, a residual add,
 /// and relu, clip, nn.gelu or nn.silu (any prefix of that chain, each reading the one temporary
-/// the step before wrote) becomes one step, with the kEpilogue* attributes below.
+/// the step before wrote) becomes one step, with the kEpilogue* attributes below; so does a
+/// concatenate along the channels of an (N, C, H, W) tensor followed by a multiplication and an
+/// addition by a constant per channel and relu or clip (each optional).
 ///
 /// Serialized (SaveToBytes): the description's length as 8 little-endian bytes, the
 /// description, then each constant's compact bytes in order.
@@ -91,6 +93,8 @@ constexpr const char* kPrepackOutputShapeAttr = "__prepack_output_shape";
 /// holding the bias (per channel for conv2d, per column otherwise) and of the one holding the
 /// residual (shaped as the output), the clamp bounds, and whether GELU or SiLU follows.
 constexpr const char* kEpilogueBiasAttr = "__epilogue_bias";
+/// The index of the step input holding a merged concatenate's scale per channel.
+constexpr const char* kEpilogueScaleAttr = "__epilogue_scale";
 constexpr const char* kEpilogueResidualAttr = "__epilogue_residual";
 constexpr const char* kEpilogueMinAttr = "__epilogue_min";
 constexpr const char* kEpilogueMaxAttr = "__epilogue_max";

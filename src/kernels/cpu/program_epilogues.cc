@@ -51,9 +51,9 @@ std::optional<TensorSpec> SpecOf(const ProgramFunction& func, const TensorRef& r
   }
 }
 
-/// The other input of a two-input `add` step reading `ref`.
-std::optional<TensorRef> OtherAddend(const Step& step, const TensorRef& ref) {
-  if (step.kernel != "add" || step.inputs.size() != 2 || step.outputs.size() != 1) {
+/// The other input of a two-input `kernel` step (add, multiply) reading `ref`.
+std::optional<TensorRef> OtherOperand(const Step& step, const char* kernel, const TensorRef& ref) {
+  if (step.kernel != kernel || step.inputs.size() != 2 || step.outputs.size() != 1) {
     return std::nullopt;
   }
   if (SameRef(step.inputs[0], ref)) return step.inputs[1];
@@ -128,12 +128,61 @@ std::optional<Map<String, Any>> ActivationOf(const Step& step, const TensorRef& 
   return attrs;
 }
 
+/// A `concatenate` step along the channels of an (N, C, H, W) float32 temporary.
+bool IsChannelConcat(const ProgramFunction& func, const Step& step) {
+  if (step.kernel != "concatenate" || step.outputs.size() != 1 || step.outputs[0].list != 't') {
+    return false;
+  }
+  const std::optional<Any> axis = step.attrs.Get("axis");
+  const TensorSpec& out = func.temps[step.outputs[0].index];
+  return axis.has_value() && out.shape.size() == 4 && DataTypeEqual(out.dtype, kFloat32) &&
+         (axis->cast<int64_t>() == 1 || axis->cast<int64_t>() == -3);
+}
+
+/// Merges into the channel concatenation steps[s] (advancing s past what it takes) a
+/// multiplication and an addition by constants with one value per channel, then relu or clip,
+/// each optional: an inference batch norm and its activation after a concatenation (DenseNet's
+/// layers), applied to each piece as it is copied.
+void MergeChannelAffine(const ProgramFunction& func, const std::vector<Tensor>& constants,
+                        size_t& s, Step& step) {
+  const TensorSpec out = func.temps[step.outputs[0].index];
+  auto next = [&]() -> const Step* {
+    return s + 1 < func.steps.size() && IsPassedOnce(func, step.outputs[0]) ? &func.steps[s + 1]
+                                                                            : nullptr;
+  };
+  for (const auto& [kernel, attr] :
+       {std::pair("multiply", kEpilogueScaleAttr), {"add", kEpilogueBiasAttr}}) {
+    const Step* following = next();
+    if (following == nullptr) return;
+    const std::optional<TensorRef> other = OtherOperand(*following, kernel, step.outputs[0]);
+    if (!other.has_value() || other->list != 'c') continue;
+    const TensorSpec spec = SpecOfTensor(constants[other->index]);
+    if (!DataTypeEqual(spec.dtype, kFloat32) || !IsChannelBias(spec, out)) continue;
+    step.attrs.Set(attr, static_cast<int64_t>(step.inputs.size()));
+    step.inputs.push_back(*other);
+    step.outputs = func.steps[++s].outputs;
+  }
+  const Step* activation = next();
+  if (activation == nullptr || (activation->kernel != "nn.relu" && activation->kernel != "clip")) {
+    return;
+  }
+  if (std::optional<Map<String, Any>> attrs = ActivationOf(*activation, step.outputs[0])) {
+    for (const auto& [key, value] : *attrs) step.attrs.Set(key, value);
+    step.outputs = func.steps[++s].outputs;
+  }
+}
+
 }  // namespace
 
 void MergeEpilogues(ProgramFunction& func, const std::vector<Tensor>& constants) {
   std::vector<Step> merged;
   for (size_t s = 0; s < func.steps.size(); ++s) {
     Step step = func.steps[s];
+    if (IsChannelConcat(func, step)) {
+      MergeChannelAffine(func, constants, s, step);
+      merged.push_back(std::move(step));
+      continue;
+    }
     // Only a temporary that the next step alone reads can be merged away.
     if (!IsEpilogueAnchor(func, step, constants) || !IsPassedOnce(func, step.outputs[0])) {
       merged.push_back(std::move(step));
@@ -152,7 +201,7 @@ void MergeEpilogues(ProgramFunction& func, const std::vector<Tensor>& constants)
     };
     const bool bias_per_row = step.kernel == "nn.conv2d";
     if (const Step* add = next()) {
-      const std::optional<TensorRef> bias = OtherAddend(*add, step.outputs[0]);
+      const std::optional<TensorRef> bias = OtherOperand(*add, "add", step.outputs[0]);
       const std::optional<TensorSpec> spec =
           bias.has_value() ? SpecOf(func, *bias, constants) : std::nullopt;
       if (bias.has_value() && bias->list == 'c' && DataTypeEqual(spec->dtype, kFloat32) &&
@@ -161,7 +210,7 @@ void MergeEpilogues(ProgramFunction& func, const std::vector<Tensor>& constants)
       }
     }
     if (const Step* add = next()) {
-      const std::optional<TensorRef> residual = OtherAddend(*add, step.outputs[0]);
+      const std::optional<TensorRef> residual = OtherOperand(*add, "add", step.outputs[0]);
       const std::optional<TensorSpec> spec =
           residual.has_value() ? SpecOf(func, *residual, constants) : std::nullopt;
       if (spec.has_value() && SameShape(spec->shape, product.shape) &&
