@@ -1026,6 +1026,13 @@ def test_concatenate_merged_with_a_channel_scale_bias_and_clamp():
           __epilogue_scale=3, __epilogue_bias=4, __epilogue_min=0.0, __epilogue_max=1.5)
     check("concatenate", [*parts, bias], np.maximum(whole + bias, 0), rtol=1e-6, axis=-3,
           __epilogue_bias=3, __epilogue_min=0.0)
+    with pytest.raises(ValueError, match=r"concatenate: .*float32 \(N, C, H, W\).*piece 1 is "
+                                         r"float64 of rank 4"):
+        run("concatenate", [parts[0], parts[1].astype(np.float64), bias], [whole], axis=1,
+            __epilogue_bias=2)
+    with pytest.raises(ValueError, match=r"input 3 must hold one float32 per channel \(8\), "
+                                         r"not 7"):
+        run("concatenate", [*parts, bias[:, :7]], [whole], axis=1, __epilogue_bias=3)
 
 
 # (steps after the concatenation: kernel and its constant's shape; concatenation axis)

@@ -36,6 +36,12 @@ bool IsPassedOnce(const ProgramFunction& func, const TensorRef& ref) {
          DataTypeEqual(func.temps[ref.index].dtype, kFloat32);
 }
 
+/// The step after steps[s] when it is the only reader of `ref`, a temporary that steps up to s
+/// wrote; else null.
+const Step* NextReader(const ProgramFunction& func, size_t s, const TensorRef& ref) {
+  return s + 1 < func.steps.size() && IsPassedOnce(func, ref) ? &func.steps[s + 1] : nullptr;
+}
+
 /// The shape and dtype of `ref`, when the description gives them.
 std::optional<TensorSpec> SpecOf(const ProgramFunction& func, const TensorRef& ref,
                                  const std::vector<Tensor>& constants) {
@@ -146,10 +152,7 @@ bool IsChannelConcat(const ProgramFunction& func, const Step& step) {
 void MergeChannelAffine(const ProgramFunction& func, const std::vector<Tensor>& constants,
                         size_t& s, Step& step) {
   const TensorSpec out = func.temps[step.outputs[0].index];
-  auto next = [&]() -> const Step* {
-    return s + 1 < func.steps.size() && IsPassedOnce(func, step.outputs[0]) ? &func.steps[s + 1]
-                                                                            : nullptr;
-  };
+  auto next = [&] { return NextReader(func, s, step.outputs[0]); };
   for (const auto& [kernel, attr] :
        {std::pair("multiply", kEpilogueScaleAttr), {"add", kEpilogueBiasAttr}}) {
     const Step* following = next();
@@ -190,10 +193,7 @@ void MergeEpilogues(ProgramFunction& func, const std::vector<Tensor>& constants)
     }
     const TensorSpec product = func.temps[step.outputs[0].index];
     // The step after the merged ones, when it reads what they wrote and nothing else does.
-    auto next = [&]() -> const Step* {
-      return s + 1 < func.steps.size() && IsPassedOnce(func, step.outputs[0]) ? &func.steps[s + 1]
-                                                                              : nullptr;
-    };
+    auto next = [&] { return NextReader(func, s, step.outputs[0]); };
     auto absorb = [&](const char* attr, const TensorRef& input) {
       step.attrs.Set(attr, static_cast<int64_t>(step.inputs.size()));
       step.inputs.push_back(input);

@@ -153,8 +153,23 @@ KILN_CPU_CLONES void AffinePlane(const float* __restrict__ in, int64_t count, fl
 /// The pieces are the inputs before the merged ones.
 void ConcatenateChannelsAffine(const KernelCall& call, int64_t scale_index, int64_t bias_index) {
   const Tensor whole = call.output(0);
-  const float* scale = scale_index >= 0 ? Data<const float>(call.input(scale_index)) : nullptr;
-  const float* bias = bias_index >= 0 ? Data<const float>(call.input(bias_index)) : nullptr;
+  constexpr DLDataType kFloat32{kDLFloat, 32, 1};
+  KILN_CHECK(whole.ndim() == 4 && DataTypeEqual(whole.dtype(), kFloat32), ValueError)
+      << call.Prefix() << "a scale, bias or clamp is merged only into a float32 (N, C, H, W) "
+      << "output";
+  // Input `index`'s one float per channel, or null when there is no such input.
+  const auto per_channel = [&](int64_t index) -> const float* {
+    if (index < 0) return nullptr;
+    const Tensor values = call.input(static_cast<size_t>(index));
+    KILN_CHECK(DataTypeEqual(values.dtype(), kFloat32) && values.NumElements() == whole.shape(1),
+               ValueError)
+        << call.Prefix() << "input " << index << " must hold one float32 per channel ("
+        << whole.shape(1) << "), not " << values.NumElements() << " "
+        << DataTypeToString(values.dtype());
+    return Data<const float>(values);
+  };
+  const float* scale = per_channel(scale_index);
+  const float* bias = per_channel(bias_index);
   constexpr double kInf = std::numeric_limits<double>::infinity();
   const auto low = static_cast<float>(call.FloatOr(runtime::kEpilogueMinAttr, -kInf));
   const auto high = static_cast<float>(call.FloatOr(runtime::kEpilogueMaxAttr, kInf));
@@ -169,6 +184,12 @@ void ConcatenateChannelsAffine(const KernelCall& call, int64_t scale_index, int6
   std::vector<std::pair<const float*, int64_t>> sources;
   for (size_t p = 0; p < pieces; ++p) {
     const Tensor piece = call.input(p);
+    KILN_CHECK(piece.ndim() == 4 && DataTypeEqual(piece.dtype(), kFloat32) &&
+                   piece.shape(0) == batch && piece.shape(2) * piece.shape(3) == plane,
+               ValueError)
+        << call.Prefix() << "a scale, bias or clamp is merged only into float32 (N, C, H, W) "
+        << "pieces of the output's N, H and W; piece " << p << " is "
+        << DataTypeToString(piece.dtype()) << " of rank " << piece.ndim();
     for (int64_t c = 0; c < piece.shape(1); ++c) {
       sources.emplace_back(Data<const float>(piece) + c * plane, piece.shape(1));
     }
