@@ -636,7 +636,9 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOpera
   // took 0.72-0.96 of the time); any other is packed once for all the tasks.
   std::unique_ptr<float[]> own_a;
   const float* packed_a = a.packed;
-  const bool a_in_place = packed_a == nullptr && a.view.col_stride == 1 && n <= 2 * nr;
+  // (A row stride of 0, one row broadcast to all, would read as packed.)
+  const bool a_in_place =
+      packed_a == nullptr && a.view.col_stride == 1 && a.view.row_stride > 0 && n <= 2 * nr;
   if (packed_a == nullptr && !a_in_place) {
     own_a = UninitializedFloats(PackedGemmASize(m, k));
     PackGemmA(m, k, a.view, own_a.get());
