@@ -306,24 +306,6 @@ void PadPlane(const ConvShapes& s, const float* plane, int64_t lanes, float* pad
 /// direct rows below compute together: one AVX-512 vector.
 constexpr int64_t kDepthwiseLanes = 16;
 
-/// The first `count` lanes of `v` (fewer than all) to `to`, in at most one move per power of
-/// two: a loop copying them compiles to `rep movs`, whose start-up took a fifth of the time of
-/// a 5x5 window over 20 x 20 planes (design §37).
-template <typename Vec>
-__attribute__((always_inline)) inline void StoreFirstLanes(float* to, const Vec& v, int64_t count) {
-  constexpr int64_t kLanes = sizeof(Vec) / sizeof(float);
-  float lanes[kLanes];
-  std::memcpy(lanes, &v, sizeof(Vec));
-  int64_t done = 0;
-#pragma GCC unroll 8
-  for (int64_t chunk = kLanes / 2; chunk > 0; chunk /= 2) {
-    if ((count & chunk) != 0) {
-      std::memcpy(to + done, lanes + done, chunk * sizeof(float));
-      done += chunk;
-    }
-  }
-}
-
 /// Output rows the direct path computes together, sharing their loads of the input rows they
 /// read and of the taps (measured on a 7x7 window over 56 x 56 planes: 2 rows at a time were
 /// 1.5x slower, bound by the loads).

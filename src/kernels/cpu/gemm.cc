@@ -164,6 +164,15 @@ __attribute__((always_inline)) inline void PrefetchForWrite(const float* first, 
 inline float Clamped(float value, float low, float high) {
   return std::min(high, std::max(low, value));
 }
+/// Clamped, lane by lane (in place: a vector returned by value from a function compiled for
+/// the baseline ISA would change the ABI).
+template <typename Vec>
+__attribute__((always_inline)) inline void ClampLanes(Vec& value, float low, float high) {
+  const Vec lows = low - Vec{};
+  const Vec highs = high - Vec{};
+  value = lows < value ? value : lows;    // std::max(low, value)
+  value = value < highs ? value : highs;  // std::min(high, value)
+}
 /// x * clamp(x / 6 + 1 / 2, 0, 1).
 inline float HardSwish(float value) {
   return value * std::min(1.F, std::max(0.F, value / 6.F + 0.5F));
@@ -216,13 +225,56 @@ struct RowMajorA {
   RowMajorStripA Strip(int64_t i) const { return {a + i * row_stride, row_stride}; }
 };
 
+/// Stores the first `nr` columns of a tile (kRows x kVecs vectors) to C, rows `ldc` apart: = or
+/// += `acc`, then `store`'s parts (GemmEpilogue::Apply's order), vector by vector. Written
+/// element by element, the same stores compiled to `rep movs`, whose start-up took a quarter of
+/// a shallow product's time (3136 x 64 by 64 x 256, `perf annotate`).
+template <int64_t kRows, int64_t kVecs, typename Vec>
+__attribute__((always_inline)) inline void StoreTile(const Vec (&acc)[kRows][kVecs],
+                                                     float* __restrict__ c, int64_t ldc, int64_t nr,
+                                                     bool accumulate, const TileStore* store,
+                                                     int64_t row) {
+  constexpr int64_t W = sizeof(Vec) / sizeof(float);
+  for (int64_t i = 0; i < kRows; ++i) {
+    const float row_bias =
+        store != nullptr && store->row_bias != nullptr ? store->row_bias[row + i] : 0.F;
+    for (int64_t v = 0; v < kVecs && v * W < nr; ++v) {
+      float* out = c + i * ldc + v * W;
+      const int64_t lanes = std::min(W, nr - v * W);
+      Vec value = acc[i][v];
+      if (accumulate) {
+        Vec old;
+        if (lanes == W) {
+          std::memcpy(&old, out, sizeof(Vec));
+        } else {
+          LoadFirstLanes(old, out, lanes);
+        }
+        value = old + value;
+      }
+      if (store != nullptr) {
+        value += row_bias;
+        if (store->clamps) ClampLanes(value, store->low, store->high);
+        if (store->hardswish) {
+          Vec gate = value / 6.F + 0.5F;
+          ClampLanes(gate, 0.F, 1.F);
+          value *= gate;
+        }
+      }
+      if (lanes == W) {
+        std::memcpy(out, &value, sizeof(Vec));
+      } else {
+        StoreFirstLanes(out, value, lanes);
+      }
+    }
+  }
+}
+
 /// C tile (mr x nr valid of kRows x NR) = or += A strip x B strip, with
 /// accumulators in vectors of W floats (GCC/Clang vector extensions: one register each on the
 /// ISA the caller is compiled for, so the tile is sized per ISA below). A strip's last rows are
 /// computed by a tile of kRows < MR rows, so that they cost what they hold rather than a whole
-/// strip of zeros. Element (i, j) of the tile lands at
-/// c[i * ldc + j], or at c[j * ldc + i] when kTransposedC.
-template <int64_t kRows, int64_t NR, int64_t W, bool kTransposedC, typename StripA, typename Strip>
+/// strip of zeros. Element (i, j) of the tile lands at c[i * ldc + j].
+template <int64_t kRows, int64_t NR, int64_t W, typename StripA, typename Strip>
 __attribute__((always_inline)) inline void MicroKernel(int64_t kc, const StripA& a, const Strip& b,
                                                        float* __restrict__ c, int64_t ldc,
                                                        int64_t nr, bool accumulate,
@@ -232,7 +284,7 @@ __attribute__((always_inline)) inline void MicroKernel(int64_t kc, const StripA&
   constexpr int64_t kVecs = NR / W;
   Vec acc[kRows][kVecs] = {};
   // The first depth block writes the tile whole; its lines arrive during the multiply-adds.
-  if (!accumulate && !kTransposedC) {
+  if (!accumulate) {
     for (int64_t i = 0; i < kRows; ++i) PrefetchForWrite(c + i * ldc, nr);
   }
   for (int64_t p = 0; p < kc; ++p) {
@@ -243,38 +295,17 @@ __attribute__((always_inline)) inline void MicroKernel(int64_t kc, const StripA&
       for (int64_t v = 0; v < kVecs; ++v) acc[i][v] += ai * row[v];
     }
   }
-  float tile[kRows][NR];
-  std::memcpy(tile, acc, sizeof(tile));
-  for (int64_t i = 0; i < kRows; ++i) {
-    if (store == nullptr) {
-      for (int64_t j = 0; j < nr; ++j) {
-        float& out = kTransposedC ? c[j * ldc + i] : c[i * ldc + j];
-        out = accumulate ? out + tile[i][j] : tile[i][j];
-      }
-      continue;
-    }
-    // As GemmEpilogue::Apply computes them (ApplyToLine), in its order.
-    const float bias = store->row_bias != nullptr ? store->row_bias[row + i] : 0.F;
-    for (int64_t j = 0; j < nr; ++j) {
-      float& out = kTransposedC ? c[j * ldc + i] : c[i * ldc + j];
-      float value = (accumulate ? out + tile[i][j] : tile[i][j]) + bias;
-      if (store->clamps) value = Clamped(value, store->low, store->high);
-      if (store->hardswish) value = HardSwish(value);
-      out = value;
-    }
-  }
+  StoreTile<kRows, kVecs>(acc, c, ldc, nr, accumulate, store, row);
 }
 
 /// The strip of A's last `rows` rows (fewer than MR), with a tile of exactly that many rows.
-template <int64_t NR, int64_t W, bool kTransposedC, typename StripA, typename Strip,
-          int64_t... kRows>
+template <int64_t NR, int64_t W, typename StripA, typename Strip, int64_t... kRows>
 __attribute__((always_inline)) inline void PartialStrip(
     std::integer_sequence<int64_t, kRows...> /*tile heights*/, int64_t rows, int64_t kc,
     const StripA& a, const Strip& b, float* c, int64_t ldc, int64_t nr, bool accumulate,
     const TileStore* store, int64_t row) {
-  (void)((rows == kRows + 1 && (MicroKernel<kRows + 1, NR, W, kTransposedC>(kc, a, b, c, ldc, nr,
-                                                                            accumulate, store, row),
-                                true)) ||
+  (void)((rows == kRows + 1 &&
+          (MicroKernel<kRows + 1, NR, W>(kc, a, b, c, ldc, nr, accumulate, store, row), true)) ||
          ...);
 }
 
@@ -299,7 +330,7 @@ GatheredStrip StripPairOf(const GatheredRows& rows, int64_t j, int64_t kc) {
 
 /// C block (rows x cols) = or += packed A block x B (a packed panel of the block's columns, or
 /// GatheredRows from the block's first column), with the MR x NR tile of one ISA; `c` points at
-/// the block's (0, 0), which is stored transposed when kTransposedC. `store`, if any, is applied
+/// the block's (0, 0). `store`, if any, is applied
 /// to every tile as it is stored (the caller passes it with the last depth block only).
 ///
 /// A strip's last rows, when there are at most kPairRows of them, take two strips of B at once
@@ -307,8 +338,7 @@ GatheredStrip StripPairOf(const GatheredRows& rows, int64_t j, int64_t kc) {
 /// latency, and reads a B vector for every few of them. A recurrent layer's steps and a decoder's
 /// tokens are such products (design §36: 0.73-0.92 of the time on AVX-512). kPairRows is 0 where
 /// the registers would not hold twice the accumulators.
-template <int64_t MR, int64_t NR, int64_t W, int64_t kPairRows, bool kTransposedC, typename B,
-          typename RowsOfA>
+template <int64_t MR, int64_t NR, int64_t W, int64_t kPairRows, typename B, typename RowsOfA>
 __attribute__((always_inline)) inline void MultiplyBlockOf(const RowsOfA& a, B panel, int64_t rows,
                                                            int64_t cols, int64_t kc, float* c,
                                                            int64_t ldc, bool accumulate,
@@ -322,43 +352,39 @@ __attribute__((always_inline)) inline void MultiplyBlockOf(const RowsOfA& a, B p
       paired_cols = std::min(cols, (cols + NR - 1) / NR / 2 * 2 * NR);
     }
   }
-  const auto tile_at = [&](int64_t i, int64_t j) {
-    return kTransposedC ? c + j * ldc + i : c + i * ldc + j;
-  };
+  const auto tile_at = [&](int64_t i, int64_t j) { return c + i * ldc + j; };
   for (int64_t j = 0; j < cols; j += NR) {
     const int64_t nr = std::min(NR, cols - j);
     const auto b = StripOf<NR>(panel, j, kc);
     for (int64_t i = 0; i < full_rows; i += MR) {
-      MicroKernel<MR, NR, W, kTransposedC>(kc, a.Strip(i), b, tile_at(i, j), ldc, nr, accumulate,
-                                           store, i);
+      MicroKernel<MR, NR, W>(kc, a.Strip(i), b, tile_at(i, j), ldc, nr, accumulate, store, i);
     }
     if (last_rows == 0 || j < paired_cols) continue;  // none, or in a pair below
-    PartialStrip<NR, W, kTransposedC>(std::make_integer_sequence<int64_t, MR - 1>(), last_rows, kc,
-                                      a.Strip(full_rows), b, tile_at(full_rows, j), ldc, nr,
-                                      accumulate, store, full_rows);
+    PartialStrip<NR, W>(std::make_integer_sequence<int64_t, MR - 1>(), last_rows, kc,
+                        a.Strip(full_rows), b, tile_at(full_rows, j), ldc, nr, accumulate, store,
+                        full_rows);
   }
   if constexpr (kPairRows > 0) {
     for (int64_t j = 0; j < paired_cols; j += 2 * NR) {
       const int64_t nr = std::min(2 * NR, cols - j);
-      PartialStrip<2 * NR, W, kTransposedC>(std::make_integer_sequence<int64_t, kPairRows>(),
-                                            last_rows, kc, a.Strip(full_rows),
-                                            StripPairOf<NR>(panel, j, kc), tile_at(full_rows, j),
-                                            ldc, nr, accumulate, store, full_rows);
+      PartialStrip<2 * NR, W>(std::make_integer_sequence<int64_t, kPairRows>(), last_rows, kc,
+                              a.Strip(full_rows), StripPairOf<NR>(panel, j, kc),
+                              tile_at(full_rows, j), ldc, nr, accumulate, store, full_rows);
     }
   }
 }
 
-template <int64_t MR, int64_t NR, int64_t W, int64_t kPairRows, bool kTransposedC, typename B>
+template <int64_t MR, int64_t NR, int64_t W, int64_t kPairRows, typename B>
 __attribute__((always_inline)) inline void MultiplyBlock(BlockA a, B panel, int64_t rows,
                                                          int64_t cols, int64_t kc, float* c,
                                                          int64_t ldc, bool accumulate,
                                                          const TileStore* store) {
   if (a.row_stride == 0) {
-    MultiplyBlockOf<MR, NR, W, kPairRows, kTransposedC>(PackedRowsOfA<MR>{a.data, kc}, panel, rows,
-                                                        cols, kc, c, ldc, accumulate, store);
+    MultiplyBlockOf<MR, NR, W, kPairRows>(PackedRowsOfA<MR>{a.data, kc}, panel, rows, cols, kc, c,
+                                          ldc, accumulate, store);
   } else {
-    MultiplyBlockOf<MR, NR, W, kPairRows, kTransposedC>(RowMajorA{a.data, a.row_stride}, panel,
-                                                        rows, cols, kc, c, ldc, accumulate, store);
+    MultiplyBlockOf<MR, NR, W, kPairRows>(RowMajorA{a.data, a.row_stride}, panel, rows, cols, kc, c,
+                                          ldc, accumulate, store);
   }
 }
 
@@ -367,13 +393,11 @@ using BlockFn = void (*)(BlockA, const float*, int64_t, int64_t, int64_t, float*
 using GatheredBlockFn = void (*)(BlockA, GatheredRows, int64_t, int64_t, int64_t, float*, int64_t,
                                  bool, const TileStore*);
 
-/// One ISA's tile and its block loops (C stored as is, and transposed; B read in place),
-/// compiled for that ISA.
+/// One ISA's tile and its block loops (B packed, and read in place), compiled for that ISA.
 struct GemmKernel {
   int64_t mr;
   int64_t nr;
   BlockFn multiply_block;
-  BlockFn multiply_block_transposed;
   GatheredBlockFn multiply_block_gathered;
 };
 
@@ -382,35 +406,35 @@ struct GemmKernel {
 // hold 12x32 (24 zmm). The kernel library builds for the x86-64 baseline (design §15), so the
 // wider ones are compiled with target attributes and picked at run time from the CPU's
 // features. Clang (the sanitizer build) gets the baseline only.
-template <bool kTransposedC, typename B>
+template <typename B>
 void MultiplyBlockBaseline(BlockA a, B b, int64_t rows, int64_t cols, int64_t kc, float* c,
                            int64_t ldc, bool accumulate, const TileStore* store) {
-  MultiplyBlock<6, 8, 4, 0, kTransposedC>(a, b, rows, cols, kc, c, ldc, accumulate, store);
+  MultiplyBlock<6, 8, 4, 0>(a, b, rows, cols, kc, c, ldc, accumulate, store);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
 #define KILN_GEMM_WIDE_KERNELS 1
-template <bool kTransposedC, typename B>
+template <typename B>
 __attribute__((target("arch=x86-64-v3"))) void MultiplyBlockAvx2(BlockA a, B b, int64_t rows,
                                                                  int64_t cols, int64_t kc, float* c,
                                                                  int64_t ldc, bool accumulate,
                                                                  const TileStore* store) {
-  MultiplyBlock<6, 16, 8, 0, kTransposedC>(a, b, rows, cols, kc, c, ldc, accumulate, store);
+  MultiplyBlock<6, 16, 8, 0>(a, b, rows, cols, kc, c, ldc, accumulate, store);
 }
 
-template <bool kTransposedC, typename B>
+template <typename B>
 __attribute__((target("arch=x86-64-v4"))) void MultiplyBlockAvx512(BlockA a, B b, int64_t rows,
                                                                    int64_t cols, int64_t kc,
                                                                    float* c, int64_t ldc,
                                                                    bool accumulate,
                                                                    const TileStore* store) {
-  MultiplyBlock<12, 32, 16, 6, kTransposedC>(a, b, rows, cols, kc, c, ldc, accumulate, store);
+  MultiplyBlock<12, 32, 16, 6>(a, b, rows, cols, kc, c, ldc, accumulate, store);
 }
 #endif
 
-/// The three block loops of one ISA's MultiplyBlock function template.
+/// The two block loops of one ISA's MultiplyBlock function template.
 #define KILN_GEMM_KERNEL(mr, nr, fn) \
-  GemmKernel { mr, nr, fn<false, const float*>, fn<true, const float*>, fn<false, GatheredRows> }
+  GemmKernel { mr, nr, fn<const float*>, fn<GatheredRows> }
 
 const GemmKernel& SelectKernel() {
   static const GemmKernel kernel = [] {
