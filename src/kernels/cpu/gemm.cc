@@ -330,8 +330,8 @@ GatheredStrip StripPairOf(const GatheredRows& rows, int64_t j, int64_t kc) {
 
 /// C block (rows x cols) = or += packed A block x B (a packed panel of the block's columns, or
 /// GatheredRows from the block's first column), with the MR x NR tile of one ISA; `c` points at
-/// the block's (0, 0). `store`, if any, is applied
-/// to every tile as it is stored (the caller passes it with the last depth block only).
+/// the block's (0, 0). `store`, if any, is applied to every tile as it is stored (the caller
+/// passes it with the last depth block only).
 ///
 /// A strip's last rows, when there are at most kPairRows of them, take two strips of B at once
 /// (tiles of rows x 2 NR): a tile of few rows has too few accumulators to hide the multiply-adds'
