@@ -160,10 +160,6 @@ __attribute__((always_inline)) inline void PrefetchForWrite(const float* first, 
   __builtin_prefetch(first + count - 1, /*rw=*/1);  // a last line that the steps above skip
 }
 
-/// clip and relu as the epilogue computes them: NaN becomes `low`.
-inline float Clamped(float value, float low, float high) {
-  return std::min(high, std::max(low, value));
-}
 /// Clamped, lane by lane (in place: a vector returned by value from a function compiled for
 /// the baseline ISA would change the ABI).
 template <typename Vec>

@@ -135,6 +135,11 @@ inline std::vector<int64_t> Int64Values(const Tensor& tensor) {
 #define KILN_CPU_CLONES
 #endif
 
+/// clip and relu as the merged epilogues compute them: NaN becomes `low`.
+__attribute__((always_inline)) inline float Clamped(float value, float low, float high) {
+  return std::min(high, std::max(low, value));
+}
+
 /// Copies the first `count` floats (fewer than kLanes) from `from` to `to` in at most one move
 /// per power of two: a loop copying them compiles to `rep movs`, whose start-up took a fifth of
 /// the time of a 5x5 window over 20 x 20 planes (design §37).

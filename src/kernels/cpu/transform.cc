@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <utility>
 #include <vector>
 
@@ -144,14 +143,27 @@ void MoveBlocks(const KernelCall& call) {
 /// out[j] = clamp(in[j] * scale + bias, low, high) for j in [0, count).
 KILN_CPU_CLONES void AffinePlane(const float* __restrict__ in, int64_t count, float scale,
                                  float bias, float low, float high, float* __restrict__ out) {
-  for (int64_t j = 0; j < count; ++j) out[j] = std::min(high, std::max(low, in[j] * scale + bias));
+  for (int64_t j = 0; j < count; ++j) out[j] = Clamped(in[j] * scale + bias, low, high);
 }
+
+/// The clamp bounds a kernel program merged into a step (kEpilogueMin/MaxAttr); infinite where
+/// there is none.
+struct MergedClamp {
+  float low;
+  float high;
+
+  explicit MergedClamp(const KernelCall& call)
+      : low(static_cast<float>(call.FloatOr(runtime::kEpilogueMinAttr, -INFINITY))),
+        high(static_cast<float>(call.FloatOr(runtime::kEpilogueMaxAttr, INFINITY))) {}
+  bool clamps() const { return low > -INFINITY || high < INFINITY; }
+};
 
 /// A channel concatenation of (N, C_i, H, W) float32 pieces that its kernel program merged with
 /// the scale, bias and clamp after it (kiln/runtime/kernel_program.h): each plane of a piece is
 /// written through them as it is copied, one pass over memory where there were up to four.
 /// The pieces are the inputs before the merged ones.
-void ConcatenateChannelsAffine(const KernelCall& call, int64_t scale_index, int64_t bias_index) {
+void ConcatenateChannelsAffine(const KernelCall& call, int64_t scale_index, int64_t bias_index,
+                               const MergedClamp& clamp) {
   const Tensor whole = call.output(0);
   constexpr DLDataType kFloat32{kDLFloat, 32, 1};
   KILN_CHECK(whole.ndim() == 4 && DataTypeEqual(whole.dtype(), kFloat32), ValueError)
@@ -170,9 +182,6 @@ void ConcatenateChannelsAffine(const KernelCall& call, int64_t scale_index, int6
   };
   const float* scale = per_channel(scale_index);
   const float* bias = per_channel(bias_index);
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  const auto low = static_cast<float>(call.FloatOr(runtime::kEpilogueMinAttr, -kInf));
-  const auto high = static_cast<float>(call.FloatOr(runtime::kEpilogueMaxAttr, kInf));
   size_t pieces = call.num_inputs();
   for (int64_t index : {scale_index, bias_index}) {
     if (index >= 0) pieces = std::min(pieces, static_cast<size_t>(index));
@@ -205,7 +214,7 @@ void ConcatenateChannelsAffine(const KernelCall& call, int64_t scale_index, int6
       const int64_t c = i % channels;
       const auto [first, piece_channels] = sources[static_cast<size_t>(c)];
       AffinePlane(first + n * piece_channels * plane, plane, scale != nullptr ? scale[c] : 1.F,
-                  bias != nullptr ? bias[c] : 0.F, low, high, out + i * plane);
+                  bias != nullptr ? bias[c] : 0.F, clamp.low, clamp.high, out + i * plane);
     }
   });
 }
@@ -213,10 +222,9 @@ void ConcatenateChannelsAffine(const KernelCall& call, int64_t scale_index, int6
 void Concatenate(const KernelCall& call) {
   const int64_t scale = call.IntOr(runtime::kEpilogueScaleAttr, -1);
   const int64_t bias = call.IntOr(runtime::kEpilogueBiasAttr, -1);
-  const bool clamps = call.FloatOr(runtime::kEpilogueMinAttr, -INFINITY) > -INFINITY ||
-                      call.FloatOr(runtime::kEpilogueMaxAttr, INFINITY) < INFINITY;
-  if (scale >= 0 || bias >= 0 || clamps) {
-    ConcatenateChannelsAffine(call, scale, bias);
+  const MergedClamp clamp(call);
+  if (scale >= 0 || bias >= 0 || clamp.clamps()) {
+    ConcatenateChannelsAffine(call, scale, bias, clamp);
   } else {
     MoveBlocks<true>(call);
   }
