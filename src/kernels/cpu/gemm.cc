@@ -18,7 +18,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <memory>
 #include <utility>
 
@@ -515,14 +514,9 @@ Tensor NewPackedTensor(int64_t size) {
   return runtime::Empty({size}, DLDataType{kDLFloat, 32, 1}, DLDevice{kDLCPU, 0});
 }
 
-bool GemmEpilogue::clamps() const {
-  return min_value != -std::numeric_limits<float>::infinity() ||
-         max_value != std::numeric_limits<float>::infinity();
-}
-
 bool GemmEpilogue::active() const {
-  return row_bias != nullptr || col_bias != nullptr || residual != nullptr || clamps() || gelu ||
-         silu || hardswish || tile != nullptr;
+  return row_bias != nullptr || col_bias != nullptr || residual != nullptr || clamp.clamps() ||
+         gelu || silu || hardswish || tile != nullptr;
 }
 
 namespace {
@@ -541,9 +535,9 @@ KILN_CPU_CLONES void ApplyToLine(const GemmEpilogue& epilogue, float* __restrict
   if (residual != nullptr) {
     for (int64_t j = 0; j < cols; ++j) line[j] += residual[j];
   }
-  if (epilogue.clamps()) {
-    const float low = epilogue.min_value;
-    const float high = epilogue.max_value;
+  if (epilogue.clamp.clamps()) {
+    const float low = epilogue.clamp.low;
+    const float high = epilogue.clamp.high;
     for (int64_t j = 0; j < cols; ++j) line[j] = Clamped(line[j], low, high);
   }
   if (epilogue.gelu) {
@@ -586,9 +580,7 @@ GemmEpilogue ReadMergedEpilogue(const KernelCall& call, bool bias_per_row, int64
     epilogue.residual = Data<const float>(call.input(residual));
     epilogue.residual_ld = residual_ld;
   }
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  epilogue.min_value = static_cast<float>(call.FloatOr(runtime::kEpilogueMinAttr, -kInf));
-  epilogue.max_value = static_cast<float>(call.FloatOr(runtime::kEpilogueMaxAttr, kInf));
+  epilogue.clamp = ReadMergedClamp(call);
   epilogue.gelu = call.BoolOr(runtime::kEpilogueGeluAttr, false);
   epilogue.silu = call.BoolOr(runtime::kEpilogueSiluAttr, false);
   epilogue.hardswish = call.BoolOr(runtime::kEpilogueHardSwishAttr, false);
@@ -705,7 +697,7 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOpera
             float* c_block =
                 narrows ? product.get() + (row0 - row_begin) * cols : c + row0 * ldc + col0;
             const TileStore store{epilogue.row_bias != nullptr ? epilogue.row_bias + row0 : nullptr,
-                                  epilogue.clamps(), epilogue.min_value, epilogue.max_value,
+                                  epilogue.clamp.clamps(), epilogue.clamp.low, epilogue.clamp.high,
                                   epilogue.hardswish};
             multiply(block_a(p0, kc, row0), rows, c_block,
                      stores_epilogue && last_depth ? &store : nullptr);

@@ -9,7 +9,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <limits>
 
 namespace kiln {
 namespace kernels {
@@ -58,7 +57,7 @@ struct GemmOperand {
 
 /// What a fused function does to a product after it, while C is in cache: per element,
 ///   c = act(c + row_bias[row] + col_bias[col] + residual[row, col]),
-/// act clamping to [min_value, max_value] and then, if `gelu`, GELU (erf form), if `silu`,
+/// act clamping to [clamp.low, clamp.high] and then, if `gelu`, GELU (erf form), if `silu`,
 /// x * sigmoid(x), if `hardswish`, x * clamp(x / 6 + 1 / 2, 0, 1); then `tile`.
 /// Absent parts are skipped.
 struct GemmEpilogue {
@@ -66,8 +65,7 @@ struct GemmEpilogue {
   const float* col_bias = nullptr;  ///< one per column of C, or none
   const float* residual = nullptr;  ///< a matrix shaped as C, rows `residual_ld` apart, or none
   int64_t residual_ld = 0;
-  float min_value = -std::numeric_limits<float>::infinity();
-  float max_value = std::numeric_limits<float>::infinity();
+  ClampBounds clamp;
   bool gelu = false;
   bool silu = false;
   bool hardswish = false;
@@ -85,7 +83,6 @@ struct GemmEpilogue {
   int64_t narrow_width = 0;
   int64_t narrow_valid = 0;
 
-  bool clamps() const;
   bool active() const;
   /// Applies the epilogue to rows [row0, row0 + rows) x columns [col0, col0 + cols) of C;
   /// `c` points at (row0, col0).

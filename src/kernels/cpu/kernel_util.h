@@ -8,11 +8,13 @@
 #include <kiln/ffi/registry.h>
 #include <kiln/ffi/string.h>
 #include <kiln/ffi/tensor.h>
+#include <kiln/runtime/kernel_program.h>
 #include <kiln/runtime/narrow_float.h>
 #include <kiln/runtime/thread_pool.h>
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -138,6 +140,20 @@ inline std::vector<int64_t> Int64Values(const Tensor& tensor) {
 /// clip and relu as the merged epilogues compute them: NaN becomes `low`.
 __attribute__((always_inline)) inline float Clamped(float value, float low, float high) {
   return std::min(high, std::max(low, value));
+}
+
+/// Clamp bounds, infinite where there is none.
+struct ClampBounds {
+  float low = -INFINITY;
+  float high = INFINITY;
+  bool clamps() const { return low != -INFINITY || high != INFINITY; }
+};
+
+/// The clamp a kernel program merged into the call's step (kEpilogueMinAttr, kEpilogueMaxAttr;
+/// kiln/runtime/kernel_program.h).
+inline ClampBounds ReadMergedClamp(const KernelCall& call) {
+  return {static_cast<float>(call.FloatOr(runtime::kEpilogueMinAttr, -INFINITY)),
+          static_cast<float>(call.FloatOr(runtime::kEpilogueMaxAttr, INFINITY))};
 }
 
 /// Copies the first `count` floats (fewer than kLanes) from `from` to `to` in at most one move

@@ -146,24 +146,12 @@ KILN_CPU_CLONES void AffinePlane(const float* __restrict__ in, int64_t count, fl
   for (int64_t j = 0; j < count; ++j) out[j] = Clamped(in[j] * scale + bias, low, high);
 }
 
-/// The clamp bounds a kernel program merged into a step (kEpilogueMin/MaxAttr); infinite where
-/// there is none.
-struct MergedClamp {
-  float low;
-  float high;
-
-  explicit MergedClamp(const KernelCall& call)
-      : low(static_cast<float>(call.FloatOr(runtime::kEpilogueMinAttr, -INFINITY))),
-        high(static_cast<float>(call.FloatOr(runtime::kEpilogueMaxAttr, INFINITY))) {}
-  bool clamps() const { return low > -INFINITY || high < INFINITY; }
-};
-
 /// A channel concatenation of (N, C_i, H, W) float32 pieces that its kernel program merged with
 /// the scale, bias and clamp after it (kiln/runtime/kernel_program.h): each plane of a piece is
 /// written through them as it is copied, one pass over memory where there were up to four.
 /// The pieces are the inputs before the merged ones.
 void ConcatenateChannelsAffine(const KernelCall& call, int64_t scale_index, int64_t bias_index,
-                               const MergedClamp& clamp) {
+                               const ClampBounds& clamp) {
   const Tensor whole = call.output(0);
   constexpr DLDataType kFloat32{kDLFloat, 32, 1};
   KILN_CHECK(whole.ndim() == 4 && DataTypeEqual(whole.dtype(), kFloat32), ValueError)
@@ -222,7 +210,7 @@ void ConcatenateChannelsAffine(const KernelCall& call, int64_t scale_index, int6
 void Concatenate(const KernelCall& call) {
   const int64_t scale = call.IntOr(runtime::kEpilogueScaleAttr, -1);
   const int64_t bias = call.IntOr(runtime::kEpilogueBiasAttr, -1);
-  const MergedClamp clamp(call);
+  const ClampBounds clamp = ReadMergedClamp(call);
   if (scale >= 0 || bias >= 0 || clamp.clamps()) {
     ConcatenateChannelsAffine(call, scale, bias, clamp);
   } else {
