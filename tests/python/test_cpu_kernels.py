@@ -956,6 +956,53 @@ def test_conv2d_epilogue(case, has_bias, has_residual, activation):
           atol=1e-4, **attrs, **_epilogue_attrs(2, bias, residual, activation))
 
 
+def _run_into_residual(op, inputs, residual, **attrs):
+    """Runs kernel.cpu.<op> with one tensor as its merged residual (its last input) and as its
+    output, as a graph node whose output took its residual's storage is run; returns it."""
+    kernel = kiln.get_global_func("kernel.cpu." + op)
+    out = kiln.tensor(residual.copy())  # the kernel overwrites it
+    args = [kiln.tensor(np.ascontiguousarray(x)) for x in inputs] + [out]
+    kernel(args, [out], {**DEFAULTS.get(op, {}), **attrs})
+    return out.numpy().copy()
+
+
+IN_PLACE_EPILOGUES = [(True, "relu"), (False, None), (True, "gelu")]
+
+
+@pytest.mark.parametrize("case", CONV_CASES)
+@pytest.mark.parametrize("has_bias,activation", IN_PLACE_EPILOGUES)
+def test_conv2d_into_its_residual(case, has_bias, activation):
+    """The output in its residual's storage (design §41): the GEMM adds its product into it,
+    over one depth block or several, narrowed or not; the transposed and depthwise paths read a
+    copy. The bias and activation come after the sum, as ever."""
+    x, w, product, attrs = _conv_case(case)
+    bias = rand(w.shape[0], 1, 1) if has_bias else None
+    residual = rand(*product.shape)
+    inputs = [x, w] + ([bias] if has_bias else [])
+    got = _run_into_residual("nn.conv2d", inputs, residual, **attrs,
+                             **_epilogue_attrs(2, bias, residual, activation))
+    np.testing.assert_allclose(got, _epilogue(product, bias, residual, activation), rtol=1e-4,
+                               atol=1e-4)
+
+
+@pytest.mark.parametrize("op,a_shape,b_shape", [
+    ("nn.dense", (7, 30), (40, 30)), ("nn.dense", (2, 25, 300), (70, 300)),
+    ("nn.dense", (13, 600), (100, 600)), ("matmul", (4, 65, 300), (300, 70)),
+    ("matmul", (2, 3, 5, 7), (1, 7, 4)), ("matmul", (9, 0), (0, 5))])
+@pytest.mark.parametrize("has_bias,activation", IN_PLACE_EPILOGUES)
+def test_gemm_into_its_residual(op, a_shape, b_shape, has_bias, activation):
+    """dense and matmul (one GEMM, or one per batch) with the output in the residual's storage;
+    depths of one, two and three blocks, and of none."""
+    a, b = rand(*a_shape), rand(*b_shape)
+    product = a @ b.T if op == "nn.dense" else np.matmul(a, b)
+    bias = rand(product.shape[-1]) if has_bias else None
+    residual = rand(*product.shape)
+    got = _run_into_residual(op, [a, b] + ([bias] if has_bias else []), residual,
+                             **_epilogue_attrs(2, bias, residual, activation))
+    np.testing.assert_allclose(got, _epilogue(product, bias, residual, activation), rtol=1e-4,
+                               atol=1e-4)
+
+
 def _program(steps, temps, constants, num_inputs=1, specs=None):
     """A one-function kernel program ("f") with float32 tensors of the given shapes; `specs`,
     when given, is (input shapes, output shapes)."""
@@ -1097,6 +1144,34 @@ def test_program_merges_matmul_epilogues(with_specs):
     y = kiln.empty(list(shape), "float32")
     f(kiln.tensor(x), kiln.tensor(residual), y)
     np.testing.assert_allclose(y.numpy(), _gelu(x @ w + bias + residual), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("with_specs", [True, False])
+def test_program_writes_its_output_over_its_residual(with_specs):
+    """Called with its output in its residual input's bytes, as a graph node placed there is: the
+    merged GEMM adds its product into them (with specs); unmerged, the input is read from a copy."""
+    x, w, bias, residual = rand(1, 20, 48), rand(48, 70), rand(70), rand(1, 20, 70)
+    shape = (1, 20, 70)
+    specs = ([x.shape, residual.shape], [shape]) if with_specs else None
+    f = _program(_matmul_bias_residual_gelu_steps(), [shape] * 3, [w, bias], num_inputs=2,
+                 specs=specs)
+    both = kiln.tensor(residual.copy())
+    f(kiln.tensor(x), both, both)
+    np.testing.assert_allclose(both.numpy(), _gelu(x @ w + bias + residual), rtol=1e-4,
+                               atol=1e-4)
+
+
+def test_program_reads_a_copy_of_an_input_its_output_overlaps():
+    """An input that the GEMM reads as well as adding it, with the output in its bytes: the
+    output would overwrite what the GEMM still reads (its A, in place: 48 columns), so the
+    program reads a copy."""
+    x, w = rand(20, 48), rand(48, 48)
+    steps = [{"kernel": "matmul", "attrs": {}, "inputs": ["i0", "c0"], "outputs": ["t0"]},
+             {"kernel": "add", "attrs": {}, "inputs": ["t0", "i0"], "outputs": ["o0"]}]
+    f = _program(steps, [x.shape], [w], specs=([x.shape], [x.shape]))
+    both = kiln.tensor(x.copy())
+    f(both, both)
+    np.testing.assert_allclose(both.numpy(), x @ w + x, rtol=1e-4, atol=1e-4)
 
 
 def test_program_keeps_a_residual_add_that_broadcasts():

@@ -822,7 +822,8 @@ void Conv2DInto(const ConvShapes& s, const float* x, const float* w,
                           ? prepacked.transposed
                           : ConvGemm::Transposes(s.o / s.groups, spatial, depth, s.window));
   if (gemm.depthwise(group_in)) {
-    DepthwiseConv2D(s, x, w, epilogue, y);
+    const ResidualOutsideC outside(epilogue, y, 1, s.n * s.o * spatial, 0);
+    DepthwiseConv2D(s, x, w, outside.epilogue(), y);
     return;
   }
   const Window2D& win = s.window;

@@ -557,6 +557,10 @@ KILN_CPU_CLONES void ApplyToLine(const GemmEpilogue& epilogue, float* __restrict
 
 void GemmEpilogue::Apply(int64_t row0, int64_t rows, int64_t col0, int64_t cols, float* c,
                          int64_t ldc) const {
+  // C already holds the product there: adding it as the residual would double it.
+  KILN_CHECK(residual == nullptr || residual + row0 * residual_ld + col0 != c, InternalError)
+      << "a GEMM epilogue's residual is its output: the path must add its product into the "
+         "output (Gemm) or read a copy of the residual (ResidualOutsideC)";
   for (int64_t i = 0; i < rows; ++i) {
     ApplyToLine(*this, c + i * ldc, cols, row_bias != nullptr ? row_bias[row0 + i] : 0.F,
                 col_bias != nullptr ? col_bias + col0 : nullptr,
@@ -567,6 +571,16 @@ void GemmEpilogue::Apply(int64_t row0, int64_t rows, int64_t col0, int64_t cols,
     const int64_t* first = tile_image >= 0 ? bounds : bounds + 1;
     if (tile->fn(first, tile->closure) != 0) detail::ThrowRaised();
   }
+}
+
+ResidualOutsideC::ResidualOutsideC(const GemmEpilogue& epilogue, const float* c, int64_t rows,
+                                   int64_t cols, int64_t ldc)
+    : epilogue_(epilogue) {
+  if (epilogue.residual != c || rows == 0 || cols == 0) return;
+  const int64_t floats = (rows - 1) * ldc + cols;
+  copy_ = NewPackedTensor(floats);
+  std::copy_n(c, floats, Data<float>(copy_));
+  epilogue_.residual = Data<const float>(copy_);
 }
 
 GemmEpilogue ReadMergedEpilogue(const KernelCall& call, bool bias_per_row, int64_t residual_ld) {
@@ -602,17 +616,18 @@ void PackGatheredStrip(const GatheredRows& rows, int64_t kc, int64_t first, int6
 /// A product of depth 0, `rows` x `cols` as stored (rows `ldc` apart): zeros, then `epilogue`.
 void StoreEmptyProduct(int64_t rows, int64_t cols, float* c, int64_t ldc,
                        const GemmEpilogue& epilogue) {
+  const ResidualOutsideC outside(epilogue, c, rows, cols, ldc);
   for (int64_t i = 0; i < rows; ++i) std::fill_n(c + i * ldc, cols, 0.F);
-  if (epilogue.active()) epilogue.Apply(0, rows, 0, cols, c, ldc);
+  if (epilogue.active()) outside.epilogue().Apply(0, rows, 0, cols, c, ldc);
 }
 
 /// Copies the kept columns of a block of a product whose columns are wide rows
-/// (GemmEpilogue::narrow_width) into C: `block` holds rows x cols of the product's columns
-/// [col0, col0 + cols), rows `cols` apart; `c` is C's first row of the block. Returns C's
-/// first column written and the count (they are contiguous).
+/// (GemmEpilogue::narrow_width) into C, or adds them to it (`adds`): `block` holds rows x cols
+/// of the product's columns [col0, col0 + cols), rows `cols` apart; `c` is C's first row of the
+/// block. Returns C's first column written and the count (they are contiguous).
 std::pair<int64_t, int64_t> NarrowBlock(const float* block, int64_t rows, int64_t col0,
-                                        int64_t cols, const GemmEpilogue& epilogue, float* c,
-                                        int64_t ldc) {
+                                        int64_t cols, const GemmEpilogue& epilogue, bool adds,
+                                        float* c, int64_t ldc) {
   const int64_t width = epilogue.narrow_width;
   const int64_t valid = epilogue.narrow_valid;
   const auto kept = [&](int64_t column) {  // C's columns before product column `column`
@@ -622,7 +637,13 @@ std::pair<int64_t, int64_t> NarrowBlock(const float* block, int64_t rows, int64_
     const int64_t end = std::min(col0 + cols, j / width * width + valid);
     for (int64_t i = 0; j < end && i < rows; ++i) {
       if (i + 1 < rows) PrefetchForWrite(c + (i + 1) * ldc + kept(j), end - j);  // the next row's
-      std::copy(block + i * cols + j - col0, block + i * cols + end - col0, c + i * ldc + kept(j));
+      const float* from = block + i * cols + j - col0;
+      float* to = c + i * ldc + kept(j);
+      if (adds) {
+        for (int64_t q = 0; q < end - j; ++q) to[q] += from[q];
+      } else {
+        std::copy(from, from + end - j, to);
+      }
     }
   }
   return {kept(col0), kept(col0 + cols) - kept(col0)};
@@ -631,13 +652,21 @@ std::pair<int64_t, int64_t> NarrowBlock(const float* block, int64_t rows, int64_
 }  // namespace
 
 void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOperand& b, float* c,
-          int64_t ldc, const GemmEpilogue& epilogue) {
+          int64_t ldc, const GemmEpilogue& merged) {
   if (m == 0 || n == 0) return;
-  const bool has_epilogue = epilogue.active();
   if (k == 0) {
-    StoreEmptyProduct(m, n, c, ldc, epilogue);
+    StoreEmptyProduct(m, n, c, ldc, merged);
     return;
   }
+  // A residual that is C itself is not read by the epilogue: the product is added into C, from
+  // the first depth block on (narrowed blocks as they are narrowed into it).
+  const bool adds_to_c = merged.residual == c;
+  KILN_CHECK(!adds_to_c || merged.residual_ld == ldc, InternalError)
+      << "Gemm: a residual at C's address with rows " << merged.residual_ld << " apart, C's "
+      << ldc;
+  GemmEpilogue epilogue = merged;
+  if (adds_to_c) epilogue.residual = nullptr;
+  const bool has_epilogue = epilogue.active();
   const GemmKernel& kernel = SelectKernel();
   const int64_t nr = kernel.nr;
   const int64_t m_pad = RoundUp(m, kernel.mr);
@@ -664,9 +693,10 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOpera
   // An epilogue of nothing but row biases, a clamp and hardswish is applied by the micro-kernel
   // as it stores the last depth block (TileStore); in product columns when narrowing, as none
   // of them depends on the column.
+  // Not when a narrowed product is added into C: the sum must come before the clamp.
   const bool stores_epilogue = has_epilogue && epilogue.col_bias == nullptr &&
                                epilogue.residual == nullptr && !epilogue.gelu && !epilogue.silu &&
-                               epilogue.tile == nullptr;
+                               epilogue.tile == nullptr && !(narrows && adds_to_c);
   // Tasks are column-block-major: a chunk holding several row groups of one column block
   // packs its panel of B once.
   runtime::ParallelFor(0, plan.blocks * plan.groups, 1, [&](int64_t begin, int64_t end) {
@@ -689,6 +719,7 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOpera
       for (int64_t p0 = 0; p0 < k; p0 += kKC) {
         const int64_t kc = std::min(kKC, k - p0);
         const bool last_depth = p0 + kc == k;
+        const bool accumulate = p0 > 0 || (adds_to_c && !narrows);
         // Multiplies the task's rows by this depth block of B, through
         // `multiply(a, rows, c, store)`.
         const auto multiply_rows = [&](const auto& multiply) {
@@ -715,9 +746,9 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOpera
           }
           multiply_rows([&](BlockA rows_a, int64_t rows, float* c_block, const TileStore* store) {
             kernel.multiply_block_gathered(rows_a, block_b, rows, in_place, kc, c_block, block_ld,
-                                           p0 > 0, store);
+                                           accumulate, store);
             kernel.multiply_block(rows_a, own_panel.get(), rows, cols - in_place, kc,
-                                  c_block + in_place, block_ld, p0 > 0, store);
+                                  c_block + in_place, block_ld, accumulate, store);
           });
           continue;
         }
@@ -734,13 +765,14 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOpera
           }
         }
         multiply_rows([&](BlockA rows_a, int64_t rows, float* c_block, const TileStore* store) {
-          kernel.multiply_block(rows_a, panel, rows, cols, kc, c_block, block_ld, p0 > 0, store);
+          kernel.multiply_block(rows_a, panel, rows, cols, kc, c_block, block_ld, accumulate,
+                                store);
         });
       }
       if (narrows) {  // while the block is in cache
         const int64_t rows = row_end - row_begin;
-        const auto [kept_col0, kept_cols] =
-            NarrowBlock(product.get(), rows, col0, cols, epilogue, c + row_begin * ldc, ldc);
+        const auto [kept_col0, kept_cols] = NarrowBlock(product.get(), rows, col0, cols, epilogue,
+                                                        adds_to_c, c + row_begin * ldc, ldc);
         if (has_epilogue && !stores_epilogue && kept_cols > 0) {
           epilogue.Apply(row_begin, rows, kept_col0, kept_cols, c + row_begin * ldc + kept_col0,
                          ldc);
@@ -791,14 +823,15 @@ void TransposeInto(const float* in, int64_t rows, int64_t cols, int64_t ldi, flo
 }  // namespace
 
 void GemmTransposedOutput(int64_t m, int64_t n, int64_t k, const GemmOperand& a,
-                          const GemmOperand& b, float* c, int64_t ldc,
-                          const GemmEpilogue& epilogue) {
+                          const GemmOperand& b, float* c, int64_t ldc, const GemmEpilogue& merged) {
   if (m == 0 || n == 0) return;
-  const bool has_epilogue = epilogue.active();
   if (k == 0) {
-    StoreEmptyProduct(n, m, c, ldc, epilogue);  // C as stored: n x m
+    StoreEmptyProduct(n, m, c, ldc, merged);  // C as stored: n x m
     return;
   }
+  const ResidualOutsideC outside(merged, c, n, m, ldc);
+  const GemmEpilogue& epilogue = outside.epilogue();
+  const bool has_epilogue = epilogue.active();
   const GemmKernel& kernel = SelectKernel();
   const int64_t n_pad = RoundUp(n, kernel.nr);
   std::unique_ptr<float[]> own_b;

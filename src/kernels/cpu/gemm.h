@@ -60,6 +60,10 @@ struct GemmOperand {
 /// act clamping to [clamp.low, clamp.high] and then, if `gelu`, GELU (erf form), if `silu`,
 /// x * sigmoid(x), if `hardswish`, x * clamp(x / 6 + 1 / 2, 0, 1); then `tile`.
 /// Absent parts are skipped.
+///
+/// The residual may be C itself (`residual` == c, rows ldc apart): a graph node's output placed
+/// in its residual's storage (design §41). Gemm then adds its product into C; the other paths
+/// read a copy (ResidualOutsideC), since they write C before their epilogue reads it.
 struct GemmEpilogue {
   const float* row_bias = nullptr;  ///< one per row of C, or none
   const float* col_bias = nullptr;  ///< one per column of C, or none
@@ -87,6 +91,21 @@ struct GemmEpilogue {
   /// Applies the epilogue to rows [row0, row0 + rows) x columns [col0, col0 + cols) of C;
   /// `c` points at (row0, col0).
   void Apply(int64_t row0, int64_t rows, int64_t col0, int64_t cols, float* c, int64_t ldc) const;
+};
+
+/// For a path that writes C before its epilogue reads the residual (GemmTransposedOutput, the
+/// depthwise convolutions): when the residual is C itself, a copy of it, which `epilogue()`
+/// reads instead; otherwise the epilogue as given.
+class ResidualOutsideC {
+ public:
+  /// C: `rows` rows of `cols`, `ldc` apart.
+  ResidualOutsideC(const GemmEpilogue& epilogue, const float* c, int64_t rows, int64_t cols,
+                   int64_t ldc);
+  const GemmEpilogue& epilogue() const { return epilogue_; }
+
+ private:
+  Tensor copy_;
+  GemmEpilogue epilogue_;
 };
 
 /// The epilogue a kernel program merged into a step (kiln/runtime/kernel_program.h): its bias

@@ -275,6 +275,31 @@ void MarkAliases(ProgramFunction& func) {
   }
 }
 
+/// Finds the inputs an output may be placed over (design §41): an input that one step reads,
+/// once, as the merged residual of a GEMM-backed step writing that output. The step's GEMM adds
+/// its product into the output, which holds the residual (kernels/cpu/gemm.h), so nothing reads
+/// the input after the output is written.
+void MarkOutputsOverInputs(ProgramFunction& func) {
+  func.output_over_input.assign(func.num_inputs, -1);
+  std::vector<int64_t> reads(func.num_inputs, 0);
+  for (const Step& step : func.steps) {
+    for (const TensorRef& ref : step.inputs) {
+      if (ref.list == 'i') ++reads[ref.index];
+    }
+    const std::optional<Any> residual = step.attrs.Get(String(kEpilogueResidualAttr));
+    if (!residual.has_value() || step.outputs.size() != 1 || step.outputs[0].list != 'o') {
+      continue;
+    }
+    const TensorRef& read = step.inputs.at(static_cast<size_t>(residual->cast<int64_t>()));
+    if (read.list == 'i') {
+      func.output_over_input[read.index] = static_cast<int64_t>(step.outputs[0].index);
+    }
+  }
+  for (size_t i = 0; i < func.num_inputs; ++i) {
+    if (reads[i] != 1) func.output_over_input[i] = -1;
+  }
+}
+
 /// The step's attributes as its prepack hook sees them: with its first output's shape when the
 /// program describes it, each extent not known before a call (symbolic) as -1.
 Map<String, Any> PrepackAttrs(const ProgramFunction& func, const Step& step) {
@@ -341,6 +366,36 @@ Tensor ViewOf(const AnyView& arg, const std::string& func, size_t position) {
       << kPrefix << "argument " << position << " of '" << func << "' must be a DLTensor*, got "
       << arg.type_str();
   return internal::ViewOf(**tensor);
+}
+
+/// Whether the bytes of `a` and `b` overlap.
+bool Overlap(const Tensor& a, const Tensor& b) {
+  const auto* a_begin = static_cast<const char*>(a.data());
+  const auto* b_begin = static_cast<const char*>(b.data());
+  return a.NumBytes() > 0 && b.NumBytes() > 0 && a_begin < b_begin + b.NumBytes() &&
+         b_begin < a_begin + a.NumBytes();
+}
+
+/// Replaces each input whose bytes an output overlaps by a copy, unless the function may write
+/// that output over exactly those bytes (ProgramFunction::output_over_input): the steps may
+/// write an output before they read an input.
+void CopyInputsUnderOutputs(const ProgramFunction& func, std::vector<Tensor>& inputs,
+                            const std::vector<Tensor>& outputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      if (!Overlap(inputs[i], outputs[o])) continue;
+      const bool over_input = func.output_over_input[i] == static_cast<int64_t>(o) &&
+                              inputs[i].data() == outputs[o].data() &&
+                              inputs[i].NumBytes() == outputs[o].NumBytes();
+      if (over_input) continue;
+      const Shape shape = inputs[i].shape();
+      Tensor copy = Empty(std::vector<int64_t>(shape.begin(), shape.end()), inputs[i].dtype(),
+                          DLDevice{kDLCPU, 0});
+      CopyTensor(inputs[i], copy);
+      inputs[i] = std::move(copy);
+      break;
+    }
+  }
 }
 
 /// Whether `tensor` is a compact CPU tensor of `spec`'s (static) shape and dtype.
@@ -431,6 +486,7 @@ class KernelProgramObj : public ModuleObj {
       outputs.push_back(ViewOf(args[func.num_inputs + i], func.name, func.num_inputs + i));
     }
     const std::vector<int64_t> sizes = BindArguments(func, inputs, outputs);
+    CopyInputsUnderOutputs(func, inputs, outputs);
     std::vector<std::vector<int64_t>> temp_shapes;
     std::vector<std::optional<Tensor>> temps(func.temps.size());
     for (size_t i = 0; i < func.temps.size(); ++i) {
@@ -514,6 +570,7 @@ Module MakeProgram(std::string description, ConstantSource constant_at, OnlyPack
   for (ProgramFunction& func : functions) {
     MergeEpilogues(func, constants);
     MarkAliases(func);
+    MarkOutputsOverInputs(func);
   }
   PrepackConstants(functions, constants, [&](size_t c) { only_packed(c, constants[c]); });
   return Module(make_object<KernelProgramObj>(std::move(description), std::move(functions),

@@ -63,6 +63,9 @@ struct ProgramFunction {
   /// per call).
   std::string caller;
   std::vector<bool> temp_aliases;  ///< per temporary: written by a step that aliases its input
+  /// Per input: the output a call may place in exactly its bytes, or -1 (MarkOutputsOverInputs
+  /// in kernel_program.cc). Any other overlap of an input and an output is read from a copy.
+  std::vector<int64_t> output_over_input;
   std::vector<Step> steps;
 };
 
