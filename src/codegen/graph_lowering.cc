@@ -7,6 +7,7 @@
 #include <kiln/ir/function.h>
 #include <kiln/ir/op.h>
 #include <kiln/ir/type_relation.h>
+#include <kiln/runtime/graph_executor.h>
 #include <kiln/runtime/kernel_program.h>
 #include <kiln/runtime/memory_plan.h>
 #include <kiln/runtime/shape_signature.h>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "../runtime/tagged_attrs_internal.h"
+#include "program_in_place.h"
 
 namespace kiln {
 namespace codegen {
@@ -138,6 +140,8 @@ struct GraphNode {
   std::vector<int64_t> inputs;
   std::vector<int64_t> outputs;
   int64_t returns = 0;  ///< trailing outputs the function allocates and returns
+  /// (output, input) positions: the output may take the input's bytes (graph JSON "in_place")
+  std::vector<std::pair<int64_t, int64_t>> in_place;
 };
 
 class GraphLowering {
@@ -601,7 +605,14 @@ class GraphLowering {
       output_specs.push_back(SpecJson(ShapeOf(type), type->dtype()));
     }
     functions_.push_back(builder.Finish(results, std::move(input_specs), std::move(output_specs)));
-    return AddGraphNode(builder.name(), result_type, inputs);
+    std::vector<int64_t> outputs = AddGraphNode(builder.name(), result_type, inputs);
+    for (const auto& [output, input] : OutputsOverInputs(functions_.back())) {
+      const int64_t entry = inputs[static_cast<size_t>(input)];
+      if (std::count(inputs.begin(), inputs.end(), entry) == 1) {
+        nodes_.back().in_place.emplace_back(output, input);
+      }
+    }
+    return outputs;
   }
 
   /// A graph node calling `func`, reading `inputs` and writing new entries for the tensors of
@@ -618,7 +629,7 @@ class GraphLowering {
     for (int64_t entry : inputs) {
       if (!entries_[entry].pinned) entries_[entry].last_use = node;
     }
-    nodes_.push_back(GraphNode{func, inputs, outputs});
+    nodes_.push_back(GraphNode{func, inputs, outputs, 0, {}});
     return outputs;
   }
 
@@ -692,7 +703,7 @@ class GraphLowering {
                             std::all_of(entries_.begin(), entries_.end(), [](const GraphEntry& e) {
                               return runtime::IsStatic(e.shape);
                             });
-    Json graph{{"version", 1}};
+    Json graph{{"version", runtime::kGraphFormatVersion}};
     Json entries = Json::array();
     for (const GraphEntry& entry : entries_) entries.push_back(SpecJson(entry.shape, entry.dtype));
     if (all_static) {
@@ -715,6 +726,9 @@ class GraphLowering {
                            {"inputs", node.inputs},
                            {"outputs", node.outputs}});
       if (node.returns > 0) nodes.back()["returns"] = node.returns;
+      for (const auto& [output, input] : node.in_place) {
+        nodes.back()["in_place"].push_back(Json{{"output", output}, {"input", input}});
+      }
     }
     graph["entries"] = entries;
     graph["inputs"] = inputs;
@@ -754,6 +768,11 @@ class GraphLowering {
       for (const arith::SizeExpr& extent : entry.shape) bytes *= *extent.as_int();
       requests.push_back(runtime::BufferRequest{bytes, std::min(entry.first_use, last_node),
                                                 std::min(entry.last_use, last_node), entry.pinned});
+    }
+    for (const GraphNode& node : nodes_) {
+      for (const auto& [output, input] : node.in_place) {
+        requests[node.outputs[output]].over = node.inputs[input];
+      }
     }
     return requests;
   }

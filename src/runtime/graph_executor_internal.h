@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace kiln {
@@ -41,6 +42,10 @@ struct GraphNode {
   std::vector<int64_t> inputs;
   std::vector<int64_t> outputs;
   int64_t returns = 0;
+  /// (output, input) positions: the output may be placed in exactly the input's bytes when the
+  /// input dies at this node, as the function reads that input before it writes that output (a
+  /// kernel program's merged residual, design §41).
+  std::vector<std::pair<int64_t, int64_t>> in_place;
 };
 
 /// A size constraint the compiler could not decide, checked once per signature: `lhs relation
@@ -95,6 +100,8 @@ struct Graph {
   /// for what lives the whole run); first_use is kUnused for an entry nothing touches.
   std::vector<int64_t> first_use;
   std::vector<int64_t> last_use;
+  /// Per entry: the entry its node may place it over (GraphNode::in_place), or -1.
+  std::vector<int64_t> placed_over;
   static constexpr int64_t kUnused = std::numeric_limits<int64_t>::min();
 };
 

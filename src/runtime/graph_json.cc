@@ -205,8 +205,29 @@ GraphInput ParseInput(const Json& value, const std::string& path, size_t num_ent
   return input;
 }
 
+/// A node's "in_place" pairs, {"output": position, "input": position}.
+std::vector<std::pair<int64_t, int64_t>> ParseInPlace(const Json& value, const std::string& path,
+                                                      const GraphNode& node) {
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  const Json& items = ReadArray(value, path);
+  for (size_t i = 0; i < items.size(); ++i) {
+    const std::string item = At(path, i);
+    CheckObject(items[i], item, {"output", "input"});
+    const int64_t output = ReadInt(Required(items[i], item, "output"), At(item, "output"), 0);
+    const int64_t input = ReadInt(Required(items[i], item, "input"), At(item, "input"), 0);
+    KILN_CHECK(output < static_cast<int64_t>(node.outputs.size() - node.returns) &&
+                   input < static_cast<int64_t>(node.inputs.size()),
+               ValueError)
+        << "graph JSON: " << item << " places output " << output << " over input " << input
+        << ", but the node has " << Count(node.inputs.size(), "input") << " and "
+        << Count(node.outputs.size() - node.returns, "output") << " the graph allocates";
+    pairs.emplace_back(output, input);
+  }
+  return pairs;
+}
+
 GraphNode ParseNode(const Json& value, const std::string& path, size_t num_entries) {
-  CheckObject(value, path, {"name", "func", "inputs", "outputs", "returns"});
+  CheckObject(value, path, {"name", "func", "inputs", "outputs", "returns", "in_place"});
   GraphNode node;
   node.name = ReadString(Required(value, path, "name"), At(path, "name"));
   // Node names are for people; errors from here on say which node ("nodes[2] ('relu0')").
@@ -221,6 +242,9 @@ GraphNode ParseNode(const Json& value, const std::string& path, size_t num_entri
         << "graph JSON: " << At(named, "returns") << " is " << node.returns << ", but the node has "
         << node.outputs.size() << " outputs";
   }
+  if (value.contains("in_place")) {
+    node.in_place = ParseInPlace(value.at("in_place"), At(named, "in_place"), node);
+  }
   return node;
 }
 
@@ -228,9 +252,9 @@ void ParseVersion(const Json& root) {
   KILN_CHECK(root.is_object(), ValueError)
       << "graph JSON: the top level must be an object, got " << Show(root);
   const int64_t version = ReadInt(Required(root, "", "version"), "version", 1);
-  KILN_CHECK(version == kGraphFormatVersion, ValueError)
+  KILN_CHECK(version <= kGraphFormatVersion, ValueError)
       << "graph JSON: format version " << version << " is not supported; this runtime reads "
-      << "version " << kGraphFormatVersion;
+      << "versions 1 to " << kGraphFormatVersion;
 }
 
 std::optional<DLDevice> ParseDeviceField(const Json& root) {
@@ -308,6 +332,32 @@ void CheckDataflow(Graph& graph) {
   }
 }
 
+/// Each "in_place" pair joins an output and an input of one shape and dtype, the input passed
+/// to the node once and each output placed over one input; sets the graph's placed_over.
+void CheckInPlace(Graph& graph) {
+  graph.placed_over.assign(graph.entries.size(), -1);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const GraphNode& node = graph.nodes[i];
+    for (const auto& [output, input] : node.in_place) {
+      const int64_t out = node.outputs[output];
+      const int64_t in = node.inputs[input];
+      const GraphEntry& a = graph.entries[out];
+      const GraphEntry& b = graph.entries[in];
+      const bool same =
+          DataTypeEqual(a.dtype, b.dtype) && a.shape.size() == b.shape.size() &&
+          std::equal(a.shape.begin(), a.shape.end(), b.shape.begin(), arith::StructuralEqual);
+      KILN_CHECK(same && std::count(node.inputs.begin(), node.inputs.end(), in) == 1 &&
+                     graph.placed_over[out] < 0,
+                 ValueError)
+          << "graph JSON: " << DescribeNode(graph, i) << " places output " << output << " ("
+          << DescribeEntry(a) << ") over input " << input << " (" << DescribeEntry(b)
+          << "): an output may be placed over one input of its shape and dtype, which the node "
+             "is passed once";
+      graph.placed_over[out] = in;
+    }
+  }
+}
+
 std::string DescribeLifetime(const Graph& graph, int64_t entry) {
   const int64_t first = graph.first_use[entry];
   const int64_t last = graph.last_use[entry];
@@ -319,9 +369,19 @@ std::string DescribeLifetime(const Graph& graph, int64_t entry) {
   return text + ", live until " + DescribeNode(graph, static_cast<size_t>(last));
 }
 
-/// Entries that share bytes of a storage must not be live at the same node. A sweep over the
-/// nodes keeps, per storage, the live entries by offset; they never overlap one another, so a
-/// new entry need only be compared with its two neighbours: O(entries log entries).
+/// Whether entry `e` takes the bytes of `under` at the node that writes it: it may be placed
+/// over it (CheckInPlace), has exactly its bytes, and `under` dies at that node.
+bool TakesOver(const Graph& graph, int64_t e, int64_t under) {
+  const GraphEntry& a = graph.entries[e];
+  const GraphEntry& b = graph.entries[under];
+  return graph.placed_over[e] == under && a.storage == b.storage && a.offset == b.offset &&
+         a.bytes == b.bytes && graph.last_use[under] == graph.first_use[e];
+}
+
+/// Entries that share bytes of a storage must not be live at the same node, but for an entry
+/// and the one it takes over (TakesOver). A sweep over the nodes keeps, per storage, the live
+/// entries by offset; they never overlap one another, so a new entry need only be compared
+/// with its two neighbours: O(entries log entries).
 void CheckMemoryPlan(const Graph& graph) {
   const size_t steps = graph.nodes.size() + 2;  // before the first node, each node, the end
   std::vector<std::vector<int64_t>> starts(steps);
@@ -348,6 +408,10 @@ void CheckMemoryPlan(const Graph& graph) {
       const GraphEntry& entry = graph.entries[e];
       std::map<int64_t, int64_t>& in_storage = live[entry.storage];
       auto next = in_storage.lower_bound(entry.offset);
+      if (next != in_storage.end() && TakesOver(graph, e, next->second)) {
+        next->second = e;
+        continue;
+      }
       if (next != in_storage.end() && next->first < entry.offset + entry.bytes) {
         conflict(e, next->second);
       }
@@ -358,7 +422,11 @@ void CheckMemoryPlan(const Graph& graph) {
       }
       in_storage.emplace(entry.offset, e);
     }
-    for (int64_t e : ends[step]) live[graph.entries[e].storage].erase(graph.entries[e].offset);
+    for (int64_t e : ends[step]) {
+      std::map<int64_t, int64_t>& in_storage = live[graph.entries[e].storage];
+      auto it = in_storage.find(graph.entries[e].offset);
+      if (it != in_storage.end() && it->second == e) in_storage.erase(it);  // not taken over
+    }
   }
 }
 
@@ -561,6 +629,7 @@ Graph ParseGraphJson(std::string_view json) {
 
   CheckInputs(graph);
   CheckDataflow(graph);
+  CheckInPlace(graph);
   graph.returned.assign(graph.entries.size(), false);
   for (const GraphNode& node : graph.nodes) {
     for (size_t k = node.outputs.size() - static_cast<size_t>(node.returns);
@@ -619,6 +688,9 @@ std::string GraphToJson(const Graph& graph, DLDevice device) {
                              {"inputs", node.inputs},
                              {"outputs", node.outputs}});
     if (node.returns > 0) root["nodes"].back()["returns"] = node.returns;
+    for (const auto& [output, input] : node.in_place) {
+      root["nodes"].back()["in_place"].push_back({{"output", output}, {"input", input}});
+    }
   }
   root["outputs"] = graph.outputs;
   if (!graph.checks.empty()) {

@@ -21,12 +21,17 @@ int64_t RoundUp(int64_t bytes, int64_t alignment) {
   return (bytes + alignment - 1) / alignment * alignment;
 }
 
-void CheckRequest(const BufferRequest& request, size_t index) {
+void CheckRequest(const BufferRequest& request, size_t index, size_t count) {
   KILN_CHECK(request.bytes >= 0, ValueError)
       << "PlanMemory: buffer " << index << " has a negative size (" << request.bytes << ")";
   KILN_CHECK(request.first_use <= request.last_use, ValueError)
       << "PlanMemory: buffer " << index << " is last used at step " << request.last_use
       << ", before its first use at step " << request.first_use;
+  KILN_CHECK(
+      request.over < static_cast<int64_t>(count) && request.over != static_cast<int64_t>(index),
+      ValueError)
+      << "PlanMemory: buffer " << index << " may be over buffer " << request.over
+      << ", which is not another of the " << count << " buffers";
 }
 
 class Planner {
@@ -34,6 +39,7 @@ class Planner {
   Planner(const std::vector<BufferRequest>& requests, int64_t alignment)
       : requests_(requests), alignment_(alignment) {
     plan_.storage_of.assign(requests.size(), -1);
+    holder_of_.assign(requests.size(), -1);
     plan_.offset_of.assign(requests.size(), 0);
   }
 
@@ -46,10 +52,14 @@ class Planner {
     for (size_t index : order) {
       const BufferRequest& request = requests_[index];
       ReleaseDeadBefore(request.first_use);
-      const int64_t storage = request.pinned ? NewStorage(request.bytes) : Reuse(request.bytes);
+      int64_t storage = TakeOver(request);
+      if (storage < 0) storage = request.pinned ? NewStorage(request.bytes) : Reuse(request.bytes);
       plan_.storage_of[index] = storage;
       plan_.naive_bytes += RoundUp(request.bytes, alignment_);
-      if (!request.pinned) live_.emplace(request.last_use, storage);
+      if (!request.pinned) {
+        holder_of_[storage] = static_cast<int64_t>(index);
+        live_.push({request.last_use, storage, static_cast<int64_t>(index)});
+      }
     }
     plan_.total_bytes =
         std::accumulate(plan_.storage_bytes.begin(), plan_.storage_bytes.end(), int64_t{0});
@@ -57,13 +67,31 @@ class Planner {
   }
 
  private:
-  /// Storages of tensors whose last use is before `step` become free.
+  /// Storages of tensors whose last use is before `step` become free, unless a tensor placed
+  /// over one holds it now.
   void ReleaseDeadBefore(int64_t step) {
-    while (!live_.empty() && live_.top().first < step) {
-      const int64_t storage = live_.top().second;
+    while (!live_.empty() && live_.top().last_use < step) {
+      const Live dead = live_.top();
       live_.pop();
-      free_.emplace(plan_.storage_bytes[storage], storage);
+      if (holder_of_[dead.storage] == dead.request) {
+        free_.emplace(plan_.storage_bytes[dead.storage], dead.storage);
+      }
     }
+  }
+
+  /// The storage of the request `request` may be over, when it may take it (see
+  /// BufferRequest::over), grown to fit; else -1.
+  int64_t TakeOver(const BufferRequest& request) {
+    if (request.over < 0 || request.pinned) return -1;
+    const BufferRequest& under = requests_[request.over];
+    const int64_t storage = plan_.storage_of[request.over];
+    if (under.pinned || storage < 0 || under.last_use != request.first_use ||
+        holder_of_[storage] != request.over) {
+      return -1;
+    }
+    plan_.storage_bytes[storage] =
+        std::max(plan_.storage_bytes[storage], RoundUp(request.bytes, alignment_));
+    return storage;
   }
 
   int64_t Reuse(int64_t bytes) {
@@ -85,10 +113,17 @@ class Planner {
   const std::vector<BufferRequest>& requests_;
   int64_t alignment_;
   MemoryPlan plan_;
-  /// (last use, storage) of live unpinned tensors, earliest death first.
-  std::priority_queue<std::pair<int64_t, int64_t>, std::vector<std::pair<int64_t, int64_t>>,
-                      std::greater<>>
-      live_;
+  /// A live unpinned tensor's storage.
+  struct Live {
+    int64_t last_use;
+    int64_t storage;
+    int64_t request;
+    bool operator>(const Live& other) const { return last_use > other.last_use; }
+  };
+  /// Earliest death first.
+  std::priority_queue<Live, std::vector<Live>, std::greater<>> live_;
+  /// Per storage: the request last placed in it (a tensor placed over another takes it over).
+  std::vector<int64_t> holder_of_;
   /// (bytes, storage) of storages no live tensor holds.
   std::set<std::pair<int64_t, int64_t>> free_;
 };
@@ -97,7 +132,7 @@ class Planner {
 
 MemoryPlan PlanMemory(const std::vector<BufferRequest>& requests, int64_t alignment) {
   KILN_CHECK(alignment > 0, ValueError) << "PlanMemory: alignment must be positive";
-  for (size_t i = 0; i < requests.size(); ++i) CheckRequest(requests[i], i);
+  for (size_t i = 0; i < requests.size(); ++i) CheckRequest(requests[i], i, requests.size());
   return Planner(requests, alignment).Run();
 }
 

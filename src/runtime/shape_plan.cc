@@ -101,6 +101,11 @@ ShapePlan PlanForSignature(const Graph& graph, std::vector<int64_t> signature) {
     const int64_t first = unused ? 0 : std::clamp<int64_t>(graph.first_use[i], 0, last_node);
     const int64_t last = unused ? 0 : std::clamp<int64_t>(graph.last_use[i], 0, last_node);
     requests.push_back(BufferRequest{bytes, first, last, pinned});
+    const int64_t under = graph.placed_over[i];
+    if (under >= 0 && !graph.allocated_by_run(static_cast<int64_t>(i)) &&
+        !graph.allocated_by_run(under)) {
+      requests.back().over = under;
+    }
   }
   CheckSizes(graph, plan.signature);
   MemoryPlan memory = PlanMemory(requests);

@@ -1,10 +1,10 @@
 /// The graph executor: a module that runs a static list of calls to functions of another module
 /// (its "lib") over buffers planned ahead of time.
 ///
-/// The graph is JSON (format version 1):
+/// The graph is JSON (format version 2; version 1, which had no "in_place", is read too):
 ///
 ///   {
-///     "version": 1,
+///     "version": 2,
 ///     "device": "cpu:0",
 ///     "storages": [{"bytes": 96}, {"bytes": 96}],
 ///     "entries": [
@@ -37,7 +37,11 @@
 /// - "nodes": run in order; node i calls `func(inputs..., outputs...)` with one DLTensor* per
 ///   entry (borrowed, valid during the call; the data is at `data + byte_offset`, as DLPack
 ///   says). `func` is looked up in the lib and its imports. Each entry is written by at most
-///   one node, before any node reads it.
+///   one node, before any node reads it. A node's optional "in_place", [{"output": 0,
+///   "input": 1}], positions in its lists, says that its function reads that input before it
+///   writes that output, so the output may be placed in exactly the input's bytes when the
+///   input dies at the node (a kernel program's merged residual, docs/design.md §41): of the
+///   same shape and dtype, passed once, one input per output, not an output the node returns.
 /// - "outputs": the entries get_output returns, by index.
 ///
 /// Symbolic shapes (docs/design.md §20). An extent may be the text of a size expression
@@ -64,7 +68,8 @@
 /// Lifetimes: an input lives for the whole run, a node's output from the node that writes it
 /// to the last node that reads it (to the end of the run when it is a graph output). Two
 /// entries whose bytes overlap must not be live at the same node, so a node never writes its
-/// outputs over its own inputs.
+/// outputs over its own inputs, but for an "in_place" pair at exactly the same bytes when the
+/// input's last reader is that node. The planner places such pairs so whenever it can.
 ///
 /// The module's functions (GetFunction), all names and errors as below:
 ///   invoke(inputs: [Tensor], outputs: [Tensor|None] or None) -> [Tensor]
@@ -146,7 +151,7 @@ namespace runtime {
 /// The module kind, and the suffix of its loader's name.
 constexpr const char* kGraphExecutorKind = "graph_executor";
 /// The graph JSON format version this runtime reads and writes.
-constexpr int64_t kGraphFormatVersion = 1;
+constexpr int64_t kGraphFormatVersion = 2;
 
 /// A graph executor over `graph_json` whose nodes call functions of `lib` (which becomes the
 /// executor's import), with its storages allocated on `device`. Validates the whole graph: a

@@ -4,7 +4,8 @@
 /// The plan has the graph executor's shape (kiln/runtime/graph_executor.h): storages of some
 /// bytes, and each tensor at an offset of one storage. A tensor is live from the step that
 /// writes it to the last step that reads it, both inclusive, as the executor checks; a step's
-/// outputs therefore never share bytes with its own inputs.
+/// outputs therefore never share bytes with its own inputs, unless a request says it may take
+/// the bytes of one that dies at that step (BufferRequest::over).
 #ifndef KILN_RUNTIME_MEMORY_PLAN_H_
 #define KILN_RUNTIME_MEMORY_PLAN_H_
 
@@ -25,6 +26,11 @@ struct BufferRequest {
   /// Graph inputs and outputs: the caller reads or writes them outside the steps, so their
   /// bytes are never shared.
   bool pinned = false;
+  /// Another request whose bytes this one may take: the step that last reads that one writes
+  /// this one over it (an output in its residual input's storage, design §41). Honoured when
+  /// that one's last use is this one's first use, neither is pinned, and no other request took
+  /// them first; -1: none.
+  int64_t over = -1;
 };
 
 struct MemoryPlan {
@@ -39,10 +45,10 @@ struct MemoryPlan {
   int64_t naive_bytes = 0;
 };
 
-/// Places `requests`: each unpinned tensor reuses a storage no live tensor holds (the smallest
-/// that fits, else the largest free one, grown), or gets a new one; pinned tensors get their
-/// own. Storage sizes are rounded up to `alignment` bytes. ValueError for a negative size or a
-/// lifetime that ends before it starts.
+/// Places `requests`: each unpinned tensor takes the storage of the request it may be `over`,
+/// else reuses a storage no live tensor holds (the smallest that fits, else the largest free
+/// one, grown), or gets a new one; pinned tensors get their own. Storage sizes are rounded up to
+/// `alignment` bytes. ValueError for a negative size or a lifetime that ends before it starts.
 KILN_API MemoryPlan PlanMemory(const std::vector<BufferRequest>& requests, int64_t alignment = 64);
 
 }  // namespace runtime

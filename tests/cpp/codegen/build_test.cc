@@ -60,6 +60,48 @@ TEST(BuildTest, ConstantsStayInTheProgramAndOneNodeRunsTheFusedGroup) {
   EXPECT_EQ(lowered.program->ListFunctions().size(), 1U);
 }
 
+// a = dense(x, W), b = dense(a, W); c = relu(dense(b, W) + bias + a), the residual a dying
+// there; then y = dense(c, W). W maps [p, q] to [p - q, 2p].
+constexpr const char* kResidual = R"(
+def @main(%x: Tensor[(1, 2), float32]) {
+  %0 = nn.dense(%x, const(float32, (2, 2), [1, -1, 2, 0]));
+  %1 = nn.dense(%0, const(float32, (2, 2), [1, -1, 2, 0]));
+  %2 = nn.dense(%1, const(float32, (2, 2), [1, -1, 2, 0]));
+  %3 = add(%2, const(float32, (2), [0.5, -10]));
+  %4 = add(%3, %0);
+  %5 = nn.relu(%4);
+  nn.dense(%5, const(float32, (2, 2), [1, -1, 2, 0]))
+})";
+
+TEST(BuildTest, AResidualGroupWritesItsOutputOverItsResidual) {
+  BuildOptions options;
+  ir::IRModule mod = DefaultPipeline()(ir::ParseModule(kResidual), options.pass_context);
+  const auto graph = nlohmann::json::parse(codegen::LowerToGraph(mod).graph_json);
+  const nlohmann::json* residual_node = nullptr;
+  for (const nlohmann::json& node : graph["nodes"]) {
+    if (node.contains("in_place")) residual_node = &node;
+  }
+  ASSERT_NE(residual_node, nullptr) << graph.dump();
+  const nlohmann::json& pair = (*residual_node)["in_place"][0];
+  const nlohmann::json& output =
+      graph["entries"][(*residual_node)["outputs"][pair["output"].get<size_t>()].get<size_t>()];
+  const nlohmann::json& input =
+      graph["entries"][(*residual_node)["inputs"][pair["input"].get<size_t>()].get<size_t>()];
+  EXPECT_EQ(output["storage"], input["storage"]);
+  EXPECT_EQ(output["offset"], input["offset"]);
+
+  Executable model = Build(ir::ParseModule(kResidual));
+  model.set_input("x", FloatTensor({1, 2}, {3, 1}));
+  model.run();
+  // a = [2, 6], b = [-4, 4], dense(b) = [-8, -8]; + bias = [-7.5, -18]; + a = [-5.5, -12];
+  // relu: [0, 0]; y = [0, 0]. With x = [-1, 2]: a = [-3, -2], b = [-1, -6], dense(b) = [5, -2];
+  // + bias = [5.5, -12]; + a = [2.5, -14]; relu: [2.5, 0]; y = [2.5, 5].
+  EXPECT_EQ(Values(model.get_output(0)), (std::vector<float>{0, 0}));
+  model.set_input("x", FloatTensor({1, 2}, {-1, 2}));
+  model.run();
+  EXPECT_EQ(Values(model.get_output(0)), (std::vector<float>{2.5F, 5}));
+}
+
 TEST(BuildTest, UnfusedOpsAreLoweredOneKernelEach) {
   BuildOptions options;
   options.pipeline = "InferType";

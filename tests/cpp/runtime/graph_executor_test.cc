@@ -349,8 +349,8 @@ TEST(GraphExecutorValidationTest, MalformedDocumentsAreNamed) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   ExpectCreateError(Replace(kGraph, R"("version": 1)", "\"version\": " + deep),
                     {"version must be an integer, got an array"});
-  ExpectCreateError(Replace(kGraph, R"("version": 1)", R"("version": 2)"),
-                    {"format version 2 is not supported", "reads version 1"});
+  ExpectCreateError(Replace(kGraph, R"("version": 1)", R"("version": 3)"),
+                    {"format version 3 is not supported", "reads versions 1 to 2"});
   ExpectCreateError(Replace(kGraph, R"("version": 1,)", ""), {"version is missing"});
   ExpectCreateError(Replace(kGraph, R"("outputs": [4]
 })",
@@ -401,6 +401,49 @@ TEST(GraphExecutorValidationTest, DataflowErrorsAreNamed) {
                     {"inputs[0] and inputs[1] are both named 'x'"});
   ExpectCreateError(Replace(kGraph, R"({"name": "y", "entry": 1})", R"({"name": "y", "entry": 0})"),
                     {"inputs 'x' and 'y' are both entry 0"});
+}
+
+/// kGraph with relu0's and add1's outputs placed over their first inputs, all three in the
+/// bytes of add0's output, as "in_place" pairs allow.
+std::string InPlaceGraph() {
+  std::string graph = Replace(kGraph, R"("offset": 24,)", R"("offset": 0,)");
+  graph = Replace(graph, R"("inputs": [2], "outputs": [3]})",
+                  R"("inputs": [2], "outputs": [3], "in_place": [{"output": 0, "input": 0}]})");
+  return Replace(graph, R"("inputs": [3, 0], "outputs": [4]})",
+                 R"("inputs": [3, 0], "outputs": [4], "in_place": [{"output": 0, "input": 0}]})");
+}
+
+TEST(GraphExecutorTest, RunsNodesWhoseOutputsArePlacedOverTheirInputs) {
+  Module executor = GraphExecutorCreate(InPlaceGraph(), CpuKernels(), kCpu);
+  EXPECT_EQ(RunGraph(executor, kX, kY), Expected(kX, kY));
+  // The text written back keeps the pairs.
+  const std::string saved(executor->SaveToBytes()->view());
+  EXPECT_NE(saved.find(R"("in_place":[{"output":0,"input":0}])"), std::string::npos) << saved;
+}
+
+TEST(GraphExecutorValidationTest, InPlacePairsAreChecked) {
+  // Declared, but t0 is read again by add1: it does not die where t1 is written over it.
+  ExpectCreateError(Replace(InPlaceGraph(), R"("inputs": [3, 0])", R"("inputs": [3, 2])"),
+                    {"memory plan: entries 2 and 3 share bytes [0, 24) of storage 2"});
+  ExpectCreateError(
+      Replace(InPlaceGraph(), R"({"output": 0, "input": 0}]})", R"({"output": 0, "input": 1}]})"),
+      {"nodes[1] ('relu0').in_place[0] places output 0 over input 1"});
+  ExpectCreateError(
+      Replace(InPlaceGraph(), R"([{"output": 0, "input": 0}]})", R"([{"output": 1, "input": 0}]})"),
+      {"nodes[1] ('relu0').in_place[0] places output 1 over input 0",
+       "the node has 1 input and 1 output"});
+  ExpectCreateError(
+      Replace(InPlaceGraph(), R"({"storage": 2, "offset": 0, "shape": [2, 3], "dtype": "float32"},
+    {"storage": 2, "offset": 0, "shape": [2, 3])",
+              R"({"storage": 2, "offset": 0, "shape": [2, 3], "dtype": "float32"},
+    {"storage": 2, "offset": 0, "shape": [3, 2])"),
+      {"nodes[1] ('relu0') places output 0 (float32 (3, 2)", "over input 0 (float32 (2, 3)",
+       "one input of its shape and dtype"});
+  ExpectCreateError(Replace(InPlaceGraph(), R"("inputs": [3, 0])", R"("inputs": [3, 3])"),
+                    {"nodes[2] ('add1') places output 0", "which the node is passed once"});
+  ExpectCreateError(
+      Replace(InPlaceGraph(), R"({"output": 0, "input": 0}]})", R"({"output": 0, "inputs": 0}]})"),
+      {"unknown field 'inputs'"});
 }
 
 TEST(GraphExecutorValidationTest, EntriesSharingBytesWhileLiveAreRejected) {

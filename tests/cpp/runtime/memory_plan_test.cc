@@ -69,6 +69,45 @@ TEST(MemoryPlanTest, LiveTensorsNeverShareBytes) {
   EXPECT_LT(plan.total_bytes, plan.naive_bytes);
 }
 
+BufferRequest Over(int64_t over, int64_t bytes, int64_t first, int64_t last) {
+  BufferRequest request = Live(bytes, first, last);
+  request.over = over;
+  return request;
+}
+
+TEST(MemoryPlanTest, AnOutputTakesTheStorageOfTheInputItMayBeOver) {
+  // Step 1 reads tensors 0 and 1 and writes tensor 2 over tensor 1, which dies there.
+  const MemoryPlan plan = PlanMemory({Live(64, 0, 1), Live(64, 0, 1), Over(1, 64, 1, 2)});
+  EXPECT_EQ(plan.storage_of[2], plan.storage_of[1]);
+  EXPECT_NE(plan.storage_of[1], plan.storage_of[0]);
+  EXPECT_EQ(plan.total_bytes, 128);
+}
+
+TEST(MemoryPlanTest, AStorageTakenOverIsHeldUntilItsNewTensorDies) {
+  // A residual chain: each tensor written over the one before. Tensor 3, written at step 2
+  // while tensor 2 (over 1, over 0) is live, must not get their storage, nor may tensor 4
+  // after step 2 though tensors 0 and 1 died long before.
+  const MemoryPlan plan = PlanMemory(
+      {Live(64, 0, 0), Over(0, 64, 0, 1), Over(1, 64, 1, 3), Live(64, 2, 3), Live(64, 3, 4)});
+  EXPECT_EQ(plan.storage_of[1], plan.storage_of[0]);
+  EXPECT_EQ(plan.storage_of[2], plan.storage_of[0]);
+  EXPECT_NE(plan.storage_of[3], plan.storage_of[2]);
+  EXPECT_NE(plan.storage_of[4], plan.storage_of[2]);
+  EXPECT_NE(plan.storage_of[4], plan.storage_of[3]);
+}
+
+TEST(MemoryPlanTest, AnOverThatCannotBeHonouredIsIgnored) {
+  // Tensor 0 is read after step 1 (by step 2), so 1 may not take its bytes; tensor 2 may not
+  // take the bytes of a pinned tensor; tensor 5 may not take bytes 4 already took.
+  BufferRequest pinned = Live(64, 0, 9, /*pinned=*/true);
+  const MemoryPlan plan = PlanMemory({Live(64, 0, 2), Over(0, 64, 1, 2), pinned, Over(2, 64, 1, 1),
+                                      Over(3, 64, 1, 3), Over(3, 64, 1, 3)});
+  EXPECT_NE(plan.storage_of[1], plan.storage_of[0]);
+  EXPECT_NE(plan.storage_of[3], plan.storage_of[2]);
+  EXPECT_EQ(plan.storage_of[4], plan.storage_of[3]);
+  EXPECT_NE(plan.storage_of[5], plan.storage_of[4]);
+}
+
 TEST(MemoryPlanTest, BadRequestsAreNamed) {
   test_util::ExpectError(
       [] {
@@ -77,6 +116,11 @@ TEST(MemoryPlanTest, BadRequestsAreNamed) {
       "ValueError", {"buffer 1", "negative size"});
   test_util::ExpectError([] { PlanMemory({Live(8, 3, 2)}); }, "ValueError",
                          {"buffer 0", "last used at step 2", "first use at step 3"});
+  test_util::ExpectError(
+      [] {
+        PlanMemory({Live(8, 0, 1), Over(7, 8, 1, 1)});
+      },
+      "ValueError", {"buffer 1 may be over buffer 7", "not another of the 2 buffers"});
 }
 
 }  // namespace
