@@ -52,8 +52,9 @@ struct FloatVector<16> {
 };
 
 /// Writes the transpose of the 4 x 4 block whose row r starts at rows[r] (contiguous) to
-/// `out`, its row q at out + q * out_stride.
-inline void Transpose4x4(const float* const rows[4], float* out, int64_t out_stride) {
+/// `out`, its row q at out + q * out_stride, or adds it to what `out` holds (`adds`).
+inline void Transpose4x4(const float* const rows[4], float* out, int64_t out_stride,
+                         bool adds = false) {
   using Float4 = FloatVector<4>::Type;
   Float4 r[4];
   for (int i = 0; i < 4; ++i) std::memcpy(&r[i], rows[i], sizeof(Float4));
@@ -65,7 +66,15 @@ inline void Transpose4x4(const float* const rows[4], float* out, int64_t out_str
                              __builtin_shufflevector(low01, low23, 2, 3, 6, 7),
                              __builtin_shufflevector(high01, high23, 0, 1, 4, 5),
                              __builtin_shufflevector(high01, high23, 2, 3, 6, 7)};
-  for (int q = 0; q < 4; ++q) std::memcpy(out + q * out_stride, &columns[q], sizeof(Float4));
+  for (int q = 0; q < 4; ++q) {
+    Float4 column = columns[q];
+    if (adds) {
+      Float4 held;
+      std::memcpy(&held, out + q * out_stride, sizeof(Float4));
+      column += held;
+    }
+    std::memcpy(out + q * out_stride, &column, sizeof(Float4));
+  }
 }
 
 /// panel[p * kWidth + j] = src[p * depth_stride + j] for p < depth, j < kWidth.
@@ -613,6 +622,17 @@ void PackGatheredStrip(const GatheredRows& rows, int64_t kc, int64_t first, int6
   }
 }
 
+/// Whether `epilogue`'s residual is C itself (rows `ldc` apart), as a graph node placed over its
+/// residual has it; then it is dropped from the epilogue, and the product is added into C.
+bool TakeResidualInC(GemmEpilogue& epilogue, const float* c, int64_t ldc) {
+  if (epilogue.residual != c) return false;
+  KILN_CHECK(epilogue.residual_ld == ldc, InternalError)
+      << "a GEMM's residual at C's address with rows " << epilogue.residual_ld << " apart, C's "
+      << ldc;
+  epilogue.residual = nullptr;
+  return true;
+}
+
 /// A product of depth 0, `rows` x `cols` as stored (rows `ldc` apart): zeros, then `epilogue`.
 void StoreEmptyProduct(int64_t rows, int64_t cols, float* c, int64_t ldc,
                        const GemmEpilogue& epilogue) {
@@ -658,14 +678,10 @@ void Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOpera
     StoreEmptyProduct(m, n, c, ldc, merged);
     return;
   }
-  // A residual that is C itself is not read by the epilogue: the product is added into C, from
-  // the first depth block on (narrowed blocks as they are narrowed into it).
-  const bool adds_to_c = merged.residual == c;
-  KILN_CHECK(!adds_to_c || merged.residual_ld == ldc, InternalError)
-      << "Gemm: a residual at C's address with rows " << merged.residual_ld << " apart, C's "
-      << ldc;
+  // A residual that is C is added from the first depth block on (narrowed blocks as they are
+  // narrowed into C).
   GemmEpilogue epilogue = merged;
-  if (adds_to_c) epilogue.residual = nullptr;
+  const bool adds_to_c = TakeResidualInC(epilogue, c, ldc);
   const bool has_epilogue = epilogue.active();
   const GemmKernel& kernel = SelectKernel();
   const int64_t nr = kernel.nr;
@@ -799,24 +815,25 @@ void PackRowsOfA(const GemmOperand& a, int64_t p0, int64_t kc, int64_t row0, int
   }
 }
 
-/// out[j * ldo + i] = in[i * ldi + j] for i < rows, j < cols: 4 x 4 blocks through registers,
-/// the edges one element at a time.
+/// out[j * ldo + i] = in[i * ldi + j] for i < rows, j < cols, or += when `adds`: 4 x 4 blocks
+/// through registers, the edges one element at a time.
 void TransposeInto(const float* in, int64_t rows, int64_t cols, int64_t ldi, float* out,
-                   int64_t ldo) {
+                   int64_t ldo, bool adds) {
+  const auto put = [adds](float& to, float value) { to = adds ? to + value : value; };
   int64_t i = 0;
   for (; i + 4 <= rows; i += 4) {
     int64_t j = 0;
     for (; j + 4 <= cols; j += 4) {
       const float* block[4] = {in + i * ldi + j, in + (i + 1) * ldi + j, in + (i + 2) * ldi + j,
                                in + (i + 3) * ldi + j};
-      Transpose4x4(block, out + j * ldo + i, ldo);
+      Transpose4x4(block, out + j * ldo + i, ldo, adds);
     }
     for (; j < cols; ++j) {
-      for (int64_t r = i; r < i + 4; ++r) out[j * ldo + r] = in[r * ldi + j];
+      for (int64_t r = i; r < i + 4; ++r) put(out[j * ldo + r], in[r * ldi + j]);
     }
   }
   for (; i < rows; ++i) {
-    for (int64_t j = 0; j < cols; ++j) out[j * ldo + i] = in[i * ldi + j];
+    for (int64_t j = 0; j < cols; ++j) put(out[j * ldo + i], in[i * ldi + j]);
   }
 }
 
@@ -829,8 +846,8 @@ void GemmTransposedOutput(int64_t m, int64_t n, int64_t k, const GemmOperand& a,
     StoreEmptyProduct(n, m, c, ldc, merged);  // C as stored: n x m
     return;
   }
-  const ResidualOutsideC outside(merged, c, n, m, ldc);
-  const GemmEpilogue& epilogue = outside.epilogue();
+  GemmEpilogue epilogue = merged;
+  const bool adds_to_c = TakeResidualInC(epilogue, c, ldc);  // added as C is transposed there
   const bool has_epilogue = epilogue.active();
   const GemmKernel& kernel = SelectKernel();
   const int64_t n_pad = RoundUp(n, kernel.nr);
@@ -877,7 +894,7 @@ void GemmTransposedOutput(int64_t m, int64_t n, int64_t k, const GemmOperand& a,
                               kc, product.get(), plan.group, p0 > 0, nullptr);
       }
       float* block = c + col0 * ldc + row0;
-      TransposeInto(product.get(), rows, cols, plan.group, block, ldc);
+      TransposeInto(product.get(), rows, cols, plan.group, block, ldc, adds_to_c);
       if (has_epilogue) epilogue.Apply(col0, cols, row0, rows, block, ldc);
     }
   });
