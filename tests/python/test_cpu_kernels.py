@@ -865,6 +865,12 @@ CONV_CASES = [
     ((2, 6, 12, 10), (7, 3, 3), [1, 1], [0, 2, 1, 1], [2, 2], 1),
     ((1, 4, 6, 5), (9, 1, 1), [1, 1], [1, 0, 0, 1], [1, 1], 1),
     ((1, 4, 130, 130), (64, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1),
+    # Winograd's F(2x2, 3x3) (winograd.cc): output extents that end inside a 2 x 2 tile, no
+    # padding and uneven padding, two images, and a plane cut into several bands of tiles.
+    ((2, 48, 13, 15), (64, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1),
+    ((1, 48, 14, 15), (64, 3, 3), [1, 1], [0, 0, 0, 0], [1, 1], 1),
+    ((1, 50, 16, 14), (65, 3, 3), [1, 1], [2, 1, 0, 2], [1, 1], 1),
+    ((1, 48, 40, 38), (64, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1),
 ]
 
 
@@ -928,6 +934,23 @@ def test_conv2d_prepacks_transposed_for_deep_products_over_planes_that_leave_lan
     assert len(prepack(1, deep, attrs).shape) == 1
     shallow = kiln.tensor(rand(64, 20, 1, 1))
     assert len(prepack(1, shallow, {**attrs, "__prepack_output_shape": [1, 64, 7, 7]}).shape) == 1
+
+
+def test_conv2d_prepacks_for_winograd_where_it_runs():
+    """A 3x3 at unit stride with enough channels and output pixels is packed for Winograd (a
+    3-D packed tensor), and not without the output's extents, at stride 2, with few channels
+    or over a small plane."""
+    attrs = {**DEFAULTS["nn.conv2d"], "padding": [1, 1, 1, 1]}
+    prepack = kiln.get_global_func("kernel_prepack.cpu.nn.conv2d")
+    w = kiln.tensor(rand(64, 64, 3, 3))
+    out = {"__prepack_output_shape": [1, 64, 56, 56]}
+    assert len(prepack(1, w, {**attrs, **out}).shape) == 3
+    assert len(prepack(1, w, {**attrs, "__prepack_output_shape": [1, 64, -1, -1]}).shape) == 1
+    assert len(prepack(1, w, {**attrs, **out, "strides": [2, 2]}).shape) == 1
+    assert len(prepack(1, kiln.tensor(rand(64, 32, 3, 3)), {**attrs, **out}).shape) == 1
+    assert len(prepack(1, kiln.tensor(rand(32, 64, 3, 3)), {**attrs, **out}).shape) == 1
+    small = {"__prepack_output_shape": [1, 64, 7, 7]}
+    assert len(prepack(1, w, {**attrs, **small}).shape) == 1
 
 
 @pytest.mark.parametrize("strides", [[1, 1], [2, 2]])

@@ -23,6 +23,7 @@
 #include "kernel_util.h"
 #include "phase_planes.h"
 #include "window.h"
+#include "winograd.h"
 
 namespace kiln {
 namespace kernels {
@@ -742,21 +743,34 @@ struct ConvGemm {
   }
 };
 
-/// A conv2d weight as PrepackConv2D packed it, and for which orientation of the GEMM, which the
-/// output's pixel count decided when the program loaded: the packed tensor is 2-D, (groups,
-/// floats per group), when transposed, and 1-D otherwise.
+/// Whether a conv2d runs as Winograd's F(2x2, 3x3) (winograd.h): a 3x3 window at unit stride
+/// and dilation, one group, of the extents PrefersWinograd takes.
+bool TakesWinograd(const Window2D& win, int64_t groups, int64_t in_channels, int64_t out_channels,
+                   int64_t oh, int64_t ow) {
+  return groups == 1 && win.kernel[0] == 3 && win.kernel[1] == 3 && win.stride[0] == 1 &&
+         win.stride[1] == 1 && win.dilation[0] == 1 && win.dilation[1] == 1 &&
+         PrefersWinograd(in_channels, out_channels, oh, ow);
+}
+
+/// A conv2d weight as PrepackConv2D packed it, and for which algorithm, which the output's
+/// extents decided when the program loaded: the packed tensor is 3-D, (1, 1, floats), for
+/// Winograd (PackWinogradWeights); 2-D, (groups, floats per group), for the transposed GEMM;
+/// 1-D for the GEMM.
 struct PackedConvWeight {
   const float* data = nullptr;
   bool transposed = false;
+  bool winograd = false;
 
   PackedConvWeight() = default;
   explicit PackedConvWeight(const std::optional<Tensor>& packed)
       : data(packed.has_value() ? static_cast<const float*>(packed->data()) : nullptr),
-        transposed(packed.has_value() && packed->ndim() == 2) {}
+        transposed(packed.has_value() && packed->ndim() == 2),
+        winograd(packed.has_value() && packed->ndim() == 3) {}
 };
 
-/// Packs a constant conv2d weight for its GEMMs, group after group, in the orientation its
-/// output's pixel count asks for (the normal one when the program leaves it symbolic).
+/// Packs a constant conv2d weight for Winograd or for its GEMMs, group after group, in the
+/// orientation its output's pixel count asks for (the normal one when the program leaves it
+/// symbolic).
 std::optional<Tensor> PrepackConv2D(size_t index, const Tensor& weight, const KernelCall& call) {
   const int64_t groups = call.Int("groups");
   const int64_t depth = weight.shape(1) * weight.shape(2) * weight.shape(3);
@@ -765,12 +779,20 @@ std::optional<Tensor> PrepackConv2D(size_t index, const Tensor& weight, const Ke
   const int64_t spatial = out_shape.size() == 4 && out_shape[2] >= 0 && out_shape[3] >= 0
                               ? out_shape[2] * out_shape[3]
                               : -1;
+  const Window2D window = ReadWindow(call, weight.shape(2), weight.shape(3));
   const ConvGemm gemm(weight.shape(0), depth, groups,
-                      ConvGemm::Transposes(weight.shape(0) / groups, spatial, depth,
-                                           ReadWindow(call, weight.shape(2), weight.shape(3))));
+                      ConvGemm::Transposes(weight.shape(0) / groups, spatial, depth, window));
   if (index != 1 || weight.dtype().code != kDLFloat || weight.dtype().bits != 32 ||
       gemm.depthwise(weight.shape(1))) {
     return std::nullopt;
+  }
+  if (spatial > 0 &&
+      TakesWinograd(window, groups, weight.shape(1), weight.shape(0), out_shape[2], out_shape[3])) {
+    Tensor packed = runtime::Empty({1, 1, WinogradWeightFloats(weight.shape(0), weight.shape(1))},
+                                   DLDataType{kDLFloat, 32, 1}, DLDevice{kDLCPU, 0});
+    PackWinogradWeights(Data<const float>(weight), weight.shape(0), weight.shape(1),
+                        Data<float>(packed));
+    return packed;
   }
   Tensor packed =
       runtime::Empty(gemm.transposed ? std::vector<int64_t>{gemm.groups, gemm.PackedGroupSize()}
@@ -821,12 +843,18 @@ void Conv2DInto(const ConvShapes& s, const float* x, const float* w,
                       prepacked.data != nullptr
                           ? prepacked.transposed
                           : ConvGemm::Transposes(s.o / s.groups, spatial, depth, s.window));
+  const Window2D& win = s.window;
+  if (prepacked.winograd ||
+      (prepacked.data == nullptr && TakesWinograd(win, s.groups, s.c, s.o, s.oh, s.ow))) {
+    WinogradConv2D({s.n, s.c, s.h, s.w, s.o, s.oh, s.ow, win.pad_begin[0], win.pad_begin[1]}, x, w,
+                   prepacked.winograd ? prepacked.data : nullptr, epilogue, y);
+    return;
+  }
   if (gemm.depthwise(group_in)) {
     const ResidualOutsideC outside(epilogue, y, 1, s.n * s.o * spatial, 0);
     DepthwiseConv2D(s, x, w, outside.epilogue(), y);
     return;
   }
-  const Window2D& win = s.window;
   // A 1x1 window with unit strides and no padding reads the image as its own im2col matrix.
   const bool pointwise = win.kernel[0] == 1 && win.kernel[1] == 1 && win.stride[0] == 1 &&
                          win.stride[1] == 1 && win.pad_begin[0] == 0 && win.pad_begin[1] == 0 &&

@@ -592,6 +592,15 @@ ResidualOutsideC::ResidualOutsideC(const GemmEpilogue& epilogue, const float* c,
   epilogue_.residual = Data<const float>(copy_);
 }
 
+bool TakeResidualInC(GemmEpilogue& epilogue, const float* c, int64_t ldc) {
+  if (epilogue.residual != c) return false;
+  KILN_CHECK(epilogue.residual_ld == ldc, InternalError)
+      << "a GEMM's residual at C's address with rows " << epilogue.residual_ld << " apart, C's "
+      << ldc;
+  epilogue.residual = nullptr;
+  return true;
+}
+
 GemmEpilogue ReadMergedEpilogue(const KernelCall& call, bool bias_per_row, int64_t residual_ld) {
   GemmEpilogue epilogue;
   const int64_t bias = call.IntOr(runtime::kEpilogueBiasAttr, -1);
@@ -620,17 +629,6 @@ void PackGatheredStrip(const GatheredRows& rows, int64_t kc, int64_t first, int6
     std::copy_n(rows.base + rows.row_offsets[p] + first, count, strip + p * width);
     std::fill(strip + p * width + count, strip + (p + 1) * width, 0.F);
   }
-}
-
-/// Whether `epilogue`'s residual is C itself (rows `ldc` apart), as a graph node placed over its
-/// residual has it; then it is dropped from the epilogue, and the product is added into C.
-bool TakeResidualInC(GemmEpilogue& epilogue, const float* c, int64_t ldc) {
-  if (epilogue.residual != c) return false;
-  KILN_CHECK(epilogue.residual_ld == ldc, InternalError)
-      << "a GEMM's residual at C's address with rows " << epilogue.residual_ld << " apart, C's "
-      << ldc;
-  epilogue.residual = nullptr;
-  return true;
 }
 
 /// A product of depth 0, `rows` x `cols` as stored (rows `ldc` apart): zeros, then `epilogue`.

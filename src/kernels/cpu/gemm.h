@@ -108,6 +108,10 @@ class ResidualOutsideC {
   GemmEpilogue epilogue_;
 };
 
+/// Whether `epilogue`'s residual is C itself (rows `ldc` apart); then it is dropped from the
+/// epilogue, and the caller adds its product into C instead.
+bool TakeResidualInC(GemmEpilogue& epilogue, const float* c, int64_t ldc);
+
 /// The epilogue a kernel program merged into a step (kiln/runtime/kernel_program.h): its bias
 /// input as row_bias (`bias_per_row`) or col_bias, its residual input with rows `residual_ld`
 /// apart, the clamp and GELU attributes.
