@@ -12,31 +12,12 @@ namespace kernels {
 namespace cpu {
 namespace {
 
-/// Values of one transformed tile: 4 x 4, one GEMM each.
-constexpr int64_t kValues = 16;
 /// Tiles per GEMM, as whole rows of tiles: fewer leave the GEMMs' columns short.
 constexpr int64_t kBandTiles = 64;
 /// The smallest convolutions PrefersWinograd takes.
 constexpr int64_t kMinInputChannels = 48;
 constexpr int64_t kMinOutputChannels = 64;
 constexpr int64_t kMinTiles = 36;
-
-/// u = G g Gᵀ for a 3x3 filter g (row-major), G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1].
-void TransformFilter(const float* g, float* u) {
-  float t[4][3];  // G g
-  for (int j = 0; j < 3; ++j) {
-    t[0][j] = g[j];
-    t[1][j] = 0.5F * (g[j] + g[3 + j] + g[6 + j]);
-    t[2][j] = 0.5F * (g[j] - g[3 + j] + g[6 + j]);
-    t[3][j] = g[6 + j];
-  }
-  for (int i = 0; i < 4; ++i) {
-    u[i * 4 + 0] = t[i][0];
-    u[i * 4 + 1] = 0.5F * (t[i][0] + t[i][1] + t[i][2]);
-    u[i * 4 + 2] = 0.5F * (t[i][0] - t[i][1] + t[i][2]);
-    u[i * 4 + 3] = t[i][2];
-  }
-}
 
 /// 16 floats: the tile transforms run on 16 tiles at a time, then one by one (V = float).
 typedef float Vec16 __attribute__((vector_size(64)));  // NOLINT(modernize-use-using)
@@ -53,92 +34,127 @@ __attribute__((always_inline)) inline void Store(float* to, const V& value) {
   std::memcpy(to, &value, sizeof(V));
 }
 
-/// v = Bᵀ d B (Bᵀ = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]) of tiles t.. of a tile row, one per
-/// lane of V: `even[r]` and `odd[r]` hold the even and odd columns of the row's input row r;
-/// value i of tile t goes to out[i * stride + t].
+/// F(2, 3)'s one-dimensional transforms (interpolation points 0, 1, -1): a filter g of 3 taps
+/// to u = G g (4 values), a tile d of 4 inputs to Bᵀ d, and 4 products m to the 2 outputs
+/// Aᵀ m. The two-dimensional ones apply them along each axis in turn. (F(4, 3), 4 x 4 outputs
+/// from 6 x 6 inputs, took 0.83-0.98 of F(2, 3)'s time on resnet's 3x3s but erred ten times as
+/// much, up to 1e-3 on outputs of magnitude 40: design §42.)
+struct F2x3 {
+  static constexpr int kOut = 2;
+  static constexpr int kIn = 4;
+
+  template <typename V>
+  static void Filter(const V g[3], V u[4]) {
+    u[0] = g[0];
+    u[1] = (g[0] + g[1] + g[2]) * 0.5F;
+    u[2] = (g[0] - g[1] + g[2]) * 0.5F;
+    u[3] = g[2];
+  }
+
+  template <typename V>
+  __attribute__((always_inline)) static void Input(const V d[4], V v[4]) {
+    v[0] = d[0] - d[2];
+    v[1] = d[1] + d[2];
+    v[2] = d[2] - d[1];
+    v[3] = d[1] - d[3];
+  }
+
+  template <typename V>
+  __attribute__((always_inline)) static void Output(const V m[4], V y[2]) {
+    y[0] = m[0] + m[1] + m[2];
+    y[1] = m[1] - m[2] - m[3];
+  }
+};
+
+using Transform = F2x3;
+constexpr int64_t kOut = Transform::kOut;
+constexpr int64_t kIn = Transform::kIn;
+constexpr int64_t kValues = kIn * kIn;  ///< values of a transformed tile, one GEMM each
+
+/// u = G g Gᵀ for a 3x3 filter g (row-major), u row-major (kIn x kIn).
+void TransformFilter(const float* g, float* u) {
+  float rows[kIn][3];  // G g, column by column
+  for (int j = 0; j < 3; ++j) {
+    const float column[3] = {g[j], g[3 + j], g[6 + j]};
+    float transformed[kIn];
+    Transform::Filter(column, transformed);
+    for (int i = 0; i < kIn; ++i) rows[i][j] = transformed[i];
+  }
+  for (int i = 0; i < kIn; ++i) Transform::Filter(rows[i], u + i * kIn);
+}
+
+/// v = Bᵀ d B of tiles t.. of the band, one per lane of V: tile t reads input row r at
+/// columns kOut * t + k from phase[r][k % kOut][t + k / kOut]; value i of tile t goes to
+/// out[i * stride + t].
 template <typename V>
-__attribute__((always_inline)) inline void TransformInputTiles(const float* const even[4],
-                                                               const float* const odd[4], int64_t t,
-                                                               float* out, int64_t stride) {
-  V a[4][4];  // d B, row by row
-  for (int r = 0; r < 4; ++r) {
-    V e0;
-    Load(e0, even[r] + t);
-    V e1;
-    Load(e1, even[r] + t + 1);
-    V o0;
-    Load(o0, odd[r] + t);
-    V o1;
-    Load(o1, odd[r] + t + 1);
-    a[r][0] = e0 - e1;
-    a[r][1] = o0 + e1;
-    a[r][2] = e1 - o0;
-    a[r][3] = o0 - o1;
+__attribute__((always_inline)) inline void TransformInputTiles(const float* const phase[kIn][kOut],
+                                                               int64_t t, float* out,
+                                                               int64_t stride) {
+  V rows[kIn][kIn];  // d B, row by row
+  for (int r = 0; r < kIn; ++r) {
+    V d[kIn];
+    for (int k = 0; k < kIn; ++k) Load(d[k], phase[r][k % kOut] + t + k / kOut);
+    Transform::Input(d, rows[r]);
   }
-  for (int j = 0; j < 4; ++j) {
-    Store(out + (0 * 4 + j) * stride + t, a[0][j] - a[2][j]);
-    Store(out + (1 * 4 + j) * stride + t, a[1][j] + a[2][j]);
-    Store(out + (2 * 4 + j) * stride + t, a[2][j] - a[1][j]);
-    Store(out + (3 * 4 + j) * stride + t, a[1][j] - a[3][j]);
+  for (int j = 0; j < kIn; ++j) {
+    V column[kIn];
+    V v[kIn];
+    for (int r = 0; r < kIn; ++r) column[r] = rows[r][j];
+    Transform::Input(column, v);
+    for (int i = 0; i < kIn; ++i) Store(out + (i * kIn + j) * stride + t, v[i]);
   }
 }
 
-/// The input transform of a tile row's `count` tiles (TransformInputTiles).
-KILN_CPU_CLONES void TransformInputRow(const float* const even[4], const float* const odd[4],
-                                       int64_t count, float* out, int64_t stride) {
+/// The input transform of the band's `count` tiles (TransformInputTiles).
+KILN_CPU_CLONES void TransformInputs(const float* const phase[kIn][kOut], int64_t count, float* out,
+                                     int64_t stride) {
   int64_t t = 0;
-  for (; t + 16 <= count; t += 16) TransformInputTiles<Vec16>(even, odd, t, out, stride);
-  for (; t < count; ++t) TransformInputTiles<float>(even, odd, t, out, stride);
+  for (; t + 16 <= count; t += 16) TransformInputTiles<Vec16>(phase, t, out, stride);
+  for (; t < count; ++t) TransformInputTiles<float>(phase, t, out, stride);
 }
 
-/// y = Aᵀ m A (Aᵀ = [1 1 1 0; 0 1 -1 -1]) of tiles t.. of a tile row, one per lane of V: value
-/// i of tile t is m[i * stride + t]; y[i][j] gets pixel (i, j) of each tile.
+/// y = Aᵀ m A of tiles t.. of the band, one per lane of V: value i of tile t is
+/// m[i * stride + t]; y[i][j] gets pixel (i, j) of each tile.
 template <typename V>
 __attribute__((always_inline)) inline void TransformOutputTiles(const float* m, int64_t stride,
-                                                                int64_t t, float* const y[2][2]) {
-  V a[4][2];  // m A, row by row
-  for (int r = 0; r < 4; ++r) {
-    V m0;
-    Load(m0, m + (r * 4 + 0) * stride + t);
-    V m1;
-    Load(m1, m + (r * 4 + 1) * stride + t);
-    V m2;
-    Load(m2, m + (r * 4 + 2) * stride + t);
-    V m3;
-    Load(m3, m + (r * 4 + 3) * stride + t);
-    a[r][0] = m0 + m1 + m2;
-    a[r][1] = m1 - m2 - m3;
+                                                                int64_t t,
+                                                                float* const y[kOut][kOut]) {
+  V rows[kIn][kOut];  // m A, row by row
+  for (int r = 0; r < kIn; ++r) {
+    V values[kIn];
+    for (int k = 0; k < kIn; ++k) Load(values[k], m + (r * kIn + k) * stride + t);
+    Transform::Output(values, rows[r]);
   }
-  for (int j = 0; j < 2; ++j) {
-    Store(y[0][j] + t, a[0][j] + a[1][j] + a[2][j]);
-    Store(y[1][j] + t, a[1][j] - a[2][j] - a[3][j]);
+  for (int j = 0; j < kOut; ++j) {
+    V column[kIn];
+    V pixels[kOut];
+    for (int r = 0; r < kIn; ++r) column[r] = rows[r][j];
+    Transform::Output(column, pixels);
+    for (int i = 0; i < kOut; ++i) Store(y[i][j] + t, pixels[i]);
   }
 }
 
-/// The output transform of a tile row's `count` tiles (TransformOutputTiles).
-KILN_CPU_CLONES void TransformOutputRow(const float* m, int64_t stride, int64_t count,
-                                        float* const y[2][2]) {
+/// The output transform of the band's `count` tiles (TransformOutputTiles).
+KILN_CPU_CLONES void TransformOutputs(const float* m, int64_t stride, int64_t count,
+                                      float* const y[kOut][kOut]) {
   int64_t t = 0;
   for (; t + 16 <= count; t += 16) TransformOutputTiles<Vec16>(m, stride, t, y);
   for (; t < count; ++t) TransformOutputTiles<float>(m, stride, t, y);
 }
 
-/// One output row from its tiles' pixels: column 2q from left[q], 2q + 1 from right[q], for
-/// q < pairs, and column 2 * pairs from left[pairs] when `odd`; written or, when `adds`, added.
-KILN_CPU_CLONES void StorePixelRow(const float* left, const float* right, int64_t pairs, bool odd,
-                                   bool adds, float* __restrict__ out) {
-  if (adds) {
-    for (int64_t q = 0; q < pairs; ++q) {
-      out[2 * q] += left[q];
-      out[2 * q + 1] += right[q];
-    }
-  } else {
-    for (int64_t q = 0; q < pairs; ++q) {
-      out[2 * q] = left[q];
-      out[2 * q + 1] = right[q];
+/// One output row of `width` pixels from its tiles' pixels: column kOut * q + j from
+/// pixels[j][q]; written or, when `adds`, added.
+KILN_CPU_CLONES void StorePixelRow(const float* const pixels[kOut], int64_t width, bool adds,
+                                   float* __restrict__ out) {
+  const int64_t whole = width / kOut;
+  for (int64_t q = 0; q < whole; ++q) {
+    for (int j = 0; j < kOut; ++j) {
+      out[kOut * q + j] = adds ? out[kOut * q + j] + pixels[j][q] : pixels[j][q];
     }
   }
-  if (odd) out[2 * pairs] = adds ? out[2 * pairs] + left[pairs] : left[pairs];
+  for (int64_t x = whole * kOut; x < width; ++x) {
+    out[x] = adds ? out[x] + pixels[x - whole * kOut][whole] : pixels[x - whole * kOut][whole];
+  }
 }
 
 /// How the output is cut into tasks: bands of whole tile rows of one image, as many as the
@@ -147,7 +163,7 @@ struct Bands {
   int64_t tile_rows, tile_cols, rows_per_band, per_image;
 
   Bands(const WinogradConv& s, int64_t threads)
-      : tile_rows(CeilDiv(s.oh, 2)), tile_cols(CeilDiv(s.ow, 2)) {
+      : tile_rows(CeilDiv(s.oh, kOut)), tile_cols(CeilDiv(s.ow, kOut)) {
     int64_t bands = CeilDiv(tile_rows * tile_cols, kBandTiles);
     if (s.n < threads) bands = CeilDiv(bands, threads) * threads;
     rows_per_band = CeilDiv(tile_rows, std::min(bands, tile_rows));
@@ -155,13 +171,13 @@ struct Bands {
   }
 };
 
-/// One band's work: transform its input tiles, run the 16 GEMMs, transform their products into
+/// One band's work: transform its input tiles, run the GEMMs, transform their products into
 /// the output. Scratch sized for the largest band, reused for each.
 ///
 /// The tiles are numbered row after row with one more per row than there are (`stride_`
 /// tiles a row): every transform then runs over all the band's tiles at once, 16 lanes at a
 /// time, and the extra tile of a row, whose inputs are the next row's, is computed and
-/// dropped (1 GEMM column of 15 on 28 x 28 planes, of 29 on 56 x 56 ones).
+/// dropped.
 class BandRunner {
  public:
   BandRunner(const WinogradConv& s, const Bands& bands, const float* packed,
@@ -173,11 +189,11 @@ class BandRunner {
         adds_(adds),
         stride_(bands.tile_cols + 1),
         capacity_(bands.rows_per_band * stride_ + 16),
-        line_(static_cast<size_t>(2 * stride_)),
-        split_(static_cast<size_t>(8 * capacity_)),
-        pixels_(static_cast<size_t>(4 * capacity_)),
-        v_(static_cast<size_t>(kValues * s.c * capacity_)),
-        m_(static_cast<size_t>(kValues * s.o * capacity_)) {}
+        line_(static_cast<size_t>(kOut * stride_)),
+        phases_(static_cast<size_t>(kIn * kOut * capacity_)),
+        pixels_(static_cast<size_t>(kOut * kOut * capacity_)),
+        v_(new float[static_cast<size_t>(kValues * s.c * capacity_)]),
+        m_(new float[static_cast<size_t>(kValues * s.o * capacity_)]) {}
 
   void Run(int64_t image, int64_t band, const float* x, float* y) {
     const int64_t tile_row0 = band * bands_.rows_per_band;
@@ -187,15 +203,15 @@ class BandRunner {
     const int64_t packed_size = PackedGemmASize(s_.o, s_.c);
     for (int64_t value = 0; value < kValues; ++value) {
       Gemm(s_.o, tiles, s_.c, GemmOperand(MatrixView{nullptr, 0, 0}, packed_ + value * packed_size),
-           GemmOperand(MatrixView{v_.data() + value * s_.c * tiles, tiles, 1}),
-           m_.data() + value * s_.o * tiles, tiles);
+           GemmOperand(MatrixView{v_.get() + value * s_.c * tiles, tiles, 1}),
+           m_.get() + value * s_.o * tiles, tiles);
     }
     float* y_image = y + image * s_.o * s_.oh * s_.ow;
     TransformOutput(tile_row0, rows, tiles, y_image);
     if (!epilogue_.active()) return;
     const int64_t spatial = s_.oh * s_.ow;
-    const int64_t first = 2 * tile_row0 * s_.ow;
-    const int64_t end = std::min(s_.oh, 2 * (tile_row0 + rows)) * s_.ow;
+    const int64_t first = kOut * tile_row0 * s_.ow;
+    const int64_t end = std::min(s_.oh, kOut * (tile_row0 + rows)) * s_.ow;
     GemmEpilogue image_epilogue = epilogue_;
     if (epilogue_.residual != nullptr) image_epilogue.residual += image * s_.o * spatial;
     image_epilogue.tile_image = image;
@@ -203,58 +219,57 @@ class BandRunner {
   }
 
  private:
-  /// Even (odd) columns of the input rows that row r of each tile reads, one tile row after
-  /// another, `stride_` apart.
-  float* Even(int64_t r) { return split_.data() + 2 * r * capacity_; }
-  float* Odd(int64_t r) { return split_.data() + (2 * r + 1) * capacity_; }
+  /// Columns kOut * q + k (q = 0, 1, ...) of the input rows that row r of each tile reads, one
+  /// tile row after another, `stride_` apart.
+  float* Phase(int r, int k) { return phases_.data() + (r * kOut + k) * capacity_; }
 
   /// v_[value][channel][tile] of the band's tiles, channel by channel: each input row, with its
-  /// padding, is split into its even and odd columns for the one or two tile rows that read it.
+  /// padding, is split into its kOut phases of columns for each tile row that reads it.
   void TransformInput(const float* x, int64_t tile_row0, int64_t rows, int64_t tiles) {
-    const int64_t row0 = 2 * tile_row0 - s_.pad_top;
+    const int64_t row0 = kOut * tile_row0 - s_.pad_top;
     const int64_t first = s_.pad_left;  // the columns of line_ the image fills
-    const int64_t last = std::min<int64_t>(2 * stride_, s_.w + s_.pad_left);
+    const int64_t last = std::min<int64_t>(kOut * stride_, s_.w + s_.pad_left);
+    const float* phase[kIn][kOut];
+    for (int r = 0; r < kIn; ++r) {
+      for (int k = 0; k < kOut; ++k) phase[r][k] = Phase(r, k);
+    }
     for (int64_t channel = 0; channel < s_.c; ++channel) {
       const float* plane = x + channel * s_.h * s_.w;
-      for (int64_t i = 0; i < 2 * rows + 2; ++i) {
+      for (int64_t i = 0; i < kOut * rows + kIn - kOut; ++i) {
         const int64_t iy = row0 + i;
         std::fill(line_.begin(), line_.end(), 0.F);
         if (iy >= 0 && iy < s_.h && first < last) {
           std::copy(plane + iy * s_.w, plane + iy * s_.w + last - first, line_.begin() + first);
         }
-        // Row i is row i % 2 of tile row i / 2 and row i % 2 + 2 of the tile row before.
-        for (const int64_t tile_row : {i / 2, i / 2 - 1}) {
-          if (tile_row < 0 || tile_row >= rows) continue;
-          const int r = static_cast<int>(i - 2 * tile_row);
-          float* even = Even(r) + tile_row * stride_;
-          float* odd = Odd(r) + tile_row * stride_;
-          for (int64_t q = 0; q < stride_; ++q) {
-            even[q] = line_[2 * q];
-            odd[q] = line_[2 * q + 1];
+        // Row i is row i - kOut * tile_row of each tile row that reads it.
+        for (int64_t tile_row = std::max<int64_t>(0, CeilDiv(i - kIn + 1, kOut));
+             tile_row <= std::min(rows - 1, i / kOut); ++tile_row) {
+          const int r = static_cast<int>(i - kOut * tile_row);
+          for (int k = 0; k < kOut; ++k) {
+            float* to = Phase(r, k) + tile_row * stride_;
+            for (int64_t q = 0; q < stride_; ++q) to[q] = line_[kOut * q + k];
           }
         }
       }
-      const float* even[4] = {Even(0), Even(1), Even(2), Even(3)};
-      const float* odd[4] = {Odd(0), Odd(1), Odd(2), Odd(3)};
-      TransformInputRow(even, odd, tiles, v_.data() + channel * tiles, s_.c * tiles);
+      TransformInputs(phase, tiles, v_.get() + channel * tiles, s_.c * tiles);
     }
   }
 
   /// The band's output pixels from m_[value][channel][tile], written or, when `adds_`, added.
   void TransformOutput(int64_t tile_row0, int64_t rows, int64_t tiles, float* y) {
-    float* pixels[2][2];
-    for (int i = 0; i < 2; ++i) {
-      for (int j = 0; j < 2; ++j) pixels[i][j] = pixels_.data() + (i * 2 + j) * capacity_;
+    float* pixels[kOut][kOut];
+    for (int i = 0; i < kOut; ++i) {
+      for (int j = 0; j < kOut; ++j) pixels[i][j] = pixels_.data() + (i * kOut + j) * capacity_;
     }
-    const int64_t pairs = s_.ow / 2;  // output columns 2q and 2q + 1 of tile q
     for (int64_t channel = 0; channel < s_.o; ++channel) {
-      TransformOutputRow(m_.data() + channel * tiles, s_.o * tiles, tiles, pixels);
+      TransformOutputs(m_.get() + channel * tiles, s_.o * tiles, tiles, pixels);
       float* plane = y + channel * s_.oh * s_.ow;
       for (int64_t tile_row = 0; tile_row < rows; ++tile_row) {
-        const int64_t oy = 2 * (tile_row0 + tile_row);
-        for (int64_t i = 0; i < 2 && oy + i < s_.oh; ++i) {
-          StorePixelRow(pixels[i][0] + tile_row * stride_, pixels[i][1] + tile_row * stride_, pairs,
-                        s_.ow % 2 != 0, adds_, plane + (oy + i) * s_.ow);
+        const int64_t oy = kOut * (tile_row0 + tile_row);
+        for (int64_t i = 0; i < kOut && oy + i < s_.oh; ++i) {
+          const float* row[kOut];
+          for (int j = 0; j < kOut; ++j) row[j] = pixels[i][j] + tile_row * stride_;
+          StorePixelRow(row, s_.ow, adds_, plane + (oy + i) * s_.ow);
         }
       }
     }
@@ -268,21 +283,23 @@ class BandRunner {
   int64_t stride_;             ///< tiles per tile row, one more than the row has
   int64_t capacity_;           ///< tiles of the largest band, and a vector's slack
   std::vector<float> line_;    ///< one padded input row
-  std::vector<float> split_;   ///< per tile row r: the even columns, then the odd ones
+  std::vector<float> phases_;  ///< per row of a tile and phase of columns (Phase)
   std::vector<float> pixels_;  ///< the band's output, per pixel of the tile
-  std::vector<float> v_;
-  std::vector<float> m_;
+  // The GEMMs' operands and products, each written whole before it is read: not zeroed (a
+  // megabyte for 64 channels over 56 x 56).
+  std::unique_ptr<float[]> v_;
+  std::unique_ptr<float[]> m_;
 };
 
 }  // namespace
 
 bool PrefersWinograd(int64_t in_channels, int64_t out_channels, int64_t oh, int64_t ow) {
-  // Measured against the GEMM (design §42): the 16 GEMMs are as deep as the input channels and
-  // as wide as the tiles, so 32 input channels, 32 output ones or 16 tiles (a 7 x 7 plane)
-  // made a conv 1.04-2x slower; 48 to 512 channels over 36 tiles or more, 0.72-0.92 of the
+  // Measured against the GEMM (design §42): the GEMMs are as deep as the input channels and as
+  // wide as the tiles, so 16 or 32 input channels, 32 output ones or 16 tiles (a 7 x 7 plane)
+  // made a conv 1.04-2x slower; 48 to 256 channels over 36 tiles or more, 0.72-0.92 of the
   // time.
   return in_channels >= kMinInputChannels && out_channels >= kMinOutputChannels &&
-         CeilDiv(oh, 2) * CeilDiv(ow, 2) >= kMinTiles;
+         CeilDiv(oh, kOut) * CeilDiv(ow, kOut) >= kMinTiles;
 }
 
 int64_t WinogradWeightFloats(int64_t o, int64_t c) { return kValues * PackedGemmASize(o, c); }
