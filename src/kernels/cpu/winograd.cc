@@ -83,6 +83,28 @@ void TransformFilter(const float* g, float* u) {
   for (int i = 0; i < kIn; ++i) Transform::Filter(rows[i], u + i * kIn);
 }
 
+/// A two-dimensional transform of a kIn x kIn block: `transform` (kIn values to kTo) along
+/// each row, then along each column of the result; `load(r, k, value)` reads element (r, k),
+/// `store(i, j, value)` writes element (i, j) of the kTo x kTo result.
+template <typename V, int64_t kTo, typename Transform1D, typename LoadFn, typename StoreFn>
+__attribute__((always_inline)) inline void TransformBlock(const Transform1D& transform,
+                                                          const LoadFn& load,
+                                                          const StoreFn& store) {
+  V rows[kIn][kTo];
+  for (int r = 0; r < kIn; ++r) {
+    V line[kIn];
+    for (int k = 0; k < kIn; ++k) load(r, k, line[k]);
+    transform(line, rows[r]);
+  }
+  for (int j = 0; j < kTo; ++j) {
+    V column[kIn];
+    V result[kTo];
+    for (int r = 0; r < kIn; ++r) column[r] = rows[r][j];
+    transform(column, result);
+    for (int i = 0; i < kTo; ++i) store(i, j, result[i]);
+  }
+}
+
 /// v = Bᵀ d B of tiles t.. of the band, one per lane of V: tile t reads input row r at
 /// columns kOut * t + k from phase[r][k % kOut][t + k / kOut]; value i of tile t goes to
 /// out[i * stride + t].
@@ -90,19 +112,10 @@ template <typename V>
 __attribute__((always_inline)) inline void TransformInputTiles(const float* const phase[kIn][kOut],
                                                                int64_t t, float* out,
                                                                int64_t stride) {
-  V rows[kIn][kIn];  // d B, row by row
-  for (int r = 0; r < kIn; ++r) {
-    V d[kIn];
-    for (int k = 0; k < kIn; ++k) Load(d[k], phase[r][k % kOut] + t + k / kOut);
-    Transform::Input(d, rows[r]);
-  }
-  for (int j = 0; j < kIn; ++j) {
-    V column[kIn];
-    V v[kIn];
-    for (int r = 0; r < kIn; ++r) column[r] = rows[r][j];
-    Transform::Input(column, v);
-    for (int i = 0; i < kIn; ++i) Store(out + (i * kIn + j) * stride + t, v[i]);
-  }
+  TransformBlock<V, kIn>(
+      [](const V* d, V* v) { Transform::Input(d, v); },
+      [&](int r, int k, V& value) { Load(value, phase[r][k % kOut] + t + k / kOut); },
+      [&](int i, int j, const V& value) { Store(out + (i * kIn + j) * stride + t, value); });
 }
 
 /// The input transform of the band's `count` tiles (TransformInputTiles).
@@ -119,19 +132,10 @@ template <typename V>
 __attribute__((always_inline)) inline void TransformOutputTiles(const float* m, int64_t stride,
                                                                 int64_t t,
                                                                 float* const y[kOut][kOut]) {
-  V rows[kIn][kOut];  // m A, row by row
-  for (int r = 0; r < kIn; ++r) {
-    V values[kIn];
-    for (int k = 0; k < kIn; ++k) Load(values[k], m + (r * kIn + k) * stride + t);
-    Transform::Output(values, rows[r]);
-  }
-  for (int j = 0; j < kOut; ++j) {
-    V column[kIn];
-    V pixels[kOut];
-    for (int r = 0; r < kIn; ++r) column[r] = rows[r][j];
-    Transform::Output(column, pixels);
-    for (int i = 0; i < kOut; ++i) Store(y[i][j] + t, pixels[i]);
-  }
+  TransformBlock<V, kOut>(
+      [](const V* values, V* pixels) { Transform::Output(values, pixels); },
+      [&](int r, int k, V& value) { Load(value, m + (r * kIn + k) * stride + t); },
+      [&](int i, int j, const V& value) { Store(y[i][j] + t, value); });
 }
 
 /// The output transform of the band's `count` tiles (TransformOutputTiles).
