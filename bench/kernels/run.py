@@ -9,7 +9,13 @@ vectors of two sizes) it runs
 `kernel_prepack.cpu.<op>` hook, attribute `__packed_1`) and torch.nn.functional's op,
 alternating one call of each, and prints the medians of the wall and CPU (process) times, the
 ratio Kiln / PyTorch on both, and Kiln's GFLOP/s on the median wall time. CPU time is less
-disturbed than wall time when other processes share the cores. Writes nothing.
+disturbed than wall time when other processes share the cores. The prepack hook gets the
+output shape as a kernel program gives it, so each conv2d takes the algorithm it takes in a
+model (Winograd for resnet's 3x3s, design §42).
+
+Then it times the 3x3 convolutions of design §42's table both ways, Winograd against the GEMM
+(the weights packed without the output shape, as for a symbolic plane), alternating. Writes
+nothing.
 """
 
 import argparse
@@ -33,6 +39,13 @@ CONVS = [
     ("mobilenet_v2 depthwise s2", (1, 96, 112, 112), (96, 3, 3), 2, 1, 96),
     ("mobilenet_v2 depthwise 7x7", (1, 960, 7, 7), (960, 3, 3), 1, 1, 960),
 ]
+# name, (N, C, H, W), O: 3x3 at unit stride, padding 1, the shapes of design §42's table
+WINOGRAD_CONVS = [
+    ("resnet 64 -> 64, 56 x 56", (1, 64, 56, 56), 64),
+    ("resnet 128 -> 128, 28 x 28", (1, 128, 28, 28), 128),
+    ("resnet 256 -> 256, 14 x 14", (1, 256, 14, 14), 256),
+    ("squeezenet 64 -> 256, 13 x 13", (1, 64, 13, 13), 256),
+]
 # name, M, K, N
 DENSES = [("bert qkv", 128, 256, 768), ("bert ffn up", 128, 256, 1024),
           ("bert ffn down", 128, 1024, 256)]
@@ -41,26 +54,31 @@ DENSES = [("bert qkv", 128, 256, 768), ("bert ffn up", 128, 256, 1024),
 RELUS = [("relu 32K", 1 << 15), ("relu 128K", 1 << 17)]
 
 
-def time_pair(kiln_fn, torch_fn, runs):
+def time_pair(first, second, runs):
+    """Medians (wall, CPU) of `first` and of `second`, one call of each in turn."""
     for _ in range(3):
-        kiln_fn()
-        torch_fn()
-    times = {"kiln": ([], []), "torch": ([], [])}
+        first()
+        second()
+    times = ([], []), ([], [])
     for _ in range(runs):
-        for name, fn in (("kiln", kiln_fn), ("torch", torch_fn)):
+        for fn, (walls, cpus) in zip((first, second), times):
             cpu, wall = time.process_time(), time.perf_counter()
             fn()
-            times[name][0].append(time.perf_counter() - wall)
-            times[name][1].append(time.process_time() - cpu)
-    return {name: (float(np.median(w)), float(np.median(c))) for name, (w, c) in times.items()}
+            walls.append(time.perf_counter() - wall)
+            cpus.append(time.process_time() - cpu)
+    return tuple((float(np.median(w)), float(np.median(c))) for w, c in times)
 
 
-def prepacked(op, weight, attrs):
-    packed = kiln.get_global_func("kernel_prepack.cpu." + op)(1, kiln.tensor(weight), attrs)
+def prepacked(op, weight, attrs, output_shape=None):
+    """`attrs` with the weight packed by the op's prepack hook, which finds the step's output
+    shape where a kernel program gives it (attribute __prepack_output_shape, for the hook only)."""
+    hook_attrs = attrs if output_shape is None else {**attrs,
+                                                     "__prepack_output_shape": output_shape}
+    packed = kiln.get_global_func("kernel_prepack.cpu." + op)(1, kiln.tensor(weight), hook_attrs)
     return {**attrs, "__packed_1": packed} if packed is not None else attrs
 
 
-def conv_case(shape, kernel, stride, padding, groups):
+def conv_case(shape, kernel, stride, padding, groups, output_shape_known=True):
     rng = np.random.default_rng(0)
     x = rng.standard_normal(shape, dtype=np.float32)
     o, kh, kw = kernel
@@ -71,7 +89,7 @@ def conv_case(shape, kernel, stride, padding, groups):
              "groups": groups}
     kernel_fn = kiln.get_global_func("kernel.cpu.nn.conv2d")
     args, out = [kiln.tensor(x), kiln.tensor(w)], [kiln.empty([1, o, oh, ow], "float32")]
-    attrs = prepacked("nn.conv2d", w, attrs)
+    attrs = prepacked("nn.conv2d", w, attrs, [1, o, oh, ow] if output_shape_known else None)
     xt, wt = torch.from_numpy(x), torch.from_numpy(w)
     flops = 2 * o * oh * ow * (shape[1] // groups) * kh * kw
     return (lambda: kernel_fn(args, out, attrs),
@@ -97,6 +115,13 @@ def relu_case(n):
     return lambda: kernel_fn(args, out, {}), lambda: torch.relu(xt), n
 
 
+def winograd_case(shape, o):
+    """(Winograd, GEMM) calls of one 3x3 conv2d, and its FLOPs."""
+    winograd, _, flops = conv_case(shape, (o, 3, 3), 1, 1, 1)
+    gemm, _, _ = conv_case(shape, (o, 3, 3), 1, 1, 1, output_shape_known=False)
+    return winograd, gemm, flops
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--threads", type=int, default=1)
@@ -115,10 +140,14 @@ def main():
     print(f"{'case':30} {'kiln wall':>9} {'torch wall':>10} {'ratio':>6} {'kiln cpu':>9} "
           f"{'torch cpu':>9} {'ratio':>6} {'kiln GFLOP/s':>12}")
     for name, kiln_fn, torch_fn, flops in cases:
-        t = time_pair(kiln_fn, torch_fn, args.runs)
-        (kw, kc), (tw, tc) = t["kiln"], t["torch"]
+        (kw, kc), (tw, tc) = time_pair(kiln_fn, torch_fn, args.runs)
         print(f"{name:30} {kw * 1e6:9.1f} {tw * 1e6:10.1f} {kw / tw:6.2f} {kc * 1e6:9.1f} "
               f"{tc * 1e6:9.1f} {kc / tc:6.2f} {flops / kw / 1e9:12.1f}")
+    print(f"\n{'3x3 conv2d':30} {'Winograd':>9} {'GEMM':>10} {'ratio':>6}")
+    for name, shape, o in WINOGRAD_CONVS:
+        winograd, gemm, _ = winograd_case(shape, o)
+        (ww, _), (gw, _) = time_pair(winograd, gemm, args.runs)
+        print(f"{name:30} {ww * 1e6:9.1f} {gw * 1e6:10.1f} {ww / gw:6.2f}")
 
 
 if __name__ == "__main__":
