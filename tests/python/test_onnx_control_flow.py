@@ -408,9 +408,31 @@ def test_scan8_scans_each_batch_entry_on_its_own(direction):
     np.testing.assert_allclose(total, running[:, -1], rtol=1e-6)
 
 
-def test_scan8_with_sequence_lengths_names_what_is_missing():
-    with pytest.raises(kiln.NotImplementedError, match="sequence_lens"):
-        kiln.frontend.from_onnx(scan8_model(0, with_lengths=True))
+@pytest.mark.parametrize("direction", [0, 1])
+@pytest.mark.parametrize("lengths", [[3, 1], [0, 2], [5, -1]])
+def test_scan8_scans_each_entry_for_its_sequence_length(direction, lengths):
+    """Each entry runs its first sequence_lens[b] rows (its last of them first in reverse), its
+    later steps scan zeros and leave its state as it was, as ONNX Runtime's Scan-8 does; lengths
+    are taken within [0, 3]."""
+    ex = kiln.build(kiln.frontend.from_onnx(scan8_model(direction, with_lengths=True)))
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4) - 7
+    init = np.stack([np.ones(4, np.float32), np.full(4, -5, np.float32)])
+    total, steps = ex.run(lengths=np.array(lengths, np.int64), init=init, x=x)
+    for b, length in enumerate(lengths):
+        length = min(max(length, 0), 3)
+        rows = x[b, :length][::-1] if direction else x[b, :length]
+        running = init[b] + np.cumsum(np.concatenate([np.zeros((1, 4), np.float32), rows]), 0)
+        expected_steps = np.zeros((3, 4), np.float32)
+        expected_steps[:length] = running[1:] * 2
+        np.testing.assert_allclose(steps[b], expected_steps, rtol=1e-6)
+        np.testing.assert_allclose(total[b], running[-1], rtol=1e-6)
+
+
+def test_scan8_sequence_lengths_must_be_an_int64_vector():
+    model = scan8_model(0, with_lengths=True)
+    model.graph.input[0].CopyFrom(value("lengths", INT64, [2, 1]))
+    with pytest.raises(kiln.TypeError, match="sequence_lens must be an int64 vector, got rank 2"):
+        kiln.frontend.from_onnx(model)
 
 
 @pytest.mark.parametrize("direction", [0, 1])

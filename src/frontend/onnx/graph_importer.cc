@@ -364,9 +364,6 @@ class GraphImporter {
   ir::Expr ConvertScan(const NodeContext& node) const {
     const bool batched = node.opset() < 9;
     const size_t first = batched ? 1 : 0;  // Scan-8's first input is sequence_lens
-    KILN_CHECK(!batched || !node.HasInput(0), NotImplementedError)
-        << node.Describe() << ": Scan before opset 9 with sequence_lens (entries of different "
-        << "lengths) is not supported; re-export the model at opset 9 or later";
     const size_t num_inputs = node.proto().input().size();
     const int64_t num_scan_inputs = node.Int("num_scan_inputs", 0);
     KILN_CHECK(num_scan_inputs >= 1 && first + static_cast<size_t>(num_scan_inputs) <= num_inputs,
@@ -394,8 +391,17 @@ class GraphImporter {
     for (size_t i = first; i < num_inputs; ++i) {
       (i < first + num_states ? states : scanned).push_back(node.Input(i));
     }
-    if (batched) return BatchLoop(node, states, scanned, scan);
+    if (batched) return BatchLoop(node, states, scanned, scan, EntryLengths(node));
     return PlaceScanOutputs(node, ScanLoop(node, states, scanned, scan), num_states);
+  }
+
+  /// Scan-8's sequence_lens, an int64 vector of one length per batch entry; null when absent.
+  static ir::Expr EntryLengths(const NodeContext& node) {
+    if (!node.HasInput(0)) return {};
+    KILN_CHECK(node.InputRank(0) == 1 && DataTypeEqual(node.InputDType(0), kInt64), TypeError)
+        << node.Describe() << ": sequence_lens must be an int64 vector, got rank "
+        << node.InputRank(0) << " " << DataTypeToString(node.InputDType(0));
+    return node.Input(0);
   }
 
   /// The Scan's outputs from `loop`'s, whose scanned values stack along axis 0 in iteration
@@ -490,8 +496,14 @@ class GraphImporter {
   /// A Loop over the scan axis of `scanned`: the body takes row i of each (row length - 1 - i
   /// in reverse), carries `states`, and its scanned values stack along axis 0, which is where
   /// Scan puts them by default.
+  ///
+  /// With `length` (a Scan-8 entry's sequence_lens, an int64 scalar), the entry's steps past its
+  /// length keep its states and scan zeros, as ONNX Runtime's Scan-8 does, and a reverse scan
+  /// starts at the entry's own last step. The lengths are taken within [0, the scan's length]: a
+  /// longer one runs the whole sequence, a negative one none of it.
   ir::Expr ScanLoop(const NodeContext& node, const std::vector<ir::Expr>& states,
-                    const std::vector<ir::Expr>& scanned, const ScanAxes& scan) const {
+                    const std::vector<ir::Expr>& scanned, const ScanAxes& scan,
+                    const ir::Expr& length = {}) const {
     std::vector<ir::Type> state_types;
     state_types.reserve(states.size());
     for (const ir::Expr& state : states) state_types.push_back(state->checked_type());
@@ -500,8 +512,15 @@ class GraphImporter {
     std::vector<ir::Expr> params{ir::Var("iteration", ir::TensorType::Static({}, kInt64)),
                                  ir::Var("condition", ir::TensorType::Static({}, kBool))};
     params.insert(params.end(), inputs.begin(), inputs.end());
-    const ir::Expr reversed =
-        MakeCall("subtract", {LengthValue(scan.length - 1, scanned[0]), params[0]});
+    const ir::Expr full = LengthValue(scan.length, scanned[0]);
+    const ir::Expr steps =
+        length.defined()
+            ? MakeCall("minimum", {MakeCall("maximum", {length, ScalarInt64(0)}), full})
+            : full;
+    // Past a short entry's length the index would go below 0; any row will do, as it is dropped.
+    ir::Expr reversed =
+        MakeCall("subtract", {MakeCall("subtract", {steps, ScalarInt64(1)}), params[0]});
+    if (length.defined()) reversed = MakeCall("maximum", {reversed, ScalarInt64(0)});
     for (size_t k = 0; k < scanned.size(); ++k) {
       const ir::Expr row =
           MakeCall("take", {scanned[k], scan.directions[k] != 0 ? reversed : params[0]},
@@ -509,17 +528,29 @@ class GraphImporter {
       transform::InferNodeType(row);
       inputs.push_back(row);
     }
+    std::vector<ir::Expr> outputs = ImportBodyGraph(graph, inputs);
+    if (length.defined()) {
+      const ir::Expr running = MakeCall("less", {params[0], steps});
+      for (size_t k = 0; k < outputs.size(); ++k) {
+        const ir::Expr otherwise =
+            k < states.size()
+                ? inputs[k]
+                : MakeScalar(0, outputs[k]->checked_type().as<ir::TensorTypeObj>()->dtype());
+        outputs[k] = MakeCall("where", {running, outputs[k], otherwise});
+      }
+    }
     Array<ir::Expr> result{params[1]};
-    for (const ir::Expr& output : ImportBodyGraph(graph, inputs)) result.push_back(output);
-    return ir::Loop(LengthValue(scan.length, scanned[0]), ScalarTrue(),
-                    Array<ir::Expr>(states.begin(), states.end()), BodyFunction(params, result),
-                    scan.length);
+    for (const ir::Expr& output : outputs) result.push_back(output);
+    return ir::Loop(full, ScalarTrue(), Array<ir::Expr>(states.begin(), states.end()),
+                    BodyFunction(params, result), scan.length);
   }
 
   /// Scan-8: a Loop over the batch axis whose body scans entry b of the states and scan inputs
-  /// (ScanLoop) and returns its final states and scanned values, as rows of the outputs.
+  /// (ScanLoop, for entry b's length when `lengths` is given) and returns its final states and
+  /// scanned values, as rows of the outputs.
   ir::Expr BatchLoop(const NodeContext& node, const std::vector<ir::Expr>& states,
-                     const std::vector<ir::Expr>& scanned, const ScanAxes& scan) const {
+                     const std::vector<ir::Expr>& scanned, const ScanAxes& scan,
+                     const ir::Expr& lengths) const {
     const arith::SizeExpr batch = ExtentOf(scanned[0], 0);
     const ir::Var entry("entry", ir::TensorType::Static({}, kInt64));
     const ir::Var condition("condition", ir::TensorType::Static({}, kBool));
@@ -534,7 +565,8 @@ class GraphImporter {
     entry_scanned.reserve(scanned.size());
     for (const ir::Expr& state : states) entry_states.push_back(entry_of(state));
     for (const ir::Expr& input : scanned) entry_scanned.push_back(entry_of(input));
-    const ir::Expr inner = ScanLoop(node, entry_states, entry_scanned, scan);
+    const ir::Expr inner = ScanLoop(node, entry_states, entry_scanned, scan,
+                                    lengths.defined() ? entry_of(lengths) : ir::Expr());
     const ir::Type inner_type = transform::InferNodeType(inner);
     Array<ir::Expr> result{condition};
     const auto* fields = inner_type.as<ir::TupleTypeObj>();
