@@ -243,6 +243,14 @@ def use_build_plugins(build_dir):
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 
+def placement_summary(report):
+    """The lines of a kiln.build placement report (report=True) that say how many op calls went
+    where and, with measured placement, each region's two costs and where it went; joined by
+    "; "."""
+    return "; ".join(line.strip() for line in report.splitlines()[1:]
+                     if line.startswith("  ") and ("op calls" in line or " ms vs " in line))
+
+
 def publish_section(output, section_text, section):
     """Prints the section and writes it into `output` (None: --quick, nothing written)."""
     print(section_text)

@@ -11,7 +11,8 @@ Runtime.
    differ) with torch.onnx at opset 13 into <build-dir>/bench-detection/, unless up to date.
    Its post-processing is per-class score thresholds (NonZero), TopK of a data-decided k,
    batched NMS behind an If, and at most 300 detections.
-3. Kiln compiles the file (the default CPU path, and with the dnnl plugin when it is built);
+3. Kiln compiles the file (the default CPU path, and with the dnnl plugin when it is built,
+   placed by measured costs: a region goes to dnnl only where it ran faster there);
    one ONNX Runtime session (all graph optimizations, intra-op threads = the cores, idle
    spinning off). Before timing, each variant's detections must agree with ORT's (the sorted
    scores within 1e-4: nearly tied detections may come in another order).
@@ -68,8 +69,13 @@ def export(directory):
     return path
 
 
-def variants(path):
-    """{name: image -> (boxes, scores, labels)}: ORT first, then Kiln's builds."""
+def variants(path, build_dir):
+    """({name: image -> (boxes, scores, labels)}: ORT first, then Kiln's builds; the dnnl
+    variant's placement summary, or None without the plugin)."""
+    import contextlib
+    import io
+    import shutil
+
     import onnxruntime as ort
 
     import kiln
@@ -83,12 +89,21 @@ def variants(path):
     calls = {"ONNX Runtime": lambda image: session.run(None, {"images": image})}
     kiln_default = kiln.build(kiln.frontend.from_onnx(path))
     calls["Kiln"] = lambda image: kiln_default.run(images=image)
+    # Measured placement (docs/design.md §26), decided afresh in every run of the benchmark: a
+    # region goes to dnnl only where it ran faster there at build time.
+    placement_cache = os.path.join(build_dir, "bench-detection", "placement-cache")
+    shutil.rmtree(placement_cache, ignore_errors=True)
+    os.environ["KILN_CACHE_DIR"] = placement_cache
+    printed = io.StringIO()
     try:
-        kiln_dnnl = kiln.build(kiln.frontend.from_onnx(path), plugins=["dnnl"])
+        with contextlib.redirect_stdout(printed):
+            kiln_dnnl = kiln.build(kiln.frontend.from_onnx(path), plugins=["dnnl"], report=True,
+                                   placement="measured")
         calls["Kiln + dnnl"] = lambda image: kiln_dnnl.run(images=image)
     except kiln.KilnError as error:  # the plugin is not built here
         log(f"no Kiln + dnnl variant: {str(error).splitlines()[0]}")
-    return calls
+        return calls, None
+    return calls, harness.placement_summary(printed.getvalue())
 
 
 def check_agree(calls, image):
@@ -104,7 +119,7 @@ def check_agree(calls, image):
     return len(expected)
 
 
-def render(medians, detections, args, command):
+def render(medians, detections, placement, args, command):
     import onnxruntime
     import torch
     import torchvision
@@ -124,6 +139,10 @@ def render(medians, detections, args, command):
     reference = medians["ONNX Runtime"]
     for name, seconds in medians.items():
         lines.append(f"| {name} | {seconds * 1e3:.2f} | {seconds / reference:.3f} |")
+    if placement is not None:
+        lines += ["", "Kiln + dnnl is `kiln.build(..., plugins=[\"dnnl\"], placement=\"measured\")`: "
+                  "a region goes to dnnl only where it ran faster there, measured at build time "
+                  f"(docs/design.md §26). Its placement report: {placement}."]
     return "\n".join(lines) + "\n"
 
 
@@ -135,14 +154,14 @@ def main(argv=None):
     harness.use_build_plugins(args.build_dir)
     ort_peer.enter_venv(args.build_dir, __file__, argv)
     path = export(os.path.join(args.build_dir, "bench-detection"))
-    calls = variants(path)
+    calls, placement = variants(path, args.build_dir)
     image = np.random.default_rng(0).random((3, 320, 320), dtype=np.float32)
     detections = check_agree(calls, image)
     medians = harness.timed_phase("SSDlite", lambda: harness.interleaved(calls, image, args.runs),
                                   in_process=True)
     command = " ".join(["/usr/bin/python3", "bench/detection/run.py"] +
                        [shlex.quote(a) for a in argv])
-    harness.publish_section(args.output, render(medians, detections, args, command), SECTION)
+    harness.publish_section(args.output, render(medians, detections, placement, args, command), SECTION)
     return 0
 
 

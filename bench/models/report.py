@@ -193,9 +193,8 @@ def placement_notes(results):
             if (model, variant) in seen:
                 continue
             seen.add((model, variant))
-            summary = [line.strip() for line in report.splitlines()[1:]
-                       if line.startswith("  ") and ("op calls" in line or " ms vs " in line)]
-            notes.append(f"- {model}, {VARIANT_TITLES[variant]}: " + "; ".join(summary))
+            notes.append(f"- {model}, {VARIANT_TITLES[variant]}: "
+                         + harness.placement_summary(report))
     return ("\n\nWhere the ops ran (placement report):\n\n" + "\n".join(notes)) if notes else ""
 
 
