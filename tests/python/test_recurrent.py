@@ -187,8 +187,9 @@ def gru_reference(x, w, r, b, lens, h0, direction, linear_before_reset):
 def test_lstm_and_gru_with_lengths_and_states_match_numpy(direction, batch, threads, tmp_path):
     """Every path of the kernels: matrix-vector products (batch 1 and 2), the GEMM (batch 9),
     and at 2 threads the two directions, or one direction's entries (4 and 5 of them), run by
-    threads of their own. Hidden 37 leaves partial vectors and row groups everywhere."""
-    seq, inp, hidden = 11, 6, 37
+    threads of their own. Hidden 37 leaves partial vectors and row groups everywhere; 70 steps
+    take every lane's input projections over more than one chunk of steps (64 rows a chunk)."""
+    seq, inp, hidden = 70, 6, 37
     rng = np.random.default_rng(batch)
     nd = 2 if direction == "bidirectional" else 1
 

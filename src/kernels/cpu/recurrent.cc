@@ -1,8 +1,8 @@
 // nn.lstm, nn.gru and nn.rnn (float32), as ONNX defines them (src/ops/nn/recurrent.cc has the
-// layouts). Per direction, the input projection of the whole sequence is one GEMM
-// (seq * batch rows), the bias added to it once; then each step is one GEMM of the hidden state
-// by the recurrence weights and an elementwise pass over the gates, per lane: a direction's
-// run of batch entries that one thread takes through every step alone. Batch entries with a
+// layouts). Per lane (a direction's run of batch entries that one thread takes through every
+// step alone), the input projections are one GEMM per chunk of steps, the bias in its epilogue;
+// then each step is one GEMM of the hidden state by the recurrence weights and an elementwise
+// pass over the gates. Batch entries with a
 // shorter sequence_lens stop early (a reverse direction starts at their own last step), and
 // their outputs past it are zero, as ONNX's.
 #include <algorithm>
@@ -304,37 +304,93 @@ std::optional<Tensor> PrepackWeights(size_t index, const Tensor& weight, const K
   return packed;
 }
 
-/// data * W[d]^T over the whole sequence plus, per gate, Wb[d] (+ Rb[d] where `with_rb`):
-/// (rows of data) x (gates * hidden). It comes from the runtime's caching allocator
-/// (runtime::Empty): megabytes for a long sequence, which a vector would take as fresh pages,
-/// faulted in and zeroed by the kernel, at every call (a bidirectional layer over 256 steps spent a
-/// tenth of its time so).
-Tensor ProjectInput(const KernelCall& call, const Sequence& sq, int64_t d,
-                    const std::vector<bool>& with_rb) {
-  const int64_t rows = sq.seq * sq.batch;
+/// Wb[d] (+ Rb[d] for the gates `with_rb` marks), per gate: the bias an input projection adds
+/// (gates * hidden floats), or empty when the op has no B.
+std::vector<float> InputBias(const KernelCall& call, const Sequence& sq, int64_t d,
+                             const std::vector<bool>& with_rb) {
+  if (!Sequence::Present(call, 3)) return {};
   const int64_t width = sq.gates * sq.hidden;
-  Tensor projected = NewPackedTensor(rows * width);
-  const float* w = Data<const float>(call.input(1)) + d * width * sq.input;
-  // The biases are added in the GEMM's epilogue, while each tile of the product is in cache.
-  std::vector<float> total;
-  GemmEpilogue epilogue;
-  if (Sequence::Present(call, 3)) {
-    const float* bias = Data<const float>(call.input(3)) + d * 2 * width;
-    total.assign(bias, bias + width);
-    for (int64_t g = 0; g < sq.gates; ++g) {
-      if (!with_rb[static_cast<size_t>(g)]) continue;
-      for (int64_t j = 0; j < sq.hidden; ++j) {
-        total[g * sq.hidden + j] += bias[width + g * sq.hidden + j];
+  const float* bias = Data<const float>(call.input(3)) + d * 2 * width;
+  std::vector<float> total(bias, bias + width);
+  for (int64_t g = 0; g < sq.gates; ++g) {
+    if (!with_rb[static_cast<size_t>(g)]) continue;
+    for (int64_t j = 0; j < sq.hidden; ++j)
+      total[g * sq.hidden + j] += bias[width + g * sq.hidden + j];
+  }
+  return total;
+}
+
+/// A lane's input projections, data * W[d]^T plus InputBias, computed a chunk of steps ahead:
+/// each chunk one GEMM of about kChunkRows rows (the lane's entries at each of its steps). A
+/// chunk stays in cache until its steps read it, where the whole sequence's projection (8 MB
+/// for an LSTM of hidden 256 over 256 steps at batch 8) went out to memory and back, and is the
+/// only activation memory the projections take.
+class LaneInputs {
+ public:
+  LaneInputs(const KernelCall& call, const Sequence& sq, const Lane& lane, bool reverse,
+             const std::vector<bool>& with_rb)
+      : sq_(sq),
+        lane_(lane),
+        reverse_(reverse),
+        width_(sq.gates * sq.hidden),
+        steps_per_chunk_(std::max<int64_t>(1, CeilDiv(kChunkRows, lane.count))),
+        bias_(InputBias(call, sq, lane.direction, with_rb)),
+        data_(Data<const float>(call.input(0))),
+        w_{Data<const float>(call.input(1)) + lane.direction * width_ * sq.input, 1, sq.input},
+        packed_w_(PackedRange(call.Prepacked(1), sq.input, sq.hidden, {{0, sq.gates}},
+                              lane.direction, 0)),
+        rows_(static_cast<size_t>(steps_per_chunk_ * lane.count * sq.input)),
+        projected_(NewPackedTensor(steps_per_chunk_ * lane.count * width_)) {}
+
+  /// The projection (width floats) of the lane's entry i at step s, which runs (sq.Step >= 0);
+  /// steps are asked for in order.
+  const float* Row(int64_t s, int64_t i) {
+    if (s < first_step_ || s >= first_step_ + chunk_steps_) Project(s);
+    return Data<const float>(projected_) + ((s - first_step_) * lane_.count + i) * width_;
+  }
+
+ private:
+  static constexpr int64_t kChunkRows = 64;
+
+  /// The chunk of steps from `first`: each running entry's row of data gathered (zeros for one
+  /// that is done), then one GEMM with the bias in its epilogue.
+  void Project(int64_t first) {
+    first_step_ = first;
+    chunk_steps_ = std::min(steps_per_chunk_, sq_.seq - first);
+    const int64_t steps = chunk_steps_;
+    for (int64_t s = 0; s < steps; ++s) {
+      for (int64_t i = 0; i < lane_.count; ++i) {
+        const int64_t b = lane_.first + i;
+        const int64_t t = sq_.Step(first + s, b, reverse_);
+        float* row = rows_.data() + (s * lane_.count + i) * sq_.input;
+        if (t < 0) {
+          std::fill_n(row, sq_.input, 0.F);
+        } else {
+          std::copy_n(data_ + sq_.Row(t, b) * sq_.input, sq_.input, row);
+        }
       }
     }
-    epilogue.col_bias = total.data();
+    GemmEpilogue epilogue;
+    epilogue.col_bias = bias_.empty() ? nullptr : bias_.data();
+    Gemm(steps * lane_.count, width_, sq_.input,
+         GemmOperand(MatrixView{rows_.data(), sq_.input, 1}), GemmOperand(w_, packed_w_),
+         Data<float>(projected_), width_, epilogue);
   }
-  const float* packed = PackedRange(call.Prepacked(1), sq.input, sq.hidden, {{0, sq.gates}}, d, 0);
-  Gemm(rows, width, sq.input,
-       GemmOperand(MatrixView{Data<const float>(call.input(0)), sq.input, 1}),
-       GemmOperand(MatrixView{w, 1, sq.input}, packed), Data<float>(projected), width, epilogue);
-  return projected;
-}
+
+  const Sequence& sq_;
+  const Lane lane_;
+  const bool reverse_;
+  const int64_t width_;
+  const int64_t steps_per_chunk_;
+  const std::vector<float> bias_;
+  const float* data_;
+  const MatrixView w_;  ///< W[d] (width x input, row-major) as the GEMM's B^T
+  const float* packed_w_;
+  std::vector<float> rows_;  ///< a chunk's rows of data
+  Tensor projected_;         ///< a chunk's projections
+  int64_t first_step_ = 0;
+  int64_t chunk_steps_ = 0;  ///< steps from first_step_ projected (none before the first call)
+};
 
 /// out[b * ldo + j] = dot(w + j * k, h + b * k) for j in [0, rows) and b in [0, batch): four
 /// weight rows at a time, read once for every entry while they are in cache, each dot product in
@@ -442,14 +498,14 @@ std::vector<Recurrence> Recurrences(const KernelCall& call, const Sequence& sq,
 
 /// Calls body(i, b, t, x) for each entry of `lane` still running after `s` steps of its
 /// direction (`reverse` or not): i is its row in the lane's state, b its batch index, t its step
-/// and x its row of `projected` (`width` floats).
+/// and x its input projection (`inputs`).
 template <typename Body>
 void ForEachRunning(const Sequence& sq, const Lane& lane, int64_t s, bool reverse,
-                    const Tensor& projected, int64_t width, const Body& body) {
+                    LaneInputs& inputs, const Body& body) {
   for (int64_t i = 0; i < lane.count; ++i) {
     const int64_t b = lane.first + i;
     const int64_t t = sq.Step(s, b, reverse);
-    if (t >= 0) body(i, b, t, Data<const float>(projected) + sq.Row(t, b) * width);
+    if (t >= 0) body(i, b, t, inputs.Row(s, i));
   }
 }
 
@@ -534,14 +590,6 @@ KILN_CPU_CLONES void LstmStep(const LstmCell& cell, const float* __restrict__ x,
   for (int64_t j = 0; j < hidden; ++j) h[j] *= o[j];
 }
 
-/// Each direction's input projection (`gates` of them, `with_rb` as ProjectInput).
-std::vector<Tensor> ProjectInputs(const KernelCall& call, const Sequence& sq,
-                                  const std::vector<bool>& with_rb) {
-  std::vector<Tensor> result;
-  for (int64_t d = 0; d < sq.directions; ++d) result.push_back(ProjectInput(call, sq, d, with_rb));
-  return result;
-}
-
 void Lstm(const KernelCall& call) {
   const Sequence sq(call, 4);
   const std::vector<Activation> acts =
@@ -550,7 +598,6 @@ void Lstm(const KernelCall& call) {
   const Outputs out = StartOutputs(call, sq, 2);
   const int64_t H = sq.hidden;
   const std::vector<Lane> lanes = PlanLanes(sq);
-  const std::vector<Tensor> projected = ProjectInputs(call, sq, {true, true, true, true});
   const std::vector<Recurrence> recurrences = Recurrences(call, sq, lanes, kLstmRecurrence, 0);
   ForEachLane(lanes, [&](const Lane& lane) {
     const int64_t d = lane.direction;
@@ -564,15 +611,15 @@ void Lstm(const KernelCall& call) {
     }
     const LstmCell cell{acts[d * 3], acts[d * 3 + 1], acts[d * 3 + 2], sq.clip, input_forget};
     const bool reverse = IsReverse(call, d);
+    LaneInputs inputs(call, sq, lane, reverse, {true, true, true, true});
     for (int64_t s = 0; s < sq.seq; ++s) {
       recurrences[d].Apply(h.data(), lane.count, gates.data());
-      ForEachRunning(sq, lane, s, reverse, projected[d], 4 * H,
-                     [&](int64_t i, int64_t b, int64_t t, const float* x) {
-                       float* hb = h.data() + i * H;
-                       LstmStep(cell, x, peep.data(), H, gates.data() + i * 4 * H, c.data() + i * H,
-                                hb);
-                       WriteStep(sq, out, t, d, b, hb);
-                     });
+      ForEachRunning(
+          sq, lane, s, reverse, inputs, [&](int64_t i, int64_t b, int64_t t, const float* x) {
+            float* hb = h.data() + i * H;
+            LstmStep(cell, x, peep.data(), H, gates.data() + i * 4 * H, c.data() + i * H, hb);
+            WriteStep(sq, out, t, d, b, hb);
+          });
     }
     WriteFinal(sq, out, 0, lane, h);
     WriteFinal(sq, out, 1, lane, c);
@@ -590,8 +637,6 @@ void Gru(const KernelCall& call) {
   const Outputs out = StartOutputs(call, sq, 1);
   const int64_t H = sq.hidden;
   const std::vector<Lane> lanes = PlanLanes(sq);
-  // Rb of the hidden gate is added after the reset when linear_before_reset.
-  const std::vector<Tensor> projected = ProjectInputs(call, sq, {true, true, !linear_before_reset});
   const std::vector<Recurrence> gate_recurrences =
       Recurrences(call, sq, lanes, kGruRecurrence, 0);  // update and reset
   const std::vector<Recurrence> candidate_recurrences =
@@ -611,9 +656,11 @@ void Gru(const KernelCall& call) {
     const Activation& f = acts[d * 2];
     const Activation& g = acts[d * 2 + 1];
     const bool reverse = IsReverse(call, d);
+    // Rb of the hidden gate is added after the reset when linear_before_reset.
+    LaneInputs inputs(call, sq, lane, reverse, {true, true, !linear_before_reset});
     for (int64_t s = 0; s < sq.seq; ++s) {
       gate_recurrences[d].Apply(h.data(), lane.count, recurrent.data());
-      ForEachRunning(sq, lane, s, reverse, projected[d], 3 * H,
+      ForEachRunning(sq, lane, s, reverse, inputs,
                      [&](int64_t i, int64_t /*b*/, int64_t /*t*/, const float* x) {
                        float* r = reset.data() + i * H;
                        for (int64_t j = 0; j < H; ++j)
@@ -624,26 +671,26 @@ void Gru(const KernelCall& call) {
       // The hidden gate's recurrence reads the reset state, or is reset after.
       candidate_recurrences[d].Apply(linear_before_reset ? h.data() : reset_h.data(), lane.count,
                                      candidate.data());
-      ForEachRunning(sq, lane, s, reverse, projected[d], 3 * H,
-                     [&](int64_t i, int64_t b, int64_t t, const float* x) {
-                       float* hb = h.data() + i * H;
-                       // The update gate and the candidate, over the entry's recurrent products.
-                       float* z = recurrent.data() + i * 2 * H;
-                       float* candidate_value = candidate.data() + i * H;
-                       for (int64_t j = 0; j < H; ++j) {
-                         z[j] += x[j];
-                         const float rec = candidate_value[j];
-                         candidate_value[j] =
-                             linear_before_reset ? x[2 * H + j] + reset[i * H + j] * (rec + rb_h[j])
-                                                 : x[2 * H + j] + rec;
-                       }
-                       Activate(f, sq.clip, z, H);
-                       Activate(g, sq.clip, candidate_value, H);
-                       for (int64_t j = 0; j < H; ++j) {
-                         hb[j] = (1.F - z[j]) * candidate_value[j] + z[j] * hb[j];
-                       }
-                       WriteStep(sq, out, t, d, b, hb);
-                     });
+      ForEachRunning(
+          sq, lane, s, reverse, inputs, [&](int64_t i, int64_t b, int64_t t, const float* x) {
+            float* hb = h.data() + i * H;
+            // The update gate and the candidate, over the entry's recurrent products.
+            float* z = recurrent.data() + i * 2 * H;
+            float* candidate_value = candidate.data() + i * H;
+            for (int64_t j = 0; j < H; ++j) {
+              z[j] += x[j];
+              const float rec = candidate_value[j];
+              candidate_value[j] = linear_before_reset
+                                       ? x[2 * H + j] + reset[i * H + j] * (rec + rb_h[j])
+                                       : x[2 * H + j] + rec;
+            }
+            Activate(f, sq.clip, z, H);
+            Activate(g, sq.clip, candidate_value, H);
+            for (int64_t j = 0; j < H; ++j) {
+              hb[j] = (1.F - z[j]) * candidate_value[j] + z[j] * hb[j];
+            }
+            WriteStep(sq, out, t, d, b, hb);
+          });
     }
     WriteFinal(sq, out, 0, lane, h);
   });
@@ -659,16 +706,16 @@ void Rnn(const KernelCall& call) {
   const Outputs out = StartOutputs(call, sq, 1);
   const int64_t H = sq.hidden;
   const std::vector<Lane> lanes = PlanLanes(sq);
-  const std::vector<Tensor> projected = ProjectInputs(call, sq, {true});
   const std::vector<Recurrence> recurrences = Recurrences(call, sq, lanes, kRnnRecurrence, 0);
   ForEachLane(lanes, [&](const Lane& lane) {
     const int64_t d = lane.direction;
     std::vector<float> h = InitialState(call, 5, sq, lane);
     std::vector<float> recurrent(h.size());
     const bool reverse = IsReverse(call, d);
+    LaneInputs inputs(call, sq, lane, reverse, {true});
     for (int64_t s = 0; s < sq.seq; ++s) {
       recurrences[d].Apply(h.data(), lane.count, recurrent.data());
-      ForEachRunning(sq, lane, s, reverse, projected[d], H,
+      ForEachRunning(sq, lane, s, reverse, inputs,
                      [&](int64_t i, int64_t b, int64_t t, const float* x) {
                        float* hb = h.data() + i * H;
                        for (int64_t j = 0; j < H; ++j) hb[j] = x[j] + recurrent[i * H + j];
