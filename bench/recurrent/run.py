@@ -108,8 +108,8 @@ def render(results, args, command):
              f"({os.cpu_count()} intra-op threads, spinning off), torch {torch.__version__} "
              f"(export, opset {OPSET}).", "",
              "torch.nn.LSTM with random weights, exported once with dynamic sequence and batch "
-             "axes; Kiln compiles the file once (`nn.lstm`: the whole sequence's input "
-             "projection one GEMM per direction, then one GEMM per step). Milliseconds are "
+             "axes; Kiln compiles the file once (`nn.lstm`: per lane of batch entries, the input "
+             "projections one GEMM per chunk of steps, then one GEMM per step). Milliseconds are "
              f"medians of interleaved runs ({args.runs} each) after one untimed call each.", "",
              "| model | batch | length | Kiln (ms) | ONNX Runtime (ms) | Kiln / ORT |",
              "|---|---:|---:|---:|---:|---:|"]
