@@ -493,6 +493,90 @@ void ParallelFor(int64_t begin, int64_t end, int64_t grain,
   job.RethrowIfFailed();
 }
 
+namespace {
+
+/// What the threads of one ParallelSteps share: the step each block is to run next, how many
+/// blocks have finished over all steps, and the step under way. A block of step s is taken by
+/// the thread that moves its `next` from s to s + 1, so each runs exactly once.
+class StepSchedule {
+ public:
+  StepSchedule(int64_t num_steps, int64_t num_blocks,
+               const std::function<void(int64_t, int64_t)>& body)
+      : num_steps_(num_steps), num_blocks_(num_blocks), body_(body), next_(num_blocks) {}
+
+  /// Participant p's part: every step it finds under way, trying block p first.
+  void Run(int64_t p) {
+    for (int64_t step = current_.load(std::memory_order_acquire); step < num_steps_;
+         step = current_.load(std::memory_order_acquire)) {
+      for (int64_t i = 0; i < num_blocks_; ++i) TryBlock(step, (p + i) % num_blocks_);
+      // Every block of `step` is taken; the ones still running belong to threads that are.
+      for (int64_t spins = 0; current_.load(std::memory_order_acquire) == step; ++spins) {
+        if (spins < kSpinsBeforeYield) {
+          CpuRelax();
+        } else {
+          std::this_thread::yield();  // the thread running the last block may be descheduled
+        }
+      }
+    }
+  }
+
+  void RethrowIfFailed() {
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  static constexpr int64_t kSpinsBeforeYield = int64_t{1} << 14;
+
+  /// Padded: the blocks' counters are written by different threads at every step.
+  struct alignas(64) NextStep {
+    std::atomic<int64_t> step{0};
+  };
+
+  void TryBlock(int64_t step, int64_t block) {
+    int64_t expected = step;
+    if (!next_[static_cast<size_t>(block)].step.compare_exchange_strong(
+            expected, step + 1, std::memory_order_acq_rel)) {
+      return;
+    }
+    if (!failed_.load(std::memory_order_relaxed)) {
+      try {
+        body_(step, block);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex_);
+        if (!error_) error_ = std::current_exception();
+        failed_.store(true, std::memory_order_relaxed);
+      }
+    }
+    // The last block of a step publishes every block's writes with the next step's number.
+    if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == (step + 1) * num_blocks_) {
+      current_.store(step + 1, std::memory_order_release);
+    }
+  }
+
+  const int64_t num_steps_;
+  const int64_t num_blocks_;
+  const std::function<void(int64_t, int64_t)>& body_;
+  std::vector<NextStep> next_;
+  alignas(64) std::atomic<int64_t> done_{0};
+  alignas(64) std::atomic<int64_t> current_{0};
+  std::atomic<bool> failed_{false};
+  std::mutex error_mutex_;
+  std::exception_ptr error_;
+};
+
+}  // namespace
+
+void ParallelSteps(int64_t num_steps, int64_t num_blocks,
+                   const std::function<void(int64_t, int64_t)>& body) {
+  if (num_steps <= 0 || num_blocks <= 0) return;
+  StepSchedule schedule(num_steps, num_blocks, body);
+  const int64_t participants = std::min<int64_t>(NumThreads(), num_blocks);
+  ParallelFor(0, participants, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) schedule.Run(p);
+  });
+  schedule.RethrowIfFailed();
+}
+
 void StopSpinning() {
   if (ThreadPool* pool = g_pool.load(std::memory_order_acquire)) pool->StopSpinning();
 }

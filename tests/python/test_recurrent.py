@@ -181,15 +181,19 @@ def gru_reference(x, w, r, b, lens, h0, direction, linear_before_reset):
     return y, y_h
 
 
+@pytest.mark.parametrize("hidden", [37, 70])
 @pytest.mark.parametrize("batch", [1, 2, 9])
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("threads", [1, 2, 4])
 @pytest.mark.parametrize("direction", ["bidirectional", "reverse"])
-def test_lstm_and_gru_with_lengths_and_states_match_numpy(direction, batch, threads, tmp_path):
+def test_lstm_and_gru_with_lengths_and_states_match_numpy(direction, batch, threads, hidden,
+                                                          tmp_path):
     """Every path of the kernels: matrix-vector products (batch 1 and 2), the GEMM (batch 9),
-    and at 2 threads the two directions, or one direction's entries (4 and 5 of them), run by
-    threads of their own. Hidden 37 leaves partial vectors and row groups everywhere; 70 steps
-    take every lane's input projections over more than one chunk of steps (64 rows a chunk)."""
-    seq, inp, hidden = 70, 6, 37
+    and with more threads the two directions, or one direction's entries (4 and 5 of them), run
+    by threads of their own. Hidden 37 leaves partial vectors and row groups everywhere. Hidden
+    70 with threads to spare cuts an LSTM's lanes of one or two entries into blocks of 48 and 22
+    units (one direction at 2 threads, both at 4). 70 steps take every lane's input projections
+    over more than one chunk of steps (64 rows a chunk)."""
+    seq, inp = 70, 6
     rng = np.random.default_rng(batch)
     nd = 2 if direction == "bidirectional" else 1
 

@@ -20,6 +20,18 @@ KILN_API int NumThreads();
 KILN_API void ParallelFor(int64_t begin, int64_t end, int64_t grain,
                           const std::function<void(int64_t, int64_t)>& body);
 
+/// Runs `body(step, block)` for every step in [0, num_steps), in order, and every block in
+/// [0, num_blocks): the blocks of one step in parallel, a step begun only once every block of the
+/// step before it has finished. For a recurrence split into blocks of its state (a recurrent
+/// layer's hidden units): one barrier per step, spun on by the threads of one region, where a
+/// ParallelFor per step would pay a region's wake-up and join each time. A thread takes the same
+/// block at every step when it can, so what that block reads stays in its core's cache. No thread
+/// waits for a block that no thread has taken, so it finishes on however many threads join (the
+/// caller alone when nested in a region). The first exception thrown by a block is rethrown
+/// here; the blocks after it are skipped.
+KILN_API void ParallelSteps(int64_t num_steps, int64_t num_blocks,
+                            const std::function<void(int64_t step, int64_t block)>& body);
+
 /// Tells the pool's idle workers to sleep now rather than poll for a next region: for the end
 /// of a burst of regions (the graph executor calls it after each run), so that other threads of
 /// the process, another library's pool say, find the cores free. The next ParallelFor wakes

@@ -320,30 +320,39 @@ std::vector<float> InputBias(const KernelCall& call, const Sequence& sq, int64_t
   return total;
 }
 
-/// A lane's input projections, data * W[d]^T plus InputBias, computed a chunk of steps ahead:
-/// each chunk one GEMM of about kChunkRows rows (the lane's entries at each of its steps). A
-/// chunk stays in cache until its steps read it, where the whole sequence's projection (8 MB
-/// for an LSTM of hidden 256 over 256 steps at batch 8) went out to memory and back, and is the
-/// only activation memory the projections take.
+/// Hidden units [first, first + count) of a direction: all of them, or the share of one thread
+/// of a lane split by units (UnitBlocks).
+struct Units {
+  int64_t first, count;
+};
+
+/// A lane's input projections, data * W[d]^T plus InputBias, for hidden units `units` of each
+/// gate (one after another, `units.count` floats a gate), computed a chunk of steps ahead: each
+/// chunk one GEMM of about kChunkRows rows (the lane's entries at each of its next steps), or one
+/// per gate for some of the units. A chunk stays in cache until its steps read it, where the
+/// whole sequence's projection (8 MB for an LSTM of hidden 256 over 256 steps at batch 8) went
+/// out to memory and back, and is the only activation memory the projections take.
 class LaneInputs {
  public:
   LaneInputs(const KernelCall& call, const Sequence& sq, const Lane& lane, bool reverse,
-             const std::vector<bool>& with_rb)
+             const std::vector<bool>& with_rb, Units units)
       : sq_(sq),
         lane_(lane),
         reverse_(reverse),
-        width_(sq.gates * sq.hidden),
+        units_(units),
+        width_(sq.gates * units.count),
         steps_per_chunk_(std::max<int64_t>(1, CeilDiv(kChunkRows, lane.count))),
         bias_(InputBias(call, sq, lane.direction, with_rb)),
         data_(Data<const float>(call.input(0))),
-        w_{Data<const float>(call.input(1)) + lane.direction * width_ * sq.input, 1, sq.input},
-        packed_w_(PackedRange(call.Prepacked(1), sq.input, sq.hidden, {{0, sq.gates}},
-                              lane.direction, 0)),
+        w_(Data<const float>(call.input(1)) + lane.direction * sq.gates * sq.hidden * sq.input),
+        packed_w_(units.count == sq.hidden ? PackedRange(call.Prepacked(1), sq.input, sq.hidden,
+                                                         {{0, sq.gates}}, lane.direction, 0)
+                                           : nullptr),
         rows_(static_cast<size_t>(steps_per_chunk_ * lane.count * sq.input)),
         projected_(NewPackedTensor(steps_per_chunk_ * lane.count * width_)) {}
 
-  /// The projection (width floats) of the lane's entry i at step s, which runs (sq.Step >= 0);
-  /// steps are asked for in order.
+  /// The projection (gates * units.count floats) of the lane's entry i at step s, which runs
+  /// (sq.Step >= 0); steps are asked for in order.
   const float* Row(int64_t s, int64_t i) {
     if (s < first_step_ || s >= first_step_ + chunk_steps_) Project(s);
     return Data<const float>(projected_) + ((s - first_step_) * lane_.count + i) * width_;
@@ -353,12 +362,12 @@ class LaneInputs {
   static constexpr int64_t kChunkRows = 64;
 
   /// The chunk of steps from `first`: each running entry's row of data gathered (zeros for one
-  /// that is done), then one GEMM with the bias in its epilogue.
+  /// that is done), then the GEMMs with the bias in their epilogue.
   void Project(int64_t first) {
     first_step_ = first;
     chunk_steps_ = std::min(steps_per_chunk_, sq_.seq - first);
-    const int64_t steps = chunk_steps_;
-    for (int64_t s = 0; s < steps; ++s) {
+    const int64_t rows = chunk_steps_ * lane_.count;
+    for (int64_t s = 0; s < chunk_steps_; ++s) {
       for (int64_t i = 0; i < lane_.count; ++i) {
         const int64_t b = lane_.first + i;
         const int64_t t = sq_.Step(first + s, b, reverse_);
@@ -370,22 +379,29 @@ class LaneInputs {
         }
       }
     }
-    GemmEpilogue epilogue;
-    epilogue.col_bias = bias_.empty() ? nullptr : bias_.data();
-    Gemm(steps * lane_.count, width_, sq_.input,
-         GemmOperand(MatrixView{rows_.data(), sq_.input, 1}), GemmOperand(w_, packed_w_),
-         Data<float>(projected_), width_, epilogue);
+    // All units: the gates are contiguous rows of W, one GEMM. Some: a GEMM per gate.
+    const bool all_units = units_.count == sq_.hidden;
+    for (int64_t g = 0; g < (all_units ? 1 : sq_.gates); ++g) {
+      const int64_t unit0 = g * sq_.hidden + units_.first;  // first row of W, column of bias
+      GemmEpilogue epilogue;
+      epilogue.col_bias = bias_.empty() ? nullptr : bias_.data() + unit0;
+      Gemm(rows, all_units ? width_ : units_.count, sq_.input,
+           GemmOperand(MatrixView{rows_.data(), sq_.input, 1}),
+           GemmOperand(MatrixView{w_ + unit0 * sq_.input, 1, sq_.input}, packed_w_),
+           Data<float>(projected_) + g * units_.count, width_, epilogue);
+    }
   }
 
   const Sequence& sq_;
   const Lane lane_;
   const bool reverse_;
+  const Units units_;
   const int64_t width_;
   const int64_t steps_per_chunk_;
   const std::vector<float> bias_;
   const float* data_;
-  const MatrixView w_;  ///< W[d] (width x input, row-major) as the GEMM's B^T
-  const float* packed_w_;
+  const float* w_;           ///< W[d] (gates * hidden rows of `input`)
+  const float* packed_w_;    ///< W[d] packed when the program loaded, for all units only
   std::vector<float> rows_;  ///< a chunk's rows of data
   Tensor projected_;         ///< a chunk's projections
   int64_t first_step_ = 0;
@@ -436,6 +452,10 @@ KILN_CPU_CLONES void RowDots(const float* __restrict__ w, const float* __restric
   }
 }
 
+/// Up to this many entries, a lane multiplies its state by the recurrence weights with
+/// matrix-vector products (RowDots) rather than the GEMM.
+constexpr int64_t kMatrixVectorBatch = 2;
+
 /// Gates `range` of direction d's recurrence weights, as the GEMM's B: prepacked when the program
 /// loaded, or packed once per call when a lane has more than kMatrixVectorBatch entries
 /// (`max_rows`). Every step multiplies the state by them. A lane of one or two entries takes
@@ -475,8 +495,6 @@ class Recurrence {
   }
 
  private:
-  /// Up to this many rows, matrix-vector products.
-  static constexpr int64_t kMatrixVectorBatch = 2;
   int64_t hidden_, count_;
   MatrixView view_;  ///< the weights (count x hidden, row-major) as the GEMM's B^T
   const float* packed_;
@@ -590,6 +608,116 @@ KILN_CPU_CLONES void LstmStep(const LstmCell& cell, const float* __restrict__ x,
   for (int64_t j = 0; j < hidden; ++j) h[j] *= o[j];
 }
 
+/// The units a block takes when `hidden` units are cut into `blocks` blocks: an equal share,
+/// rounded up to whole vectors of 16 floats.
+int64_t UnitShare(int64_t hidden, int64_t blocks) {
+  constexpr int64_t kVector = 16;
+  return CeilDiv(CeilDiv(hidden, blocks), kVector) * kVector;
+}
+
+/// How many blocks of hidden units each lane is cut into: 1 (each lane runs on one thread) unless
+/// the lanes are fewer than the threads and take matrix-vector products. Then a thread takes the
+/// same units of a lane at every step and reads their rows of R from its own core's cache
+/// (design §43: one LSTM layer of hidden 256 at batch 1 took 0.67-0.76 of the time of its
+/// products split among the threads anew at each step). Blocks are at least kMinUnits wide.
+int64_t UnitBlocksPerLane(const Sequence& sq, const std::vector<Lane>& lanes) {
+  constexpr int64_t kMinUnits = 32;
+  const bool matrix_vector = std::all_of(lanes.begin(), lanes.end(), [](const Lane& lane) {
+    return lane.count <= kMatrixVectorBatch;
+  });
+  const int64_t spare = runtime::NumThreads() / static_cast<int64_t>(lanes.size());
+  const int64_t blocks = std::min(spare, sq.hidden / kMinUnits);
+  if (!matrix_vector || blocks < 2) return 1;
+  return CeilDiv(sq.hidden, UnitShare(sq.hidden, blocks));
+}
+
+/// The units of block q when `hidden` units are cut into `blocks`: equal shares, each a multiple
+/// of 16 floats (whole vectors) but the last.
+Units UnitBlock(int64_t hidden, int64_t blocks, int64_t q) {
+  const int64_t share = UnitShare(hidden, blocks);
+  const int64_t first = std::min(hidden, q * share);
+  return {first, std::min(hidden, first + share) - first};
+}
+
+/// An LSTM whose lanes are cut into `blocks` blocks of hidden units each (UnitBlocksPerLane),
+/// every block stepped together by runtime::ParallelSteps. At each step a block multiplies its
+/// lane's hidden state by its units' rows of R (four gates' worth) and updates those units of the
+/// cell and hidden states; the barrier between steps hands every block the whole new hidden
+/// state, which is kept twice: one copy read while the other is written.
+void LstmByUnitBlocks(const KernelCall& call, const Sequence& sq,
+                      const std::vector<Activation>& acts, bool input_forget, const Outputs& out,
+                      const std::vector<Lane>& lanes, int64_t blocks) {
+  const int64_t H = sq.hidden;
+  struct LaneState {
+    std::vector<float> h[2];
+    std::vector<float> c;
+  };
+  struct Block {
+    const Lane& lane;
+    LaneState& state;
+    Units units;
+    bool reverse;
+    LstmCell cell;
+    LaneInputs inputs;
+    std::vector<float> peep;   ///< the units' peepholes: input, output, forget
+    std::vector<float> gates;  ///< the lane's entries' products, `units.count` floats a gate
+  };
+  std::vector<LaneState> states;
+  states.reserve(lanes.size());
+  std::vector<Block> work;
+  work.reserve(lanes.size() * static_cast<size_t>(blocks));
+  for (const Lane& lane : lanes) {
+    states.push_back(
+        {{InitialState(call, 5, sq, lane), std::vector<float>(static_cast<size_t>(lane.count * H))},
+         InitialState(call, 6, sq, lane)});
+    const int64_t d = lane.direction;
+    const bool reverse = IsReverse(call, d);
+    const LstmCell cell{acts[d * 3], acts[d * 3 + 1], acts[d * 3 + 2], sq.clip, input_forget};
+    for (int64_t q = 0; q < blocks; ++q) {
+      const Units units = UnitBlock(H, blocks, q);
+      std::vector<float> peep(static_cast<size_t>(3 * units.count), 0.F);
+      if (Sequence::Present(call, 7)) {
+        for (int64_t g = 0; g < 3; ++g) {
+          std::copy_n(Data<const float>(call.input(7)) + (d * 3 + g) * H + units.first, units.count,
+                      peep.data() + g * units.count);
+        }
+      }
+      work.push_back({lane, states.back(), units, reverse, cell,
+                      LaneInputs(call, sq, lane, reverse, {true, true, true, true}, units),
+                      std::move(peep),
+                      std::vector<float>(static_cast<size_t>(lane.count * 4 * units.count))});
+    }
+  }
+  runtime::ParallelSteps(sq.seq, static_cast<int64_t>(work.size()), [&](int64_t s, int64_t k) {
+    Block& block = work[static_cast<size_t>(k)];
+    const Lane& lane = block.lane;
+    const int64_t u0 = block.units.first;
+    const int64_t nu = block.units.count;
+    const float* h = block.state.h[s % 2].data();
+    float* h_next = block.state.h[(s + 1) % 2].data();
+    const float* r = Data<const float>(call.input(2)) + lane.direction * 4 * H * H;
+    for (int64_t g = 0; g < 4; ++g) {
+      RowDots(r + (g * H + u0) * H, h, lane.count, nu, H, block.gates.data() + g * nu, 4 * nu);
+    }
+    for (int64_t i = 0; i < lane.count; ++i) {
+      const int64_t b = lane.first + i;
+      const int64_t t = sq.Step(s, b, block.reverse);
+      float* hb = h_next + i * H + u0;
+      if (t < 0) {  // done: its state stays
+        std::copy_n(h + i * H + u0, nu, hb);
+        continue;
+      }
+      LstmStep(block.cell, block.inputs.Row(s, i), block.peep.data(), nu,
+               block.gates.data() + i * 4 * nu, block.state.c.data() + i * H + u0, hb);
+      std::copy_n(hb, nu, out.y + sq.YOffset(t, lane.direction, b) + u0);
+    }
+  });
+  for (size_t l = 0; l < lanes.size(); ++l) {
+    WriteFinal(sq, out, 0, lanes[l], states[l].h[sq.seq % 2]);
+    WriteFinal(sq, out, 1, lanes[l], states[l].c);
+  }
+}
+
 void Lstm(const KernelCall& call) {
   const Sequence sq(call, 4);
   const std::vector<Activation> acts =
@@ -598,6 +726,10 @@ void Lstm(const KernelCall& call) {
   const Outputs out = StartOutputs(call, sq, 2);
   const int64_t H = sq.hidden;
   const std::vector<Lane> lanes = PlanLanes(sq);
+  if (const int64_t blocks = UnitBlocksPerLane(sq, lanes); blocks > 1) {
+    LstmByUnitBlocks(call, sq, acts, input_forget, out, lanes, blocks);
+    return;
+  }
   const std::vector<Recurrence> recurrences = Recurrences(call, sq, lanes, kLstmRecurrence, 0);
   ForEachLane(lanes, [&](const Lane& lane) {
     const int64_t d = lane.direction;
@@ -611,7 +743,7 @@ void Lstm(const KernelCall& call) {
     }
     const LstmCell cell{acts[d * 3], acts[d * 3 + 1], acts[d * 3 + 2], sq.clip, input_forget};
     const bool reverse = IsReverse(call, d);
-    LaneInputs inputs(call, sq, lane, reverse, {true, true, true, true});
+    LaneInputs inputs(call, sq, lane, reverse, {true, true, true, true}, {0, H});
     for (int64_t s = 0; s < sq.seq; ++s) {
       recurrences[d].Apply(h.data(), lane.count, gates.data());
       ForEachRunning(
@@ -657,7 +789,7 @@ void Gru(const KernelCall& call) {
     const Activation& g = acts[d * 2 + 1];
     const bool reverse = IsReverse(call, d);
     // Rb of the hidden gate is added after the reset when linear_before_reset.
-    LaneInputs inputs(call, sq, lane, reverse, {true, true, !linear_before_reset});
+    LaneInputs inputs(call, sq, lane, reverse, {true, true, !linear_before_reset}, {0, H});
     for (int64_t s = 0; s < sq.seq; ++s) {
       gate_recurrences[d].Apply(h.data(), lane.count, recurrent.data());
       ForEachRunning(sq, lane, s, reverse, inputs,
@@ -712,7 +844,7 @@ void Rnn(const KernelCall& call) {
     std::vector<float> h = InitialState(call, 5, sq, lane);
     std::vector<float> recurrent(h.size());
     const bool reverse = IsReverse(call, d);
-    LaneInputs inputs(call, sq, lane, reverse, {true});
+    LaneInputs inputs(call, sq, lane, reverse, {true}, {0, H});
     for (int64_t s = 0; s < sq.seq; ++s) {
       recurrences[d].Apply(h.data(), lane.count, recurrent.data());
       ForEachRunning(sq, lane, s, reverse, inputs,

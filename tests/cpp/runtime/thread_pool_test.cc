@@ -158,6 +158,68 @@ TEST(ParallelForTest, WorksInAForkedChild) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/// A recurrence run by ParallelSteps: at step s, block q writes its share of the next state
+/// from the whole current state, in plain memory, so only the barrier between steps makes the
+/// reads see the writes (ThreadSanitizer checks that). Returns the final state.
+std::vector<int64_t> StepRecurrence(int64_t steps, int64_t blocks) {
+  std::vector<int64_t> state[2] = {std::vector<int64_t>(blocks, 1), std::vector<int64_t>(blocks)};
+  ParallelSteps(steps, blocks, [&](int64_t s, int64_t q) {
+    const std::vector<int64_t>& now = state[s % 2];
+    int64_t sum = 0;
+    for (int64_t value : now) sum += value;
+    state[(s + 1) % 2][q] = (sum + q * now[q]) % 1000003;
+  });
+  return state[steps % 2];
+}
+
+TEST(ParallelStepsTest, RunsEveryBlockOfAStepAfterAllOfTheStepBefore) {
+  for (const int64_t blocks : {1, 2, 5}) {
+    std::vector<int64_t> expected(blocks, 1);
+    for (int step = 0; step < 300; ++step) {
+      int64_t sum = 0;
+      for (int64_t value : expected) sum += value;
+      std::vector<int64_t> next(blocks);
+      for (int64_t q = 0; q < blocks; ++q) next[q] = (sum + q * expected[q]) % 1000003;
+      expected = next;
+    }
+    EXPECT_EQ(StepRecurrence(300, blocks), expected) << blocks << " blocks";
+  }
+}
+
+TEST(ParallelStepsTest, RunsEachBlockOncePerStepAndNothingForAnEmptyRange) {
+  std::vector<std::atomic<int>> runs(size_t{50} * 3);
+  ParallelSteps(50, 3, [&](int64_t s, int64_t q) { ++runs[s * 3 + q]; });
+  for (const std::atomic<int>& count : runs) ASSERT_EQ(count.load(), 1);
+  std::atomic<int> calls{0};
+  ParallelSteps(0, 3, [&](int64_t, int64_t) { ++calls; });
+  ParallelSteps(3, 0, [&](int64_t, int64_t) { ++calls; });
+  EXPECT_EQ(calls.load(), 0);
+}
+
+TEST(ParallelStepsTest, RethrowsTheFirstExceptionAndSkipsTheStepsAfterIt) {
+  std::atomic<int64_t> last_step{-1};
+  EXPECT_THROW(ParallelSteps(100, 3,
+                             [&](int64_t s, int64_t q) {
+                               int64_t seen = last_step.load();
+                               while (s > seen && !last_step.compare_exchange_weak(seen, s)) {
+                               }
+                               if (s == 7 && q == 1) throw std::out_of_range("step 7");
+                             }),
+               std::out_of_range);
+  EXPECT_EQ(last_step.load(), 7);  // the blocks of step 7 may finish; none of step 8 starts
+  EXPECT_EQ(StepRecurrence(20, 3).size(), 3U);  // still usable
+}
+
+TEST(ParallelStepsTest, CompletesOnOneThreadWhenNestedInARegion) {
+  std::vector<std::atomic<int>> runs(size_t{4} * 20 * 3);
+  ParallelFor(0, 4, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      ParallelSteps(20, 3, [&](int64_t s, int64_t q) { ++runs[(i * 20 + s) * 3 + q]; });
+    }
+  });
+  for (const std::atomic<int>& count : runs) ASSERT_EQ(count.load(), 1);
+}
+
 TEST(NumThreadsTest, IsPositiveAndMatchesTheEnvironmentWhenSet) {
   EXPECT_GE(NumThreads(), 1);
   if (std::optional<int> requested = internal::ParseNumThreadsEnv(getenv("KILN_NUM_THREADS"))) {
