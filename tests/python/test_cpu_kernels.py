@@ -865,6 +865,12 @@ CONV_CASES = [
     ((2, 6, 12, 10), (7, 3, 3), [1, 1], [0, 2, 1, 1], [2, 2], 1),
     ((1, 4, 6, 5), (9, 1, 1), [1, 1], [1, 0, 0, 1], [1, 1], 1),
     ((1, 4, 130, 130), (64, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1),
+    # Padded windows onto small planes over 256 or more output channels (a group's): the GEMM
+    # runs transposed, each task gathering its pixels from the image; at stride 2 over two
+    # images, and grouped, dilated and unevenly padded.
+    ((1, 40, 7, 7), (256, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1),
+    ((2, 40, 13, 13), (256, 3, 3), [2, 2], [1, 1, 1, 1], [1, 1], 1),
+    ((1, 128, 9, 8), (512, 3, 3), [1, 1], [0, 2, 1, 1], [2, 1], 2),
     # Winograd's F(2x2, 3x3) (winograd.cc): output extents that end inside a 2 x 2 tile, no
     # padding and uneven padding, two images, and a plane cut into several bands of tiles.
     ((2, 48, 13, 15), (64, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1),
@@ -954,13 +960,16 @@ def test_conv2d_prepacks_for_winograd_where_it_runs():
 
 
 @pytest.mark.parametrize("strides", [[1, 1], [2, 2]])
-def test_conv2d_with_a_padded_window_is_never_prepacked_transposed(strides):
-    """A padded 3x3 over the same 7 x 7 plane reads its padded image in place with the usual
-    GEMM, which beat the transposed one there (design §35)."""
+def test_conv2d_with_a_padded_window_is_prepacked_transposed_only_over_many_channels(strides):
+    """A padded 3x3 onto a 7 x 7 plane reads its padded image in place with the usual GEMM at
+    64 output channels, and runs transposed at 256, where gathering its pixels per task pays
+    (design §44)."""
     attrs = {**DEFAULTS["nn.conv2d"], "strides": strides, "padding": [1, 1, 1, 1]}
     prepack = kiln.get_global_func("kernel_prepack.cpu.nn.conv2d")
-    w = kiln.tensor(rand(64, 20, 3, 3))
-    assert len(prepack(1, w, {**attrs, "__prepack_output_shape": [1, 64, 7, 7]}).shape) == 1
+    out = {"__prepack_output_shape": [1, 64, 7, 7]}
+    assert len(prepack(1, kiln.tensor(rand(64, 40, 3, 3)), {**attrs, **out}).shape) == 1
+    out = {"__prepack_output_shape": [1, 256, 7, 7]}
+    assert len(prepack(1, kiln.tensor(rand(256, 40, 3, 3)), {**attrs, **out}).shape) == 2
 
 
 @pytest.mark.parametrize("case", CONV_CASES)

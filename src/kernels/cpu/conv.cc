@@ -724,11 +724,13 @@ struct ConvGemm {
 
   /// Whether output planes of `spatial` pixels (-1: not known), each the sum of `depth`
   /// products, are better computed transposed.
-  /// Never for the padded rows' GEMM, which reads the image in place: on 7 x 7 and 14 x 14
-  /// planes it beat the transposed one, which packs the pixels per task (twice as fast at 32
-  /// output channels, 4 to 7% at 256 and 512; design §35).
+  /// A padded window's usual GEMM reads the image in place, where the transposed one gathers
+  /// the pixels for each task (ImagePanelPacker): that pass pays only over many output channels
+  /// (3x3s onto 7 x 7 planes, design §44: 0.82-0.91 of the time at 256 and 512 channels, 0.94-1.07
+  /// at 128, 1.12-1.69 at 32).
   static bool Transposes(int64_t group_out, int64_t spatial, int64_t depth, const Window2D& win) {
-    return !TakesPaddedRows(win) && spatial > 0 &&
+    constexpr int64_t kMinPaddedOut = 256;
+    return spatial > 0 && (!TakesPaddedRows(win) || group_out >= kMinPaddedOut) &&
            PrefersTransposedOutput(group_out, spatial, depth);
   }
   /// Depthwise convolutions (one input channel per group) run directly, without a GEMM.
@@ -876,11 +878,11 @@ void Conv2DInto(const ConvShapes& s, const float* x, const float* w,
     group_epilogue.tile_image = image;
     group_epilogue.tile_row_offset = group * group_out;
     float* group_y = y + (image * s.o + group * group_out) * spatial;
-    if (TakesPaddedRows(win)) {
+    if (TakesPaddedRows(win) && !gemm.transposed) {
       PaddedRowsConv(s, group_data, weights, gemm, group_epilogue, group_y);
       return;
     }
-    // A 1x1 window, strided or not.
+    // A 1x1 window, strided or not, or a transposed one's pixels gathered per task.
     const PanelPacker image_packer = ImagePanelPacker<2>(win, {s.h, s.w}, {s.oh, s.ow}, group_data);
     if (gemm.transposed) {
       const GemmOperand pixels =
