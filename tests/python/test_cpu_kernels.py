@@ -1342,9 +1342,15 @@ def test_conv2d_transpose(case):
     ([3, 3], [2, 2], [1, 1, 1, 1], [1, 1], True),
     ([3, 2], [1, 2], [1, 0, 1, 0], [2, 1], False),
     ([2, 3], [3, 2], [0, 1, 0, 1], [1, 1], True),
+    # Windows of 2 and 3 columns at stride 1 (their inside columns folded in one pass), one
+    # dilated.
+    ([3, 3], [1, 1], [1, 1, 1, 1], [1, 1], False),
+    ([2, 2], [1, 1], [1, 1, 1, 1], [1, 1], True),
+    ([2, 3], [1, 1], [1, 1, 1, 1], [1, 2], False),
 ])
 def test_pool2d(pool_size, strides, padding, dilation, ceil_mode):
-    x = rand(2, 3, 11, 10)
+    """Rows of 37: whole vectors and a tail inside the window's inside columns."""
+    x = rand(2, 3, 11, 37)
     pad = (padding[0], padding[1])
     attrs = {"pool_size": pool_size, "strides": strides, "padding": padding,
              "dilation": dilation, "ceil_mode": ceil_mode}
