@@ -639,6 +639,17 @@ Units UnitBlock(int64_t hidden, int64_t blocks, int64_t q) {
   return {first, std::min(hidden, first + share) - first};
 }
 
+/// out (count x gates * units.count, `units.count` floats a gate) = h (count x hidden) times the
+/// rows of gates [first_gate, first_gate + gates) of direction d's R (rows of `hidden`) that
+/// `units` of each gate take.
+void UnitProducts(const float* r, int64_t hidden, Units units, int64_t first_gate, int64_t gates,
+                  const float* h, int64_t count, float* out) {
+  for (int64_t g = 0; g < gates; ++g) {
+    RowDots(r + ((first_gate + g) * hidden + units.first) * hidden, h, count, units.count, hidden,
+            out + g * units.count, gates * units.count);
+  }
+}
+
 /// An LSTM whose lanes are cut into `blocks` blocks of hidden units each (UnitBlocksPerLane),
 /// every block stepped together by runtime::ParallelSteps. At each step a block multiplies its
 /// lane's hidden state by its units' rows of R (four gates' worth) and updates those units of the
@@ -695,10 +706,8 @@ void LstmByUnitBlocks(const KernelCall& call, const Sequence& sq,
     const int64_t nu = block.units.count;
     const float* h = block.state.h[s % 2].data();
     float* h_next = block.state.h[(s + 1) % 2].data();
-    const float* r = Data<const float>(call.input(2)) + lane.direction * 4 * H * H;
-    for (int64_t g = 0; g < 4; ++g) {
-      RowDots(r + (g * H + u0) * H, h, lane.count, nu, H, block.gates.data() + g * nu, 4 * nu);
-    }
+    UnitProducts(Data<const float>(call.input(2)) + lane.direction * 4 * H * H, H, block.units, 0,
+                 4, h, lane.count, block.gates.data());
     for (int64_t i = 0; i < lane.count; ++i) {
       const int64_t b = lane.first + i;
       const int64_t t = sq.Step(s, b, block.reverse);
@@ -762,6 +771,112 @@ KILN_CPU_PREPACK("nn.lstm", [](size_t index, const Tensor& weight, const KernelC
   return PrepackWeights(index, weight, call, 4, kLstmRecurrence);
 });
 
+/// A GRU whose lanes are cut into `blocks` blocks of hidden units each (UnitBlocksPerLane),
+/// stepped by runtime::ParallelSteps in two phases a step, as the hidden gate's product reads the
+/// whole reset state: phase 0 computes a block's units of the update and reset gates and of the
+/// reset state (r * h), phase 1, after the barrier, its units of the hidden gate and the new
+/// hidden state (kept twice, as in LstmByUnitBlocks).
+void GruByUnitBlocks(const KernelCall& call, const Sequence& sq,
+                     const std::vector<Activation>& acts, bool linear_before_reset,
+                     const Outputs& out, const std::vector<Lane>& lanes, int64_t blocks) {
+  const int64_t H = sq.hidden;
+  struct LaneState {
+    std::vector<float> h[2];
+    std::vector<float> reset_h;  ///< r * h, every unit: what the hidden gate's product reads
+  };
+  struct Block {
+    const Lane& lane;
+    LaneState& state;
+    Units units;
+    bool reverse;
+    LaneInputs inputs;
+    std::vector<float> rb_h;   ///< the units' Rb of the hidden gate, added after the reset
+    std::vector<float> gates;  ///< update and reset products, then gate values
+    std::vector<float> hidden_products;
+  };
+  std::vector<LaneState> states;
+  states.reserve(lanes.size());
+  std::vector<Block> work;
+  work.reserve(lanes.size() * static_cast<size_t>(blocks));
+  for (const Lane& lane : lanes) {
+    const auto size = static_cast<size_t>(lane.count * H);
+    states.push_back(
+        {{InitialState(call, 5, sq, lane), std::vector<float>(size)}, std::vector<float>(size)});
+    const int64_t d = lane.direction;
+    const bool reverse = IsReverse(call, d);
+    for (int64_t q = 0; q < blocks; ++q) {
+      const Units units = UnitBlock(H, blocks, q);
+      std::vector<float> rb_h(static_cast<size_t>(units.count), 0.F);
+      if (linear_before_reset && Sequence::Present(call, 3)) {
+        std::copy_n(Data<const float>(call.input(3)) + d * 6 * H + 5 * H + units.first, units.count,
+                    rb_h.data());
+      }
+      const auto products = static_cast<size_t>(lane.count * units.count);
+      work.push_back(
+          {lane, states.back(), units, reverse,
+           LaneInputs(call, sq, lane, reverse, {true, true, !linear_before_reset}, units),
+           std::move(rb_h), std::vector<float>(2 * products), std::vector<float>(products)});
+    }
+  }
+  const float* r = Data<const float>(call.input(2));
+  runtime::ParallelSteps(
+      2 * sq.seq, static_cast<int64_t>(work.size()), [&](int64_t phase, int64_t k) {
+        const int64_t s = phase / 2;
+        Block& block = work[static_cast<size_t>(k)];
+        const Lane& lane = block.lane;
+        const Activation& f = acts[lane.direction * 2];
+        const Activation& g = acts[lane.direction * 2 + 1];
+        const int64_t u0 = block.units.first;
+        const int64_t nu = block.units.count;
+        const float* rd = r + lane.direction * 3 * H * H;
+        const float* h = block.state.h[s % 2].data();
+        float* h_next = block.state.h[(s + 1) % 2].data();
+        if (phase % 2 == 0) {
+          UnitProducts(rd, H, block.units, 0, 2, h, lane.count, block.gates.data());
+          for (int64_t i = 0; i < lane.count; ++i) {
+            if (sq.Step(s, lane.first + i, block.reverse) < 0) continue;
+            const float* x = block.inputs.Row(s, i);
+            float* z = block.gates.data() + i * 2 * nu;
+            float* reset = z + nu;
+            for (int64_t j = 0; j < nu; ++j) {
+              z[j] += x[j];
+              reset[j] += x[nu + j];
+            }
+            Activate(f, sq.clip, z, 2 * nu);  // both gates take f
+            float* reset_h = block.state.reset_h.data() + i * H + u0;
+            for (int64_t j = 0; j < nu; ++j) reset_h[j] = reset[j] * h[i * H + u0 + j];
+          }
+          return;
+        }
+        UnitProducts(rd, H, block.units, 2, 1, linear_before_reset ? h : block.state.reset_h.data(),
+                     lane.count, block.hidden_products.data());
+        for (int64_t i = 0; i < lane.count; ++i) {
+          const int64_t b = lane.first + i;
+          const int64_t t = sq.Step(s, b, block.reverse);
+          float* hb = h_next + i * H + u0;
+          const float* h_old = h + i * H + u0;
+          if (t < 0) {  // done: its state stays
+            std::copy_n(h_old, nu, hb);
+            continue;
+          }
+          const float* x = block.inputs.Row(s, i);
+          const float* z = block.gates.data() + i * 2 * nu;
+          const float* reset = z + nu;
+          float* candidate = block.hidden_products.data() + i * nu;
+          for (int64_t j = 0; j < nu; ++j) {
+            candidate[j] = linear_before_reset
+                               ? x[2 * nu + j] + reset[j] * (candidate[j] + block.rb_h[j])
+                               : x[2 * nu + j] + candidate[j];
+          }
+          Activate(g, sq.clip, candidate, nu);
+          for (int64_t j = 0; j < nu; ++j) hb[j] = (1.F - z[j]) * candidate[j] + z[j] * h_old[j];
+          std::copy_n(hb, nu, out.y + sq.YOffset(t, lane.direction, b) + u0);
+        }
+      });
+  for (size_t l = 0; l < lanes.size(); ++l)
+    WriteFinal(sq, out, 0, lanes[l], states[l].h[sq.seq % 2]);
+}
+
 void Gru(const KernelCall& call) {
   const Sequence sq(call, 3);
   const std::vector<Activation> acts = ReadActivations(call, {"Sigmoid", "Tanh"}, sq.directions);
@@ -769,6 +884,10 @@ void Gru(const KernelCall& call) {
   const Outputs out = StartOutputs(call, sq, 1);
   const int64_t H = sq.hidden;
   const std::vector<Lane> lanes = PlanLanes(sq);
+  if (const int64_t blocks = UnitBlocksPerLane(sq, lanes); blocks > 1) {
+    GruByUnitBlocks(call, sq, acts, linear_before_reset, out, lanes, blocks);
+    return;
+  }
   const std::vector<Recurrence> gate_recurrences =
       Recurrences(call, sq, lanes, kGruRecurrence, 0);  // update and reset
   const std::vector<Recurrence> candidate_recurrences =
