@@ -622,7 +622,12 @@ KILN_CPU_CLONES void DepthwiseFlatPlane(const ConvShapes& s, int64_t width,
     }
     std::memcpy(wide + q, acc, sizeof(acc));
   }
-  for (int64_t oy = 0; oy < s.oh; ++oy) std::copy_n(wide + oy * width, s.ow, out + oy * s.ow);
+  // Each row but the last as one whole vector (rows are at most kLanes wide): its lanes past the
+  // row land at the start of the next row, which is written after it. A call to copy each row
+  // took 8% of a 3x3 over 14 x 14 planes.
+  int64_t oy = 0;
+  for (; oy + 1 < s.oh; ++oy) std::memcpy(out + oy * s.ow, wide + oy * width, sizeof(Vec));
+  std::copy_n(wide + oy * width, s.ow, out + oy * s.ow);
 }
 
 /// Whether a depthwise conv2d takes DepthwiseFlatPlane: stride 1, windows up to 25 taps, output
