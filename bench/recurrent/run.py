@@ -109,8 +109,8 @@ def render(results, args, command):
              f"(export, opset {OPSET}).", "",
              "torch.nn.LSTM with random weights, exported once with dynamic sequence and batch "
              "axes; Kiln compiles the file once (`nn.lstm`: per lane of batch entries, the input "
-             "projections one GEMM per chunk of steps, then one GEMM per step; at batch 1 and 2 the "
-             "hidden units split among the threads, one barrier per step). Milliseconds are "
+             "projections one GEMM per chunk of steps, then one GEMM per step; at batch 1 and 2 "
+             "the hidden units split among the threads, one barrier per step). Milliseconds are "
              f"medians of interleaved runs ({args.runs} each) after one untimed call each.", "",
              "| model | batch | length | Kiln (ms) | ONNX Runtime (ms) | Kiln / ORT |",
              "|---|---:|---:|---:|---:|---:|"]
