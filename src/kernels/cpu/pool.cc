@@ -78,11 +78,13 @@ Window2D PlaneWindow(const Window<kRank>& win) {
 struct ColumnTaps {
   std::vector<int64_t> offset;
   std::vector<Range> cols;
+  Range inside{0, 0};  ///< the output columns every tap reads inside the input
 
-  ColumnTaps(const Window2D& win, int64_t w, int64_t ow) {
+  ColumnTaps(const Window2D& win, int64_t w, int64_t ow) : inside{0, ow} {
     for (int64_t kw = 0; kw < win.kernel[1]; ++kw) {
       offset.push_back(win.InputPos(1, 0, kw));
       cols.push_back(ValidOutputs(ow, win.stride[1], offset.back(), w));
+      inside = {std::max(inside.begin, cols.back().begin), std::min(inside.end, cols.back().end)};
     }
   }
 };
@@ -163,11 +165,7 @@ __attribute__((always_inline)) inline void FoldPlaneOf(const Window2D& win, cons
                                                        const T* x, int64_t h, int64_t w, T* y,
                                                        int64_t oh, int64_t ow, T* rows) {
   const int64_t stride = win.stride[1];
-  // Output columns every tap reads inside the input.
-  Range inside{0, ow};
-  for (const Range& cols : taps.cols) {
-    inside = {std::max(inside.begin, cols.begin), std::min(inside.end, cols.end)};
-  }
+  const Range& inside = taps.inside;
   const int64_t row_step = win.dilation[0] * w;
   for (int64_t oy = 0; oy < oh; ++oy) {
     // The window's rows inside the input: taps [first, first + count).

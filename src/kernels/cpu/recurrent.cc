@@ -618,7 +618,7 @@ int64_t UnitShare(int64_t hidden, int64_t blocks) {
 /// How many blocks of hidden units each lane is cut into: 1 (each lane runs on one thread) unless
 /// the lanes are fewer than the threads and take matrix-vector products. Then a thread takes the
 /// same units of a lane at every step and reads their rows of R from its own core's cache
-/// (design §43: one LSTM layer of hidden 256 at batch 1 took 0.67-0.76 of the time of its
+/// (design §43: one LSTM layer of hidden 256 at batch 1 took 0.67-0.81 of the time of its
 /// products split among the threads anew at each step). Blocks are at least kMinUnits wide.
 int64_t UnitBlocksPerLane(const Sequence& sq, const std::vector<Lane>& lanes) {
   constexpr int64_t kMinUnits = 32;
