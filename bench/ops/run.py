@@ -50,6 +50,13 @@ OPS = {
     # RegNetY-400MF's grouped 3x3 (groups of 8 channels).
     "grouped_conv_3x3_g8_14": ("Conv", (1, 208, 14, 14), {"pads": [1] * 4, "group": 26},
                                (208, 8, 3, 3), {}),
+    # 1x1 convolutions over the small planes of mobile networks' last stages (EfficientNet-B0's
+    # expansions), where a plane's 49 or 196 pixels do not fill whole vectors.
+    "conv2d_1x1_7": ("Conv", (1, 192, 7, 7), {}, (1152, 192, 1, 1), {}),
+    "conv2d_1x1_14": ("Conv", (1, 112, 14, 14), {}, (672, 112, 1, 1), {}),
+    # The stems of MobileNetV2, EfficientNet and SqueezeNet: three input channels, stride 2.
+    "conv2d_stem_3x3_s2": ("Conv", (1, 3, 224, 224), {"pads": [1] * 4, "strides": [2, 2]},
+                           (32, 3, 3, 3), {}),
     "depthwise_7x7_56": ("Conv", (1, 128, 56, 56), {"pads": [3] * 4, "group": 128},
                          (128, 1, 7, 7), {}),
     "depthwise_7x7_14": ("Conv", (1, 384, 14, 14), {"pads": [3] * 4, "group": 384},
@@ -73,6 +80,10 @@ OPS = {
     "max_pool2d_resnet": ("MaxPool", (1, 64, 112, 112), {"kernel_shape": [3, 3],
                                                          "strides": [2, 2], "pads": [1] * 4},
                           None, {}),
+    # SqueezeNet's pools: no padding, the last window cut short (ceil_mode).
+    "max_pool2d_ceil": ("MaxPool", (1, 64, 111, 111), {"kernel_shape": [3, 3],
+                                                       "strides": [2, 2], "ceil_mode": 1},
+                        None, {}),
     "avg_pool2d_3x3": ("AveragePool", (1, 64, 56, 56), {"kernel_shape": [3, 3],
                                                         "strides": [1, 1], "pads": [1] * 4},
                        None, {}),

@@ -696,7 +696,7 @@ def run_prepacked(op, inputs, expected, **attrs):
     packed = prepack(1, kiln.tensor(np.ascontiguousarray(inputs[1])), attrs)
     assert packed is not None
     assert prepack(0, kiln.tensor(np.ascontiguousarray(inputs[0])), attrs) is None
-    zeroed = [inputs[0], np.zeros_like(inputs[1])]
+    zeroed = [inputs[0], np.zeros_like(inputs[1]), *inputs[2:]]
     (got,) = run(op, zeroed, [expected], **attrs, __packed_1=packed)
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
 
@@ -986,6 +986,24 @@ def test_conv2d_epilogue(case, has_bias, has_residual, activation):
     inputs = [x, w] + [v for v in (bias, residual) if v is not None]
     check("nn.conv2d", inputs, _epilogue(product, bias, residual, activation), rtol=1e-4,
           atol=1e-4, **attrs, **_epilogue_attrs(2, bias, residual, activation))
+
+
+@pytest.mark.parametrize("plane", [(7, 7), (14, 14), (1, 21), (3, 3), (5, 5)])
+@pytest.mark.parametrize("has_bias,has_residual,activation",
+                         [(True, False, "relu"), (True, False, "hardswish"), (False, True, None),
+                          (False, False, None)])
+def test_conv2d_onto_planes_ending_past_whole_vectors(plane, has_bias, has_residual, activation):
+    """A 1x1 conv2d with packed weights onto planes of 49, 196 and 21 pixels, which end 1, 4
+    and 5 columns past whole vectors: the GEMM computes those columns as vectors along the
+    weights' rows (gemm.cc's TailedMicroKernel) and stores them element by element, with the
+    bias and activation. 9 and 25 pixels take vectors along the pixels. 300 channels in make two
+    depth blocks, the second adding to the first; 29 out, whole strips of rows and a part."""
+    x, w, product, attrs = _conv_case(((1, 300, *plane), (29, 1, 1), [1, 1], [0] * 4, [1, 1], 1))
+    bias = rand(29, 1, 1) if has_bias else None
+    residual = rand(*product.shape) if has_residual else None
+    inputs = [x, w] + [v for v in (bias, residual) if v is not None]
+    run_prepacked("nn.conv2d", inputs, _epilogue(product, bias, residual, activation), **attrs,
+                  **_epilogue_attrs(2, bias, residual, activation))
 
 
 def _run_into_residual(op, inputs, residual, **attrs):

@@ -287,16 +287,30 @@ struct PaddedPlaneCopy {
   }
 };
 
+/// to[0, count) = from[0, count), 16 floats at a time: a row of a small plane is too short for
+/// memmove's call and start-up to pay (a 3x3 depthwise conv over 56 x 56 planes took 0.96 of
+/// its time without them).
+__attribute__((always_inline)) inline void CopyRow(const float* __restrict__ from, int64_t count,
+                                                   float* __restrict__ to) {
+  constexpr int64_t kLanes = 16;
+  int64_t done = 0;
+  for (; done + kLanes <= count; done += kLanes) {
+    std::memcpy(to + done, from + done, kLanes * sizeof(float));
+  }
+  CopyFirstLanes<kLanes>(to + done, from + done, count - done);
+}
+
 /// Copies the part of `plane` a window reads into `padded` (PaddedPlaneCopy), each element
 /// `lanes` floats after the previous. It writes the same positions for every plane of a conv,
 /// so the rest of `padded`, where the window reads padding, stays as zero as the buffer was
 /// made.
-void PadPlane(const ConvShapes& s, const float* plane, int64_t lanes, float* padded) {
+KILN_CPU_CLONES void PadPlane(const ConvShapes& s, const float* plane, int64_t lanes,
+                              float* padded) {
   const PaddedPlaneCopy copy(s, lanes);
   for (int64_t iy = 0; iy < copy.rows; ++iy) {
     float* to = copy.At(padded, iy, 0);
     if (lanes == 1) {
-      std::copy_n(plane + iy * s.w, copy.cols, to);
+      CopyRow(plane + iy * s.w, copy.cols, to);
       continue;
     }
     for (int64_t ix = 0; ix < copy.cols; ++ix) to[ix * lanes] = plane[iy * s.w + ix];

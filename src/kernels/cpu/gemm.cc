@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <type_traits>
 #include <utility>
 
 namespace kiln {
@@ -209,6 +210,8 @@ template <int64_t MR>
 struct PackedStripA {
   const float* a;
   float At(int64_t p, int64_t i) const { return a[p * MR + i]; }
+  /// The strip's MR rows at depth p, contiguous.
+  const float* Column(int64_t p) const { return a + p * MR; }
 };
 /// ... or rows of a row-major matrix.
 struct RowMajorStripA {
@@ -233,11 +236,12 @@ struct RowMajorA {
 /// += `acc`, then `store`'s parts (GemmEpilogue::Apply's order), vector by vector. Written
 /// element by element, the same stores compiled to `rep movs`, whose start-up took a quarter of
 /// a shallow product's time (3136 x 64 by 64 x 256, `perf annotate`).
-template <int64_t kRows, int64_t kVecs, typename Vec>
-__attribute__((always_inline)) inline void StoreTile(const Vec (&acc)[kRows][kVecs],
+template <int64_t kRows, int64_t kVecs, typename Vec, int64_t kSlots>
+__attribute__((always_inline)) inline void StoreTile(const Vec (&acc)[kRows][kSlots],
                                                      float* __restrict__ c, int64_t ldc, int64_t nr,
                                                      bool accumulate, const TileStore* store,
                                                      int64_t row) {
+  static_assert(kVecs <= kSlots, "a tile's vectors are in its accumulators");
   constexpr int64_t W = sizeof(Vec) / sizeof(float);
   for (int64_t i = 0; i < kRows; ++i) {
     const float row_bias =
@@ -302,6 +306,115 @@ __attribute__((always_inline)) inline void MicroKernel(int64_t kc, const StripA&
   StoreTile<kRows, kVecs>(acc, c, ldc, nr, accumulate, store, row);
 }
 
+/// Stores one element of C as StoreTile does: = or += `value`, then `store`'s parts.
+inline void StoreElement(float value, float* out, bool accumulate, const TileStore* store,
+                         float row_bias) {
+  if (accumulate) value += *out;
+  if (store != nullptr) {
+    value += row_bias;
+    if (store->clamps) value = std::min(store->high, std::max(store->low, value));
+    if (store->hardswish) value = HardSwish(value);
+  }
+  *out = value;
+}
+
+/// One depth of TailedMicroKernel: `rows` holds A's strip at depth p.
+template <int64_t kRows, int64_t kVecs, int64_t kTail, int64_t W, typename Strip, typename Vec,
+          int64_t kSlots>
+__attribute__((always_inline)) inline void TailedDepth(int64_t p, const Vec& rows,
+                                                       const PackedStripA<kRows>& a, const Strip& b,
+                                                       Vec (&acc)[kRows][kSlots],
+                                                       Vec (&tail)[kTail]) {
+  Vec line[kSlots];
+  for (int64_t v = 0; v < kVecs; ++v) std::memcpy(&line[v], b.At(p, v * W), sizeof(Vec));
+  for (int64_t i = 0; i < kRows; ++i) {
+    const Vec ai = a.At(p, i) - Vec{};
+    for (int64_t v = 0; v < kVecs; ++v) acc[i][v] += ai * line[v];
+  }
+  for (int64_t t = 0; t < kTail; ++t) tail[t] += rows * (*b.At(p, kVecs * W + t) - Vec{});
+}
+
+/// A tile of a whole packed strip of A (kRows = MR rows) whose B strip has kVecs whole vectors
+/// of columns and then kTail more (kTail < MR). MicroKernel would give the tail columns a
+/// vector per row, MR multiply-adds per depth for kTail useful lanes; here each tail column is
+/// one vector along the rows (A's strip, packed MR to a depth, times B's element broadcast),
+/// kTail multiply-adds per depth. Output planes of 7 x 7, 14 x 14 or 55 x 55 pixels leave such
+/// tails (1, 4 and 17 columns past whole strips); on 1x1 convolutions onto them the GEMM took
+/// 0.84-0.91 of its time (design §47).
+template <int64_t kRows, int64_t kVecs, int64_t kTail, int64_t W, typename Strip>
+__attribute__((always_inline)) inline void TailedMicroKernel(int64_t kc,
+                                                             const PackedStripA<kRows>& a,
+                                                             const Strip& b, float* __restrict__ c,
+                                                             int64_t ldc, bool accumulate,
+                                                             const TileStore* store, int64_t row) {
+  using Vec = typename FloatVector<W>::Type;
+  static_assert(kRows <= W && kTail > 0 && kTail < kRows, "the tail's rows fill one vector");
+  constexpr int64_t kWidth = kVecs * W + kTail;
+  Vec acc[kRows][kVecs > 0 ? kVecs : 1] = {};
+  Vec tail[kTail] = {};
+  if (!accumulate) {
+    for (int64_t i = 0; i < kRows; ++i) PrefetchForWrite(c + i * ldc, kWidth);
+  }
+  // A whole vector from a depth's rows reads W - kRows floats of the next depth (lanes whose
+  // products are never stored); the last depth reads only its own.
+  Vec rows;
+  for (int64_t p = 0; p + 1 < kc; ++p) {
+    std::memcpy(&rows, a.Column(p), sizeof(Vec));
+    TailedDepth<kRows, kVecs, kTail, W>(p, rows, a, b, acc, tail);
+  }
+  rows = Vec{};
+  std::memcpy(&rows, a.Column(kc - 1), kRows * sizeof(float));
+  TailedDepth<kRows, kVecs, kTail, W>(kc - 1, rows, a, b, acc, tail);
+  StoreTile<kRows, kVecs>(acc, c, ldc, kWidth, accumulate, store, row);
+  for (int64_t t = 0; t < kTail; ++t) {
+    float lanes[W];
+    std::memcpy(lanes, &tail[t], sizeof(Vec));
+    for (int64_t i = 0; i < kRows; ++i) {
+      const float row_bias =
+          store != nullptr && store->row_bias != nullptr ? store->row_bias[row + i] : 0.F;
+      StoreElement(lanes[i], c + i * ldc + kVecs * W + t, accumulate, store, row_bias);
+    }
+  }
+}
+
+/// The tile of a whole packed strip of A and a B strip of kVecs whole vectors and then
+/// `tail` columns, by TailedMicroKernel; false if `tail` is none of the kTails + 1.
+template <int64_t MR, int64_t kVecs, int64_t W, typename Strip, int64_t... kTails>
+__attribute__((always_inline)) inline bool TailedTile(std::integer_sequence<int64_t, kTails...>,
+                                                      int64_t tail, int64_t kc,
+                                                      const PackedStripA<MR>& a, const Strip& b,
+                                                      float* c, int64_t ldc, bool accumulate,
+                                                      const TileStore* store, int64_t row) {
+  return ((tail == kTails + 1 &&
+           (TailedMicroKernel<MR, kVecs, kTails + 1, W>(kc, a, b, c, ldc, accumulate, store, row),
+            true)) ||
+          ...);
+}
+
+/// The tile of a whole strip of A and a B strip of `nr` < NR columns: TailedMicroKernel when A
+/// is packed and the columns past whole vectors are at most MR / 2 (more, and their
+/// broadcasts and element stores cost what the lanes save: Winograd's 3x3 over 13 x 13 planes,
+/// 8 past a vector, took 1.05 of the time); else a tile of the vectors the strip needs.
+template <int64_t MR, int64_t NR, int64_t W, typename StripA, typename Strip>
+__attribute__((always_inline)) inline void NarrowStripTile(int64_t kc, const StripA& a,
+                                                           const Strip& b, float* c, int64_t ldc,
+                                                           int64_t nr, bool accumulate,
+                                                           const TileStore* store, int64_t row) {
+  static_assert(NR == 2 * W, "a B strip of two vectors: a tail after none or one");
+  if constexpr (std::is_same_v<StripA, PackedStripA<MR>> && MR <= W) {
+    const auto tails = std::make_integer_sequence<int64_t, MR / 2>();
+    if (nr < W ? TailedTile<MR, 0, W>(tails, nr, kc, a, b, c, ldc, accumulate, store, row)
+               : TailedTile<MR, 1, W>(tails, nr - W, kc, a, b, c, ldc, accumulate, store, row)) {
+      return;
+    }
+  }
+  if (nr <= W) {
+    MicroKernel<MR, W, W>(kc, a, b, c, ldc, nr, accumulate, store, row);
+  } else {
+    MicroKernel<MR, NR, W>(kc, a, b, c, ldc, nr, accumulate, store, row);
+  }
+}
+
 /// The strip of A's last `rows` rows (fewer than MR), with a tile of exactly that many rows.
 template <int64_t NR, int64_t W, typename StripA, typename Strip, int64_t... kRows>
 __attribute__((always_inline)) inline void PartialStrip(
@@ -361,7 +474,11 @@ __attribute__((always_inline)) inline void MultiplyBlockOf(const RowsOfA& a, B p
     const int64_t nr = std::min(NR, cols - j);
     const auto b = StripOf<NR>(panel, j, kc);
     for (int64_t i = 0; i < full_rows; i += MR) {
-      MicroKernel<MR, NR, W>(kc, a.Strip(i), b, tile_at(i, j), ldc, nr, accumulate, store, i);
+      if (nr < NR) {
+        NarrowStripTile<MR, NR, W>(kc, a.Strip(i), b, tile_at(i, j), ldc, nr, accumulate, store, i);
+      } else {
+        MicroKernel<MR, NR, W>(kc, a.Strip(i), b, tile_at(i, j), ldc, nr, accumulate, store, i);
+      }
     }
     if (last_rows == 0 || j < paired_cols) continue;  // none, or in a pair below
     PartialStrip<NR, W>(std::make_integer_sequence<int64_t, MR - 1>(), last_rows, kc,
