@@ -33,11 +33,102 @@ KILN_CPU_KERNEL("reshape", CopyBytes);
 KILN_CPU_KERNEL("squeeze", CopyBytes);
 KILN_CPU_KERNEL("unsqueeze", CopyBytes);
 
+/// Columns and rows of the blocks TransposedCopy moves at once: 8 x 8 elements of 4 bytes.
+constexpr int64_t kBlock = 8;
+using Lanes8 = uint32_t __attribute__((vector_size(kBlock * sizeof(uint32_t))));
+
+/// The transpose of the 8 x 8 block whose row i is `rows[i]`, in place: three rounds of
+/// shuffles, pairs of lanes, then pairs of pairs, then halves.
+__attribute__((always_inline)) inline void Transpose8x8(Lanes8 (&rows)[kBlock]) {
+  Lanes8 pairs[kBlock];
+  for (int i = 0; i < kBlock; i += 2) {
+    pairs[i] = __builtin_shufflevector(rows[i], rows[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+    pairs[i + 1] = __builtin_shufflevector(rows[i], rows[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+  }
+  Lanes8 quads[kBlock];
+  for (int half = 0; half < kBlock; half += 4) {
+    for (int k = 0; k < 2; ++k) {
+      const Lanes8& a = pairs[half + k];
+      const Lanes8& b = pairs[half + k + 2];
+      quads[half + 2 * k] = __builtin_shufflevector(a, b, 0, 1, 8, 9, 4, 5, 12, 13);
+      quads[half + 2 * k + 1] = __builtin_shufflevector(a, b, 2, 3, 10, 11, 6, 7, 14, 15);
+    }
+  }
+  for (int k = 0; k < 4; ++k) {
+    rows[k] = __builtin_shufflevector(quads[k], quads[k + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+    rows[k + 4] = __builtin_shufflevector(quads[k], quads[k + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+  }
+}
+
+/// Output rows [r0, r0 + rows) of one matrix of a transposed copy: out[r][c] = in[r + c *
+/// column_stride] for c < cols, 8 x 8 blocks at a time (8 loads of 8 input elements that are
+/// contiguous, 8 stores), the edges element by element.
+KILN_CPU_CLONES void TransposeRows(const uint32_t* in, int64_t column_stride, int64_t r0,
+                                   int64_t rows, int64_t cols, uint32_t* out) {
+  const int64_t whole_cols = cols / kBlock * kBlock;
+  int64_t r = r0;
+  for (; r + kBlock <= r0 + rows; r += kBlock) {
+    for (int64_t c = 0; c < whole_cols; c += kBlock) {
+      Lanes8 block[kBlock];
+      for (int64_t k = 0; k < kBlock; ++k) {
+        std::memcpy(&block[k], in + r + (c + k) * column_stride, sizeof(Lanes8));
+      }
+      Transpose8x8(block);
+      for (int64_t k = 0; k < kBlock; ++k) {
+        std::memcpy(out + (r + k) * cols + c, &block[k], sizeof(Lanes8));
+      }
+    }
+    for (int64_t k = 0; k < kBlock; ++k) {
+      for (int64_t c = whole_cols; c < cols; ++c)
+        out[(r + k) * cols + c] = in[r + k + c * column_stride];
+    }
+  }
+  for (; r < r0 + rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) out[r * cols + c] = in[r + c * column_stride];
+  }
+}
+
+/// Whether a strided read is a batch of matrix transposes: the output's last dim strided in
+/// the input and the one before it contiguous there, elements of 4 bytes.
+bool IsTransposedCopy(const BroadcastPlan& plan, size_t element_bytes) {
+  const size_t rank = plan.shape.size();
+  return element_bytes == sizeof(uint32_t) && rank >= 2 && plan.strides[0][rank - 2] == 1 &&
+         plan.strides[0][rank - 1] != 1;
+}
+
+/// dst (compact) = src read through `plan` when IsTransposedCopy: each output matrix (the last
+/// two dims) by blocks, bands of output rows split over the thread pool. Element by element,
+/// such a copy reads each input line once per output row (NCHW to NHWC of 96 x 56 x 56 took
+/// 0.1 ms, a fifth of ConvNeXt's non-GEMM time).
+void TransposedCopy(const BroadcastPlan& plan, const uint32_t* src, uint32_t* dst) {
+  const size_t rank = plan.shape.size();
+  const int64_t rows = plan.shape[rank - 2];
+  const int64_t cols = plan.shape[rank - 1];
+  const int64_t column_stride = plan.strides[0][rank - 1];
+  const int64_t bands = CeilDiv(rows, kBlock);
+  const int64_t matrices = plan.rows() / rows;
+  const int64_t grain = std::max<int64_t>(1, kElementGrain / std::max<int64_t>(kBlock * cols, 1));
+  runtime::ParallelFor(0, matrices * bands, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t matrix = task / bands;
+      const int64_t r0 = task % bands * kBlock;
+      // The matrix's element (0, 0) in the input; its rows are contiguous there.
+      const uint32_t* in = src + plan.RowOffset(0, matrix * rows);
+      TransposeRows(in, column_stride, r0, std::min(kBlock, rows - r0), cols,
+                    dst + matrix * rows * cols);
+    }
+  });
+}
+
 /// out = in read with `strides` (per output dim) from element `offset`.
 void StridedRead(const KernelCall& call, int64_t offset, const std::vector<int64_t>& strides) {
   const Tensor in = call.input(0);
   const Tensor out = call.output(0);
   const BroadcastPlan plan = PlanStrided(ShapeOf(out), {strides});
+  if (IsTransposedCopy(plan, ElementBytes(in.dtype())) && in.dtype().lanes == 1) {
+    TransposedCopy(plan, Data<const uint32_t>(in) + offset, Data<uint32_t>(out));
+    return;
+  }
   DispatchElementBytes(call, in.dtype(), [&](auto tag) {
     using U = decltype(tag);
     CopyStrided(plan, Data<const U>(in) + offset, Data<U>(out));
