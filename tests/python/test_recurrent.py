@@ -181,18 +181,34 @@ def gru_reference(x, w, r, b, lens, h0, direction, linear_before_reset):
     return y, y_h
 
 
+def rnn_reference(x, w, r, b, lens, h0, direction):
+    """ONNX RNN with its default tanh, written out in numpy."""
+    seq, batch, _ = x.shape
+    directions, hidden = h0.shape[0], h0.shape[2]
+    y = np.zeros((seq, directions, batch, hidden), "float32")
+    y_h = h0.copy()
+    for d in range(directions):
+        for n in range(batch):
+            h = h0[d, n]
+            for t in steps_of(direction, d, lens[n]):
+                h = np.tanh(x[t, n] @ w[d].T + h @ r[d].T + b[d, :hidden] + b[d, hidden:])
+                y[t, d, n] = h
+            y_h[d, n] = h
+    return y, y_h
+
+
 @pytest.mark.parametrize("hidden", [37, 70])
 @pytest.mark.parametrize("batch", [1, 2, 9])
 @pytest.mark.parametrize("threads", [1, 2, 4])
 @pytest.mark.parametrize("direction", ["bidirectional", "reverse"])
-def test_lstm_and_gru_with_lengths_and_states_match_numpy(direction, batch, threads, hidden,
-                                                          tmp_path):
+def test_lstm_gru_and_rnn_with_lengths_and_states_match_numpy(direction, batch, threads, hidden,
+                                                              tmp_path):
     """Every path of the kernels: matrix-vector products (batch 1 and 2), the GEMM (batch 9),
     and with more threads the two directions, or one direction's entries (4 and 5 of them), run
     by threads of their own. Hidden 37 leaves partial vectors and row groups everywhere. Hidden
-    70 with threads to spare cuts an LSTM's lanes of one or two entries into blocks of 48 and 22
-    units (one direction at 2 threads, both at 4). 70 steps take every lane's input projections
-    over more than one chunk of steps (64 rows a chunk)."""
+    70 with threads to spare cuts lanes of one or two entries into blocks of 48 and 22 units
+    (one direction at 2 threads, both at 4). 70 steps take every lane's input projections over
+    more than one chunk of steps (64 rows a chunk)."""
     seq, inp = 70, 6
     rng = np.random.default_rng(batch)
     nd = 2 if direction == "bidirectional" else 1
@@ -210,8 +226,11 @@ def test_lstm_and_gru_with_lengths_and_states_match_numpy(direction, batch, thre
     gru = dict(x=x, w=rand(nd, 3 * hidden, inp, scale=0.3),
                r=rand(nd, 3 * hidden, hidden, scale=0.2), b=rand(nd, 6 * hidden, scale=0.1),
                lens=lens, h0=rand(nd, batch, hidden))
+    rnn = dict(x=x, w=rand(nd, hidden, inp, scale=0.3), r=rand(nd, hidden, hidden, scale=0.2),
+               b=rand(nd, 2 * hidden, scale=0.1), lens=lens, h0=rand(nd, batch, hidden))
     np.savez(tmp_path / "lstm.npz", **lstm)
     np.savez(tmp_path / "gru.npz", **gru)
+    np.savez(tmp_path / "rnn.npz", **rnn)
     shapes = f"""%x: Tensor[({seq}, {batch}, {inp}), float32], %lens: Tensor[({batch}), int32],
                  %h0: Tensor[({nd}, {batch}, {hidden}), float32], %b: Tensor[({nd}, GB), float32],
                  %w: Tensor[({nd}, GW, {inp}), float32], %r: Tensor[({nd}, GW, {hidden}), float32]"""
@@ -224,11 +243,15 @@ def test_lstm_and_gru_with_lengths_and_states_match_numpy(direction, batch, thre
       nn.gru(%x, %w, %r, %b, %lens, %h0, hidden_size={hidden}, direction="{direction}",
              linear_before_reset=LBR)
     }}"""
+    rnn_text = f"""def @main({shapes.replace("GB", str(2 * hidden)).replace("GW", str(hidden))}) {{
+      nn.rnn(%x, %w, %r, %b, %lens, %h0, hidden_size={hidden}, direction="{direction}")
+    }}"""
     script = textwrap.dedent(f"""
         import numpy as np, kiln
         def run(text, inputs):
             return kiln.build(kiln.ir.ParseModule(text, [])).run(**dict(np.load(inputs)))
-        outputs = {{"lstm": run({lstm_text!r}, {str(tmp_path / "lstm.npz")!r})}}
+        outputs = {{"lstm": run({lstm_text!r}, {str(tmp_path / "lstm.npz")!r}),
+                    "rnn": run({rnn_text!r}, {str(tmp_path / "rnn.npz")!r})}}
         for lbr in (0, 1):
             outputs[f"gru{{lbr}}"] = run({gru_text!r}.replace("LBR", str(bool(lbr)).lower()),
                                          {str(tmp_path / "gru.npz")!r})
@@ -245,3 +268,5 @@ def test_lstm_and_gru_with_lengths_and_states_match_numpy(direction, batch, thre
         for i, expected in enumerate(gru_reference(**gru, direction=direction,
                                                    linear_before_reset=lbr)):
             np.testing.assert_allclose(out[f"gru{lbr}_{i}"], expected, rtol=1e-4, atol=2e-5)
+    for i, expected in enumerate(rnn_reference(**rnn, direction=direction)):
+        np.testing.assert_allclose(out[f"rnn_{i}"], expected, rtol=1e-4, atol=2e-5)

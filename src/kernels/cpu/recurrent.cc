@@ -951,12 +951,78 @@ KILN_CPU_PREPACK("nn.gru", [](size_t index, const Tensor& weight, const KernelCa
   return PrepackWeights(index, weight, call, 3, kGruRecurrence);
 });
 
+/// An RNN whose lanes are cut into `blocks` blocks of hidden units each (UnitBlocksPerLane),
+/// stepped as LstmByUnitBlocks: at each step a block multiplies its lane's hidden state by its
+/// units' rows of R and activates those units of the new hidden state (kept twice).
+void RnnByUnitBlocks(const KernelCall& call, const Sequence& sq,
+                     const std::vector<Activation>& acts, const Outputs& out,
+                     const std::vector<Lane>& lanes, int64_t blocks) {
+  const int64_t H = sq.hidden;
+  struct LaneState {
+    std::vector<float> h[2];
+  };
+  struct Block {
+    const Lane& lane;
+    LaneState& state;
+    Units units;
+    bool reverse;
+    LaneInputs inputs;
+    std::vector<float> products;
+  };
+  std::vector<LaneState> states;
+  states.reserve(lanes.size());
+  std::vector<Block> work;
+  work.reserve(lanes.size() * static_cast<size_t>(blocks));
+  for (const Lane& lane : lanes) {
+    states.push_back({{InitialState(call, 5, sq, lane),
+                       std::vector<float>(static_cast<size_t>(lane.count * H))}});
+    const bool reverse = IsReverse(call, lane.direction);
+    for (int64_t q = 0; q < blocks; ++q) {
+      const Units units = UnitBlock(H, blocks, q);
+      work.push_back({lane, states.back(), units, reverse,
+                      LaneInputs(call, sq, lane, reverse, {true}, units),
+                      std::vector<float>(static_cast<size_t>(lane.count * units.count))});
+    }
+  }
+  const float* r = Data<const float>(call.input(2));
+  runtime::ParallelSteps(sq.seq, static_cast<int64_t>(work.size()), [&](int64_t s, int64_t k) {
+    Block& block = work[static_cast<size_t>(k)];
+    const Lane& lane = block.lane;
+    const int64_t u0 = block.units.first;
+    const int64_t nu = block.units.count;
+    const float* h = block.state.h[s % 2].data();
+    float* h_next = block.state.h[(s + 1) % 2].data();
+    UnitProducts(r + lane.direction * H * H, H, block.units, 0, 1, h, lane.count,
+                 block.products.data());
+    for (int64_t i = 0; i < lane.count; ++i) {
+      const int64_t b = lane.first + i;
+      const int64_t t = sq.Step(s, b, block.reverse);
+      float* hb = h_next + i * H + u0;
+      if (t < 0) {  // done: its state stays
+        std::copy_n(h + i * H + u0, nu, hb);
+        continue;
+      }
+      const float* x = block.inputs.Row(s, i);
+      for (int64_t j = 0; j < nu; ++j) hb[j] = x[j] + block.products[i * nu + j];
+      Activate(acts[lane.direction], sq.clip, hb, nu);
+      std::copy_n(hb, nu, out.y + sq.YOffset(t, lane.direction, b) + u0);
+    }
+  });
+  for (size_t l = 0; l < lanes.size(); ++l) {
+    WriteFinal(sq, out, 0, lanes[l], states[l].h[sq.seq % 2]);
+  }
+}
+
 void Rnn(const KernelCall& call) {
   const Sequence sq(call, 1);
   const std::vector<Activation> acts = ReadActivations(call, {"Tanh"}, sq.directions);
   const Outputs out = StartOutputs(call, sq, 1);
   const int64_t H = sq.hidden;
   const std::vector<Lane> lanes = PlanLanes(sq);
+  if (const int64_t blocks = UnitBlocksPerLane(sq, lanes); blocks > 1) {
+    RnnByUnitBlocks(call, sq, acts, out, lanes, blocks);
+    return;
+  }
   const std::vector<Recurrence> recurrences = Recurrences(call, sq, lanes, kRnnRecurrence, 0);
   ForEachLane(lanes, [&](const Lane& lane) {
     const int64_t d = lane.direction;
