@@ -650,6 +650,73 @@ void UnitProducts(const float* r, int64_t hidden, Units units, int64_t first_gat
   }
 }
 
+/// The state of a lane stepped by blocks of hidden units: the hidden state kept twice (step s
+/// reads h[s % 2] while its blocks write h[(s + 1) % 2]), and `cells`, a second state of every
+/// unit where the op has one (an LSTM's cell state, a GRU's reset state), or empty.
+struct BlockedLane {
+  std::vector<float> h[2];
+  std::vector<float> cells;
+};
+
+/// One block of a lane's hidden units, with the op's own per-block data (`Own`).
+template <typename Own>
+struct UnitBlockOf {
+  const Lane& lane;
+  BlockedLane& state;
+  Units units;
+  bool reverse;
+  LaneInputs inputs;
+  Own own;
+};
+
+/// Every lane's BlockedLane (`cells` from `cells(lane)`) and its `blocks` blocks of units, each
+/// block's LaneInputs taking R's biases of the gates `with_rb` marks and its own data from
+/// `own(lane, units)`. The blocks refer to their lane's state in `states`, which must not move.
+template <typename Own, typename Cells, typename MakeOwn>
+void PlanUnitBlocks(const KernelCall& call, const Sequence& sq, const std::vector<Lane>& lanes,
+                    int64_t blocks, const std::vector<bool>& with_rb, const Cells& cells,
+                    const MakeOwn& own, std::vector<BlockedLane>& states,
+                    std::vector<UnitBlockOf<Own>>& work) {
+  states.reserve(lanes.size());
+  work.reserve(lanes.size() * static_cast<size_t>(blocks));
+  for (const Lane& lane : lanes) {
+    states.push_back({{InitialState(call, 5, sq, lane),
+                       std::vector<float>(static_cast<size_t>(lane.count * sq.hidden))},
+                      cells(lane)});
+    const bool reverse = IsReverse(call, lane.direction);
+    for (int64_t q = 0; q < blocks; ++q) {
+      const Units units = UnitBlock(sq.hidden, blocks, q);
+      work.push_back({lane, states.back(), units, reverse,
+                      LaneInputs(call, sq, lane, reverse, with_rb, units), own(lane, units)});
+    }
+  }
+}
+
+/// The lanes' last hidden states, as the outputs' final hidden state.
+void WriteFinalHidden(const Sequence& sq, const Outputs& out, const std::vector<Lane>& lanes,
+                      const std::vector<BlockedLane>& states) {
+  for (size_t l = 0; l < lanes.size(); ++l)
+    WriteFinal(sq, out, 0, lanes[l], states[l].h[sq.seq % 2]);
+}
+
+/// A unit block's step for each entry i of `lane`: `body(i, b, t, hb)` writes the entry's new
+/// `units` of the hidden state at hb (in h_next), t being the entry's time index at step s; an
+/// entry past its length keeps its old units (from h).
+template <typename Body>
+void StepUnits(const Sequence& sq, const Lane& lane, int64_t s, bool reverse, Units units,
+               const float* h, float* h_next, const Body& body) {
+  for (int64_t i = 0; i < lane.count; ++i) {
+    const int64_t b = lane.first + i;
+    const int64_t t = sq.Step(s, b, reverse);
+    float* hb = h_next + i * sq.hidden + units.first;
+    if (t < 0) {  // done: its state stays
+      std::copy_n(h + i * sq.hidden + units.first, units.count, hb);
+      continue;
+    }
+    body(i, b, t, hb);
+  }
+}
+
 /// An LSTM whose lanes are cut into `blocks` blocks of hidden units each (UnitBlocksPerLane),
 /// every block stepped together by runtime::ParallelSteps. At each step a block multiplies its
 /// lane's hidden state by its units' rows of R (four gates' worth) and updates those units of the
@@ -659,72 +726,49 @@ void LstmByUnitBlocks(const KernelCall& call, const Sequence& sq,
                       const std::vector<Activation>& acts, bool input_forget, const Outputs& out,
                       const std::vector<Lane>& lanes, int64_t blocks) {
   const int64_t H = sq.hidden;
-  struct LaneState {
-    std::vector<float> h[2];
-    std::vector<float> c;
-  };
-  struct Block {
-    const Lane& lane;
-    LaneState& state;
-    Units units;
-    bool reverse;
+  struct Own {
     LstmCell cell;
-    LaneInputs inputs;
     std::vector<float> peep;   ///< the units' peepholes: input, output, forget
     std::vector<float> gates;  ///< the lane's entries' products, `units.count` floats a gate
   };
-  std::vector<LaneState> states;
-  states.reserve(lanes.size());
-  std::vector<Block> work;
-  work.reserve(lanes.size() * static_cast<size_t>(blocks));
-  for (const Lane& lane : lanes) {
-    states.push_back(
-        {{InitialState(call, 5, sq, lane), std::vector<float>(static_cast<size_t>(lane.count * H))},
-         InitialState(call, 6, sq, lane)});
-    const int64_t d = lane.direction;
-    const bool reverse = IsReverse(call, d);
-    const LstmCell cell{acts[d * 3], acts[d * 3 + 1], acts[d * 3 + 2], sq.clip, input_forget};
-    for (int64_t q = 0; q < blocks; ++q) {
-      const Units units = UnitBlock(H, blocks, q);
-      std::vector<float> peep(static_cast<size_t>(3 * units.count), 0.F);
-      if (Sequence::Present(call, 7)) {
-        for (int64_t g = 0; g < 3; ++g) {
-          std::copy_n(Data<const float>(call.input(7)) + (d * 3 + g) * H + units.first, units.count,
-                      peep.data() + g * units.count);
+  std::vector<BlockedLane> states;  // `cells`: the cell state
+  std::vector<UnitBlockOf<Own>> work;
+  PlanUnitBlocks<Own>(
+      call, sq, lanes, blocks, {true, true, true, true},
+      [&](const Lane& lane) { return InitialState(call, 6, sq, lane); },
+      [&](const Lane& lane, Units units) {
+        const int64_t d = lane.direction;
+        std::vector<float> peep(static_cast<size_t>(3 * units.count), 0.F);
+        if (Sequence::Present(call, 7)) {
+          for (int64_t g = 0; g < 3; ++g) {
+            std::copy_n(Data<const float>(call.input(7)) + (d * 3 + g) * H + units.first,
+                        units.count, peep.data() + g * units.count);
+          }
         }
-      }
-      work.push_back({lane, states.back(), units, reverse, cell,
-                      LaneInputs(call, sq, lane, reverse, {true, true, true, true}, units),
-                      std::move(peep),
-                      std::vector<float>(static_cast<size_t>(lane.count * 4 * units.count))});
-    }
-  }
+        return Own{{acts[d * 3], acts[d * 3 + 1], acts[d * 3 + 2], sq.clip, input_forget},
+                   std::move(peep),
+                   std::vector<float>(static_cast<size_t>(lane.count * 4 * units.count))};
+      },
+      states, work);
   runtime::ParallelSteps(sq.seq, static_cast<int64_t>(work.size()), [&](int64_t s, int64_t k) {
-    Block& block = work[static_cast<size_t>(k)];
+    UnitBlockOf<Own>& block = work[static_cast<size_t>(k)];
     const Lane& lane = block.lane;
     const int64_t u0 = block.units.first;
     const int64_t nu = block.units.count;
     const float* h = block.state.h[s % 2].data();
     float* h_next = block.state.h[(s + 1) % 2].data();
     UnitProducts(Data<const float>(call.input(2)) + lane.direction * 4 * H * H, H, block.units, 0,
-                 4, h, lane.count, block.gates.data());
-    for (int64_t i = 0; i < lane.count; ++i) {
-      const int64_t b = lane.first + i;
-      const int64_t t = sq.Step(s, b, block.reverse);
-      float* hb = h_next + i * H + u0;
-      if (t < 0) {  // done: its state stays
-        std::copy_n(h + i * H + u0, nu, hb);
-        continue;
-      }
-      LstmStep(block.cell, block.inputs.Row(s, i), block.peep.data(), nu,
-               block.gates.data() + i * 4 * nu, block.state.c.data() + i * H + u0, hb);
-      std::copy_n(hb, nu, out.y + sq.YOffset(t, lane.direction, b) + u0);
-    }
+                 4, h, lane.count, block.own.gates.data());
+    StepUnits(sq, lane, s, block.reverse, block.units, h, h_next,
+              [&](int64_t i, int64_t b, int64_t t, float* hb) {
+                LstmStep(block.own.cell, block.inputs.Row(s, i), block.own.peep.data(), nu,
+                         block.own.gates.data() + i * 4 * nu, block.state.cells.data() + i * H + u0,
+                         hb);
+                std::copy_n(hb, nu, out.y + sq.YOffset(t, lane.direction, b) + u0);
+              });
   });
-  for (size_t l = 0; l < lanes.size(); ++l) {
-    WriteFinal(sq, out, 0, lanes[l], states[l].h[sq.seq % 2]);
-    WriteFinal(sq, out, 1, lanes[l], states[l].c);
-  }
+  WriteFinalHidden(sq, out, lanes, states);
+  for (size_t l = 0; l < lanes.size(); ++l) WriteFinal(sq, out, 1, lanes[l], states[l].cells);
 }
 
 void Lstm(const KernelCall& call) {
@@ -780,49 +824,33 @@ void GruByUnitBlocks(const KernelCall& call, const Sequence& sq,
                      const std::vector<Activation>& acts, bool linear_before_reset,
                      const Outputs& out, const std::vector<Lane>& lanes, int64_t blocks) {
   const int64_t H = sq.hidden;
-  struct LaneState {
-    std::vector<float> h[2];
-    std::vector<float> reset_h;  ///< r * h, every unit: what the hidden gate's product reads
-  };
-  struct Block {
-    const Lane& lane;
-    LaneState& state;
-    Units units;
-    bool reverse;
-    LaneInputs inputs;
+  struct Own {
     std::vector<float> rb_h;   ///< the units' Rb of the hidden gate, added after the reset
     std::vector<float> gates;  ///< update and reset products, then gate values
     std::vector<float> hidden_products;
   };
-  std::vector<LaneState> states;
-  states.reserve(lanes.size());
-  std::vector<Block> work;
-  work.reserve(lanes.size() * static_cast<size_t>(blocks));
-  for (const Lane& lane : lanes) {
-    const auto size = static_cast<size_t>(lane.count * H);
-    states.push_back(
-        {{InitialState(call, 5, sq, lane), std::vector<float>(size)}, std::vector<float>(size)});
-    const int64_t d = lane.direction;
-    const bool reverse = IsReverse(call, d);
-    for (int64_t q = 0; q < blocks; ++q) {
-      const Units units = UnitBlock(H, blocks, q);
-      std::vector<float> rb_h(static_cast<size_t>(units.count), 0.F);
-      if (linear_before_reset && Sequence::Present(call, 3)) {
-        std::copy_n(Data<const float>(call.input(3)) + d * 6 * H + 5 * H + units.first, units.count,
-                    rb_h.data());
-      }
-      const auto products = static_cast<size_t>(lane.count * units.count);
-      work.push_back(
-          {lane, states.back(), units, reverse,
-           LaneInputs(call, sq, lane, reverse, {true, true, !linear_before_reset}, units),
-           std::move(rb_h), std::vector<float>(2 * products), std::vector<float>(products)});
-    }
-  }
+  // `cells`: r * h, every unit: what the hidden gate's product reads.
+  std::vector<BlockedLane> states;
+  std::vector<UnitBlockOf<Own>> work;
+  PlanUnitBlocks<Own>(
+      call, sq, lanes, blocks, {true, true, !linear_before_reset},
+      [&](const Lane& lane) { return std::vector<float>(static_cast<size_t>(lane.count * H)); },
+      [&](const Lane& lane, Units units) {
+        std::vector<float> rb_h(static_cast<size_t>(units.count), 0.F);
+        if (linear_before_reset && Sequence::Present(call, 3)) {
+          std::copy_n(
+              Data<const float>(call.input(3)) + lane.direction * 6 * H + 5 * H + units.first,
+              units.count, rb_h.data());
+        }
+        const auto products = static_cast<size_t>(lane.count * units.count);
+        return Own{std::move(rb_h), std::vector<float>(2 * products), std::vector<float>(products)};
+      },
+      states, work);
   const float* r = Data<const float>(call.input(2));
   runtime::ParallelSteps(
       2 * sq.seq, static_cast<int64_t>(work.size()), [&](int64_t phase, int64_t k) {
         const int64_t s = phase / 2;
-        Block& block = work[static_cast<size_t>(k)];
+        UnitBlockOf<Own>& block = work[static_cast<size_t>(k)];
         const Lane& lane = block.lane;
         const Activation& f = acts[lane.direction * 2];
         const Activation& g = acts[lane.direction * 2 + 1];
@@ -832,49 +860,44 @@ void GruByUnitBlocks(const KernelCall& call, const Sequence& sq,
         const float* h = block.state.h[s % 2].data();
         float* h_next = block.state.h[(s + 1) % 2].data();
         if (phase % 2 == 0) {
-          UnitProducts(rd, H, block.units, 0, 2, h, lane.count, block.gates.data());
+          UnitProducts(rd, H, block.units, 0, 2, h, lane.count, block.own.gates.data());
           for (int64_t i = 0; i < lane.count; ++i) {
             if (sq.Step(s, lane.first + i, block.reverse) < 0) continue;
             const float* x = block.inputs.Row(s, i);
-            float* z = block.gates.data() + i * 2 * nu;
+            float* z = block.own.gates.data() + i * 2 * nu;
             float* reset = z + nu;
             for (int64_t j = 0; j < nu; ++j) {
               z[j] += x[j];
               reset[j] += x[nu + j];
             }
             Activate(f, sq.clip, z, 2 * nu);  // both gates take f
-            float* reset_h = block.state.reset_h.data() + i * H + u0;
+            float* reset_h = block.state.cells.data() + i * H + u0;
             for (int64_t j = 0; j < nu; ++j) reset_h[j] = reset[j] * h[i * H + u0 + j];
           }
           return;
         }
-        UnitProducts(rd, H, block.units, 2, 1, linear_before_reset ? h : block.state.reset_h.data(),
-                     lane.count, block.hidden_products.data());
-        for (int64_t i = 0; i < lane.count; ++i) {
-          const int64_t b = lane.first + i;
-          const int64_t t = sq.Step(s, b, block.reverse);
-          float* hb = h_next + i * H + u0;
-          const float* h_old = h + i * H + u0;
-          if (t < 0) {  // done: its state stays
-            std::copy_n(h_old, nu, hb);
-            continue;
-          }
-          const float* x = block.inputs.Row(s, i);
-          const float* z = block.gates.data() + i * 2 * nu;
-          const float* reset = z + nu;
-          float* candidate = block.hidden_products.data() + i * nu;
-          for (int64_t j = 0; j < nu; ++j) {
-            candidate[j] = linear_before_reset
-                               ? x[2 * nu + j] + reset[j] * (candidate[j] + block.rb_h[j])
-                               : x[2 * nu + j] + candidate[j];
-          }
-          Activate(g, sq.clip, candidate, nu);
-          for (int64_t j = 0; j < nu; ++j) hb[j] = (1.F - z[j]) * candidate[j] + z[j] * h_old[j];
-          std::copy_n(hb, nu, out.y + sq.YOffset(t, lane.direction, b) + u0);
-        }
+        UnitProducts(rd, H, block.units, 2, 1, linear_before_reset ? h : block.state.cells.data(),
+                     lane.count, block.own.hidden_products.data());
+        StepUnits(sq, lane, s, block.reverse, block.units, h, h_next,
+                  [&](int64_t i, int64_t b, int64_t t, float* hb) {
+                    const float* h_old = h + i * H + u0;
+                    const float* x = block.inputs.Row(s, i);
+                    const float* z = block.own.gates.data() + i * 2 * nu;
+                    const float* reset = z + nu;
+                    float* candidate = block.own.hidden_products.data() + i * nu;
+                    for (int64_t j = 0; j < nu; ++j) {
+                      candidate[j] =
+                          linear_before_reset
+                              ? x[2 * nu + j] + reset[j] * (candidate[j] + block.own.rb_h[j])
+                              : x[2 * nu + j] + candidate[j];
+                    }
+                    Activate(g, sq.clip, candidate, nu);
+                    for (int64_t j = 0; j < nu; ++j)
+                      hb[j] = (1.F - z[j]) * candidate[j] + z[j] * h_old[j];
+                    std::copy_n(hb, nu, out.y + sq.YOffset(t, lane.direction, b) + u0);
+                  });
       });
-  for (size_t l = 0; l < lanes.size(); ++l)
-    WriteFinal(sq, out, 0, lanes[l], states[l].h[sq.seq % 2]);
+  WriteFinalHidden(sq, out, lanes, states);
 }
 
 void Gru(const KernelCall& call) {
@@ -958,59 +981,33 @@ void RnnByUnitBlocks(const KernelCall& call, const Sequence& sq,
                      const std::vector<Activation>& acts, const Outputs& out,
                      const std::vector<Lane>& lanes, int64_t blocks) {
   const int64_t H = sq.hidden;
-  struct LaneState {
-    std::vector<float> h[2];
-  };
-  struct Block {
-    const Lane& lane;
-    LaneState& state;
-    Units units;
-    bool reverse;
-    LaneInputs inputs;
-    std::vector<float> products;
-  };
-  std::vector<LaneState> states;
-  states.reserve(lanes.size());
-  std::vector<Block> work;
-  work.reserve(lanes.size() * static_cast<size_t>(blocks));
-  for (const Lane& lane : lanes) {
-    states.push_back({{InitialState(call, 5, sq, lane),
-                       std::vector<float>(static_cast<size_t>(lane.count * H))}});
-    const bool reverse = IsReverse(call, lane.direction);
-    for (int64_t q = 0; q < blocks; ++q) {
-      const Units units = UnitBlock(H, blocks, q);
-      work.push_back({lane, states.back(), units, reverse,
-                      LaneInputs(call, sq, lane, reverse, {true}, units),
-                      std::vector<float>(static_cast<size_t>(lane.count * units.count))});
-    }
-  }
+  using Products = std::vector<float>;  // the lane's entries' products
+  std::vector<BlockedLane> states;
+  std::vector<UnitBlockOf<Products>> work;
+  PlanUnitBlocks<Products>(
+      call, sq, lanes, blocks, {true}, [](const Lane& /*lane*/) { return std::vector<float>(); },
+      [](const Lane& lane, Units units) {
+        return Products(static_cast<size_t>(lane.count * units.count));
+      },
+      states, work);
   const float* r = Data<const float>(call.input(2));
   runtime::ParallelSteps(sq.seq, static_cast<int64_t>(work.size()), [&](int64_t s, int64_t k) {
-    Block& block = work[static_cast<size_t>(k)];
+    UnitBlockOf<Products>& block = work[static_cast<size_t>(k)];
     const Lane& lane = block.lane;
     const int64_t u0 = block.units.first;
     const int64_t nu = block.units.count;
     const float* h = block.state.h[s % 2].data();
     float* h_next = block.state.h[(s + 1) % 2].data();
-    UnitProducts(r + lane.direction * H * H, H, block.units, 0, 1, h, lane.count,
-                 block.products.data());
-    for (int64_t i = 0; i < lane.count; ++i) {
-      const int64_t b = lane.first + i;
-      const int64_t t = sq.Step(s, b, block.reverse);
-      float* hb = h_next + i * H + u0;
-      if (t < 0) {  // done: its state stays
-        std::copy_n(h + i * H + u0, nu, hb);
-        continue;
-      }
-      const float* x = block.inputs.Row(s, i);
-      for (int64_t j = 0; j < nu; ++j) hb[j] = x[j] + block.products[i * nu + j];
-      Activate(acts[lane.direction], sq.clip, hb, nu);
-      std::copy_n(hb, nu, out.y + sq.YOffset(t, lane.direction, b) + u0);
-    }
+    UnitProducts(r + lane.direction * H * H, H, block.units, 0, 1, h, lane.count, block.own.data());
+    StepUnits(sq, lane, s, block.reverse, block.units, h, h_next,
+              [&](int64_t i, int64_t b, int64_t t, float* hb) {
+                const float* x = block.inputs.Row(s, i);
+                for (int64_t j = 0; j < nu; ++j) hb[j] = x[j] + block.own[i * nu + j];
+                Activate(acts[lane.direction], sq.clip, hb, nu);
+                std::copy_n(hb, nu, out.y + sq.YOffset(t, lane.direction, b) + u0);
+              });
   });
-  for (size_t l = 0; l < lanes.size(); ++l) {
-    WriteFinal(sq, out, 0, lanes[l], states[l].h[sq.seq % 2]);
-  }
+  WriteFinalHidden(sq, out, lanes, states);
 }
 
 void Rnn(const KernelCall& call) {
