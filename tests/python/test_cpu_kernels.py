@@ -510,12 +510,13 @@ def test_reshape_squeeze_unsqueeze(dtype):
                                         ((2, 3, 5, 7), [0, 2, 3, 1]), ((4, 1, 6), [2, 1, 0]),
                                         ((129, 67), [1, 0]), ((2, 24, 17, 19), [0, 2, 3, 1]),
                                         ((1, 9, 11, 20), [0, 3, 1, 2]), ((3, 40, 16), [0, 2, 1]),
-                                        ((2, 3, 8, 9), [1, 3, 0, 2])])
+                                        ((2, 3, 8, 9), [1, 3, 0, 2]), ((3, 4, 0), [0, 2, 1]),
+                                        ((0, 3, 4), [0, 2, 1]), ((2, 0, 5), [0, 2, 1])])
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_, np.float64])
 def test_transpose(shape, axes, dtype):
     """Any permutation and element size; those that transpose matrices of 4-byte elements (the
     output's last dim strided in the input, the one before it contiguous) move 8 x 8 blocks,
-    with rows and columns past whole blocks and several matrices."""
+    with rows and columns past whole blocks and several matrices. Empty ones copy nothing."""
     x = rand(*shape, dtype=dtype)
     check("transpose", [x], np.transpose(x, axes), axes=axes)
 

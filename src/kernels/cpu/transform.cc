@@ -104,6 +104,7 @@ void TransposedCopy(const BroadcastPlan& plan, const uint32_t* src, uint32_t* ds
   const size_t rank = plan.shape.size();
   const int64_t rows = plan.shape[rank - 2];
   const int64_t cols = plan.shape[rank - 1];
+  if (rows == 0 || cols == 0) return;  // an empty output
   const int64_t column_stride = plan.strides[0][rank - 1];
   const int64_t bands = CeilDiv(rows, kBlock);
   const int64_t matrices = plan.rows() / rows;
