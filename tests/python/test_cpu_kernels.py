@@ -841,7 +841,7 @@ CONV_CASES = [
     ((1, 4, 40, 45), (4, 7, 7), [1, 1], [3, 3, 3, 3], [1, 1], 4),
     ((1, 3, 38, 70), (6, 5, 5), [2, 2], [2, 1, 2, 3], [1, 1], 3),
     ((1, 2, 30, 80), (2, 3, 3), [1, 2], [2, 2, 2, 2], [2, 3], 2),
-    # The direct path (every tap in registers, two output rows at a time) at each window and
+    # The direct path (every tap in registers, four output rows at a time) at each window and
     # stride: odd output heights (a last row alone) and widths that end inside a vector.
     ((2, 5, 35, 33), (5, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 5),
     ((1, 6, 67, 67), (6, 3, 3), [2, 2], [0, 1, 1, 0], [1, 1], 6),
