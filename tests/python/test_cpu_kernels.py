@@ -1000,9 +1000,9 @@ def test_conv2d_epilogue(case, has_bias, has_residual, activation):
                           (False, False, None)])
 def test_conv2d_onto_planes_ending_past_whole_vectors(plane, has_bias, has_residual, activation):
     """A 1x1 conv2d with packed weights onto planes of 49, 196 and 21 pixels, which end 1, 4
-    and 5 columns past whole vectors: the GEMM computes those columns as vectors along the
-    weights' rows (gemm.cc's TailedMicroKernel) and stores them element by element, with the
-    bias and activation. 9 and 25 pixels take vectors along the pixels. 300 channels in make two
+    and 5 columns past whole vectors on AVX-512: the GEMM computes those columns as vectors
+    along the weights' rows (gemm.cc's TailedMicroKernel) and stores them element by element,
+    with the bias and activation. 9 and 25 pixels take vectors along the pixels. 300 channels in make two
     depth blocks, the second adding to the first; 29 out, whole strips of rows and a part."""
     x, w, product, attrs = _conv_case(((1, 300, *plane), (29, 1, 1), [1, 1], [0] * 4, [1, 1], 1))
     bias = rand(29, 1, 1) if has_bias else None

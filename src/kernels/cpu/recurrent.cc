@@ -699,15 +699,32 @@ void WriteFinalHidden(const Sequence& sq, const Outputs& out, const std::vector<
     WriteFinal(sq, out, 0, lanes[l], states[l].h[sq.seq % 2]);
 }
 
-/// A unit block's step for each entry i of `lane`: `body(i, b, t, hb)` writes the entry's new
-/// `units` of the hidden state at hb (in h_next), t being the entry's time index at step s; an
+/// Runs the blocks of `work` through the sequence with runtime::ParallelSteps, `phases` barriers
+/// a step: body(block, s, phase, h, h_next) for each block at each step s and phase, h being the
+/// block's lane's hidden state that step s reads and h_next the one it writes.
+template <typename Own, typename Body>
+void StepBlocks(const Sequence& sq, int64_t phases, std::vector<UnitBlockOf<Own>>& work,
+                const Body& body) {
+  runtime::ParallelSteps(phases * sq.seq, static_cast<int64_t>(work.size()),
+                         [&](int64_t step, int64_t k) {
+                           UnitBlockOf<Own>& block = work[static_cast<size_t>(k)];
+                           const int64_t s = step / phases;
+                           body(block, s, step % phases, block.state.h[s % 2].data(),
+                                block.state.h[(s + 1) % 2].data());
+                         });
+}
+
+/// A block's step s for each entry i of its lane: `body(i, b, t, hb)` writes the entry's new
+/// units of the hidden state at hb (in h_next), t being the entry's time index at step s; an
 /// entry past its length keeps its old units (from h).
-template <typename Body>
-void StepUnits(const Sequence& sq, const Lane& lane, int64_t s, bool reverse, Units units,
-               const float* h, float* h_next, const Body& body) {
+template <typename Own, typename Body>
+void StepUnits(const Sequence& sq, const UnitBlockOf<Own>& block, int64_t s, const float* h,
+               float* h_next, const Body& body) {
+  const Lane& lane = block.lane;
+  const Units units = block.units;
   for (int64_t i = 0; i < lane.count; ++i) {
     const int64_t b = lane.first + i;
-    const int64_t t = sq.Step(s, b, reverse);
+    const int64_t t = sq.Step(s, b, block.reverse);
     float* hb = h_next + i * sq.hidden + units.first;
     if (t < 0) {  // done: its state stays
       std::copy_n(h + i * sq.hidden + units.first, units.count, hb);
@@ -750,23 +767,21 @@ void LstmByUnitBlocks(const KernelCall& call, const Sequence& sq,
                    std::vector<float>(static_cast<size_t>(lane.count * 4 * units.count))};
       },
       states, work);
-  runtime::ParallelSteps(sq.seq, static_cast<int64_t>(work.size()), [&](int64_t s, int64_t k) {
-    UnitBlockOf<Own>& block = work[static_cast<size_t>(k)];
-    const Lane& lane = block.lane;
-    const int64_t u0 = block.units.first;
-    const int64_t nu = block.units.count;
-    const float* h = block.state.h[s % 2].data();
-    float* h_next = block.state.h[(s + 1) % 2].data();
-    UnitProducts(Data<const float>(call.input(2)) + lane.direction * 4 * H * H, H, block.units, 0,
-                 4, h, lane.count, block.own.gates.data());
-    StepUnits(sq, lane, s, block.reverse, block.units, h, h_next,
-              [&](int64_t i, int64_t b, int64_t t, float* hb) {
-                LstmStep(block.own.cell, block.inputs.Row(s, i), block.own.peep.data(), nu,
-                         block.own.gates.data() + i * 4 * nu, block.state.cells.data() + i * H + u0,
-                         hb);
-                std::copy_n(hb, nu, out.y + sq.YOffset(t, lane.direction, b) + u0);
-              });
-  });
+  const float* r = Data<const float>(call.input(2));
+  StepBlocks(
+      sq, 1, work,
+      [&](UnitBlockOf<Own>& block, int64_t s, int64_t /*phase*/, const float* h, float* h_next) {
+        const Lane& lane = block.lane;
+        const int64_t u0 = block.units.first;
+        const int64_t nu = block.units.count;
+        UnitProducts(r + lane.direction * 4 * H * H, H, block.units, 0, 4, h, lane.count,
+                     block.own.gates.data());
+        StepUnits(sq, block, s, h, h_next, [&](int64_t i, int64_t b, int64_t t, float* hb) {
+          LstmStep(block.own.cell, block.inputs.Row(s, i), block.own.peep.data(), nu,
+                   block.own.gates.data() + i * 4 * nu, block.state.cells.data() + i * H + u0, hb);
+          std::copy_n(hb, nu, out.y + sq.YOffset(t, lane.direction, b) + u0);
+        });
+      });
   WriteFinalHidden(sq, out, lanes, states);
   for (size_t l = 0; l < lanes.size(); ++l) WriteFinal(sq, out, 1, lanes[l], states[l].cells);
 }
@@ -847,19 +862,16 @@ void GruByUnitBlocks(const KernelCall& call, const Sequence& sq,
       },
       states, work);
   const float* r = Data<const float>(call.input(2));
-  runtime::ParallelSteps(
-      2 * sq.seq, static_cast<int64_t>(work.size()), [&](int64_t phase, int64_t k) {
-        const int64_t s = phase / 2;
-        UnitBlockOf<Own>& block = work[static_cast<size_t>(k)];
+  StepBlocks(
+      sq, 2, work,
+      [&](UnitBlockOf<Own>& block, int64_t s, int64_t phase, const float* h, float* h_next) {
         const Lane& lane = block.lane;
         const Activation& f = acts[lane.direction * 2];
         const Activation& g = acts[lane.direction * 2 + 1];
         const int64_t u0 = block.units.first;
         const int64_t nu = block.units.count;
         const float* rd = r + lane.direction * 3 * H * H;
-        const float* h = block.state.h[s % 2].data();
-        float* h_next = block.state.h[(s + 1) % 2].data();
-        if (phase % 2 == 0) {
+        if (phase == 0) {
           UnitProducts(rd, H, block.units, 0, 2, h, lane.count, block.own.gates.data());
           for (int64_t i = 0; i < lane.count; ++i) {
             if (sq.Step(s, lane.first + i, block.reverse) < 0) continue;
@@ -878,24 +890,21 @@ void GruByUnitBlocks(const KernelCall& call, const Sequence& sq,
         }
         UnitProducts(rd, H, block.units, 2, 1, linear_before_reset ? h : block.state.cells.data(),
                      lane.count, block.own.hidden_products.data());
-        StepUnits(sq, lane, s, block.reverse, block.units, h, h_next,
-                  [&](int64_t i, int64_t b, int64_t t, float* hb) {
-                    const float* h_old = h + i * H + u0;
-                    const float* x = block.inputs.Row(s, i);
-                    const float* z = block.own.gates.data() + i * 2 * nu;
-                    const float* reset = z + nu;
-                    float* candidate = block.own.hidden_products.data() + i * nu;
-                    for (int64_t j = 0; j < nu; ++j) {
-                      candidate[j] =
-                          linear_before_reset
-                              ? x[2 * nu + j] + reset[j] * (candidate[j] + block.own.rb_h[j])
-                              : x[2 * nu + j] + candidate[j];
-                    }
-                    Activate(g, sq.clip, candidate, nu);
-                    for (int64_t j = 0; j < nu; ++j)
-                      hb[j] = (1.F - z[j]) * candidate[j] + z[j] * h_old[j];
-                    std::copy_n(hb, nu, out.y + sq.YOffset(t, lane.direction, b) + u0);
-                  });
+        StepUnits(sq, block, s, h, h_next, [&](int64_t i, int64_t b, int64_t t, float* hb) {
+          const float* h_old = h + i * H + u0;
+          const float* x = block.inputs.Row(s, i);
+          const float* z = block.own.gates.data() + i * 2 * nu;
+          const float* reset = z + nu;
+          float* candidate = block.own.hidden_products.data() + i * nu;
+          for (int64_t j = 0; j < nu; ++j) {
+            candidate[j] = linear_before_reset
+                               ? x[2 * nu + j] + reset[j] * (candidate[j] + block.own.rb_h[j])
+                               : x[2 * nu + j] + candidate[j];
+          }
+          Activate(g, sq.clip, candidate, nu);
+          for (int64_t j = 0; j < nu; ++j) hb[j] = (1.F - z[j]) * candidate[j] + z[j] * h_old[j];
+          std::copy_n(hb, nu, out.y + sq.YOffset(t, lane.direction, b) + u0);
+        });
       });
   WriteFinalHidden(sq, out, lanes, states);
 }
@@ -991,22 +1000,21 @@ void RnnByUnitBlocks(const KernelCall& call, const Sequence& sq,
       },
       states, work);
   const float* r = Data<const float>(call.input(2));
-  runtime::ParallelSteps(sq.seq, static_cast<int64_t>(work.size()), [&](int64_t s, int64_t k) {
-    UnitBlockOf<Products>& block = work[static_cast<size_t>(k)];
-    const Lane& lane = block.lane;
-    const int64_t u0 = block.units.first;
-    const int64_t nu = block.units.count;
-    const float* h = block.state.h[s % 2].data();
-    float* h_next = block.state.h[(s + 1) % 2].data();
-    UnitProducts(r + lane.direction * H * H, H, block.units, 0, 1, h, lane.count, block.own.data());
-    StepUnits(sq, lane, s, block.reverse, block.units, h, h_next,
-              [&](int64_t i, int64_t b, int64_t t, float* hb) {
-                const float* x = block.inputs.Row(s, i);
-                for (int64_t j = 0; j < nu; ++j) hb[j] = x[j] + block.own[i * nu + j];
-                Activate(acts[lane.direction], sq.clip, hb, nu);
-                std::copy_n(hb, nu, out.y + sq.YOffset(t, lane.direction, b) + u0);
-              });
-  });
+  StepBlocks(sq, 1, work,
+             [&](UnitBlockOf<Products>& block, int64_t s, int64_t /*phase*/, const float* h,
+                 float* h_next) {
+               const Lane& lane = block.lane;
+               const int64_t u0 = block.units.first;
+               const int64_t nu = block.units.count;
+               UnitProducts(r + lane.direction * H * H, H, block.units, 0, 1, h, lane.count,
+                            block.own.data());
+               StepUnits(sq, block, s, h, h_next, [&](int64_t i, int64_t b, int64_t t, float* hb) {
+                 const float* x = block.inputs.Row(s, i);
+                 for (int64_t j = 0; j < nu; ++j) hb[j] = x[j] + block.own[i * nu + j];
+                 Activate(acts[lane.direction], sq.clip, hb, nu);
+                 std::copy_n(hb, nu, out.y + sq.YOffset(t, lane.direction, b) + u0);
+               });
+             });
   WriteFinalHidden(sq, out, lanes, states);
 }
 
