@@ -60,12 +60,12 @@ std::string OtherOperand(const Json& step, const std::string& ref) {
 /// Whether `ref` is the product of a GEMM-backed step, or that product plus a constant.
 bool IsProduct(const StepIndex& index, const std::string& ref) {
   const Json* writer = index.Writer(ref);
-  if (IsKernel(writer, {"nn.conv2d", "nn.dense", "matmul"})) return true;
+  if (IsKernel(writer, {"nn.conv2d", "nn.conv2d_nchwc", "nn.dense", "matmul"})) return true;
   if (!IsKernel(writer, {"add"})) return false;
   for (const Json& operand : writer->at("inputs")) {
     const std::string other = OtherOperand(*writer, operand.get<std::string>());
     if (operand.get<std::string>()[0] == 'c' && other[0] == 't' &&
-        IsKernel(index.Writer(other), {"nn.conv2d", "nn.dense", "matmul"})) {
+        IsKernel(index.Writer(other), {"nn.conv2d", "nn.conv2d_nchwc", "nn.dense", "matmul"})) {
       return true;
     }
   }

@@ -116,6 +116,7 @@ transform::Pass DefaultPipeline(const BuildOptions& options) {
   // exporters spell them.
   passes.push_back(RecognizeGelu());
   passes.push_back(RecognizeAttention());
+  passes.push_back(BlockChannels());
   passes.push_back(FuseOps());
   passes.push_back(InferType());
   return Sequential(std::move(passes), "DefaultPipeline");

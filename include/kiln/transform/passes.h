@@ -73,6 +73,15 @@ KILN_API Pass OutlineControlFlow();
 /// its rows. Not in the default pipeline. Opt level 2.
 KILN_API Pass UnrollLoops();
 
+/// Rewrites float32 nn.conv2d calls into the channel-blocked layout NCHW16c
+/// (kiln/ir/channel_blocks.h, docs/design.md §48): nn.conv2d_nchwc between block_channels and
+/// unblock_channels, with the elementwise ops, per-channel constants and channel concatenations
+/// between two convolutions taking the blocked values, so that a chain of them never changes
+/// layout. A convolution with fewer than 16 input channels keeps NCHW unless it is depthwise.
+/// `transform.block_channels` (int): -1 (default) where the CPU has AVX-512, 0 never, 1 always.
+/// Opt level 2.
+KILN_API Pass BlockChannels();
+
 /// Groups the op calls of each function into primitive functions (attribute Primitive=1) by
 /// their pattern kinds: injective chains, producers of reductions, and elementwise epilogues
 /// of conv2d / dense / reductions (fuse_ops.cc has the rules). Every op call ends up in one;

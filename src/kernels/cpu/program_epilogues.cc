@@ -85,6 +85,15 @@ bool IsChannelBias(const TensorSpec& bias, const TensorSpec& out) {
          ExtentIs(out.shape[1], shape[rank - 3]) && shape[rank - 2] == 1 && shape[rank - 1] == 1;
 }
 
+/// A bias (a constant) of shape (1, C/16, 1, 1, 16): one value per channel of the blocked
+/// (N, C/16, H, W, 16) `out` (kiln/ir/channel_blocks.h).
+bool IsBlockedChannelBias(const TensorSpec& bias, const TensorSpec& out) {
+  const std::vector<int64_t>& shape = bias.extents;
+  return out.shape.size() == 5 && shape.size() == 5 && shape[0] == 1 &&
+         ExtentIs(out.shape[1], shape[1]) && shape[2] == 1 && shape[3] == 1 &&
+         ExtentIs(out.shape[4], shape[4]);
+}
+
 /// A bias (a constant) of shape (N) or (1, ..., 1, N): one value per column of the (..., N)
 /// `out`.
 bool IsColumnBias(const TensorSpec& bias, const TensorSpec& out) {
@@ -100,7 +109,9 @@ bool IsColumnBias(const TensorSpec& bias, const TensorSpec& out) {
 bool IsEpilogueAnchor(const ProgramFunction& func, const Step& step,
                       const std::vector<Tensor>& constants) {
   if (step.inputs.size() != 2 || step.outputs.size() != 1) return false;
-  if (step.kernel == "nn.conv2d" || step.kernel == "nn.dense") return true;
+  if (step.kernel == "nn.conv2d" || step.kernel == "nn.conv2d_nchwc" || step.kernel == "nn.dense") {
+    return true;
+  }
   if (step.kernel != "matmul") return false;
   return std::all_of(step.inputs.begin(), step.inputs.end(), [&](const TensorRef& ref) {
     const std::optional<TensorSpec> spec = SpecOf(func, ref, constants);
@@ -199,13 +210,18 @@ void MergeEpilogues(ProgramFunction& func, const std::vector<Tensor>& constants)
       step.inputs.push_back(input);
       step.outputs = func.steps[++s].outputs;
     };
-    const bool bias_per_row = step.kernel == "nn.conv2d";
+    // One bias per channel (a row of the convolution's GEMM), else per column.
+    auto is_bias = [&](const TensorSpec& spec) {
+      if (step.kernel == "nn.conv2d") return IsChannelBias(spec, product);
+      if (step.kernel == "nn.conv2d_nchwc") return IsBlockedChannelBias(spec, product);
+      return IsColumnBias(spec, product);
+    };
     if (const Step* add = next()) {
       const std::optional<TensorRef> bias = OtherOperand(*add, "add", step.outputs[0]);
       const std::optional<TensorSpec> spec =
           bias.has_value() ? SpecOf(func, *bias, constants) : std::nullopt;
       if (bias.has_value() && bias->list == 'c' && DataTypeEqual(spec->dtype, kFloat32) &&
-          (bias_per_row ? IsChannelBias(*spec, product) : IsColumnBias(*spec, product))) {
+          is_bias(*spec)) {
         absorb(kEpilogueBiasAttr, *bias);
       }
     }

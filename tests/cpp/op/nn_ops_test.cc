@@ -43,6 +43,33 @@ TEST(Conv2DOpTest, SymbolicBatchAndSpatialExtents) {
              {{"groups", 2}});
 }
 
+TEST(Conv2DNchwcOpTest, ConvolvesBlocksOfSixteenChannels) {
+  // 20 channels in two blocks, 40 out in three; a symbolic batch and plane.
+  ExpectType(S({"n", "3", "h", "w", "16"}), "nn.conv2d_nchwc",
+             {S({"n", "2", "h", "w", "16"}), T({40, 20, 3, 3})},
+             {{"padding", Array<int64_t>{1, 1, 1, 1}}});
+  ExpectType(
+      T({1, 2, 4, 4, 16}), "nn.conv2d_nchwc", {T({1, 2, 8, 8, 16}), T({24, 1, 3, 3})},
+      {{"groups", 24}, {"strides", Array<int64_t>{2, 2}}, {"padding", Array<int64_t>{1, 1, 1, 1}}});
+  ExpectTypeError("nn.conv2d_nchwc", {T({1, 2, 8, 8, 16}), T({8, 40, 3, 3})}, {},
+                  {"2 channel blocks of 'data' do not hold the 40 input channels of 'weight'"});
+  ExpectTypeError("nn.conv2d_nchwc", {T({1, 2, 8, 8, 8}), T({8, 20, 3, 3})}, {},
+                  {"data's last axis must be the block of 16 channels"});
+  ExpectTypeError("nn.conv2d_nchwc", {T({1, 2, 8, 8, 16}), T({24, 2, 3, 3})}, {{"groups", 12}},
+                  {"groups must be 1 or the channel count (depthwise), got 12"});
+}
+
+TEST(BlockChannelsOpTest, AddsABlockAxisAndDropsIt) {
+  ExpectType(S({"n", "3", "h", "w", "16"}), "block_channels", {S({"n", "35", "h", "w"})}, {});
+  ExpectType(T({2, 1, 7, 16}), "block_channels", {T({2, 5, 7})}, {});
+  ExpectTypeError("block_channels", {S({"n", "c", "4", "4"})}, {},
+                  {"the channel count", "must be static"});
+  ExpectType(S({"n", "35", "h", "w"}), "unblock_channels", {S({"n", "3", "h", "w", "16"})},
+             {{"channels", 35}});
+  ExpectTypeError("unblock_channels", {T({1, 3, 4, 4, 16})}, {{"channels", 20}},
+                  {"channels 20 do not fill 3 blocks of 16"});
+}
+
 TEST(Conv2DOpTest, SymbolicConstraintsItCannotProveAreErrors) {
   // h may be 0, 1 or 2, where a 3x3 window does not fit.
   ExpectTypeError("nn.conv2d", {S({"n", "3", "h", "w"}), T({8, 3, 3, 3})}, {},
