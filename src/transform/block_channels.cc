@@ -102,6 +102,9 @@ class ChannelBlocker : public TypedMutator {
     if (LanewiseUnaryOps().count(name) != 0) blocked = BlockUnary(call);
     if (LanewiseBinaryOps().count(name) != 0) blocked = BlockBinary(call);
     if (name == "concatenate") blocked = BlockConcat(call);
+    if (name == "nn.global_avg_pool2d" || (name == "mean" && IsPlaneMean(call))) {
+      blocked = BlockGlobalAverage(call);
+    }
     if (!blocked.has_value()) return call;
     return Unblock(*blocked, *ChannelsOf(call));
   }
@@ -121,9 +124,9 @@ class ChannelBlocker : public TypedMutator {
     return it->second;
   }
 
-  /// A convolution with enough input channels to fill blocks (an image's 3 would take 16
-  /// lanes' work), or a depthwise one; its weight a constant, which the kernel packs in blocks
-  /// when the program loads.
+  /// A convolution with enough input channels to fill blocks, or whose input is blocked
+  /// already, or a depthwise one; its weight a constant, which the kernel packs in blocks when
+  /// the program loads.
   std::optional<Expr> BlockConv(const Call& call) {
     const Expr& data = call->args()[0];
     const Expr& weight = call->args()[1];
@@ -136,7 +139,10 @@ class ChannelBlocker : public TypedMutator {
     }
     const int64_t groups = call->attrs().at(String("groups")).cast<int64_t>();
     const bool depthwise = groups == *channels && groups == *out_channels && (*kernel)[1] == 1;
-    if (!(groups == 1 && *channels >= kChannelBlock) && !depthwise) return std::nullopt;
+    // Fewer channels than a block cost a block's work: worth it only when they come blocked
+    // (a squeeze-excitation's second convolution), never for an image's 3.
+    const bool fills_blocks = *channels >= kChannelBlock || BlockedBehind(data).has_value();
+    if (!(groups == 1 && fills_blocks) && !depthwise) return std::nullopt;
     if (!depthwise && TakesWinograd(call, *kernel)) return std::nullopt;
     return Typed(Call(ir::Op::Get("nn.conv2d_nchwc"), {Block(data), weight}, call->attrs()));
   }
@@ -157,6 +163,28 @@ class ChannelBlocker : public TypedMutator {
     }
     const std::vector<int64_t> out = *ExtentsOf(call);
     return out[2] < 0 || out[3] < 0 || ((out[2] + 1) / 2) * ((out[3] + 1) / 2) >= 36;
+  }
+
+  /// Whether `call` (a mean) averages an (N, C, H, W) tensor over its plane, keeping its rank.
+  static bool IsPlaneMean(const Call& call) {
+    const std::optional<Any> axes = call->attrs().Get(String("axis"));
+    if (RankOf(call->args()[0]) != 4 || !axes.has_value() || axes->is_none() ||
+        !call->attrs().at(String("keepdims")).cast<bool>()) {
+      return false;
+    }
+    std::set<int64_t> plane;
+    for (int64_t axis : axes->cast<Array<int64_t>>()) plane.insert(axis < 0 ? axis + 4 : axis);
+    return plane == std::set<int64_t>{2, 3};
+  }
+
+  /// The mean of each channel over the plane: of each lane over the blocked plane.
+  std::optional<Expr> BlockGlobalAverage(const Call& call) const {
+    const std::optional<Expr> behind = BlockedBehind(call->args()[0]);
+    if (!behind.has_value()) return std::nullopt;
+    Map<String, Any> attrs;
+    attrs.Set("axis", Array<int64_t>{2, 3});
+    attrs.Set("keepdims", true);
+    return Typed(Call(ir::Op::Get("mean"), {*behind}, attrs));
   }
 
   std::optional<Expr> BlockUnary(const Call& call) const {

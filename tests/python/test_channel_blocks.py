@@ -186,3 +186,32 @@ def test_block_channels_leaves_convolutions_between_layout_changes_alone(tmp_pat
     assert _blocked_text(mod, 1).count("nn.conv2d_nchwc(") == 3
     (got,) = kiln.build(mod, pass_context={"transform.block_channels": 1}).run(x=x)
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+
+
+class SqueezeExcitation(torch.nn.Module):
+    """EfficientNet's gate: a global average, a convolution down to 4 channels and one back up,
+    and the product of the input with its sigmoid."""
+
+    def __init__(self, channels=24):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(channels, channels, 3, padding=1, groups=channels)
+        self.reduce = torch.nn.Conv2d(channels, 4, 1)
+        self.expand = torch.nn.Conv2d(4, channels, 1)
+
+    def forward(self, x):
+        y = self.conv(x)
+        gate = torch.sigmoid(self.expand(F.silu(self.reduce(y.mean((2, 3), keepdim=True)))))
+        return y * gate
+
+
+def test_block_channels_takes_a_squeeze_excitation_whole(tmp_path):
+    """The average over the plane is a mean over the blocked plane, and the convolution of 4
+    channels reads them blocked: nothing changes layout between the first block and the last
+    unblock."""
+    mod, x, expected = _exported(SqueezeExcitation(), (2, 24, 11, 9), tmp_path)
+    text = _blocked_text(mod, 1)
+    counts = [len(re.findall(rf"\b{op}\(", text)) for op in
+              ("nn.conv2d_nchwc", "mean", "block_channels", "unblock_channels")]
+    assert counts == [3, 1, 1, 1], text
+    (got,) = kiln.build(mod, pass_context={"transform.block_channels": 1}).run(x=x)
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)

@@ -313,6 +313,10 @@ BROADCAST_SHAPES = [
     ((2, 3, 17, 19), (3, 1, 1)),
     ((1, 129), (257, 1)),
     ((64, 1, 300), (64, 7, 300)),
+    # Rows of 16 walked along the axis before them (ForEachBroadcastRow's runs): a
+    # channel-blocked plane times one value per lane, and runs that threads' chunks split.
+    ((2, 3, 5, 7, 16), (1, 3, 1, 1, 16)),
+    ((3, 5000, 16), (3, 1, 16)),
 ]
 
 

@@ -337,11 +337,7 @@ KILN_BLOCKED_TASKS(__attribute__((target("arch=x86-64-v4"))), Avx512)
 const BlockedTasks& SelectTasks() {
   static const BlockedTasks tasks = [] {
 #ifdef KILN_BLOCKED_AVX512
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq")) {
-      return BlockedTasks{DenseTaskAvx512, DepthwiseTaskAvx512};
-    }
+    if (CpuHasX86_64V4()) return BlockedTasks{DenseTaskAvx512, DepthwiseTaskAvx512};
 #endif
     return BlockedTasks{DenseTaskBaseline, DepthwiseTaskBaseline};
   }();

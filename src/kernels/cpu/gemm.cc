@@ -560,11 +560,8 @@ __attribute__((target("arch=x86-64-v4"))) void MultiplyBlockAvx512(BlockA a, B b
 const GemmKernel& SelectKernel() {
   static const GemmKernel kernel = [] {
 #ifdef KILN_GEMM_WIDE_KERNELS
+    if (CpuHasX86_64V4()) return KILN_GEMM_KERNEL(12, 32, MultiplyBlockAvx512);
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq")) {
-      return KILN_GEMM_KERNEL(12, 32, MultiplyBlockAvx512);
-    }
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
       return KILN_GEMM_KERNEL(6, 16, MultiplyBlockAvx2);
     }

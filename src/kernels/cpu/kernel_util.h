@@ -131,6 +131,10 @@ inline std::vector<int64_t> Int64Values(const Tensor& tensor) {
 /// Compiles a hot loop's function for the x86-64 baseline the library targets (design §15) and
 /// for AVX-512 (x86-64-v4), picking one when the library loads (GCC's target_clones); other
 /// compilers (Clang, the sanitizer build) get the baseline only, as the GEMM does.
+/// Whether this CPU runs code built for x86-64-v4 (AVX-512 F, VL, BW and DQ): what a kernel
+/// with a `target("arch=x86-64-v4")` variant asks before taking it.
+bool CpuHasX86_64V4();
+
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
 #define KILN_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "default")))
 #else
@@ -353,12 +357,23 @@ void ForEachBroadcastRow(const Tensor& out, const std::array<Tensor, N>& operand
   const int64_t inner = plan.inner();
   std::array<int64_t, N> inner_strides{};
   for (size_t i = 0; i < N; ++i) inner_strides[i] = plan.InnerStride(i);
+  // Consecutive rows step along the axis before the last by its strides; RowOffset's divisions
+  // run once per run of them (rows of 16, a channel-blocked tensor times one value per lane,
+  // spent most of their time there).
+  const size_t rank = plan.shape.size();
+  const int64_t run_extent = rank >= 2 ? plan.shape[rank - 2] : 1;
+  std::array<int64_t, N> run_strides{};
+  for (size_t i = 0; i < N && rank >= 2; ++i) run_strides[i] = plan.strides[i][rank - 2];
   const int64_t grain = std::max<int64_t>(1, kElementGrain / std::max<int64_t>(inner, 1));
   runtime::ParallelFor(0, plan.rows(), grain, [&](int64_t begin, int64_t end) {
     std::array<int64_t, N> offsets{};
-    for (int64_t row = begin; row < end; ++row) {
+    for (int64_t row = begin; row < end;) {
       for (size_t i = 0; i < N; ++i) offsets[i] = plan.RowOffset(i, row);
-      row_body(row * inner, offsets, inner, inner_strides);
+      const int64_t run_end = std::min(end, row + run_extent - row % run_extent);
+      for (; row < run_end; ++row) {
+        row_body(row * inner, offsets, inner, inner_strides);
+        for (size_t i = 0; i < N; ++i) offsets[i] += run_strides[i];
+      }
     }
   });
 }
