@@ -29,15 +29,17 @@ using ir::ChannelBlocks;
 using ir::Expr;
 using ir::kChannelBlock;
 
-/// -1: block where the CPU has AVX-512 (the blocked kernels' tiles need its 32 vector
-/// registers); 0: never; 1: always.
+/// -1: block where the CPU takes the blocked kernels' AVX-512 build (their tiles need its 32
+/// vector registers); 0: never; 1: always.
 constexpr const char* kBlockChannels = "transform.block_channels";
 KILN_REGISTER_PASS_CONFIG(kBlockChannels, int64_t, -1);
 
+/// What the kernels' CpuHasX86_64V4 asks (AVX-512 F, VL, BW and DQ), from the compiler's side.
 bool HostHasAvx512() {
 #if defined(__x86_64__) && defined(__GNUC__)
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") != 0;
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
 #else
   return false;
 #endif

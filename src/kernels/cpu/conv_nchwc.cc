@@ -356,7 +356,8 @@ void DenseConv(const BlockedConv& image, int64_t images, const float* x, const f
   // A 1x1 window at stride 1 without padding reads its plane as one long row.
   const Window2D& win = image.win;
   const bool pointwise = win.kernel[0] == 1 && win.kernel[1] == 1 && win.stride[0] == 1 &&
-                         win.stride[1] == 1 && win.pad_begin[0] == 0 && win.pad_begin[1] == 0;
+                         win.stride[1] == 1 && win.pad_begin[0] == 0 && win.pad_begin[1] == 0 &&
+                         win.pad_end[0] == 0 && win.pad_end[1] == 0;
   BlockedConv g = image;
   if (pointwise) {
     g.w = g.h * g.w;
@@ -367,7 +368,8 @@ void DenseConv(const BlockedConv& image, int64_t images, const float* x, const f
   const int64_t per_task = OutBlocksPerTask(g.out_blocks);
   const int64_t groups = CeilDiv(g.out_blocks, per_task);
   // Columns per task: a row, or in a flattened plane runs of four tiles.
-  const int64_t run = pointwise ? int64_t{4} * kDensePixels<kMaxOutBlocks> : g.ow;
+  const int64_t run =
+      pointwise ? int64_t{4} * kDensePixels<kMaxOutBlocks> : std::max<int64_t>(1, g.ow);
   const int64_t runs = CeilDiv(g.ow, run);
   const int64_t out_image = g.out_blocks * g.out_plane();
   runtime::ParallelFor(0, images * groups * g.oh * runs, 1, [&](int64_t begin, int64_t end) {
