@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "../kernels/cpu/cpu_features.h"
 #include "constant_util.h"
 #include "expr_util.h"
 #include "typed_mutator.h"
@@ -33,17 +34,6 @@ using ir::kChannelBlock;
 /// vector registers); 0: never; 1: always.
 constexpr const char* kBlockChannels = "transform.block_channels";
 KILN_REGISTER_PASS_CONFIG(kBlockChannels, int64_t, -1);
-
-/// What the kernels' CpuHasX86_64V4 asks (AVX-512 F, VL, BW and DQ), from the compiler's side.
-bool HostHasAvx512() {
-#if defined(__x86_64__) && defined(__GNUC__)
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
-#else
-  return false;
-#endif
-}
 
 /// Ops whose output lane depends only on the same lane of their inputs and that keep a finite
 /// value finite (a padded lane holds a finite value, which the next convolution multiplies by
@@ -296,7 +286,7 @@ Pass BlockChannels() {
   return CreateFunctionPass(
       [](const ir::Function& func, const ir::IRModule& mod, const PassContext& ctx) {
         const int64_t mode = ctx.GetConfig<int64_t>(kBlockChannels);
-        if (mode == 0 || (mode < 0 && !HostHasAvx512())) return func;
+        if (mode == 0 || (mode < 0 && !kernels::cpu::CpuHasX86_64V4())) return func;
         const ir::Function rewritten = ChannelBlocker(mod).RewriteFunction(func);
         return mode > 0 || BlockingPays(rewritten) ? rewritten : func;
       },

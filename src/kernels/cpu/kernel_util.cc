@@ -234,16 +234,6 @@ AxisSplit SplitAtAxis(const std::vector<int64_t>& shape, int64_t axis) {
   return split;
 }
 
-bool CpuHasX86_64V4() {
-#if defined(__x86_64__) && defined(__GNUC__)
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
-#else
-  return false;
-#endif
-}
-
 }  // namespace cpu
 }  // namespace kernels
 }  // namespace kiln

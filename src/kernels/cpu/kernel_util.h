@@ -22,6 +22,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "cpu_features.h"
+
 namespace kiln {
 namespace kernels {
 namespace cpu {
@@ -131,10 +133,6 @@ inline std::vector<int64_t> Int64Values(const Tensor& tensor) {
 /// Compiles a hot loop's function for the x86-64 baseline the library targets (design §15) and
 /// for AVX-512 (x86-64-v4), picking one when the library loads (GCC's target_clones); other
 /// compilers (Clang, the sanitizer build) get the baseline only, as the GEMM does.
-/// Whether this CPU runs code built for x86-64-v4 (AVX-512 F, VL, BW and DQ): what a kernel
-/// with a `target("arch=x86-64-v4")` variant asks before taking it.
-bool CpuHasX86_64V4();
-
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
 #define KILN_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "default")))
 #else
